@@ -1,0 +1,1 @@
+"""Consumers: the ZooKeeper high-level consumer, assignors, the simple consumer and the Spark source."""

@@ -1,0 +1,86 @@
+"""The one table of ZooKeeper paths, exactly as Kafka 0.8.2 lays them out (kafka.utils.ZkUtils).
+
+Every path is relative to the cluster's chroot; ZkClient applies the chroot. What each node holds is in
+`znodes.py`.
+"""
+
+CONSUMERS = "/consumers"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_TOPICS = "/config/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+
+# Created by every broker at start (ZkUtils.setupCommonPaths).
+COMMON_PATHS = (CONSUMERS, BROKER_IDS, BROKER_TOPICS, CONFIG_CHANGES, CONFIG_TOPICS, DELETE_TOPICS)
+
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def consumer_group_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}"
+
+
+def consumer_ids_path(group: str) -> str:
+    return f"{CONSUMERS}/{group}/ids"
+
+
+def consumer_id_path(group: str, consumer_id: str) -> str:
+    return f"{CONSUMERS}/{group}/ids/{consumer_id}"
+
+
+def consumer_owners_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}"
+
+
+def consumer_owner_path(group: str, topic: str, partition: int) -> str:
+    return f"{CONSUMERS}/{group}/owners/{topic}/{partition}"
+
+
+def consumer_offsets_path(group: str, topic: str) -> str:
+    return f"{CONSUMERS}/{group}/offsets/{topic}"
+
+
+def consumer_offset_path(group: str, topic: str, partition: int) -> str:
+    return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """Split `host:port[,host:port...][/chroot]` into (hosts, chroot); chroot is "" when absent."""
+    slash = connect.find("/")
+    if slash < 0:
+        return connect, ""
+    chroot = connect[slash:].rstrip("/")
+    return connect[:slash], chroot

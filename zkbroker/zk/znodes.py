@@ -1,0 +1,281 @@
+"""The exact JSON of every znode Kafka 0.8.2 writes, one codec per znode.
+
+Kafka's `Json.encode` writes compact JSON (no spaces) and `timestamp` as a *string* of epoch ms; its parser
+maps every number to a 32-bit Int. We write the keys in the order the 0.8.2 docs and tools show them, so a
+`get` in zkCli.sh prints what a 0.8.2 cluster printed. Decoders are tolerant of key order and extra keys
+(later Kafka versions add some) but reject anything that a 0.8.2 broker could not have parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+class ZnodeFormatError(ValueError):
+    """A znode's data is not in the format Kafka 0.8.2 writes (whose fault: whoever wrote the node)."""
+
+
+def now_ms() -> str:
+    """Kafka's znode timestamp: epoch milliseconds as a decimal string."""
+    return str(int(time.time() * 1000))
+
+
+def _dump(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _load(data: bytes | None, what: str) -> object:
+    if not data:
+        raise ZnodeFormatError(f"{what} is empty")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ZnodeFormatError(f"{what} is not JSON: {data[:80]!r}") from e
+
+
+def _obj(data: bytes | None, what: str) -> dict:
+    value = _load(data, what)
+    if not isinstance(value, dict):
+        raise ZnodeFormatError(f"{what} is not a JSON object: {data[:80]!r}")
+    return value
+
+
+def _int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not INT32_MIN <= value <= INT32_MAX:
+        raise ZnodeFormatError(f"{what} must be a 32-bit integer, got {value!r}")
+    return value
+
+
+def _int_list(value: object, what: str) -> list[int]:
+    if not isinstance(value, list):
+        raise ZnodeFormatError(f"{what} must be a list of integers, got {value!r}")
+    return [_int(v, what) for v in value]
+
+
+def _str(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise ZnodeFormatError(f"{what} must be a string, got {value!r}")
+    return value
+
+
+def _field(obj: dict, key: str, what: str) -> object:
+    if key not in obj:
+        raise ZnodeFormatError(f"{what} has no {key!r}")
+    return obj[key]
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """Ephemeral `/brokers/ids/<id>` (ZkUtils.registerBrokerInZk)."""
+
+    broker_id: int
+    host: str
+    port: int
+    jmx_port: int = -1
+    timestamp: str = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "host": self.host, "port": self.port,
+                      "jmx_port": self.jmx_port, "timestamp": self.timestamp})
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes | None) -> BrokerRegistration:
+        what = f"/brokers/ids/{broker_id}"
+        obj = _obj(data, what)
+        return cls(broker_id, _str(_field(obj, "host", what), what + " host"),
+                   _int(_field(obj, "port", what), what + " port"),
+                   _int(obj.get("jmx_port", -1), what + " jmx_port"), str(obj.get("timestamp", "")))
+
+    def same_endpoint(self, other: BrokerRegistration) -> bool:
+        """Kafka's test for "I wrote this conflicted ephemeral node": everything but the timestamp."""
+        return (self.broker_id, self.host, self.port, self.jmx_port) == (
+            other.broker_id, other.host, other.port, other.jmx_port)
+
+
+@dataclass(frozen=True)
+class ControllerRegistration:
+    """Ephemeral `/controller`, written by the election winner (ZookeeperLeaderElector)."""
+
+    broker_id: int
+    timestamp: str = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "brokerid": self.broker_id, "timestamp": self.timestamp})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> ControllerRegistration:
+        value = _load(data, "/controller")
+        if isinstance(value, int) and not isinstance(value, bool):
+            # Kafka 0.8.0 wrote a plain integer; KafkaController.parseControllerId still accepts it.
+            return cls(_int(value, "/controller"), "")
+        if not isinstance(value, dict):
+            raise ZnodeFormatError(f"/controller is neither JSON nor an integer: {data[:80]!r}")
+        return cls(_int(_field(value, "brokerid", "/controller"), "/controller brokerid"),
+                   str(value.get("timestamp", "")))
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    """`/controller_epoch` holds the epoch as a decimal string."""
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes | None) -> int:
+    try:
+        return _int(int((data or b"").decode()), "/controller_epoch")
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ZnodeFormatError(f"/controller_epoch is not a decimal integer: {data!r}") from e
+
+
+@dataclass(frozen=True)
+class LeaderIsrState:
+    """`/brokers/topics/<t>/partitions/<p>/state` (ZkUtils.leaderAndIsrZkData). leader -1 = no leader."""
+
+    leader: int
+    leader_epoch: int
+    controller_epoch: int
+    isr: tuple[int, ...]
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "leader": self.leader, "leader_epoch": self.leader_epoch,
+                      "controller_epoch": self.controller_epoch, "isr": list(self.isr)})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "partition state") -> LeaderIsrState:
+        obj = _obj(data, what)
+        return cls(_int(_field(obj, "leader", what), what + " leader"),
+                   _int(_field(obj, "leader_epoch", what), what + " leader_epoch"),
+                   _int(_field(obj, "controller_epoch", what), what + " controller_epoch"),
+                   tuple(_int_list(_field(obj, "isr", what), what + " isr")))
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """`/brokers/topics/<t>`: partition id (a string key in JSON) -> replica list, head = preferred replica."""
+
+    partitions: dict[int, tuple[int, ...]]
+
+    def encode(self) -> bytes:
+        ordered = {str(p): list(self.partitions[p]) for p in sorted(self.partitions)}
+        return _dump({"version": 1, "partitions": ordered})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "topic assignment") -> TopicAssignment:
+        obj = _obj(data, what)
+        parts = _field(obj, "partitions", what)
+        if not isinstance(parts, dict):
+            raise ZnodeFormatError(f"{what} partitions must be an object, got {parts!r}")
+        out: dict[int, tuple[int, ...]] = {}
+        for key, replicas in parts.items():
+            try:
+                partition = int(key)
+            except ValueError as e:
+                raise ZnodeFormatError(f"{what} has a non-numeric partition id {key!r}") from e
+            out[partition] = tuple(_int_list(replicas, f"{what} partition {key}"))
+        return cls(out)
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """`/config/topics/<t>`: per-topic overrides, values as strings; `{}` = none (AdminUtils.writeTopicConfig)."""
+
+    config: dict[str, str]
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "config": {k: str(v) for k, v in self.config.items()}})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "topic config") -> TopicConfig:
+        obj = _obj(data, what)
+        config = obj.get("config", {})
+        if not isinstance(config, dict):
+            raise ZnodeFormatError(f"{what} config must be an object, got {config!r}")
+        return cls({str(k): str(v) for k, v in config.items()})
+
+
+def encode_config_change(topic: str) -> bytes:
+    """`/config/changes/config_change_<seq>` holds the topic name as a quoted JSON string."""
+    return _dump(topic)
+
+
+def decode_config_change(data: bytes | None) -> str:
+    return _str(_load(data, "config change"), "config change")
+
+
+@dataclass(frozen=True)
+class PartitionReplicas:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+
+
+def encode_reassignment(moves: list[PartitionReplicas]) -> bytes:
+    """`/admin/reassign_partitions` (ZkUtils.getPartitionReassignmentZkData)."""
+    return _dump({"version": 1, "partitions": [
+        {"topic": m.topic, "partition": m.partition, "replicas": list(m.replicas)} for m in moves]})
+
+
+def decode_reassignment(data: bytes | None) -> list[PartitionReplicas]:
+    what = "/admin/reassign_partitions"
+    obj = _obj(data, what)
+    out = []
+    for entry in _field(obj, "partitions", what) or []:
+        out.append(PartitionReplicas(_str(_field(entry, "topic", what), what),
+                                     _int(_field(entry, "partition", what), what),
+                                     tuple(_int_list(_field(entry, "replicas", what), what))))
+    return out
+
+
+def encode_preferred_election(partitions: list[tuple[str, int]]) -> bytes:
+    """`/admin/preferred_replica_election` (PreferredReplicaLeaderElectionCommand)."""
+    return _dump({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]})
+
+
+def decode_preferred_election(data: bytes | None) -> list[tuple[str, int]]:
+    what = "/admin/preferred_replica_election"
+    obj = _obj(data, what)
+    return [(_str(_field(e, "topic", what), what), _int(_field(e, "partition", what), what))
+            for e in _field(obj, "partitions", what) or []]
+
+
+@dataclass(frozen=True)
+class ConsumerRegistration:
+    """Ephemeral `/consumers/<g>/ids/<consumer id>` (ZookeeperConsumerConnector.registerConsumerInZK).
+
+    pattern is `static` (subscription = topic -> stream count), or `white_list` / `black_list`, where the
+    subscription's only key is the regex.
+    """
+
+    subscription: dict[str, int]
+    pattern: str = "static"
+    timestamp: str = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "subscription": dict(self.subscription), "pattern": self.pattern,
+                      "timestamp": self.timestamp})
+
+    @classmethod
+    def decode(cls, data: bytes | None, what: str = "consumer registration") -> ConsumerRegistration:
+        obj = _obj(data, what)
+        sub = _field(obj, "subscription", what)
+        if not isinstance(sub, dict):
+            raise ZnodeFormatError(f"{what} subscription must be an object, got {sub!r}")
+        pattern = _str(_field(obj, "pattern", what), what + " pattern")
+        if pattern not in ("static", "white_list", "black_list"):
+            raise ZnodeFormatError(f"{what} pattern must be static, white_list or black_list, got {pattern!r}")
+        return cls({str(k): _int(v, what) for k, v in sub.items()}, pattern, str(obj.get("timestamp", "")))
+
+
+def encode_offset(next_offset: int) -> bytes:
+    """`/consumers/<g>/offsets/<t>/<p>`: the next offset to consume, as a decimal string."""
+    return str(next_offset).encode()
+
+
+def decode_offset(data: bytes | None) -> int:
+    try:
+        return int((data or b"").decode())
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ZnodeFormatError(f"consumer offset is not a decimal integer: {data!r}") from e
