@@ -1,0 +1,5 @@
+import sys
+
+from zkbroker.cli import main
+
+sys.exit(main())

@@ -1,0 +1,66 @@
+"""The `zkbroker` console script: Kafka 0.8.2's tools under one command (DESIGN §6).
+
+Every failure ends in one clear sentence on stderr and a non-zero exit; `--verbose` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from zkbroker import logconfig
+
+
+class CommandError(Exception):
+    """A user-facing failure: its message is the one sentence printed."""
+
+
+def _server(args: argparse.Namespace) -> int:
+    from zkbroker.config import KafkaConfig
+    from zkbroker.server.kafka_server import KafkaServer
+
+    config = KafkaConfig.load(args.config, args.override or ())
+    logconfig.configure("DEBUG" if args.verbose else "INFO")
+    asyncio.run(KafkaServer(config).run())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zkbroker", description=__doc__.splitlines()[0])
+    parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    server = commands.add_parser("server", help="run a broker (Kafka's kafka-server-start.sh)")
+    server.add_argument("config", metavar="CONFIG", help="server.properties")
+    server.add_argument("--override", action="append", metavar="KEY=VALUE",
+                        help="set a property, overriding the file (repeatable)")
+    server.set_defaults(run=_server)
+
+    from zkbroker.lab.cli import add_lab_commands
+    add_lab_commands(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the one place that turns failures into a sentence
+        if args.verbose:
+            logging.getLogger("zkbroker").exception("%s failed", args.command)
+        print(f"zkbroker {args.command}: {_sentence(e)}", file=sys.stderr)
+        return 1
+
+
+def _sentence(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""The lab cluster: a real ZooKeeper and broker processes on 127.0.0.1, described by `DIR/cluster.json`.
+
+`up` returns only when every broker is registered and a controller is elected. The processes are
+detached (their own sessions, output to files under DIR), so they outlive the command that started them;
+every later command finds them again through `cluster.json`, whose format is a contract (DESIGN §7):
+
+    {"zookeeper": "127.0.0.1:2181/zkbroker-<id>", "zookeeper_pid": 123,
+     "brokers": [{"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 456,
+                  "config": "DIR/broker-1/server.properties"}]}
+
+`zookeeper_pid` is null when the lab did not start ZooKeeper itself (`--zookeeper HOST:PORT`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
+from zkbroker.zk import paths
+from zkbroker.zk.znodes import (ControllerRegistration, LeaderIsrState, TopicAssignment, ZnodeFormatError,
+                                decode_controller_epoch)
+
+HOST = "127.0.0.1"
+DEFAULT_BASE_PORT = 9092
+LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
+
+
+class LabError(RuntimeError):
+    """A lab command cannot do what was asked; the message says why in one sentence."""
+
+
+@dataclass
+class BrokerEntry:
+    id: int
+    host: str
+    port: int
+    pid: int | None
+    config: str
+
+
+@dataclass
+class ClusterFile:
+    zookeeper: str
+    zookeeper_pid: int | None
+    brokers: list[BrokerEntry] = field(default_factory=list)
+
+    def broker(self, broker_id: int) -> BrokerEntry:
+        for entry in self.brokers:
+            if entry.id == broker_id:
+                return entry
+        raise LabError(f"There is no broker {broker_id} in this lab (brokers: "
+                       f"{', '.join(str(b.id) for b in self.brokers)})")
+
+
+class LabCluster:
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.dir = Path(directory).resolve()
+        self.cluster_file = self.dir / "cluster.json"
+
+    # ---- cluster.json -------------------------------------------------------------------------------------
+
+    def load(self) -> ClusterFile:
+        try:
+            raw = json.loads(self.cluster_file.read_text())
+        except FileNotFoundError:
+            raise LabError(f"No lab cluster in {self.dir} (no cluster.json); start one with "
+                           f"`zkbroker lab up --dir {self.dir}`") from None
+        except json.JSONDecodeError as e:
+            raise LabError(f"{self.cluster_file} is not valid JSON: {e}") from None
+        return ClusterFile(raw["zookeeper"], raw.get("zookeeper_pid"),
+                           [BrokerEntry(**b) for b in raw.get("brokers", [])])
+
+    def save(self, cluster: ClusterFile) -> None:
+        tmp = self.cluster_file.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(cluster), indent=2) + "\n")
+        tmp.replace(self.cluster_file)
+
+    # ---- up / down ----------------------------------------------------------------------------------------
+
+    def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
+           base_port: int | None = None, timeout_s: float = 60.0) -> ClusterFile:
+        if brokers < 1:
+            raise LabError("A lab needs at least one broker (--brokers 1 or more)")
+        if self.cluster_file.exists() and self._anything_running(self.load()):
+            raise LabError(f"A lab cluster is already running in {self.dir}; "
+                           f"stop it with `zkbroker lab down --dir {self.dir}`")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        overrides = _parse_overrides(config)
+        zookeeper_pid = None
+        if zookeeper == "auto":
+            zk_hosts, zookeeper_pid = self._start_zookeeper()
+        else:
+            zk_hosts = zookeeper.split("/", 1)[0]
+        cluster = ClusterFile(f"{zk_hosts}/zkbroker-{secrets.token_hex(4)}", zookeeper_pid)
+        ports = _choose_ports(brokers, base_port)
+        for broker_id, port in zip(range(1, brokers + 1), ports):
+            cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, port, overrides))
+        self.save(cluster)
+        try:
+            for entry in cluster.brokers:
+                entry.pid = self._spawn_broker(entry)
+            self.save(cluster)
+            self._wait_usable(cluster, [b.id for b in cluster.brokers], timeout_s)
+        except BaseException:
+            self.down()
+            raise
+        return cluster
+
+    def _start_zookeeper(self) -> tuple[str, int]:
+        from zkbroker.lab.zookeeper import ZooKeeperServer, find_zookeeper
+
+        server = ZooKeeperServer(data_dir=str(self.dir / "zookeeper"), tick_time_ms=LAB_TICK_TIME_MS,
+                                 install=find_zookeeper())
+        server.start()
+        server.detach()
+        return server.connect_string, server.pid
+
+    def down(self) -> None:
+        """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper."""
+        cluster = self.load()
+        for entry in cluster.brokers:
+            if entry.pid is not None:
+                stop_process(entry.pid, timeout_s=10.0)
+        if cluster.zookeeper_pid is not None:
+            from zkbroker.lab.zookeeper import stop_pid
+
+            stop_pid(cluster.zookeeper_pid, timeout=10.0)
+        self.cluster_file.unlink(missing_ok=True)
+
+    def _anything_running(self, cluster: ClusterFile) -> bool:
+        pids = [b.pid for b in cluster.brokers] + [cluster.zookeeper_pid]
+        return any(pid is not None and process_state(pid) != "dead" for pid in pids)
+
+    # ---- one broker ----------------------------------------------------------------------------------------
+
+    def kill(self, broker_id: int) -> BrokerEntry:
+        return self._signal(broker_id, signal.SIGKILL)
+
+    def pause(self, broker_id: int) -> BrokerEntry:
+        return self._signal(broker_id, signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> BrokerEntry:
+        return self._signal(broker_id, signal.SIGCONT)
+
+    def _signal(self, broker_id: int, sig: signal.Signals) -> BrokerEntry:
+        entry = self.load().broker(broker_id)
+        if entry.pid is None or not signal_process(entry.pid, sig):
+            raise LabError(f"Broker {broker_id} is not running")
+        if sig == signal.SIGKILL:
+            wait_until(lambda: process_state(entry.pid) == "dead", 5.0)
+        return entry
+
+    def stop(self, broker_id: int, timeout_s: float = 30.0) -> BrokerEntry:
+        """Stop one broker with SIGTERM: a clean (and, with the controller issue, controlled) shutdown."""
+        entry = self.load().broker(broker_id)
+        if entry.pid is None or process_state(entry.pid) == "dead":
+            raise LabError(f"Broker {broker_id} is not running")
+        stop_process(entry.pid, timeout_s=timeout_s)
+        return entry
+
+    def start(self, broker_id: int, timeout_s: float = 60.0) -> BrokerEntry:
+        """Start a stopped or killed broker again from its server.properties; wait until it registers."""
+        cluster = self.load()
+        entry = cluster.broker(broker_id)
+        if entry.pid is not None and process_state(entry.pid) != "dead":
+            raise LabError(f"Broker {broker_id} is already running (pid {entry.pid})")
+        entry.pid = self._spawn_broker(entry)
+        self.save(cluster)
+        self._wait_usable(cluster, [broker_id], timeout_s)
+        return entry
+
+    def _write_broker_config(self, zk_connect: str, broker_id: int, port: int,
+                             overrides: dict[str, str]) -> BrokerEntry:
+        broker_dir = self.dir / f"broker-{broker_id}"
+        broker_dir.mkdir(parents=True, exist_ok=True)
+        props = {
+            "broker.id": str(broker_id),
+            "port": str(port),
+            "host.name": HOST,
+            "advertised.host.name": HOST,
+            "log.dirs": str(broker_dir / "data"),
+            "zookeeper.connect": zk_connect,
+        }
+        props.update(overrides)
+        config = broker_dir / "server.properties"
+        config.write_text("# written by `zkbroker lab up`\n" + "".join(f"{k}={v}\n" for k, v in props.items()))
+        return BrokerEntry(broker_id, HOST, int(props["port"]), None, str(config))
+
+    def _spawn_broker(self, entry: BrokerEntry) -> int:
+        log_path = Path(entry.config).parent / "server.log"
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "zkbroker", "server", entry.config],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, cwd=str(self.dir))
+        return proc.pid
+
+    def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float) -> None:
+        """Wait until the given brokers are registered and some controller is elected."""
+        deadline = time.monotonic() + timeout_s
+        with _zk(cluster.zookeeper) as zk:
+            while True:
+                registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
+                missing = [b for b in broker_ids if b not in registered]
+                controller = zk.exists(paths.CONTROLLER)
+                if not missing and controller is not None:
+                    return
+                for broker_id in missing:
+                    entry = cluster.broker(broker_id)
+                    if entry.pid is not None and process_state(entry.pid) == "dead":
+                        raise LabError(f"Broker {broker_id} exited during startup: "
+                                       f"{_last_line(Path(entry.config).parent / 'server.log')}")
+                if time.monotonic() > deadline:
+                    what = f"brokers {missing} did not register" if missing else "no controller was elected"
+                    raise LabError(f"The lab cluster did not become usable within {timeout_s:.0f} s: {what}")
+                time.sleep(0.05)
+
+    # ---- status --------------------------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        """Controller and epoch, each broker (process state, registration) and each partition's leader/ISR."""
+        cluster = self.load()
+        out: dict = {"zookeeper": cluster.zookeeper, "zookeeper_pid": cluster.zookeeper_pid,
+                     "controller": None, "controller_epoch": None, "brokers": [], "topics": []}
+        with _zk(cluster.zookeeper) as zk:
+            registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
+            data = _get(zk, paths.CONTROLLER)
+            if data is not None:
+                try:
+                    out["controller"] = ControllerRegistration.decode(data).broker_id
+                except ZnodeFormatError:
+                    pass
+            epoch = _get(zk, paths.CONTROLLER_EPOCH)
+            if epoch is not None:
+                out["controller_epoch"] = decode_controller_epoch(epoch)
+            for entry in cluster.brokers:
+                state = process_state(entry.pid) if entry.pid is not None else "dead"
+                out["brokers"].append({"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid,
+                                       "process": state, "registered": entry.id in registered,
+                                       "alive": state == "running" and entry.id in registered})
+            for topic in _children(zk, paths.BROKER_TOPICS):
+                out["topics"].append(_topic_status(zk, topic))
+        return out
+
+
+def _topic_status(zk: KazooClient, topic: str) -> dict:
+    raw = _get(zk, paths.topic_path(topic))
+    assignment = TopicAssignment.decode(raw, topic) if raw else TopicAssignment({})
+    partitions = []
+    for partition, replicas in sorted(assignment.partitions.items()):
+        raw = _get(zk, paths.partition_state_path(topic, partition))
+        state = LeaderIsrState.decode(raw) if raw else None
+        partitions.append({"partition": partition, "replicas": list(replicas),
+                           "leader": state.leader if state else None,
+                           "leader_epoch": state.leader_epoch if state else None,
+                           "isr": list(state.isr) if state else []})
+    return {"topic": topic, "partitions": partitions}
+
+
+class _zk:
+    """A short-lived kazoo client for one lab command."""
+
+    def __init__(self, connect: str) -> None:
+        self.client = KazooClient(hosts=connect, timeout=10.0)
+
+    def __enter__(self) -> KazooClient:
+        try:
+            self.client.start(timeout=10.0)
+        except Exception as e:
+            raise LabError(f"Cannot reach the lab's ZooKeeper at {self.client.hosts}: {e}") from None
+        return self.client
+
+    def __exit__(self, *exc) -> None:
+        self.client.stop()
+        self.client.close()
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return sorted(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _get(zk: KazooClient, path: str) -> bytes | None:
+    try:
+        return zk.get(path)[0]
+    except NoNodeError:
+        return None
+
+
+def _parse_overrides(config: list[str] | tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise LabError(f"--config takes key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _choose_ports(count: int, base_port: int | None) -> list[int]:
+    if base_port is not None:
+        ports = list(range(base_port, base_port + count))
+        busy = [p for p in ports if not _port_free(p)]
+        if busy:
+            raise LabError(f"Port {busy[0]} on {HOST} is in use; choose another --base-port")
+        return ports
+    ports = list(range(DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + count))
+    if all(_port_free(p) for p in ports):
+        return ports
+    # 9092... is taken (a real Kafka, another lab): let the kernel pick free ports instead.
+    chosen: list[int] = []
+    while len(chosen) < count:
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in chosen:
+            chosen.append(port)
+    return chosen
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except FileNotFoundError:
+        return "no log written"
+    return lines[-1] if lines else "no log written"

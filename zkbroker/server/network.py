@@ -1,0 +1,70 @@
+"""SocketServer: the broker's asyncio network layer (Kafka's SocketServer).
+
+Each connection is a FrameDecoder plus a loop that answers its requests strictly in order, as Kafka
+guarantees per connection. A frame that is too large or does not parse closes that connection only;
+the broker keeps serving everyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from zkbroker.protocol.errors import ProtocolError
+from zkbroker.protocol.frame import FrameDecoder
+from zkbroker.protocol.headers import parse_request_header
+from zkbroker.server.apis import KafkaApis
+
+log = logging.getLogger("zkbroker.server.SocketServer")
+
+_READ_CHUNK = 256 * 1024
+
+
+class SocketServer:
+    def __init__(self, host: str, port: int, apis: KafkaApis, max_request_bytes: int) -> None:
+        self.host = host
+        self.port = port
+        self.apis = apis
+        self.max_request_bytes = max_request_bytes
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        except OSError as e:
+            raise OSError(e.errno, f"Socket server failed to bind to {self.host}:{self.port}: {e.strerror}.") from e
+        log.info("Awaiting socket connections on %s:%d.", self.host, self.port)
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for writer in list(self._connections):
+            writer.close()
+        await self._server.wait_closed()
+        self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        self._connections.add(writer)
+        decoder = FrameDecoder(self.max_request_bytes)
+        try:
+            while True:
+                data = await reader.read(_READ_CHUNK)
+                if not data:
+                    return
+                decoder.receive_data(data)
+                while (frame := decoder.next_frame()) is not None:
+                    header, body_offset = parse_request_header(frame)
+                    response = await self.apis.handle(header, frame, body_offset)
+                    if response is not None:
+                        writer.write(response)
+                        await writer.drain()
+        except ProtocolError as e:
+            log.warning("Closing socket connection to %s: %s", peer, e)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._connections.discard(writer)
+            writer.close()
