@@ -17,8 +17,12 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import (ControllerRegistration, ZnodeFormatError, decode_controller_epoch,
-                                encode_controller_epoch)
+from zkbroker.zk.znodes import (
+    ControllerRegistration,
+    ZnodeFormatError,
+    decode_controller_epoch,
+    encode_controller_epoch,
+)
 
 log = logging.getLogger("controller.ZookeeperLeaderElector")
 

@@ -29,8 +29,13 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
-from zkbroker.zk.znodes import (ControllerRegistration, LeaderIsrState, TopicAssignment, ZnodeFormatError,
-                                decode_controller_epoch)
+from zkbroker.zk.znodes import (
+    ControllerRegistration,
+    LeaderIsrState,
+    TopicAssignment,
+    ZnodeFormatError,
+    decode_controller_epoch,
+)
 
 HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9092

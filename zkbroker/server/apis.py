@@ -11,8 +11,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from zkbroker.config import KafkaConfig
-from zkbroker.protocol.api import (ApiKey, advertised_versions, api_versions_response,
-                                   api_versions_unsupported_response, decode_request, encode_response)
+from zkbroker.protocol.api import (
+    ApiKey,
+    advertised_versions,
+    api_versions_response,
+    api_versions_unsupported_response,
+    decode_request,
+    encode_response,
+)
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.headers import RequestHeader
 from zkbroker.server.metadata_cache import MetadataCache

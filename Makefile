@@ -1,0 +1,38 @@
+# The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
+# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test unit integration bench lint zookeeper clean
+
+$(STAMP): setup.cfg pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+	@touch $(STAMP)
+
+zookeeper: $(STAMP)
+	@$(PY) -m zkbroker.lab.zookeeper ensure
+
+demo: $(STAMP) zookeeper
+	@$(PY) -m zkbroker.lab.demo
+
+test: $(STAMP) zookeeper lint
+	$(PY) -m pytest tests
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+integration: $(STAMP) zookeeper
+	$(PY) -m pytest tests/integration
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+bench: $(STAMP) zookeeper
+	$(PY) bench/election.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,62 @@
+"""One real ZooKeeper server per test run (tickTime 200 ms, so 1-3 s sessions are allowed), a fresh chroot
+per test, and broker processes that are always stopped when the test ends."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.integration.harness import Broker, ZkView
+
+
+@pytest.fixture(scope="session")
+def zookeeper():
+    from zkbroker.lab.zookeeper import ZooKeeperNotFound, ZooKeeperServer, find_zookeeper
+
+    try:
+        install = find_zookeeper()
+    except ZooKeeperNotFound as e:
+        pytest.skip(f"no ZooKeeper available: {e}")
+    server = ZooKeeperServer(tick_time_ms=200, install=install)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zk_connect(zookeeper) -> str:
+    """A connect string with a chroot of this test's own (the brokers create it)."""
+    return f"{zookeeper.connect_string}/test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def zk(zk_connect):
+    """A kazoo view of this test's chroot."""
+    hosts, chroot = zk_connect.split("/", 1)
+    root = ZkView(hosts)
+    root.client.ensure_path("/" + chroot)
+    root.close()
+    view = ZkView(zk_connect)
+    yield view
+    view.close()
+
+
+@pytest.fixture
+def brokers(tmp_path, zk_connect):
+    """A factory of broker processes on this test's chroot: brokers(1, 2, 3, **overrides)."""
+    made: list[Broker] = []
+
+    def make(*ids: int, start: bool = True, **overrides) -> list[Broker]:
+        out = []
+        for broker_id in ids:
+            broker = Broker(tmp_path, broker_id, zk_connect, **overrides)
+            if start:
+                broker.start()
+            made.append(broker)
+            out.append(broker)
+        return out
+
+    yield make
+    for broker in made:
+        broker.cleanup()

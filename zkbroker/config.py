@@ -1,0 +1,667 @@
+"""Broker configuration: the one table of Kafka 0.8.2 configuration keys, their types and defaults.
+
+`SERVER_CONFIGS` is `kafka.server.KafkaConfig` (with the zookeeper.* keys of `kafka.utils.ZKConfig`) as of
+0.8.2.2, key for key. `TOPIC_CONFIGS` is `kafka.log.LogConfig`: the per-topic overrides kept in
+/config/topics/<t>, each taking its default from a broker key. `parse_properties` reads `server.properties`
+the way java.util.Properties does, and `KafkaConfig` is the validated, immutable result the broker reads.
+
+Where we deviate from 0.8.2, on purpose:
+- Booleans are true or false in any case (Scala's toBoolean, which LogConfig used); 0.8.2's broker keys
+  wanted lower case.
+- Some keys 0.8.2 read without a check get one, so that a bad value fails at start rather than at first
+  use: port, advertised.port, default.replication.factor, num.replica.fetchers, log.cleanup.policy, and
+  each topic override takes the check of the broker key it overrides.
+- List elements are trimmed, and server.properties is read as UTF-8 (Java read ISO-8859-1).
+- A topic's min.insync.replicas defaults to the broker's min.insync.replicas. 0.8.2 did not pass that key on
+  (it stayed 1 unless set per topic); 0.9 fixed it.
+- Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names) and
+  replication.truncation (KIP-101).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration is invalid: the operator's fault. The message is one sentence naming the key."""
+
+
+# --- java.util.Properties ----------------------------------------------------------------------------------
+
+_BLANK = " \t\f"
+_ESCAPE = re.compile(r"\\(?:u(?P<hex>[0-9a-fA-F]{4})|(?P<bad>u)|(?P<char>.)|$)", re.DOTALL)
+_CONTROL_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse the text of a Java .properties file the way Properties.load does; a repeated key's last value wins.
+
+    Lines starting with # or ! are comments; `key=value`, `key: value` and `key value` all work; a line ending
+    in an odd number of backslashes continues on the next, whose leading blanks are dropped; `\\t \\n \\r \\f`
+    and `\\uXXXX` are escapes, and a backslash before any other character stands for that character.
+    """
+    props = {}
+    for line in _logical_lines(text):
+        key, value = _split_entry(line)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _logical_lines(text: str):
+    pending = ""  # the start of a logical line continued by a trailing backslash
+    for natural in re.split(r"\r\n|\r|\n", text):
+        line = pending + natural.lstrip(_BLANK)
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        # An even run of backslashes is escaped backslashes; an odd one ends with the continuation mark.
+        if (len(line) - len(line.rstrip("\\"))) % 2:
+            pending = line[:-1]
+        else:
+            pending = ""
+            yield line
+    if pending:
+        yield pending
+
+
+def _split_entry(line: str) -> tuple[str, str]:
+    """Split at the first unescaped '=', ':' or blank; one separator may sit among the blanks after the key."""
+    end = 0
+    while end < len(line) and line[end] not in "=:" + _BLANK:
+        end += 2 if line[end] == "\\" else 1
+    rest = line[end:].lstrip(_BLANK)
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(_BLANK)
+    return line[:end], rest
+
+
+def _unescape(text: str) -> str:
+    def replace(m: re.Match) -> str:
+        if m["hex"]:
+            return chr(int(m["hex"], 16))
+        if m["bad"]:
+            raise ConfigError(f"Malformed \\uxxxx encoding in {text!r}.")
+        char = m["char"] or ""
+        return _CONTROL_ESCAPES.get(char, char)
+
+    unescaped = _ESCAPE.sub(replace, text)
+    # Java strings are UTF-16: a character beyond U+FFFF is written as two escapes, a surrogate pair.
+    return unescaped.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+# --- Types and validators ----------------------------------------------------------------------------------
+
+class ConfigType(enum.Enum):
+    SHORT = "short"  # Java's 16-bit short
+    INT = "int"  # Java's 32-bit int: 0.8.2 reads most keys, even some in ms, as Int
+    LONG = "long"
+    DOUBLE = "double"
+    BOOLEAN = "boolean"
+    STRING = "string"
+    LIST = "list"  # comma-separated; a tuple of trimmed, non-empty strings
+    MAP = "map"  # comma-separated name:count pairs; a read-only mapping of str to int
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _integer(bits: int) -> Callable[[str], int]:
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def parse(raw: str) -> int:
+        # Not int(): Java's parseInt takes no blanks and no underscores.
+        if not _INTEGER.fullmatch(raw):
+            raise ValueError("not an integer")
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(f"out of range for a {bits}-bit integer")
+        return value
+
+    return parse
+
+
+def _parse_double(raw: str) -> float:
+    if not _DECIMAL.fullmatch(raw.strip()):
+        raise ValueError("not a number")
+    return float(raw)
+
+
+def _parse_boolean(raw: str) -> bool:
+    if raw.lower() not in ("true", "false"):
+        raise ValueError("not a boolean (true or false)")
+    return raw.lower() == "true"
+
+
+def _parse_list(raw: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _parse_counts(raw: str) -> Mapping[str, int]:
+    counts = {}
+    for item in _parse_list(raw):
+        name, _, count = (part.strip() for part in item.partition(":"))
+        if not name or not _INTEGER.fullmatch(count):
+            raise ValueError("not a comma-separated list of name:count pairs")
+        counts[name] = int(count)
+    return MappingProxyType(counts)
+
+
+_PARSERS: dict[ConfigType, Callable[[str], Any]] = {
+    ConfigType.SHORT: _integer(16),
+    ConfigType.INT: _integer(32),
+    ConfigType.LONG: _integer(64),
+    ConfigType.DOUBLE: _parse_double,
+    ConfigType.BOOLEAN: _parse_boolean,
+    ConfigType.STRING: str,
+    ConfigType.LIST: _parse_list,
+    ConfigType.MAP: _parse_counts,
+}
+
+
+@dataclass(frozen=True)
+class Range:
+    """Inclusive bounds on a number; None leaves that side open."""
+
+    min: int | None = None
+    max: int | None = None
+
+    def __call__(self, value: float) -> float:
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+            raise ValueError(str(self))
+        return value
+
+    def __str__(self) -> str:
+        if self.max is None:
+            return f"must be at least {self.min}"
+        if self.min is None:
+            return f"must be at most {self.max}"
+        return f"must be between {self.min} and {self.max}"
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of a fixed set of names, matched in any case; the value becomes the name as listed."""
+
+    choices: tuple[str, ...]
+
+    def __call__(self, value: str) -> str:
+        for choice in self.choices:
+            if value.lower() == choice.lower():
+                return choice
+        raise ValueError(str(self))
+
+    def __str__(self) -> str:
+        return "must be one of " + ", ".join(self.choices)
+
+
+@dataclass(frozen=True)
+class NonEmpty:
+    """A list that names at least one item."""
+
+    def __call__(self, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError(str(self))
+        return value
+
+    def __str__(self) -> str:
+        return "must name at least one item"
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()  # the default of a key that must be given
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key.
+
+    `default` is the typed value used when the key is not given: REQUIRED if it must be given, or None when
+    `fallback` names the key whose value (times `fallback_scale`) stands in, as 0.8.2 chains
+    log.retention.ms -> minutes -> hours. A topic key's fallback is the broker key that supplies its default.
+    """
+
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str
+    validator: Callable[[Any], Any] | None = None
+    fallback: str | None = None
+    fallback_scale: int = 1
+
+    def coerce(self, raw: str) -> Any:
+        """Parse and validate a value given as text."""
+        try:
+            value = _PARSERS[self.type](raw)
+            return self.validator(value) if self.validator else value
+        except ValueError as e:
+            raise _invalid(self.name, raw, str(e)) from None
+
+
+def _invalid(name: str, value: object, reason: str) -> ConfigError:
+    return ConfigError(f"Invalid value {str(value)!r} for configuration {name}: {reason}")
+
+
+# --- The broker's keys (KafkaConfig) -----------------------------------------------------------------------
+
+_SHORT, _INT, _LONG, _DOUBLE = ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE
+_BOOLEAN, _STRING, _LIST, _MAP = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.LIST, ConfigType.MAP
+_AT_LEAST_0, _AT_LEAST_1, _PORT = Range(0), Range(1), Range(0, 65535)
+_CLEANER = "(accepted; the log cleaner is out of scope)"
+_COMPRESSION_CODECS = OneOf(("none", "gzip", "snappy", "lz4", "0", "1", "2", "3"))
+_CLEANUP_POLICIES = OneOf(("delete", "compact"))
+_HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
+
+# A fallback key is listed after the key it falls back to.
+SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
+    # ZooKeeper (ZKConfig)
+    ConfigKey("zookeeper.connect", _STRING, REQUIRED,
+              "ZooKeeper connection string host:port[,host:port...][/chroot]; the chroot holds this cluster."),
+    ConfigKey("zookeeper.session.timeout.ms", _INT, 6000,
+              "ZooKeeper session timeout; a broker whose session expires is taken for dead."),
+    ConfigKey("zookeeper.connection.timeout.ms", _INT, None,
+              "How long to wait for a ZooKeeper connection; defaults to zookeeper.session.timeout.ms.",
+              fallback="zookeeper.session.timeout.ms"),
+    ConfigKey("zookeeper.sync.time.ms", _INT, 2000, "How far a ZooKeeper follower may lag behind its leader."),
+
+    # General
+    ConfigKey("broker.id", _INT, REQUIRED, "This broker's id, unique in the cluster: its /brokers/ids/<id>.",
+              _AT_LEAST_0),
+    ConfigKey("message.max.bytes", _INT, 1_000_012,
+              "Largest message the broker accepts: 1000000 plus the 12-byte offset and size of a log entry.",
+              _AT_LEAST_0),
+    ConfigKey("num.network.threads", _INT, 3, "Threads that read requests from and write responses to sockets.",
+              _AT_LEAST_1),
+    ConfigKey("num.io.threads", _INT, 8, "Threads that handle requests.", _AT_LEAST_1),
+    ConfigKey("background.threads", _INT, 10, "Threads for background work such as deleting old segments.",
+              _AT_LEAST_1),
+    ConfigKey("queued.max.requests", _INT, 500,
+              "Requests that may wait for a handler thread before the network threads stop reading.", _AT_LEAST_1),
+
+    # Socket server
+    ConfigKey("port", _INT, 9092, "Port the broker listens on.", _PORT),
+    ConfigKey("host.name", _STRING, "", "Address the broker binds to; empty binds every interface."),
+    ConfigKey("advertised.host.name", _STRING, None,
+              "Host registered in ZooKeeper for clients; defaults to host.name, and when that is empty to the "
+              "machine's canonical host name.", fallback="host.name"),
+    ConfigKey("advertised.port", _INT, None, "Port registered in ZooKeeper for clients; defaults to port.", _PORT,
+              fallback="port"),
+    ConfigKey("listeners", _LIST, (),
+              "Extension (the Kafka 0.9 name): PLAINTEXT://host:port, an alias that sets host.name and port."),
+    ConfigKey("advertised.listeners", _LIST, (),
+              "Extension (the Kafka 0.9 name): PLAINTEXT://host:port, an alias that sets advertised.host.name "
+              "and advertised.port."),
+    ConfigKey("socket.send.buffer.bytes", _INT, 100 * 1024, "SO_SNDBUF of the broker's sockets."),
+    ConfigKey("socket.receive.buffer.bytes", _INT, 100 * 1024, "SO_RCVBUF of the broker's sockets."),
+    ConfigKey("socket.request.max.bytes", _INT, 100 * 1024 * 1024,
+              "Largest request the broker reads; a larger size prefix closes the connection.", _AT_LEAST_1),
+    ConfigKey("max.connections.per.ip", _INT, INT32_MAX, "Connections allowed from one IP address.", _AT_LEAST_1),
+    ConfigKey("max.connections.per.ip.overrides", _MAP, MappingProxyType({}),
+              "Exceptions to max.connections.per.ip, as host:count,host:count."),
+    ConfigKey("connections.max.idle.ms", _LONG, 10 * 60 * 1000, "Idle connections are closed after this long."),
+
+    # Log
+    ConfigKey("num.partitions", _INT, 1, "Partitions of an automatically created topic.", _AT_LEAST_1),
+    ConfigKey("log.dir", _LIST, ("/tmp/kafka-logs",), "Directory for log data, used when log.dirs is not set.",
+              NonEmpty()),
+    ConfigKey("log.dirs", _LIST, None,
+              "Comma-separated directories for log data; a new partition goes to the one with fewest "
+              "partitions. Defaults to log.dir.", NonEmpty(), fallback="log.dir"),
+    ConfigKey("log.segment.bytes", _INT, 1024**3, "Size at which a log segment is rolled.",
+              Range(14)),  # the smallest message: crc, magic, attributes, key and value sizes
+    ConfigKey("log.roll.hours", _INT, 24 * 7, "Age in hours at which a log segment is rolled even if not full.",
+              _AT_LEAST_1),
+    ConfigKey("log.roll.ms", _INT, None, "Age in ms at which a log segment is rolled; overrides log.roll.hours.",
+              _AT_LEAST_1, fallback="log.roll.hours", fallback_scale=_HOUR_MS),
+    ConfigKey("log.roll.jitter.hours", _INT, 0,
+              "Largest random time in hours taken off a segment's roll age, so segments do not all roll at once.",
+              _AT_LEAST_0),
+    ConfigKey("log.roll.jitter.ms", _INT, None,
+              "Largest random time in ms taken off a segment's roll age; overrides log.roll.jitter.hours.",
+              _AT_LEAST_0, fallback="log.roll.jitter.hours", fallback_scale=_HOUR_MS),
+    ConfigKey("log.retention.hours", _INT, 24 * 7, "Hours a log segment is kept before it is deleted.",
+              _AT_LEAST_1),
+    ConfigKey("log.retention.minutes", _INT, None,
+              "Minutes a log segment is kept before it is deleted; overrides log.retention.hours.",
+              _AT_LEAST_1, fallback="log.retention.hours", fallback_scale=60),
+    ConfigKey("log.retention.ms", _INT, None,
+              "Milliseconds a log segment is kept before it is deleted; overrides log.retention.minutes and "
+              "log.retention.hours.", _AT_LEAST_1, fallback="log.retention.minutes", fallback_scale=_MINUTE_MS),
+    ConfigKey("log.retention.bytes", _LONG, -1,
+              "Size a partition's log may reach before its oldest segments are deleted; -1 means no limit."),
+    ConfigKey("log.retention.check.interval.ms", _LONG, 5 * 60 * 1000,
+              "How often logs are checked for segments to delete.", _AT_LEAST_1),
+    ConfigKey("log.cleanup.policy", _STRING, "delete",
+              "What happens to segments past retention: delete, or compact " + _CLEANER + ".", _CLEANUP_POLICIES),
+    ConfigKey("log.cleaner.enable", _BOOLEAN, False, "Run the log cleaner " + _CLEANER + "."),
+    ConfigKey("log.cleaner.threads", _INT, 1, "Log cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
+    ConfigKey("log.cleaner.io.max.bytes.per.second", _DOUBLE, sys.float_info.max,
+              "Read plus write rate the log cleaner is throttled to " + _CLEANER + "."),
+    ConfigKey("log.cleaner.dedupe.buffer.size", _LONG, 500 * 1024 * 1024,
+              "Memory for deduplication across all cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
+    ConfigKey("log.cleaner.io.buffer.size", _INT, 512 * 1024,
+              "Memory for I/O buffers across all cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
+    ConfigKey("log.cleaner.io.buffer.load.factor", _DOUBLE, 0.9,
+              "How full the deduplication buffer may become " + _CLEANER + "."),
+    ConfigKey("log.cleaner.backoff.ms", _LONG, 15 * 1000,
+              "How long the cleaner sleeps when no log needs cleaning " + _CLEANER + ".", _AT_LEAST_0),
+    ConfigKey("log.cleaner.min.cleanable.ratio", _DOUBLE, 0.5,
+              "Share of a log that must be dirty before it is cleaned " + _CLEANER + "."),
+    ConfigKey("log.cleaner.delete.retention.ms", _LONG, 24 * 60 * 60 * 1000,
+              "How long delete markers are kept in a compacted log " + _CLEANER + "."),
+    ConfigKey("log.index.size.max.bytes", _INT, 10 * 1024 * 1024, "Largest size of a segment's offset index.",
+              Range(4)),
+    ConfigKey("log.index.interval.bytes", _INT, 4096,
+              "Bytes of messages between two entries of the offset index.", _AT_LEAST_0),
+    ConfigKey("log.flush.interval.messages", _LONG, INT64_MAX,
+              "Messages a partition may receive before its log is flushed to disk.", _AT_LEAST_1),
+    ConfigKey("log.segment.delete.delay.ms", _LONG, 60000,
+              "How long a deleted segment's files stay on disk (renamed .deleted) before they are removed.",
+              _AT_LEAST_0),
+    ConfigKey("log.flush.scheduler.interval.ms", _LONG, INT64_MAX,
+              "How often the flusher checks whether a log is due to be flushed."),
+    ConfigKey("log.flush.interval.ms", _LONG, None,
+              "Longest time a message stays unflushed; defaults to log.flush.scheduler.interval.ms.",
+              fallback="log.flush.scheduler.interval.ms"),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", _INT, 60000,
+              "How often the recovery point (last flushed offset) of every log is checkpointed.", _AT_LEAST_0),
+    ConfigKey("num.recovery.threads.per.data.dir", _INT, 1,
+              "Threads per log directory that recover logs at start and flush them at shutdown.", _AT_LEAST_1),
+    ConfigKey("auto.create.topics.enable", _BOOLEAN, True,
+              "Create a topic when a client asks for metadata of a topic that does not exist."),
+    ConfigKey("min.insync.replicas", _INT, 1,
+              "ISR size below which a produce request with acks=-1 fails with NotEnoughReplicas.", _AT_LEAST_1),
+
+    # Replication
+    ConfigKey("controller.socket.timeout.ms", _INT, 30000,
+              "Socket timeout of the controller's channels to brokers."),
+    ConfigKey("controller.message.queue.size", _INT, INT32_MAX,
+              "Requests queued on each of the controller's channels to brokers."),
+    ConfigKey("default.replication.factor", _INT, 1, "Replication factor of an automatically created topic.",
+              _AT_LEAST_1),
+    ConfigKey("replica.lag.time.max.ms", _LONG, 10000,
+              "A follower that has not fetched for this long is removed from the ISR."),
+    ConfigKey("replica.lag.max.messages", _LONG, 4000,
+              "A follower this many messages behind the leader is removed from the ISR."),
+    ConfigKey("replica.socket.timeout.ms", _INT, 30000,
+              "Socket timeout of follower fetches; at least replica.fetch.wait.max.ms."),
+    ConfigKey("replica.socket.receive.buffer.bytes", _INT, 64 * 1024, "SO_RCVBUF of follower fetch sockets."),
+    ConfigKey("replica.fetch.max.bytes", _INT, 1024 * 1024,
+              "Bytes a follower asks for per partition; at least message.max.bytes."),
+    ConfigKey("replica.fetch.wait.max.ms", _INT, 500,
+              "Longest a follower fetch waits at the leader; at most replica.lag.time.max.ms."),
+    ConfigKey("replica.fetch.min.bytes", _INT, 1, "Bytes a follower fetch waits for before the leader answers."),
+    ConfigKey("num.replica.fetchers", _INT, 1, "Fetcher threads per source broker.", _AT_LEAST_1),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", _LONG, 5000,
+              "How often each log directory's high watermarks are checkpointed."),
+    ConfigKey("fetch.purgatory.purge.interval.requests", _INT, 1000,
+              "Fetch requests between purges of the fetch purgatory."),
+    ConfigKey("producer.purgatory.purge.interval.requests", _INT, 1000,
+              "Produce requests between purges of the producer purgatory."),
+    ConfigKey("auto.leader.rebalance.enable", _BOOLEAN, True,
+              "Let the controller move leadership back to preferred replicas."),
+    ConfigKey("leader.imbalance.per.broker.percentage", _INT, 10,
+              "Percentage of a broker's partitions led by others above which the controller rebalances."),
+    ConfigKey("leader.imbalance.check.interval.seconds", _INT, 300,
+              "How often the controller checks for leader imbalance."),
+    ConfigKey("unclean.leader.election.enable", _BOOLEAN, True,
+              "Elect a replica outside the ISR when no ISR member is alive, accepting the loss of messages."),
+    ConfigKey("replication.truncation", _STRING, "high-watermark",
+              "Extension (KIP-101): where a new follower truncates its log: high-watermark (0.8.2) or "
+              "leader-epoch.", OneOf(("high-watermark", "leader-epoch"))),
+
+    # Controlled shutdown
+    ConfigKey("controlled.shutdown.enable", _BOOLEAN, True,
+              "Move leadership off the broker before it shuts down."),
+    ConfigKey("controlled.shutdown.max.retries", _INT, 3, "Attempts at a controlled shutdown."),
+    ConfigKey("controlled.shutdown.retry.backoff.ms", _INT, 5000, "Pause between controlled shutdown attempts."),
+
+    # Offset management (the __consumer_offsets topic)
+    ConfigKey("offset.metadata.max.bytes", _INT, 4096, "Largest metadata string of an offset commit."),
+    ConfigKey("offsets.load.buffer.size", _INT, 5 * 1024 * 1024,
+              "Bytes read at a time when offsets are loaded into the cache.", _AT_LEAST_1),
+    ConfigKey("offsets.topic.replication.factor", _SHORT, 3, "Replication factor of the offsets topic.",
+              _AT_LEAST_1),
+    ConfigKey("offsets.topic.num.partitions", _INT, 50, "Partitions of the offsets topic.", _AT_LEAST_1),
+    ConfigKey("offsets.topic.segment.bytes", _INT, 100 * 1024 * 1024, "Segment size of the offsets topic.",
+              _AT_LEAST_1),
+    ConfigKey("offsets.topic.compression.codec", _STRING, "none",
+              "Compression of the offsets topic: none, gzip, snappy, lz4 or their numbers 0-3.",
+              _COMPRESSION_CODECS),
+    ConfigKey("offsets.retention.minutes", _INT, 24 * 60, "Age at which a committed offset is discarded.",
+              _AT_LEAST_1),
+    ConfigKey("offsets.retention.check.interval.ms", _LONG, 600000, "How often stale offsets are looked for.",
+              _AT_LEAST_1),
+    ConfigKey("offsets.commit.timeout.ms", _INT, 5000,
+              "Longest an offset commit waits for the offsets topic's replicas.", _AT_LEAST_1),
+    ConfigKey("offsets.commit.required.acks", _SHORT, -1,
+              "Acks an offset commit needs; at most offsets.topic.replication.factor.", Range(-1)),
+
+    ConfigKey("delete.topic.enable", _BOOLEAN, False,
+              "Act on /admin/delete_topics; when false a topic marked for deletion stays."),
+)})
+
+# The one-key checks above cannot state 0.8.2's require()s that relate two keys: (key, bound, other key).
+_RELATIONS = (
+    ("replica.fetch.wait.max.ms", "at most", "replica.socket.timeout.ms"),  # else fetches time out for nothing
+    ("replica.fetch.wait.max.ms", "at most", "replica.lag.time.max.ms"),  # else idle followers leave the ISR
+    ("replica.fetch.max.bytes", "at least", "message.max.bytes"),  # else a follower cannot fetch a big message
+    ("offsets.commit.required.acks", "at most", "offsets.topic.replication.factor"),
+)
+_MIN_DEDUPE_BYTES_PER_CLEANER = 1024 * 1024
+
+# Our extension: each 0.9 listener key stands for the 0.8 host and port keys it replaced.
+_LISTENER_ALIASES = {
+    "listeners": ("host.name", "port"),
+    "advertised.listeners": ("advertised.host.name", "advertised.port"),
+}
+_LISTENER = re.compile(r"(?P<protocol>[A-Za-z_]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>[0-9]+)")
+
+
+# --- Per-topic overrides (LogConfig) -----------------------------------------------------------------------
+
+TOPIC_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
+    ConfigKey("segment.bytes", _INT, None, "Size at which a log segment is rolled.",
+              Range(14), fallback="log.segment.bytes"),
+    ConfigKey("segment.ms", _LONG, None, "Age at which a log segment is rolled even if not full.",
+              _AT_LEAST_1, fallback="log.roll.ms"),
+    ConfigKey("segment.jitter.ms", _LONG, None, "Largest random time taken off a segment's roll age.",
+              _AT_LEAST_0, fallback="log.roll.jitter.ms"),
+    ConfigKey("segment.index.bytes", _INT, None, "Largest size of a segment's offset index.",
+              Range(4), fallback="log.index.size.max.bytes"),
+    ConfigKey("flush.messages", _LONG, None, "Messages received before the log is flushed to disk.",
+              _AT_LEAST_1, fallback="log.flush.interval.messages"),
+    ConfigKey("flush.ms", _LONG, None, "Longest time a message stays unflushed.",
+              fallback="log.flush.interval.ms"),
+    ConfigKey("retention.bytes", _LONG, None, "Size the log may reach before old segments are deleted; -1: none.",
+              fallback="log.retention.bytes"),
+    ConfigKey("retention.ms", _LONG, None, "Age at which a log segment is deleted.",
+              fallback="log.retention.ms"),
+    ConfigKey("max.message.bytes", _INT, None, "Largest message the topic accepts.",
+              _AT_LEAST_0, fallback="message.max.bytes"),
+    ConfigKey("index.interval.bytes", _INT, None, "Bytes of messages between two offset index entries.",
+              _AT_LEAST_0, fallback="log.index.interval.bytes"),
+    ConfigKey("file.delete.delay.ms", _INT, None, "How long a deleted segment's files stay on disk.",
+              _AT_LEAST_0, fallback="log.segment.delete.delay.ms"),
+    ConfigKey("delete.retention.ms", _LONG, None, "How long delete markers are kept " + _CLEANER + ".",
+              fallback="log.cleaner.delete.retention.ms"),
+    ConfigKey("min.cleanable.dirty.ratio", _DOUBLE, None,
+              "Share of the log that must be dirty before it is cleaned " + _CLEANER + ".",
+              fallback="log.cleaner.min.cleanable.ratio"),
+    ConfigKey("cleanup.policy", _STRING, None, "delete, or compact " + _CLEANER + ".",
+              _CLEANUP_POLICIES, fallback="log.cleanup.policy"),
+    ConfigKey("unclean.leader.election.enable", _BOOLEAN, None,
+              "Elect a replica outside the ISR when no ISR member is alive.",
+              fallback="unclean.leader.election.enable"),
+    ConfigKey("min.insync.replicas", _INT, None,
+              "ISR size below which a produce request with acks=-1 fails.",
+              _AT_LEAST_1, fallback="min.insync.replicas"),
+)})
+
+
+def validate_topic_config(props: Mapping[str, str]) -> dict[str, Any]:
+    """Check a topic's overrides (as kept in /config/topics/<t>) and return their typed values."""
+    for name in props:
+        if name not in TOPIC_CONFIGS:
+            raise ConfigError(f'Unknown configuration "{name}".')
+    return {name: TOPIC_CONFIGS[name].coerce(raw) for name, raw in props.items()}
+
+
+# --- The validated configuration ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class KafkaConfig:
+    """A broker's validated configuration (kafka.server.KafkaConfig): every key of SERVER_CONFIGS has a value.
+
+    `cfg["key"]` is the typed value, given or default. `originals` holds the strings as given; `warnings` says
+    which of them were not used (unknown keys, `Property foo is not valid`), for the server to log.
+    """
+
+    _values: Mapping[str, Any] = field(repr=False)
+    originals: Mapping[str, str]
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def load(cls, path: str, overrides: Sequence[str] = ()) -> KafkaConfig:
+        """Read a server.properties file, then apply `key=value` overrides on top."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ConfigError(f"Cannot read configuration file {path}: {e.strerror or e}.") from e
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"Cannot read configuration file {path}: it is not UTF-8 text.") from e
+        props = parse_properties(text)
+        for override in overrides:
+            name, sep, value = override.partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"Invalid override {override!r}: expected key=value.")
+            props[name.strip()] = value
+        return cls.from_props(props)
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> KafkaConfig:
+        originals = dict(props)
+        given, warnings = _apply_listener_aliases(originals)
+        warnings += [f"Property {name} is not valid" for name in sorted(given) if name not in SERVER_CONFIGS]
+        values: dict[str, Any] = {}
+        for key in SERVER_CONFIGS.values():
+            if key.name in given:
+                values[key.name] = key.coerce(given[key.name])
+            elif key.default is REQUIRED:
+                raise ConfigError(f'Missing required configuration "{key.name}" which has no default value.')
+            elif key.fallback is not None:
+                fallback = values[key.fallback]
+                values[key.name] = fallback * key.fallback_scale if key.fallback_scale != 1 else fallback
+            else:
+                values[key.name] = key.default
+        _check_relations(values)
+        return cls(MappingProxyType(values), MappingProxyType(originals), tuple(warnings))
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"{name} is not a broker configuration key") from None
+
+    def topic_config(self, overrides: Mapping[str, str]) -> dict[str, Any]:
+        """A topic's LogConfig: this broker's defaults with the topic's validated overrides on top."""
+        defaults = {key.name: self[key.fallback] for key in TOPIC_CONFIGS.values()}
+        return defaults | validate_topic_config(overrides)
+
+    @property
+    def broker_id(self) -> int:
+        return self["broker.id"]
+
+    @property
+    def zk_connect(self) -> str:
+        return self["zookeeper.connect"]
+
+    @property
+    def zk_session_timeout_ms(self) -> int:
+        return self["zookeeper.session.timeout.ms"]
+
+    @property
+    def zk_connection_timeout_ms(self) -> int:
+        return self["zookeeper.connection.timeout.ms"]
+
+    @property
+    def host(self) -> str:
+        """The address to bind; empty means every interface."""
+        return self["host.name"]
+
+    @property
+    def port(self) -> int:
+        return self["port"]
+
+    @property
+    def advertised_host(self) -> str:
+        """advertised.host.name, else host.name, else this machine's canonical host name, as 0.8.2 registers."""
+        host = self["advertised.host.name"]
+        return host if host.strip() else socket.getfqdn()
+
+    @property
+    def advertised_port(self) -> int:
+        return self["advertised.port"]
+
+    @property
+    def log_dirs(self) -> tuple[str, ...]:
+        return self["log.dirs"]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """log.retention.ms, else log.retention.minutes, else log.retention.hours, in ms."""
+        return self["log.retention.ms"]
+
+
+def _apply_listener_aliases(originals: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Rewrite listeners/advertised.listeners into the 0.8 host and port keys; as in 0.9, the listener wins."""
+    given, warnings = dict(originals), []
+    for listener_key, (host_key, port_key) in _LISTENER_ALIASES.items():
+        if listener_key not in originals:
+            continue
+        host, port = _parse_listener(listener_key, originals[listener_key])
+        for name, value in ((host_key, host), (port_key, port)):
+            if name in originals and originals[name] != value:
+                warnings.append(f"Property {name} is ignored because {listener_key} is set")
+            given[name] = value
+    return given, warnings
+
+
+def _parse_listener(name: str, raw: str) -> tuple[str, str]:
+    listeners = SERVER_CONFIGS[name].coerce(raw)
+    if len(listeners) != 1:
+        raise _invalid(name, raw, "exactly one listener, PLAINTEXT://host:port, is supported")
+    m = _LISTENER.fullmatch(listeners[0])
+    if not m:
+        raise _invalid(name, raw, "not of the form PLAINTEXT://host:port")
+    if m["protocol"].upper() != "PLAINTEXT":
+        raise _invalid(name, raw, f"security protocol {m['protocol']} is not supported, only PLAINTEXT")
+    if int(m["port"]) > _PORT.max:
+        raise _invalid(name, raw, f"port {_PORT}")
+    return m["host"].strip("[]"), m["port"]
+
+
+def _check_relations(values: Mapping[str, Any]) -> None:
+    for name, bound, other in _RELATIONS:
+        value, limit = values[name], values[other]
+        if (value > limit) if bound == "at most" else (value < limit):
+            raise _invalid(name, value, f"must be {bound} {other} ({limit})")
+    dedupe, threads = values["log.cleaner.dedupe.buffer.size"], values["log.cleaner.threads"]
+    if threads and dedupe // threads <= _MIN_DEDUPE_BYTES_PER_CLEANER:
+        raise _invalid("log.cleaner.dedupe.buffer.size", dedupe,
+                       f"must be more than 1 MiB per cleaner thread (log.cleaner.threads is {threads})")

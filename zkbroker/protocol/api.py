@@ -1,0 +1,255 @@
+"""The API registry: which (api_key, version) pairs we speak, and the codec entry points.
+
+Server side::
+
+    header, body_offset = parse_request_header(frame)
+    request = decode_request(header, frame, body_offset)     # a struct, see schemas/
+    out = encode_response(header, {...})                      # size + header v0 + body
+
+Client side (our producer, consumer, controller channel and follower fetchers)::
+
+    out = encode_request(ApiKey.METADATA, 1, correlation_id, "zkbroker", {"topics": None})
+    correlation_id, response = decode_response(ApiKey.METADATA, 1, frame)
+
+Decoding wraps the frame in a ``memoryview``, so message sets (``Records`` fields) come out as
+zero-copy views of the frame -- writable when the frame is a ``bytearray``, as FrameDecoder
+returns.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Any
+
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .headers import RequestHeader, encode_request_header, parse_response_header
+from .schemas import (
+    api_versions,
+    controlled_shutdown,
+    fetch,
+    find_coordinator,
+    leader_and_isr,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    offsets_for_leader_epoch,
+    produce,
+    stop_replica,
+    update_metadata,
+)
+from .types import Schema
+
+__all__ = [
+    "LEADER_EPOCH_VERSIONS",
+    "REQUEST_SCHEMAS",
+    "RESPONSE_SCHEMAS",
+    "SUPPORTED_VERSIONS",
+    "ApiKey",
+    "advertised_versions",
+    "api_versions_response",
+    "api_versions_unsupported_response",
+    "decode_request",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "expects_response",
+    "request_schema",
+    "response_schema",
+]
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    API_VERSIONS = 18
+    OFFSETS_FOR_LEADER_EPOCH = 23
+
+
+#: What ApiVersions advertises by default: exactly DESIGN §3 (wire-protocol.md §3, set R).
+#: Never advertise Metadata >= 4 or Produce >= 3: clients then infer 0.11 and need APIs we lack.
+#:
+#: ControlledShutdown advertises 0-1. DESIGN §3 names version 1 (the standard request header,
+#: what our brokers send), but a real 0.8.2 broker sends version 0 with its non-standard header
+#: (no client_id), and we parse both, so min 0 is the truth. No client ever asks for key 7, so
+#: advertising it costs nothing.
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.PRODUCE: (0, 2),
+    ApiKey.FETCH: (0, 3),
+    ApiKey.LIST_OFFSETS: (0, 1),
+    ApiKey.METADATA: (0, 1),
+    ApiKey.LEADER_AND_ISR: (0, 0),
+    ApiKey.STOP_REPLICA: (0, 0),
+    ApiKey.UPDATE_METADATA: (0, 0),
+    ApiKey.CONTROLLED_SHUTDOWN: (0, 1),
+    ApiKey.OFFSET_COMMIT: (0, 2),
+    ApiKey.OFFSET_FETCH: (0, 1),
+    ApiKey.FIND_COORDINATOR: (0, 0),
+    ApiKey.API_VERSIONS: (0, 2),
+}
+
+#: Added to the advertised set only with ``replication.truncation=leader-epoch`` (KIP-101).
+LEADER_EPOCH_VERSIONS: dict[int, tuple[int, int]] = {ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 0)}
+
+
+def advertised_versions(leader_epoch: bool = False) -> dict[int, tuple[int, int]]:
+    """The ApiVersions table for this broker's configuration, ordered by api_key."""
+    versions = dict(SUPPORTED_VERSIONS)
+    if leader_epoch:
+        versions.update(LEADER_EPOCH_VERSIONS)
+    return dict(sorted(versions.items()))
+
+
+#: One module per API in schemas/, each with API_KEY, REQUEST and RESPONSE ({version: Schema}).
+_MODULES = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    leader_and_isr,
+    stop_replica,
+    update_metadata,
+    controlled_shutdown,
+    offset_commit,
+    offset_fetch,
+    find_coordinator,
+    api_versions,
+    offsets_for_leader_epoch,
+)
+
+#: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.
+REQUEST_SCHEMAS: dict[tuple[int, int], Schema] = {
+    (module.API_KEY, version): schema
+    for module in _MODULES
+    for version, schema in module.REQUEST.items()
+}
+RESPONSE_SCHEMAS: dict[tuple[int, int], Schema] = {
+    (module.API_KEY, version): schema
+    for module in _MODULES
+    for version, schema in module.RESPONSE.items()
+}
+
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
+
+
+def request_schema(api_key: int, api_version: int) -> Schema:
+    """The request schema, or RemoteProtocolError (error_code 35) for a pair we do not speak."""
+    try:
+        return REQUEST_SCHEMAS[(api_key, api_version)]
+    except KeyError:
+        raise RemoteProtocolError(
+            f"unsupported request: api_key {api_key} version {api_version}",
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+        ) from None
+
+
+def response_schema(api_key: int, api_version: int) -> Schema:
+    try:
+        return RESPONSE_SCHEMAS[(api_key, api_version)]
+    except KeyError:
+        raise LocalProtocolError(
+            f"no response schema for api_key {api_key} version {api_version}",
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+        ) from None
+
+
+def _view(frame: bytes | bytearray | memoryview) -> memoryview:
+    return frame if isinstance(frame, memoryview) else memoryview(frame)
+
+
+def decode_request(
+    header: RequestHeader, frame: bytes | bytearray | memoryview, body_offset: int
+) -> Any:
+    """Decode the body of a request frame (as split by ``parse_request_header``).
+
+    Bytes after the body are ignored, as 0.8.2's readers did.
+    """
+    schema = request_schema(header.api_key, header.api_version)
+    body, _ = schema.decode(_view(frame), body_offset)
+    return body
+
+
+def encode_response(header: RequestHeader, body: Any) -> bytes:
+    """A complete response frame: int32 size, response header v0, then the body."""
+    payload = response_schema(header.api_key, header.api_version).encode(body)
+    return _SIZE_AND_CORRELATION.pack(len(payload) + 4, header.correlation_id) + payload
+
+
+def encode_request(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+) -> bytes:
+    """A complete request frame: int32 size, request header, then the body."""
+    try:
+        schema = REQUEST_SCHEMAS[(api_key, api_version)]
+    except KeyError:
+        raise LocalProtocolError(
+            f"no request schema for api_key {api_key} version {api_version}"
+        ) from None
+    payload = encode_request_header(api_key, api_version, correlation_id, client_id)
+    payload += schema.encode(body)
+    return struct.pack(">i", len(payload)) + payload
+
+
+def decode_response(
+    api_key: int, api_version: int, frame: bytes | bytearray | memoryview
+) -> tuple[int, Any]:
+    """Decode a response frame payload; returns (correlation_id, body struct)."""
+    try:
+        schema = RESPONSE_SCHEMAS[(api_key, api_version)]
+    except KeyError:
+        raise LocalProtocolError(
+            f"no response schema for api_key {api_key} version {api_version}"
+        ) from None
+    correlation_id, offset = parse_response_header(frame)
+    body, _ = schema.decode(_view(frame), offset)
+    return correlation_id, body
+
+
+def expects_response(api_key: int, request: Any) -> bool:
+    """False only for Produce with acks=0: the broker then sends no response at all."""
+    return not (api_key == ApiKey.PRODUCE and request.acks == 0)
+
+
+def _api_keys(versions: dict[int, tuple[int, int]]) -> list[tuple[int, int, int]]:
+    return [(key, low, high) for key, (low, high) in sorted(versions.items())]
+
+
+def api_versions_response(
+    header: RequestHeader,
+    versions: dict[int, tuple[int, int]] | None = None,
+    throttle_time_ms: int = 0,
+) -> bytes:
+    """The ApiVersions answer for a supported request version (0-2): error 0 and the table."""
+    api_keys = _api_keys(versions or advertised_versions())
+    body: dict[str, Any] = {"error_code": 0, "api_keys": api_keys}
+    if header.api_version >= 1:
+        body["throttle_time_ms"] = throttle_time_ms
+    return encode_response(header, body)
+
+
+def api_versions_unsupported_response(
+    header: RequestHeader, versions: dict[int, tuple[int, int]] | None = None
+) -> bytes:
+    """The answer to an ApiVersions request at a version we do not speak (v3+ from clients).
+
+    Always the v0 body under response header v0: error 35 (UNSUPPORTED_VERSION) and the full
+    table, from which the client picks a version and retries. Any other answer breaks clients
+    (wire-protocol.md gotcha 2: librdkafka aborts the process on a v0 body with error 0).
+    """
+    payload = api_versions.RESPONSE[0].encode(
+        {
+            "error_code": ErrorCode.UNSUPPORTED_VERSION,
+            "api_keys": _api_keys(versions or advertised_versions()),
+        }
+    )
+    return _SIZE_AND_CORRELATION.pack(len(payload) + 4, header.correlation_id) + payload
