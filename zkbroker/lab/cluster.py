@@ -108,7 +108,10 @@ class LabCluster:
             zk_hosts, zookeeper_pid = self._start_zookeeper()
         else:
             zk_hosts = zookeeper.split("/", 1)[0]
-        cluster = ClusterFile(f"{zk_hosts}/zkbroker-{secrets.token_hex(4)}", zookeeper_pid)
+        chroot = f"/zkbroker-{secrets.token_hex(4)}"
+        with _zk(zk_hosts) as zk:
+            zk.ensure_path(chroot)
+        cluster = ClusterFile(zk_hosts + chroot, zookeeper_pid)
         ports = _choose_ports(brokers, base_port)
         for broker_id, port in zip(range(1, brokers + 1), ports):
             cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, port, overrides))

@@ -1,0 +1,115 @@
+"""`zkbroker lab ...` end to end: the commands, their output and cluster.json, on real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.harness import ZkView, wait_for
+from zkbroker.lab.processes import process_state
+
+pytestmark = pytest.mark.integration
+
+
+def lab(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "zkbroker", "lab", *args], capture_output=True, text=True,
+                            timeout=timeout_s)
+    return result
+
+
+def ok(*args: str) -> str:
+    result = lab(*args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def status(directory) -> dict:
+    return json.loads(ok("status", "--dir", str(directory), "--json"))
+
+
+@pytest.fixture
+def lab_dir(tmp_path):
+    yield tmp_path / "lab"
+    if (tmp_path / "lab" / "cluster.json").exists():
+        lab("down", "--dir", str(tmp_path / "lab"))
+
+
+def test_lab_with_its_own_zookeeper_up_status_down(lab_dir):
+    out = ok("up", "--dir", str(lab_dir), "--brokers", "2", "--config", "zookeeper.session.timeout.ms=2000")
+    assert "Controller: broker" in out
+    cluster = json.loads((lab_dir / "cluster.json").read_text())
+    assert list(cluster) == ["zookeeper", "zookeeper_pid", "brokers"]
+    assert cluster["zookeeper"].startswith("127.0.0.1:") and "/zkbroker-" in cluster["zookeeper"]
+    assert process_state(cluster["zookeeper_pid"]) == "running"  # it outlived the `lab up` command
+    for i, b in enumerate(cluster["brokers"], start=1):
+        assert list(b) == ["id", "host", "port", "pid", "config"]
+        assert (b["id"], b["host"]) == (i, "127.0.0.1")
+        assert b["config"] == str(lab_dir.resolve() / f"broker-{i}" / "server.properties")
+        assert process_state(b["pid"]) == "running"
+    ok("down", "--dir", str(lab_dir))
+    assert all(process_state(b["pid"]) == "dead" for b in cluster["brokers"])
+    assert process_state(cluster["zookeeper_pid"]) == "dead"
+    assert not (lab_dir / "cluster.json").exists()
+
+
+def test_lab_commands_drive_failover(lab_dir, zookeeper):
+    ok("up", "--dir", str(lab_dir), "--brokers", "3", "--zookeeper", zookeeper.connect_string,
+       "--config", "zookeeper.session.timeout.ms=2000")
+    cluster = json.loads((lab_dir / "cluster.json").read_text())
+    assert cluster["zookeeper_pid"] is None
+    first = status(lab_dir)
+    assert first["controller_epoch"] == 1
+    assert [(b["id"], b["process"], b["registered"]) for b in first["brokers"]] == [
+        (1, "running", True), (2, "running", True), (3, "running", True)]
+    table = ok("status", "--dir", str(lab_dir))
+    assert f"Controller: broker {first['controller']} (epoch 1)" in table
+    assert "BROKER  HOST       PORT" in table
+
+    old = first["controller"]
+    assert "with SIGKILL" in ok("kill", "--dir", str(lab_dir), "--broker", str(old))
+    after = wait_for(lambda: (s := status(lab_dir))["controller"] not in (None, old) and s, 10,
+                     "a new controller after the kill")
+    assert after["controller_epoch"] == 2
+    assert next(b for b in after["brokers"] if b["id"] == old)["process"] == "dead"
+
+    assert "it is registered" in ok("start", "--dir", str(lab_dir), "--broker", str(old))
+    assert next(b for b in status(lab_dir)["brokers"] if b["id"] == old)["registered"]
+
+    other = next(i for i in (1, 2, 3) if i not in (old, after["controller"]))
+    ok("pause", "--dir", str(lab_dir), "--broker", str(other))
+    assert next(b for b in status(lab_dir)["brokers"] if b["id"] == other)["process"] == "paused"
+    ok("resume", "--dir", str(lab_dir), "--broker", str(other))
+    assert next(b for b in status(lab_dir)["brokers"] if b["id"] == other)["process"] == "running"
+
+    ok("stop", "--dir", str(lab_dir), "--broker", str(other))
+    stopped = next(b for b in status(lab_dir)["brokers"] if b["id"] == other)
+    assert (stopped["process"], stopped["registered"]) == ("dead", False)
+
+    view = ZkView(cluster["zookeeper"])
+    try:
+        assert view.registered() == {1, 2, 3} - {other}
+    finally:
+        view.close()
+    ok("down", "--dir", str(lab_dir))
+    assert all(process_state(b["pid"]) == "dead" for b in cluster["brokers"] if b["pid"])
+
+
+def test_lab_errors_are_one_sentence(lab_dir):
+    result = lab("status", "--dir", str(lab_dir))
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0 and "No lab cluster in" in result.stderr
+    result = lab("up", "--dir", str(lab_dir), "--brokers", "0")
+    assert result.returncode != 0 and "at least one broker" in result.stderr
+
+
+def test_demo_tells_the_story_end_to_end():
+    result = subprocess.run([sys.executable, "-m", "zkbroker.lab.demo"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for heading in ("1. A cluster starts", "2. The controller dies", "3. The old controller comes back",
+                    "4. A long pause looks like a death", "5. Tearing down"):
+        assert heading in result.stdout
+    assert "/controller_epoch      2" in result.stdout

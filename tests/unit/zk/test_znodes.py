@@ -1,0 +1,90 @@
+"""Every znode's JSON byte for byte as Kafka 0.8.2 writes it (reference: kafka-0.8-internals.md §1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zkbroker.zk import paths
+from zkbroker.zk.znodes import (BrokerRegistration, ConsumerRegistration, ControllerRegistration, LeaderIsrState,
+                                PartitionReplicas, TopicAssignment, TopicConfig, ZnodeFormatError,
+                                decode_config_change, decode_controller_epoch, decode_offset,
+                                decode_preferred_election, decode_reassignment, encode_config_change,
+                                encode_controller_epoch, encode_offset, encode_preferred_election,
+                                encode_reassignment)
+
+
+def test_broker_registration_bytes():
+    reg = BrokerRegistration(1, "h", 9092, -1, "1425000000000")
+    assert reg.encode() == b'{"version":1,"host":"h","port":9092,"jmx_port":-1,"timestamp":"1425000000000"}'
+    assert BrokerRegistration.decode(1, reg.encode()) == reg
+
+
+def test_broker_registration_same_endpoint_ignores_timestamp():
+    a = BrokerRegistration(1, "h", 9092, -1, "1")
+    assert a.same_endpoint(BrokerRegistration(1, "h", 9092, -1, "2"))
+    assert not a.same_endpoint(BrokerRegistration(1, "h", 9093, -1, "1"))
+
+
+def test_controller_bytes_and_legacy_plain_integer():
+    reg = ControllerRegistration(2, "1425000000000")
+    assert reg.encode() == b'{"version":1,"brokerid":2,"timestamp":"1425000000000"}'
+    assert ControllerRegistration.decode(reg.encode()) == reg
+    assert ControllerRegistration.decode(b"3").broker_id == 3  # Kafka 0.8.0 wrote a bare id
+
+
+def test_controller_epoch_is_a_decimal_string():
+    assert encode_controller_epoch(3) == b"3"
+    assert decode_controller_epoch(b"3") == 3
+    with pytest.raises(ZnodeFormatError):
+        decode_controller_epoch(b"three")
+
+
+def test_partition_state_bytes():
+    state = LeaderIsrState(leader=1, leader_epoch=0, controller_epoch=1, isr=(1, 2))
+    assert state.encode() == b'{"version":1,"leader":1,"leader_epoch":0,"controller_epoch":1,"isr":[1,2]}'
+    assert LeaderIsrState.decode(state.encode()) == state
+
+
+def test_topic_assignment_uses_string_partition_keys_in_numeric_order():
+    assignment = TopicAssignment({10: (1,), 0: (1, 2), 1: (2, 0)})
+    assert assignment.encode() == b'{"version":1,"partitions":{"0":[1,2],"1":[2,0],"10":[1]}}'
+    assert TopicAssignment.decode(assignment.encode()) == assignment
+
+
+def test_topic_config_values_are_strings_and_empty_is_an_empty_object():
+    assert TopicConfig({}).encode() == b'{"version":1,"config":{}}'
+    assert TopicConfig({"retention.ms": "1000"}).encode() == b'{"version":1,"config":{"retention.ms":"1000"}}'
+
+
+def test_admin_nodes():
+    assert encode_config_change("mytopic") == b'"mytopic"'
+    assert decode_config_change(b'"mytopic"') == "mytopic"
+    moves = [PartitionReplicas("t", 0, (4, 5, 6))]
+    assert encode_reassignment(moves) == b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}'
+    assert decode_reassignment(encode_reassignment(moves)) == moves
+    assert encode_preferred_election([("t", 0)]) == b'{"version":1,"partitions":[{"topic":"t","partition":0}]}'
+    assert decode_preferred_election(encode_preferred_election([("t", 0)])) == [("t", 0)]
+
+
+def test_consumer_nodes():
+    reg = ConsumerRegistration({"topicA": 2}, "static", "1425000000000")
+    assert reg.encode() == b'{"version":1,"subscription":{"topicA":2},"pattern":"static","timestamp":"1425000000000"}'
+    assert ConsumerRegistration.decode(reg.encode()) == reg
+    assert encode_offset(42) == b"42" and decode_offset(b"42") == 42
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b"[]", b'{"version":1}', b'{"leader":"1","leader_epoch":0,'
+                                  b'"controller_epoch":1,"isr":[]}', b'{"leader":2147483648,"leader_epoch":0,'
+                                  b'"controller_epoch":1,"isr":[]}'])
+def test_malformed_state_is_rejected_with_one_error_type(data):
+    with pytest.raises(ZnodeFormatError):
+        LeaderIsrState.decode(data)
+
+
+def test_paths_and_chroot():
+    assert paths.partition_state_path("t", 3) == "/brokers/topics/t/partitions/3/state"
+    assert paths.consumer_offset_path("g", "t", 0) == "/consumers/g/offsets/t/0"
+    assert paths.split_chroot("a:1,b:2/kafka/x") == ("a:1,b:2", "/kafka/x")
+    assert paths.split_chroot("a:1") == ("a:1", "")
+    assert paths.COMMON_PATHS == ("/consumers", "/brokers/ids", "/brokers/topics", "/config/changes",
+                                  "/config/topics", "/admin/delete_topics")

@@ -1,0 +1,170 @@
+"""`make demo`: the story of a ZooKeeper-era Kafka cluster, told on a real one.
+
+Each chapter does one thing to a lab cluster (real ZooKeeper, real broker processes) and says in plain
+words what happened and why, quoting the znodes and the brokers' own log lines. Later issues add chapters
+(topics, real clients, replication failover, Spark).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkbroker.lab.cluster import LabCluster
+
+SESSION_TIMEOUT_MS = 3000
+
+
+def say(text: str = "") -> None:
+    print(textwrap.fill(" ".join(text.split()), width=100) if text else "", flush=True)
+
+
+def chapter(title: str) -> None:
+    print(f"\n== {title} ==", flush=True)
+
+
+def show(label: str, value: str) -> None:
+    print(f"    {label:<22} {value}", flush=True)
+
+
+class Story:
+    def __init__(self, directory: Path) -> None:
+        self.lab = LabCluster(directory)
+        self.zk: KazooClient | None = None
+
+    def get(self, path: str) -> str | None:
+        try:
+            return self.zk.get(path)[0].decode()
+        except NoNodeError:
+            return None
+
+    def controller(self) -> int | None:
+        data = self.get("/controller")
+        return json.loads(data)["brokerid"] if data else None
+
+    def registered(self) -> list[int]:
+        try:
+            return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
+        except NoNodeError:
+            return []
+
+    def wait(self, condition, timeout_s: float) -> float:
+        started = time.monotonic()
+        while not condition():
+            if time.monotonic() - started > timeout_s:
+                raise RuntimeError("the cluster did not do what the story expected in time")
+            time.sleep(0.02)
+        return time.monotonic() - started
+
+    def log_lines(self, broker_id: int, pattern: str) -> list[str]:
+        log = Path(self.lab.load().broker(broker_id).config).parent / "server.log"
+        return [line for line in log.read_text(errors="replace").splitlines() if re.search(pattern, line)]
+
+    def quote_log(self, broker_id: int, pattern: str, last: int = 1) -> None:
+        """Print the broker's latest log lines matching pattern, waiting a little for them to be written."""
+        self.wait(lambda: self.log_lines(broker_id, pattern), 10)
+        for line in self.log_lines(broker_id, pattern)[-last:]:
+            print(f"    broker {broker_id} log: {line}", flush=True)
+
+    def run(self) -> None:
+        chapter("1. A cluster starts")
+        say("""Starting a real Apache ZooKeeper and three broker processes on 127.0.0.1. Each broker connects
+            to ZooKeeper, registers itself as an *ephemeral* znode under /brokers/ids (it lives exactly as
+            long as the broker's ZooKeeper session), and races the others to create /controller.""")
+        cluster = self.lab.up(brokers=3, config=[f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"])
+        self.zk = KazooClient(hosts=cluster.zookeeper)
+        self.zk.start(timeout=10)
+        show("ZooKeeper", cluster.zookeeper)
+        for b in cluster.brokers:
+            show(f"/brokers/ids/{b.id}", self.get(f"/brokers/ids/{b.id}") or "(missing)")
+        first = self.controller()
+        show("/controller", self.get("/controller"))
+        show("/controller_epoch", self.get("/controller_epoch"))
+        say(f"""Broker {first} created /controller first, so it is the controller. It bumped /controller_epoch to
+            {self.get('/controller_epoch')}; every request a controller sends carries this epoch, so brokers can
+            ignore a controller that has been replaced.""")
+        self.quote_log(first, r"incremented epoch to")
+
+        chapter("2. The controller dies")
+        say(f"""Killing broker {first} with SIGKILL: no goodbye, its TCP connection simply breaks. ZooKeeper
+            keeps its session (and so its ephemeral znodes) until the session timeout,
+            {SESSION_TIMEOUT_MS} ms, passes without a heartbeat.""")
+        epoch_before = int(self.get("/controller_epoch"))
+        self.lab.kill(first)
+        took = self.wait(lambda: self.controller() not in (None, first)
+                         and int(self.get("/controller_epoch") or 0) > epoch_before, SESSION_TIMEOUT_MS / 1000 + 10)
+        second = self.controller()
+        show("/controller", self.get("/controller"))
+        show("/controller_epoch", self.get("/controller_epoch"))
+        say(f"""{took:.1f} s after the kill, ZooKeeper expired broker {first}'s session and deleted /controller
+            and /brokers/ids/{first}. The survivors were watching /controller; broker {second} won the new race
+            and raised the epoch to {self.get('/controller_epoch')}.""")
+        self.quote_log(second, r"incremented epoch to|Currently active brokers", last=2)
+
+        chapter("3. The old controller comes back as an ordinary broker")
+        self.lab.start(first)
+        show("/brokers/ids", ", ".join(map(str, self.registered())))
+        show("/controller", self.get("/controller"))
+        say(f"""Broker {first} registered again, found /controller taken by broker {second}, and now just
+            watches it. There is still exactly one controller.""")
+        self.quote_log(second, rf"Broker {first} started")
+
+        chapter("4. A long pause looks like a death")
+        paused = next(b for b in (1, 2, 3) if b not in (first, second))
+        say(f"""Pausing broker {paused} with SIGSTOP, as a long garbage-collection pause would. The process is
+            alive but silent, so its session expires.""")
+        self.lab.pause(paused)
+        took = self.wait(lambda: paused not in self.registered(), SESSION_TIMEOUT_MS / 1000 + 10)
+        show("/brokers/ids", ", ".join(map(str, self.registered())))
+        say(f"""After {took:.1f} s /brokers/ids/{paused} vanished and the controller declared broker {paused}
+            failed, although the process never crashed.""")
+        self.quote_log(second, rf"Broker {paused} failed")
+        say(f"Resuming broker {paused} with SIGCONT.")
+        self.lab.resume(paused)
+        took = self.wait(lambda: paused in self.registered(), 15)
+        show("/brokers/ids", ", ".join(map(str, self.registered())))
+        say(f"""Within {took:.1f} s it learned its session had expired, opened a new one and registered again;
+            the controller saw it start.""")
+        self.quote_log(paused, r"re-registering broker info")
+        self.quote_log(second, rf"Broker {paused} started")
+
+        chapter("5. Tearing down")
+        self.zk.stop()
+        self.zk.close()
+        self.zk = None
+        self.lab.down()
+        say("Every broker and ZooKeeper stopped. Logs stay in " + str(self.lab.dir) + ".")
+
+    def close(self) -> None:
+        if self.zk is not None:
+            self.zk.stop()
+            self.zk.close()
+        if self.lab.cluster_file.exists():
+            self.lab.down()
+
+
+def main() -> int:
+    directory = Path(tempfile.mkdtemp(prefix="zkbroker-demo-"))
+    say("zkbroker demo: ZooKeeper-era Kafka (0.8.2 design), with real processes.")
+    story = Story(directory)
+    try:
+        story.run()
+    except Exception as e:
+        print(f"\nThe demo stopped: {e}", file=sys.stderr)
+        return 1
+    finally:
+        story.close()
+    say("\nThat is the story so far: registration, controller election and failover through ZooKeeper.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
