@@ -5,12 +5,26 @@ from __future__ import annotations
 import pytest
 
 from zkbroker.zk import paths
-from zkbroker.zk.znodes import (BrokerRegistration, ConsumerRegistration, ControllerRegistration, LeaderIsrState,
-                                PartitionReplicas, TopicAssignment, TopicConfig, ZnodeFormatError,
-                                decode_config_change, decode_controller_epoch, decode_offset,
-                                decode_preferred_election, decode_reassignment, encode_config_change,
-                                encode_controller_epoch, encode_offset, encode_preferred_election,
-                                encode_reassignment)
+from zkbroker.zk.znodes import (
+    BrokerRegistration,
+    ConsumerRegistration,
+    ControllerRegistration,
+    LeaderIsrState,
+    PartitionReplicas,
+    TopicAssignment,
+    TopicConfig,
+    ZnodeFormatError,
+    decode_config_change,
+    decode_controller_epoch,
+    decode_offset,
+    decode_preferred_election,
+    decode_reassignment,
+    encode_config_change,
+    encode_controller_epoch,
+    encode_offset,
+    encode_preferred_election,
+    encode_reassignment,
+)
 
 
 def test_broker_registration_bytes():
