@@ -12,7 +12,7 @@ import struct
 
 from .errors import RemoteProtocolError
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "frame"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "encode_frame"]
 
 #: Kafka's ``socket.request.max.bytes`` default.
 DEFAULT_MAX_FRAME_BYTES = 104857600
@@ -20,7 +20,7 @@ DEFAULT_MAX_FRAME_BYTES = 104857600
 _SIZE = struct.Struct(">i")
 
 
-def frame(payload: bytes) -> bytes:
+def encode_frame(payload: bytes) -> bytes:
     """``payload`` with its int32 size prefix."""
     return _SIZE.pack(len(payload)) + payload
 

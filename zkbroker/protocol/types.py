@@ -9,8 +9,9 @@ Every type has the same two pure functions:
   format cannot carry.
 
 A ``Schema(("field", Type), ...)`` decodes to a light struct: a named tuple with attribute
-access and ``to_dict()``. It encodes plain dicts, tuples (positional) and any object with the
-field attributes, so decoded structs re-encode unchanged. Fields are big-endian as in Kafka;
+access and ``to_dict()``. It encodes plain dicts (keys of fields it lacks are ignored, so one
+dict serves several versions), tuples (positional) and any object with the field attributes,
+so decoded structs re-encode unchanged. Fields are big-endian as in Kafka;
 ``Array(("a", Int32), ("b", String))`` is shorthand for ``Array(Schema(...))``.
 
 Leniency, as in 0.8.2's readers: a length of -1 where a value is required (0.8.2's
@@ -356,9 +357,8 @@ class Schema(WireType):
                 values = [value[name] for name in names]
             except KeyError as exc:
                 raise LocalProtocolError(f"{self.name}: missing field {exc.args[0]!r}") from None
-            if len(value) != len(names):
-                extra = sorted(set(value) - set(names))
-                raise LocalProtocolError(f"{self.name}: unknown fields {extra}")
+            # Keys of other versions are ignored, so one dict can serve every version of a
+            # response; a misspelt key still fails, as the field it was meant for is missing.
             return values
         if isinstance(value, (tuple, list)):
             if len(value) != len(names):

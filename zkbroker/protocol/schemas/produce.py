@@ -3,7 +3,8 @@
 Request v0-v2 are identical: acks (0 = no response at all, 1 = leader, -1 = ISR), timeout_ms,
 and per partition a message set (magic 0 or 1, stored as received). Responses: v1 adds
 throttle_time_ms *last*; v2 adds log_append_time per partition (-1 unless the topic uses
-LogAppendTime, which 0.8.2 has not).
+LogAppendTime, which 0.8.2 has not). ``records`` decodes to a zero-copy view of the frame
+(writable when the frame is a bytearray, for ``message_set.assign_offsets``); a null set is None.
 """
 
 from ..types import Array, Int16, Int32, Int64, Records, Schema, String

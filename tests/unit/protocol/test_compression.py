@@ -1,0 +1,83 @@
+"""The three codecs, in the framings Java clients, kafka-python and librdkafka write."""
+
+import os
+import struct
+
+import pytest
+from kafka import codec as kafka_codec
+
+from zkbroker.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, compress, decompress, xxh32
+from zkbroker.protocol.errors import LocalProtocolError, RemoteProtocolError
+
+DATA = os.urandom(3000) + b"kafka " * 40000  # spans several 32/64 KiB blocks
+
+
+@pytest.mark.parametrize(
+    ("data", "digest"),
+    [(b"", 0x02CC5D05), (b"a", 0x550D7456), (b"abc", 0x32D153FF)],
+)
+def test_xxh32_reference_vectors(data, digest):
+    assert xxh32(data) == digest
+
+
+def test_xxh32_against_the_xxhash_package():
+    xxhash = pytest.importorskip("xxhash")
+    for size in (0, 3, 4, 15, 16, 17, 31, 64, 101):
+        data = os.urandom(size)
+        assert xxh32(data) == xxhash.xxh32(data).intdigest()
+        assert xxh32(data, 99) == xxhash.xxh32(data, seed=99).intdigest()
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4])
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("data", [b"", b"x", DATA])
+def test_round_trip(codec, magic, data):
+    assert decompress(codec, compress(codec, data, magic)) == data
+
+
+def test_snappy_is_xerial_framed_and_raw_is_read_too():
+    out = compress(CODEC_SNAPPY, DATA)
+    assert out[:16] == b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
+    assert kafka_codec.snappy_decode(out) == DATA
+    assert decompress(CODEC_SNAPPY, kafka_codec.snappy_encode(DATA)) == DATA  # kafka-python
+    raw = kafka_codec.snappy_encode(DATA, xerial_compatible=False)  # librdkafka's framing
+    assert decompress(CODEC_SNAPPY, raw) == DATA
+
+
+def test_lz4_header_checksum_per_magic():
+    lz4_frame = pytest.importorskip("lz4.frame")
+    # Magic 1: a standard frame. Magic 0: Kafka's pre-KIP-57 checksum over magic + descriptor.
+    assert lz4_frame.decompress(compress(CODEC_LZ4, DATA, 1)) == DATA
+    old = compress(CODEC_LZ4, DATA, 0)
+    assert old[6] == (xxh32(old[:6]) >> 8) & 0xFF
+    assert old[6] != (xxh32(old[4:6]) >> 8) & 0xFF
+    # Both forms, and lz4.frame's own (checksums, content size), read back.
+    assert decompress(CODEC_LZ4, old) == DATA
+    assert decompress(CODEC_LZ4, lz4_frame.compress(DATA, content_checksum=True)) == DATA
+
+
+def test_lz4_matches_kafka_python_old_kafka_framing():
+    pytest.importorskip("xxhash")  # kafka-python needs it for the 0.8/0.9 lz4 framing
+    assert compress(CODEC_LZ4, b"abc", 0)[:7] == kafka_codec.lz4_encode_old_kafka(b"abc")[:7]
+    assert kafka_codec.lz4_decode_old_kafka(compress(CODEC_LZ4, DATA, 0)) == DATA
+    assert decompress(CODEC_LZ4, kafka_codec.lz4_encode_old_kafka(DATA)) == DATA
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4])
+def test_garbage_is_a_remote_error(codec):
+    good = compress(codec, DATA)
+    for bad in (b"", b"\x00" * 10, good[: len(good) // 2], good[:7] + b"\xff" * 40, os.urandom(64)):
+        with pytest.raises(RemoteProtocolError):
+            decompress(codec, bad)
+
+
+def test_forged_snappy_length_is_refused_before_allocating():
+    with pytest.raises(RemoteProtocolError):
+        decompress(CODEC_SNAPPY, b"\xff\xff\xff\xff\x0f\x00")
+
+
+def test_unknown_codecs():
+    with pytest.raises(LocalProtocolError):
+        compress(5, b"x")
+    with pytest.raises(RemoteProtocolError):
+        decompress(5, b"x")

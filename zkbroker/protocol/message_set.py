@@ -1,0 +1,457 @@
+"""Message sets, magic 0 (Kafka 0.8) and magic 1 (0.10, adds a timestamp), on the wire and disk.
+
+A message set is a sequence of entries ``offset int64 | size int32 | message``, where a message is::
+
+    crc uint32 | magic int8 | attributes int8 | [timestamp int64, magic 1] | key bytes | value bytes
+
+The CRC (CRC32/IEEE) covers magic..end of value; the offset and size lie outside it, so assigning
+offsets never touches a CRC. Attributes: bits 0-2 the codec (0 none, 1 gzip, 2 snappy, 3 lz4),
+bit 3 (magic 1) LogAppendTime. A compressed message (a *wrapper*) carries a whole inner message
+set as its value and its own offset is that of its last inner message. Inner offsets are
+absolute in magic 0 and relative (0..n-1) in magic 1 (KIP-31), so a broker assigns offsets to
+a magic-1 wrapper by rewriting the wrapper offset alone, but must decompress, renumber,
+recompress and re-CRC a magic-0 one, as 0.8's broker did.
+
+Three kinds of callers, three entry points:
+
+* the produce path: :func:`assign_offsets` -- validate every CRC and size, assign offsets in
+  place, report the offsets, message count and max timestamp; it walks the received buffer with
+  ``struct.unpack_from`` and makes no Python object per uncompressed message;
+* the follower and recovery paths: :func:`analyze` -- the same checks without assigning;
+* tools, tests and our consumer: :func:`iter_messages` yields :class:`Message` objects
+  (compressed wrappers opened), and :func:`build_message_set` writes sets.
+
+A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
+tail) ends at its last complete message: readers stop there, and ``valid_bytes`` says where.
+Anything malformed raises :class:`InvalidMessageError`, a :class:`RemoteProtocolError` whose
+``error_code`` is the Kafka code to answer (CORRUPT_MESSAGE, or MESSAGE_TOO_LARGE) and whose
+``position`` is where the bad entry starts.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .compression import CODEC_NONE, compress, decompress
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+
+__all__ = [
+    "LOG_OVERHEAD",
+    "AppendInfo",
+    "InvalidMessageError",
+    "Message",
+    "analyze",
+    "assign_offsets",
+    "build_message_set",
+    "encode_message",
+    "iter_messages",
+]
+
+#: Bytes before each message in a set: offset int64 + size int32.
+LOG_OVERHEAD = 12
+#: Smallest message (crc, magic, attributes, key length, value length) per magic.
+MIN_MESSAGE_SIZE = {0: 14, 1: 22}
+CODEC_MASK = 0x07
+LOG_APPEND_TIME = 0x08
+NO_TIMESTAMP = -1
+
+_OFFSET = struct.Struct(">q")
+_OFFSET_SIZE = struct.Struct(">qi")
+_CRC_MAGIC_ATTRIBUTES = struct.Struct(">Ibb")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_MAGIC0_HEAD = struct.Struct(">bb")  # magic, attributes: the CRC-covered start of a magic-0 message
+_MAGIC1_HEAD = struct.Struct(">bbq")
+
+Buffer = bytes | bytearray | memoryview
+
+
+class InvalidMessageError(RemoteProtocolError):
+    """A message in a set is corrupt (CRC, size, layout, compression) or too large."""
+
+    def __init__(
+        self, message: str, position: int, error_code: int = ErrorCode.CORRUPT_MESSAGE
+    ) -> None:
+        super().__init__(f"{message} (message at byte {position})", error_code=error_code)
+        self.position = position
+
+
+class Message(NamedTuple):
+    """One logical message; a compressed wrapper's inner messages come out one by one."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int  # -1 for magic 0 (and magic-1 messages written without one)
+    magic: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What the log needs to know about a validated message set (Kafka's LogAppendInfo).
+
+    ``records`` are the bytes to append: a view of the input (offsets written in place) or,
+    when a magic-0 compressed wrapper had to be rebuilt, new bytes. ``valid_bytes`` is how much
+    of the input held complete messages. ``first_offset`` is the first offset in the set (the
+    first inner offset of a compressed first message, except in :func:`analyze`, which does not
+    open wrappers and reports the wrapper offset); ``count`` counts messages, inner ones
+    included, where known (``analyze`` counts entries).
+    """
+
+    records: Buffer
+    first_offset: int
+    last_offset: int
+    count: int
+    shallow_count: int
+    max_timestamp: int
+    valid_bytes: int
+    codec: int
+    offsets_monotonic: bool  # every entry's offset above the last; 0.8.2 refused other replica data
+
+
+# -- reading one message --------------------------------------------------------------------------
+
+
+def _key_value(view: memoryview, start: int, end: int, magic: int) -> tuple[Any, Any, int]:
+    """Key and value (views, or None) of the message at ``start`` (its CRC) ending at ``end``,
+    and the position of the key length. Checks that the lengths fill the message exactly."""
+    key_at = start + (14 if magic else 6)
+    (key_size,) = _INT32.unpack_from(view, key_at)
+    if key_size < -1:
+        raise InvalidMessageError(f"negative key length {key_size}", start - LOG_OVERHEAD)
+    value_at = key_at + 4 + max(key_size, 0)
+    if value_at + 4 > end:
+        raise InvalidMessageError("key runs past the end of the message", start - LOG_OVERHEAD)
+    (value_size,) = _INT32.unpack_from(view, value_at)
+    if value_size < -1 or value_at + 4 + max(value_size, 0) != end:
+        raise InvalidMessageError(
+            "value length does not match the message size", start - LOG_OVERHEAD
+        )
+    key = None if key_size < 0 else view[key_at + 4 : value_at]
+    value = None if value_size < 0 else view[value_at + 4 : end]
+    return key, value, key_at
+
+
+def _as_view(buf: Buffer) -> memoryview:
+    view = buf if isinstance(buf, memoryview) else memoryview(buf)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+# -- the walk shared by assign_offsets and analyze ------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Inner:
+    """An opened wrapper: its decompressed inner set and what we learned walking it."""
+
+    data: bytes
+    positions: list[int]
+    relative_ok: bool  # inner offsets are exactly 0..n-1
+    max_timestamp: int
+
+
+def _open_wrapper(
+    view: memoryview, pos: int, end: int, magic: int, codec: int, verify_crc: bool
+) -> _Inner:
+    _, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+    if value is None:
+        raise InvalidMessageError("compressed message without a value", pos)
+    try:
+        data = decompress(codec, value)
+    except RemoteProtocolError as exc:
+        raise InvalidMessageError(f"cannot decompress: {exc}", pos) from None
+    inner = memoryview(data)
+    positions = []
+    relative_ok = True
+    max_timestamp = NO_TIMESTAMP
+    at = 0
+    n = len(inner)
+    while at < n:
+        if at + LOG_OVERHEAD > n:
+            raise InvalidMessageError("torn message inside a compressed message", pos)
+        offset, size = _OFFSET_SIZE.unpack_from(inner, at)
+        inner_end = at + LOG_OVERHEAD + size
+        if size < MIN_MESSAGE_SIZE[0] or inner_end > n:
+            raise InvalidMessageError(f"inner message with corrupt size {size}", pos)
+        crc, inner_magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(inner, at + LOG_OVERHEAD)
+        if inner_magic not in MIN_MESSAGE_SIZE or size < MIN_MESSAGE_SIZE[inner_magic]:
+            raise InvalidMessageError(f"inner message with magic {inner_magic}", pos)
+        if verify_crc and zlib.crc32(inner[at + 16 : inner_end]) != crc:
+            raise InvalidMessageError("inner message fails its CRC", pos)
+        if attributes & CODEC_MASK:
+            raise InvalidMessageError("compressed message inside a compressed message", pos)
+        _key_value(inner, at + LOG_OVERHEAD, inner_end, inner_magic)
+        if inner_magic:
+            (timestamp,) = _INT64.unpack_from(inner, at + 18)
+            max_timestamp = max(max_timestamp, timestamp)
+        if offset != len(positions):
+            relative_ok = False
+        positions.append(at)
+        at = inner_end
+    if not positions:
+        raise InvalidMessageError("compressed message with no inner messages", pos)
+    return _Inner(data, positions, relative_ok, max_timestamp)
+
+
+def _rebuild_wrapper(
+    view: memoryview, pos: int, end: int, magic: int, attributes: int, inner: _Inner, first: int
+) -> bytes:
+    """A wrapper entry renumbered from ``first`` (absolute inner offsets for magic 0, 0..n-1 for
+    magic 1), recompressed with its codec and re-CRC'd; the wrapper key and timestamp are kept."""
+    key, _, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+    renumbered = bytearray(inner.data)
+    start = first if magic == 0 else 0
+    for i, at in enumerate(inner.positions):
+        _OFFSET.pack_into(renumbered, at, start + i)
+    timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
+    value = compress(attributes & CODEC_MASK, renumbered, magic)
+    message = encode_message(key, value, magic=magic, attributes=attributes, timestamp=timestamp)
+    return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
+
+
+def _walk(
+    buf: Buffer, base_offset: int | None, max_message_bytes: int | None, verify_crc: bool
+) -> AppendInfo:
+    """Validate a message set; with ``base_offset``, also assign offsets from it (deep)."""
+    view = _as_view(buf)
+    if base_offset is not None and view.readonly:
+        view = memoryview(bytearray(view))
+    n = len(view)
+    assign = base_offset is not None
+    next_offset = base_offset if assign else 0
+    first = last = -1
+    count = shallow = 0
+    max_timestamp = NO_TIMESTAMP
+    max_codec = CODEC_NONE
+    monotonic = True
+    rebuilt: list[tuple[int, int, bytes]] = []
+    pos = 0
+    while pos + LOG_OVERHEAD <= n:
+        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+        end = pos + LOG_OVERHEAD + size
+        if size < MIN_MESSAGE_SIZE[0]:
+            raise InvalidMessageError(f"message with corrupt size {size}", pos)
+        if end > n:
+            break  # a torn last message: the set ends before it
+        if max_message_bytes is not None and size > max_message_bytes:
+            raise InvalidMessageError(
+                f"message of {size} bytes is larger than {max_message_bytes}",
+                pos,
+                error_code=ErrorCode.MESSAGE_TOO_LARGE,
+            )
+        crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+        if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
+            raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
+        if verify_crc and zlib.crc32(view[pos + 16 : end]) != crc:
+            raise InvalidMessageError("message fails its CRC", pos)
+        if magic:
+            (timestamp,) = _INT64.unpack_from(view, pos + 18)
+            if timestamp > max_timestamp:
+                max_timestamp = timestamp
+        codec = attributes & CODEC_MASK
+        if codec == CODEC_NONE or not assign:
+            _key_value(view, pos + LOG_OVERHEAD, end, magic)
+            if assign:
+                offset = next_offset
+                _OFFSET.pack_into(view, pos, offset)
+                next_offset += 1
+            if shallow == 0:
+                first = offset
+            count += 1
+        else:
+            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc)
+            inner_count = len(inner.positions)
+            if magic and not attributes & LOG_APPEND_TIME:
+                max_timestamp = max(max_timestamp, inner.max_timestamp)
+            if magic and inner.relative_ok:
+                offset = next_offset + inner_count - 1
+                _OFFSET.pack_into(view, pos, offset)
+            else:
+                entry = _rebuild_wrapper(view, pos, end, magic, attributes, inner, next_offset)
+                rebuilt.append((pos, end, entry))
+                offset = next_offset + inner_count - 1
+            if shallow == 0:
+                first = next_offset
+            next_offset += inner_count
+            count += inner_count
+        if codec > max_codec:
+            max_codec = codec
+        if shallow and offset <= last:
+            monotonic = False
+        last = offset
+        shallow += 1
+        pos = end
+    records: Buffer = view[:pos]
+    if rebuilt:
+        pieces = []
+        at = 0
+        for start, end, entry in rebuilt:
+            pieces += [view[at:start], entry]
+            at = end
+        pieces.append(view[at:pos])
+        records = b"".join(pieces)
+    if shallow == 0 and assign:
+        first, last = base_offset, base_offset - 1
+    return AppendInfo(
+        records, first, last, count, shallow, max_timestamp, pos, max_codec, monotonic
+    )
+
+
+def assign_offsets(
+    buf: Buffer,
+    base_offset: int,
+    *,
+    max_message_bytes: int | None = None,
+    verify_crc: bool = True,
+) -> AppendInfo:
+    """Validate a produced message set and number its messages from ``base_offset``.
+
+    Offsets are written into ``buf`` in place when it is writable (a ``bytearray`` or a view of
+    one); a read-only buffer is copied once. A torn last message is left out (0.8.2 trimmed it).
+    Raises :class:`InvalidMessageError`; nothing should be appended then.
+    """
+    return _walk(buf, base_offset, max_message_bytes, verify_crc)
+
+
+def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
+    """Validate a message set that already has offsets (a follower's fetch, log recovery).
+
+    Checks entry sizes and CRCs without opening compressed wrappers, as 0.8.2 did for replica
+    appends; the offsets reported are the entries' own.
+    """
+    return _walk(buf, None, None, verify_crc)
+
+
+# -- reading messages -----------------------------------------------------------------------------
+
+
+def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
+    """The messages of a set, compressed wrappers opened, offsets absolute; stops at a torn tail."""
+    view = _as_view(buf)
+    n = len(view)
+    pos = 0
+    while pos + LOG_OVERHEAD <= n:
+        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+        end = pos + LOG_OVERHEAD + size
+        if size < MIN_MESSAGE_SIZE[0]:
+            raise InvalidMessageError(f"message with corrupt size {size}", pos)
+        if end > n:
+            return
+        crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+        if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
+            raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
+        if verify_crc and zlib.crc32(view[pos + 16 : end]) != crc:
+            raise InvalidMessageError("message fails its CRC", pos)
+        timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
+        codec = attributes & CODEC_MASK
+        if codec == CODEC_NONE:
+            key, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+            yield Message(offset, _bytes(key), _bytes(value), timestamp, magic)
+        else:
+            yield from _inner_messages(
+                view, pos, end, offset, magic, attributes, timestamp, verify_crc
+            )
+        pos = end
+
+
+def _bytes(view: memoryview | None) -> bytes | None:
+    return None if view is None else bytes(view)
+
+
+def _inner_messages(
+    view: memoryview,
+    pos: int,
+    end: int,
+    offset: int,
+    magic: int,
+    attributes: int,
+    timestamp: int,
+    verify_crc: bool,
+) -> Iterator[Message]:
+    inner = _open_wrapper(view, pos, end, magic, attributes & CODEC_MASK, verify_crc)
+    data = memoryview(inner.data)
+    # Magic 1: inner offsets are relative and the wrapper holds the last one's absolute offset.
+    base = 0
+    if magic:
+        base = offset - _OFFSET.unpack_from(data, inner.positions[-1])[0]
+    for at in inner.positions:
+        inner_offset, size = _OFFSET_SIZE.unpack_from(data, at)
+        inner_magic = data[at + 16]
+        inner_end = at + LOG_OVERHEAD + size
+        key, value, _ = _key_value(data, at + LOG_OVERHEAD, inner_end, inner_magic)
+        inner_timestamp = NO_TIMESTAMP
+        if inner_magic:
+            inner_timestamp = (
+                timestamp if attributes & LOG_APPEND_TIME else _INT64.unpack_from(data, at + 18)[0]
+            )
+        yield Message(
+            base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic
+        )
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+def encode_message(
+    key: Buffer | None,
+    value: Buffer | None,
+    *,
+    magic: int = 0,
+    attributes: int = 0,
+    timestamp: int = NO_TIMESTAMP,
+) -> bytes:
+    """One message (crc through value), without the offset and size in front."""
+    try:
+        if magic == 0:
+            head = _MAGIC0_HEAD.pack(0, attributes)
+        elif magic == 1:
+            head = _MAGIC1_HEAD.pack(1, attributes, timestamp)
+        else:
+            raise LocalProtocolError(f"cannot write magic {magic}")
+        parts = [head]
+        for field in (key, value):
+            if field is None:
+                parts.append(b"\xff\xff\xff\xff")
+            else:
+                parts += [_INT32.pack(memoryview(field).nbytes), field]
+    except (struct.error, TypeError) as exc:
+        raise LocalProtocolError(f"message: {exc}") from None
+    body = b"".join(parts)
+    return struct.pack(">I", zlib.crc32(body)) + body
+
+
+def build_message_set(
+    messages: Iterable[tuple],
+    *,
+    magic: int = 0,
+    codec: int = CODEC_NONE,
+    base_offset: int = 0,
+    timestamp: int = NO_TIMESTAMP,
+) -> bytes:
+    """A message set of ``(key, value)`` or ``(key, value, timestamp)`` items.
+
+    Offsets count from ``base_offset`` (a producer's are placeholders the broker replaces).
+    With a codec the items become the inner set of one wrapper: inner offsets absolute for
+    magic 0, relative for magic 1; the wrapper takes the last offset and the max timestamp.
+    """
+    entries = []
+    max_timestamp = NO_TIMESTAMP
+    items = list(messages)
+    for i, item in enumerate(items):
+        key, value = item[0], item[1]
+        ts = item[2] if len(item) > 2 else timestamp
+        max_timestamp = max(max_timestamp, ts)
+        message = encode_message(key, value, magic=magic, timestamp=ts)
+        inner_offset = i if codec and magic else base_offset + i
+        entries += [_OFFSET_SIZE.pack(inner_offset, len(message)), message]
+    inner = b"".join(entries)
+    if codec == CODEC_NONE or not items:
+        return inner
+    wrapper = encode_message(
+        None, compress(codec, inner, magic), magic=magic, attributes=codec, timestamp=max_timestamp
+    )
+    return _OFFSET_SIZE.pack(base_offset + len(items) - 1, len(wrapper)) + wrapper
