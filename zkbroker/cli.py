@@ -27,6 +27,15 @@ def _server(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dump_log(args: argparse.Namespace) -> int:
+    from zkbroker.log.dump import dump_log_segments
+
+    dump_log_segments(args.files.split(","), print_data_log=args.print_data_log,
+                      verify_index_only=args.verify_index_only, deep_iteration=args.deep_iteration,
+                      max_message_size=args.max_message_size)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zkbroker", description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
@@ -37,6 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--override", action="append", metavar="KEY=VALUE",
                         help="set a property, overriding the file (repeatable)")
     server.set_defaults(run=_server)
+
+    dump_log = commands.add_parser("dump-log", help="print log segments and indexes (Kafka's DumpLogSegments)")
+    dump_log.add_argument("--files", required=True, metavar="F[,F]",
+                          help="comma-separated .log and .index files to dump")
+    dump_log.add_argument("--print-data-log", action="store_true", help="also print each message's key and payload")
+    dump_log.add_argument("--verify-index-only", action="store_true",
+                          help="check the index against the log without printing its entries")
+    dump_log.add_argument("--deep-iteration", action="store_true", help="print the messages inside compressed ones")
+    dump_log.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="SIZE",
+                          help="size of the largest message (default 5242880)")
+    dump_log.set_defaults(run=_dump_log)
 
     from zkbroker.lab.cli import add_lab_commands
     add_lab_commands(commands)

@@ -47,10 +47,10 @@ def brokers(tmp_path, zk_connect):
     """A factory of broker processes on this test's chroot: brokers(1, 2, 3, **overrides)."""
     made: list[Broker] = []
 
-    def make(*ids: int, start: bool = True, **overrides) -> list[Broker]:
+    def make(*ids: int, start: bool = True, dir_name: str | None = None, **overrides) -> list[Broker]:
         out = []
         for broker_id in ids:
-            broker = Broker(tmp_path, broker_id, zk_connect, **overrides)
+            broker = Broker(tmp_path, broker_id, zk_connect, dir_name, **overrides)
             if start:
                 broker.start()
             made.append(broker)

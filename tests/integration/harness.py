@@ -41,9 +41,10 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str, inter
 class Broker:
     """One `zkbroker server` process with its own server.properties, log file and data dir."""
 
-    def __init__(self, root: Path, broker_id: int, zk_connect: str, **overrides: object) -> None:
+    def __init__(self, root: Path, broker_id: int, zk_connect: str, dir_name: str | None = None,
+                 **overrides: object) -> None:
         self.id = broker_id
-        self.dir = root / f"broker-{broker_id}"
+        self.dir = root / (dir_name or f"broker-{broker_id}")
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = int(overrides.pop("port", 0) or free_port())
         props = {"broker.id": broker_id, "port": self.port, "host.name": "127.0.0.1",

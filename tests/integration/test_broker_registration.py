@@ -109,7 +109,7 @@ def test_malformed_frame_closes_only_that_connection(brokers, zk):
 def test_second_live_broker_with_the_same_id_refuses_to_start(brokers, zk):
     (first,) = brokers(1)
     wait_for(lambda: zk.registered() == {1}, 15, "broker 1 to register")
-    (second,) = brokers(1)
+    (second,) = brokers(1, dir_name="broker-1-second")  # its own log dir: only the id collides
     code = second.wait_exit(20)
     assert code != 0
     assert second.log_lines(r"Broker id 1 is already registered at /brokers/ids/1 by a live broker at "

@@ -133,6 +133,9 @@ class LabCluster:
                                  install=find_zookeeper())
         server.start()
         server.detach()
+        if server.container_id:  # a Docker ZooKeeper has no pid of ours; `down` stops it by container id
+            (self.dir / "zookeeper").mkdir(parents=True, exist_ok=True)
+            (self.dir / "zookeeper" / "container-id").write_text(server.container_id)
         return server.connect_string, server.pid
 
     def down(self) -> None:
@@ -141,10 +144,14 @@ class LabCluster:
         for entry in cluster.brokers:
             if entry.pid is not None:
                 stop_process(entry.pid, timeout_s=10.0)
-        if cluster.zookeeper_pid is not None:
-            from zkbroker.lab.zookeeper import stop_pid
+        from zkbroker.lab.zookeeper import stop_container, stop_pid
 
+        if cluster.zookeeper_pid is not None:
             stop_pid(cluster.zookeeper_pid, timeout=10.0)
+        container = self.dir / "zookeeper" / "container-id"
+        if container.exists():
+            stop_container(container.read_text().strip(), timeout=10.0)
+            container.unlink()
         self.cluster_file.unlink(missing_ok=True)
 
     def _anything_running(self, cluster: ClusterFile) -> bool:

@@ -30,6 +30,7 @@ import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_CONF = Path("/etc/zookeeper/conf")
@@ -52,7 +53,7 @@ JVM_FLAGS = (
     "-Dzookeeper.jmx.log4j.disable=true",
 )
 
-_JAR_NAME = re.compile(r"^zookeeper-(\d+\.\d+\.\d+[\w.-]*)\.jar$")
+_JAR_NAME = re.compile(r"^zookeeper-(\d+\.\d+\.\d+(?:-alpha|-beta)?)\.jar$")  # not -tests, -jute...
 _DOCKER_SENTENCE = f"start a Docker daemon so testcontainers can run the {DOCKER_IMAGE} image"
 
 
@@ -295,7 +296,8 @@ def _free_port() -> int:
 
 
 class ZooKeeperServer:
-    """A standalone ZooKeeper server on 127.0.0.1 with its own data dir.
+    """A standalone ZooKeeper server on 127.0.0.1 with its own data dir: a local JVM, or a container when
+    ``install`` is the Docker image (then ``pid`` is None and ``container_id`` names it).
 
     It is stopped (and a temporary data dir removed) when the interpreter exits, unless :meth:`detach` was
     called. Usable as a context manager::
@@ -354,14 +356,18 @@ class ZooKeeperServer:
 
     def start(self, timeout: float = 30.0) -> ZooKeeperServer:
         """Start the server and return once it serves requests; :class:`ZooKeeperStartError` otherwise."""
+        if self._port is not None and self.running:
+            return self
         if not self._at_exit_registered:
             atexit.register(self.close)
             self._at_exit_registered = True
-        deadline = time.monotonic() + timeout
+        deadline = None
         while True:
             if not self._port_fixed or self._port is None:
                 self._port = _free_port()
             self._runner.launch(self.port)
+            # Counted from the first launch, so pulling a Docker image does not eat the wait.
+            deadline = deadline or time.monotonic() + timeout
             if self._wait_until_serving(deadline):
                 # The port is ours from now on: restart() must come back where the clients look for it.
                 self._port_fixed = True
@@ -475,7 +481,7 @@ class _JavaProcess:
     def serving(self, port: int) -> bool:
         # `conf` (not just `ruok`) proves the answer comes from *our* server: it names our data dir.
         try:
-            return f"dataDir={self._server.data_dir}" in four_letter_word("conf", port, timeout=0.5)
+            return f"dataDir={self._server.data_dir}/version-2\n" in four_letter_word("conf", port, timeout=0.5)
         except OSError:
             return False
 
@@ -568,6 +574,8 @@ class _DockerContainer:
         if self._start(container.start):
             self._container = container
             self.host = container.get_container_host_ip()
+        else:
+            self._remove(container)  # created but not started: do not leave it behind
 
     def _start(self, start: Callable[[], object]) -> bool:
         try:
@@ -577,6 +585,13 @@ class _DockerContainer:
             return False
         self._start_error = ""
         return True
+
+    @staticmethod
+    def _remove(container: Any) -> None:
+        try:
+            container.stop()  # testcontainers' stop() removes the container
+        except Exception:
+            pass
 
     def serving(self, port: int) -> bool:
         try:
@@ -588,7 +603,7 @@ class _DockerContainer:
         if self._container is None:
             return True
         self._container.reload()
-        return self._container.status() in ("exited", "dead")
+        return self._container.status not in ("running", "restarting")
 
     def bind_failed(self) -> bool:
         return "already allocated" in self._start_error or "address already in use" in self._start_error
@@ -599,7 +614,7 @@ class _DockerContainer:
 
     def close(self) -> None:
         if self._container is not None:
-            self._container.stop()
+            self._remove(self._container)
             self._container = None
 
     def log_tail(self, lines: int = 20) -> str:
@@ -612,16 +627,26 @@ class _DockerContainer:
 def stop_pid(pid: int, timeout: float = 10.0) -> bool:
     """Stop a (detached) ZooKeeper by process id: SIGTERM, then SIGKILL after ``timeout`` seconds.
 
-    Returns False when no ZooKeeper runs under that pid, e.g. it already stopped and the pid was reused.
+    True once it is gone; False when no ZooKeeper runs under that pid (it already stopped, and the pid may
+    even belong to another program by now, which we must not signal).
     """
     if not _is_zookeeper(pid):
         return False
-    os.kill(pid, signal.SIGTERM)
+    for sig, grace in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        if _gone_within(pid, grace):
+            return True
+    return False
+
+
+def _gone_within(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while _alive(pid):
         if time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10.0
+            return False
         time.sleep(0.05)
     return True
 

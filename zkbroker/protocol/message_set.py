@@ -42,12 +42,14 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 __all__ = [
     "LOG_OVERHEAD",
     "AppendInfo",
+    "Entry",
     "InvalidMessageError",
     "Message",
     "analyze",
     "assign_offsets",
     "build_message_set",
     "encode_message",
+    "iter_entries",
     "iter_messages",
 ]
 
@@ -355,6 +357,56 @@ def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
             yield from _inner_messages(
                 view, pos, end, offset, magic, attributes, timestamp, verify_crc
             )
+        pos = end
+
+
+class Entry(NamedTuple):
+    """One entry of a set as stored, for tools (DumpLogSegments): a wrapper is left closed, and
+    the CRC is checked but not enforced (``valid``)."""
+
+    offset: int
+    position: int  # of the entry's offset field in the set
+    size: int  # of the message, without the 12-byte offset and size
+    crc: int
+    valid: bool
+    magic: int
+    attributes: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterator[Entry]:
+    """The shallow entries of a set as they are, stopping where a complete entry no longer fits
+    (a torn tail, or a size too small to be a message -- as 0.8.2's FileMessageSet iterator did).
+
+    Raises :class:`InvalidMessageError` for a size above ``max_message_bytes`` or key and value
+    lengths that do not fill the message.
+    """
+    view = _as_view(buf)
+    n = len(view)
+    pos = 0
+    while pos + LOG_OVERHEAD <= n:
+        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+        end = pos + LOG_OVERHEAD + size
+        if size < MIN_MESSAGE_SIZE[0] or end > n:
+            return
+        if max_message_bytes is not None and size > max_message_bytes:
+            raise InvalidMessageError(
+                f"message of {size} bytes is larger than {max_message_bytes}",
+                pos,
+                error_code=ErrorCode.MESSAGE_TOO_LARGE,
+            )
+        crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+        layout = 1 if magic else 0
+        if size < MIN_MESSAGE_SIZE[layout]:
+            return
+        timestamp = _INT64.unpack_from(view, pos + 18)[0] if layout else NO_TIMESTAMP
+        key, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, layout)
+        valid = zlib.crc32(view[pos + 16 : end]) == crc
+        yield Entry(
+            offset, pos, size, crc, valid, magic, attributes, timestamp, _bytes(key), _bytes(value)
+        )
         pos = end
 
 

@@ -1,14 +1,19 @@
 """KafkaApis: one handler per request type (Kafka's KafkaApis).
 
-A handler takes the decoded request and returns the complete response frame, or None when the protocol
-says no response is sent. ApiVersions advertises only what this broker answers: the table in DESIGN §3,
-restricted to the handlers that exist.
+A handler takes the decoded request and returns the response: a complete frame (bytes), a list of pieces
+(bytes and FileRange slots, for Fetch's zero-copy path), or None when the protocol sends no response
+(Produce with acks=0). ApiVersions advertises exactly the handlers that exist, within DESIGN §3's table.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkbroker.config import KafkaConfig
 from zkbroker.protocol.api import (
@@ -20,24 +25,50 @@ from zkbroker.protocol.api import (
     encode_response,
 )
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
+from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
+from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
+from zkbroker.server.replica_manager import ReplicaManager
+from zkbroker.server.topic_creation import TopicAutoCreator
+from zkbroker.zk import paths
+from zkbroker.zk.client import ZkClient
+from zkbroker.zk.znodes import decode_offset, encode_offset
 
-Handler = Callable[[RequestHeader, Any], Awaitable[bytes | None]]
+log = logging.getLogger("zkbroker.server.KafkaApis")
+
+Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
+
+LATEST, EARLIEST = -1, -2
 
 
 class KafkaApis:
-    def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache) -> None:
+    def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
+                 zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator) -> None:
         self.config = config
+        self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
+        self.replica_manager = replica_manager
+        self.zk = zk
+        self.bridge = bridge
+        self.topic_creator = topic_creator
         self._handlers: dict[int, Handler] = {
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self.handle_fetch,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
             ApiKey.METADATA: self.handle_metadata,
+            ApiKey.LEADER_AND_ISR: self.handle_leader_and_isr,
+            ApiKey.STOP_REPLICA: self.handle_stop_replica,
+            ApiKey.UPDATE_METADATA: self.handle_update_metadata,
+            ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
+            ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
         }
         leader_epoch = config["replication.truncation"] == "leader-epoch"
         self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
 
-    async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> bytes | None:
+    async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
             low, high = self.versions[ApiKey.API_VERSIONS]
             if not low <= header.api_version <= high:
@@ -51,13 +82,243 @@ class KafkaApis:
         request = decode_request(header, frame, body_offset)
         return await self._handlers[header.api_key](header, request)
 
+    # ---- Produce ------------------------------------------------------------------------------------------
+
+    async def handle_produce(self, header: RequestHeader, request: Any) -> bytes | None:
+        acks = request.acks
+        results = []
+        waits = []
+        for topic_entry in request.topics:
+            partitions = []
+            for entry in topic_entry.partitions:
+                result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records)
+                partitions.append([entry.partition, result.error_code, result.base_offset, -1])
+                if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
+                    waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
+            results.append({"topic": topic_entry.topic, "partitions": partitions})
+        if acks == 0:
+            # No response at all, even on error (0.8.2 closed the connection only in later versions).
+            return None
+        if waits:
+            await self._wait_for_isr(waits, request.timeout_ms)
+        return encode_response(header, {"topics": results, "throttle_time_ms": 0})
+
+    async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
+        """acks=-1: answer when every ISR member has the records (HW past them), or REQUEST_TIMED_OUT."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000.0
+        pending = list(waits)
+        while True:
+            pending = [w for w in pending if w[1].high_watermark < w[2]]
+            if not pending:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                for row, _, _ in pending:
+                    row[1] = ErrorCode.REQUEST_TIMED_OUT
+                return
+            waiters = [p.waiter(loop) for _, p, _ in pending]
+            await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for future in waiters:
+                future.cancel()
+
+    # ---- Fetch --------------------------------------------------------------------------------------------
+
+    async def handle_fetch(self, header: RequestHeader, request: Any) -> list:
+        """Long-poll: answer once min_bytes are available, an error occurs, or max_wait_ms passes."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(request.max_wait_ms, 0) / 1000.0
+        response_budget = getattr(request, "max_bytes", None)
+        while True:
+            topics, total, errors, touched = self._read_all(request, response_budget)
+            remaining = deadline - loop.time()
+            if total >= request.min_bytes or errors or remaining <= 0 or not touched:
+                return encode_fetch_response(header.correlation_id, header.api_version, topics)
+            waiters = [p.waiter(loop) for p in touched]
+            await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for future in waiters:
+                future.cancel()
+
+    def _read_all(self, request: Any, response_budget: int | None) -> tuple[list, int, bool, list]:
+        topics = []
+        total = 0
+        errors = False
+        touched = []
+        for topic_entry in request.topics:
+            partitions = []
+            for entry in topic_entry.partitions:
+                max_bytes = entry.max_bytes
+                if response_budget is not None:
+                    # Fetch v3: the response limit; the first partition still gets data so a big message
+                    # cannot block a consumer forever.
+                    max_bytes = min(max_bytes, response_budget - total) if total else max_bytes
+                result = self.replica_manager.read(topic_entry.topic, entry.partition, entry.fetch_offset,
+                                                   max(max_bytes, 0), request.replica_id)
+                records = result.records if result.records is not None and result.records.size else None
+                partitions.append((entry.partition, result.error_code, result.high_watermark, records))
+                if records is not None:
+                    total += records.size
+                if result.error_code != ErrorCode.NONE:
+                    errors = True
+                elif result.partition is not None:
+                    touched.append(result.partition)
+            topics.append((topic_entry.topic, partitions))
+        return topics, total, errors, touched
+
+    # ---- ListOffsets ---------------------------------------------------------------------------------------
+
+    async def handle_list_offsets(self, header: RequestHeader, request: Any) -> bytes:
+        topics = []
+        for topic_entry in request.topics:
+            partitions = []
+            for entry in topic_entry.partitions:
+                error, offset = self._offset_for(topic_entry.topic, entry.partition, entry.timestamp,
+                                                 request.replica_id)
+                if header.api_version == 0:
+                    partitions.append({"partition": entry.partition, "error_code": error,
+                                       "offsets": [] if offset is None else [offset]})
+                else:
+                    partitions.append({"partition": entry.partition, "error_code": error, "timestamp": -1,
+                                       "offset": -1 if offset is None else offset})
+            topics.append({"topic": topic_entry.topic, "partitions": partitions})
+        return encode_response(header, {"topics": topics})
+
+    def _offset_for(self, topic: str, partition: int, timestamp: int, replica_id: int) -> tuple[int, int | None]:
+        error, p = self.replica_manager.leader_partition(topic, partition)
+        if p is None:
+            return error, None
+        if timestamp == EARLIEST:
+            return ErrorCode.NONE, p.log.log_start_offset
+        # Consumers see the log only up to the high watermark (0.8.2 filtered offsets above it).
+        limit = p.log_end_offset if replica_id >= 0 else p.high_watermark
+        if timestamp == LATEST:
+            return ErrorCode.NONE, limit
+        offset = p.log.offset_before(timestamp)
+        return ErrorCode.NONE, limit if offset is None else min(offset, limit)
+
+    # ---- Metadata -----------------------------------------------------------------------------------------
+
     async def handle_metadata(self, header: RequestHeader, request: Any) -> bytes:
         snapshot = self.metadata_cache.snapshot
         brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
                    for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
-        # Partitions arrive with the controller's UpdateMetadata (wire-protocol issue); until then every
-        # named topic is unknown and "all topics" is none.
-        topics = [{"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "topic": name, "is_internal": False,
-                   "partitions": []} for name in (request.topics or ())]
+        if request.topics is None or (header.api_version == 0 and not request.topics):
+            names = sorted(snapshot.partitions)
+        else:
+            names = list(request.topics)
+        topics = []
+        for name in names:
+            partitions = snapshot.partitions.get(name)
+            if partitions is None:
+                topics.append({"error_code": await self._unknown_topic(name), "topic": name,
+                               "is_internal": False, "partitions": []})
+                continue
+            rows = []
+            for partition_id, state in sorted(partitions.items()):
+                live_replicas = [r for r in state.replicas if r in snapshot.brokers]
+                live_isr = [r for r in state.isr if r in snapshot.brokers]
+                if state.leader not in snapshot.brokers:
+                    error = ErrorCode.LEADER_NOT_AVAILABLE
+                elif len(live_replicas) < len(state.replicas) or len(live_isr) < len(state.isr):
+                    error = ErrorCode.REPLICA_NOT_AVAILABLE  # 0.8.2 reports dead replicas this way
+                else:
+                    error = ErrorCode.NONE
+                rows.append({"error_code": error, "partition": partition_id,
+                             "leader": state.leader if state.leader in snapshot.brokers else -1,
+                             "replicas": live_replicas, "isr": live_isr})
+            topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": False, "partitions": rows})
         body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id}
         return encode_response(header, body)
+
+    async def _unknown_topic(self, topic: str) -> int:
+        """0.8.2: with auto.create.topics.enable the topic is created and LEADER_NOT_AVAILABLE answered."""
+        if not self.config["auto.create.topics.enable"]:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return await self.topic_creator.create(topic)
+
+    # ---- controller -> broker ------------------------------------------------------------------------------
+
+    async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
+        error, partitions = await self.replica_manager.become_leader_or_follower(request)
+        return encode_response(header, {"error_code": error, "partitions": partitions})
+
+    async def handle_stop_replica(self, header: RequestHeader, request: Any) -> bytes:
+        error, partitions = self.replica_manager.stop_replicas(request)
+        return encode_response(header, {"error_code": error, "partitions": partitions})
+
+    async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
+        if request.controller_epoch < self.replica_manager.controller_epoch:
+            log.warning("Broker %d ignoring UpdateMetadata from controller %d since its controller epoch %d is "
+                        "old", self.broker_id, request.controller_id, request.controller_epoch)
+            return encode_response(header, {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH})
+        self.replica_manager.controller_epoch = request.controller_epoch
+        self.metadata_cache.update_partitions(request.partition_states)
+        return encode_response(header, {"error_code": ErrorCode.NONE})
+
+    # ---- consumer offsets, kept in ZooKeeper as 0.8.2's default offsets.storage=zookeeper ----------------
+
+    async def handle_offset_commit(self, header: RequestHeader, request: Any) -> bytes:
+        max_metadata = self.config["offset.metadata.max.bytes"]
+        snapshot = self.metadata_cache.snapshot
+        topics = []
+        for topic_entry in request.topics:
+            rows = []
+            for entry in topic_entry.partitions:
+                if topic_entry.topic not in snapshot.partitions:
+                    error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif entry.metadata is not None and len(entry.metadata) > max_metadata:
+                    error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                else:
+                    error = await self._write_offset(request.group_id, topic_entry.topic, entry.partition,
+                                                     entry.offset)
+                rows.append({"partition": entry.partition, "error_code": error})
+            topics.append({"topic": topic_entry.topic, "partitions": rows})
+        return encode_response(header, {"topics": topics})
+
+    async def _write_offset(self, group: str, topic: str, partition: int, offset: int) -> int:
+        """An unconditional write of the next offset to consume, as 0.8.2's updatePersistentPath."""
+        path = paths.consumer_offset_path(group, topic, partition)
+        data = encode_offset(offset)
+        kazoo = self.zk.kazoo
+        try:
+            try:
+                await self.bridge.wait_for(kazoo.set_async(path, data))
+            except NoNodeError:
+                try:
+                    await self.bridge.wait_for(kazoo.create_async(path, data, makepath=True))
+                except NodeExistsError:
+                    await self.bridge.wait_for(kazoo.set_async(path, data))
+        except Exception as e:  # ZooKeeper unavailable: the client retries
+            log.warning("Could not commit offset for group %s [%s,%d]: %r", group, topic, partition, e)
+            return ErrorCode.UNKNOWN
+        return ErrorCode.NONE
+
+    async def handle_offset_fetch(self, header: RequestHeader, request: Any) -> bytes:
+        topics = []
+        for topic_entry in request.topics:
+            rows = []
+            for partition in topic_entry.partitions:
+                path = paths.consumer_offset_path(request.group_id, topic_entry.topic, partition)
+                offset, error = -1, ErrorCode.NONE
+                try:
+                    data, _ = await self.bridge.wait_for(self.zk.kazoo.get_async(path))
+                    offset = decode_offset(data)
+                except NoNodeError:
+                    pass  # nothing committed: -1 lets the client apply auto.offset.reset
+                except Exception as e:
+                    log.warning("Could not read offset of group %s [%s,%d]: %r", request.group_id,
+                                topic_entry.topic, partition, e)
+                    error = ErrorCode.UNKNOWN
+                rows.append({"partition": partition, "offset": offset, "metadata": "", "error_code": error})
+            topics.append({"topic": topic_entry.topic, "partitions": rows})
+        return encode_response(header, {"topics": topics})
+
+    async def handle_find_coordinator(self, header: RequestHeader, request: Any) -> bytes:
+        """Offsets live in ZooKeeper, so any live broker can serve a group; every broker picks the same one."""
+        brokers = sorted(self.metadata_cache.snapshot.brokers.values(), key=lambda b: b.broker_id)
+        if not brokers:
+            return encode_response(header, {"error_code": ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE,
+                                            "node_id": -1, "host": "", "port": -1})
+        chosen = brokers[zlib.crc32(request.group_id.encode()) % len(brokers)]
+        return encode_response(header, {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id,
+                                        "host": chosen.host, "port": chosen.port})

@@ -1,12 +1,15 @@
 """KafkaServer: one broker process, started and stopped in Kafka 0.8.2's order.
 
-startup: connect to ZooKeeper (creating the chroot) and create the common paths; bind the socket server;
-start the controller (its election) *before* registering, as 0.8.2 does; start the metadata cache; then
-register `/brokers/ids/<id>`. shutdown: stop accepting requests, stop the controller, close the session
-(which removes our ephemeral nodes at once, so the cluster learns without waiting for a timeout).
+startup: connect to ZooKeeper (creating the chroot) and create the common paths; open the logs (recovering
+them after a crash); bind the socket server; start the controller (its election) *before* registering,
+as 0.8.2 does; start the metadata cache; then register `/brokers/ids/<id>`.
+shutdown: stop accepting requests, release waiting requests, close the logs cleanly (flush, checkpoint,
+clean-shutdown marker), stop the controller, close the session (which removes our ephemeral nodes at once,
+so the cluster learns without waiting for a timeout).
 
-The broker's threads: the asyncio loop (network), kazoo's threads, the ZkClient event thread and the
-controller's event thread. Blocking ZooKeeper calls never run on the asyncio loop.
+The broker's threads: the asyncio loop (network, request handling, log appends and reads), kazoo's
+threads, the ZkClient event thread, the controller's event thread, and the default executor for blocking
+work (ZooKeeper calls at startup, fsync). Blocking ZooKeeper calls never run on the asyncio loop.
 """
 
 from __future__ import annotations
@@ -14,15 +17,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 
 from controller.controller import KafkaController
 from zkbroker.config import KafkaConfig
+from zkbroker.log.manager import LogManager
 from zkbroker.server.apis import KafkaApis
+from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import SocketServer
 from zkbroker.server.registration import BrokerRegistrar
+from zkbroker.server.replica_manager import ReplicaManager
+from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
+from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
@@ -36,13 +45,14 @@ class KafkaServer:
                            name=f"broker-{self.broker_id}")
         self.metadata_cache = MetadataCache(self.zk)
         self.controller = KafkaController(self.zk, self.broker_id)
-        self.apis = KafkaApis(config, self.metadata_cache)
-        self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, self.apis,
-                                          config["socket.request.max.bytes"])
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
                                          config.advertised_port, stopping=lambda: self._stopping)
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.socket_server: SocketServer | None = None
         self._stopping = False
         self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
 
     async def run(self) -> None:
         """Start, serve until SIGTERM/SIGINT (or stop()), then shut down cleanly."""
@@ -53,8 +63,16 @@ class KafkaServer:
         for warning in self.config.warnings:
             log.warning("%s", warning)
         try:
+            bridge = LoopBridge(loop)
             await loop.run_in_executor(None, self._start_zookeeper)
+            self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
+            self.replica_manager = ReplicaManager(self.config, self.log_manager, self.zk, bridge)
+            apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
+                             TopicAutoCreator(self.config, self.zk))
+            self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
+                                              self.config["socket.request.max.bytes"])
             await self.socket_server.start()
+            self._start_log_duties()
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
@@ -73,6 +91,53 @@ class KafkaServer:
         for path in paths.COMMON_PATHS:
             self.zk.ensure_path(path)
 
+    def _open_logs(self, bridge: LoopBridge) -> LogManager:
+        """Load (and after a crash, recover) every log, with each topic's overrides from ZooKeeper."""
+        topic_configs = {}
+        for topic in self.zk.get_children(paths.CONFIG_TOPICS):
+            data, _ = self.zk.get(paths.topic_config_path(topic))
+            try:
+                overrides = TopicConfig.decode(data).config if data else {}
+            except ZnodeFormatError as e:
+                log.error("Ignoring unreadable config of topic %s: %s", topic, e)
+                overrides = {}
+            topic_configs[topic] = self.config.topic_config(overrides)
+        return LogManager(self.config.log_dirs, self.config.topic_config({}), topic_configs,
+                          schedule=self._scheduler(bridge))
+
+    @staticmethod
+    def _scheduler(bridge: LoopBridge) -> Callable[[str, Callable[[], object], int], None]:
+        """The logs' one-off tasks (flush after a roll, deleting old segment files) run later, off the loop."""
+        def schedule(name: str, task: Callable[[], object], delay_ms: int) -> None:
+            def start() -> None:
+                bridge.loop.run_in_executor(None, task)
+            bridge.call_soon(lambda: bridge.loop.call_later(max(delay_ms, 0) / 1000.0, start))
+        return schedule
+
+    def _start_log_duties(self) -> None:
+        """LogManager's periodic duties (0.8.2 ran them on its scheduler thread)."""
+        lm = self.log_manager
+        self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, off_loop=False)
+        self._every(self.config["log.flush.scheduler.interval.ms"], lm.flush_dirty_logs, off_loop=True)
+        self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lm.checkpoint_recovery_points,
+                    off_loop=True)
+
+    def _every(self, interval_ms: int, duty: Callable[[], object], off_loop: bool) -> None:
+        if interval_ms >= 2**62:
+            return  # 0.8.2's "never" (Long.MaxValue), e.g. log.flush.scheduler.interval.ms by default
+        async def repeat() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                await asyncio.sleep(interval_ms / 1000.0)
+                try:
+                    if off_loop:
+                        await loop.run_in_executor(None, duty)
+                    else:
+                        duty()
+                except Exception:
+                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
+        self._tasks.append(asyncio.get_running_loop().create_task(repeat()))
+
     def _start_cluster_membership(self) -> None:
         self.controller.startup()
         self.metadata_cache.startup()
@@ -81,8 +146,15 @@ class KafkaServer:
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
         self._stopping = True
-        await self.socket_server.stop()
+        for task in self._tasks:
+            task.cancel()
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
         loop = asyncio.get_running_loop()
+        if self.log_manager is not None:
+            await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.controller.shutdown)
         await loop.run_in_executor(None, self.zk.close)
         log.info("%sshut down completed", self.prefix)

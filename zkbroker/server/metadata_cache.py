@@ -1,14 +1,15 @@
 """The broker's view of cluster metadata, as served in Metadata responses.
 
 Live brokers come from `/brokers/ids` and the controller id from `/controller`, both watched in ZooKeeper;
-partition leadership arrives from the controller's UpdateMetadata requests (the wire-protocol issue).
-The cache publishes immutable snapshots: ZooKeeper's event thread swaps in a new one, and request
-handlers on the network thread read whichever is current without locks.
+partition leadership arrives from the controller's UpdateMetadata requests. The cache publishes immutable
+snapshots: ZooKeeper's event thread and the UpdateMetadata handler swap in new ones, and request handlers
+on the network thread read whichever is current without locks.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 
 from zkbroker.zk import paths
@@ -18,16 +19,30 @@ from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration, Znode
 log = logging.getLogger("zkbroker.server.MetadataCache")
 
 
+# UpdateMetadata's leader value for a partition whose topic is being deleted (0.8.2's LeaderDuringDelete).
+LEADER_DURING_DELETE = -2
+
+
+@dataclass(frozen=True)
+class PartitionStateInfo:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     controller_id: int = -1
+    partitions: dict[str, dict[int, PartitionStateInfo]] = field(default_factory=dict)
 
 
 class MetadataCache:
     def __init__(self, zk: ZkClient) -> None:
         self.zk = zk
         self.snapshot = ClusterSnapshot()
+        self._write_lock = threading.Lock()  # writers come from two threads; readers never lock
 
     def startup(self) -> None:
         self._set_brokers(self.zk.subscribe_child_changes(paths.BROKER_IDS, self._on_brokers))
@@ -50,7 +65,8 @@ class MetadataCache:
                     brokers[broker_id] = BrokerRegistration.decode(broker_id, data)
             except (ValueError, ZnodeFormatError) as e:
                 log.warning("Ignoring unreadable broker registration %s: %s", child, e)
-        self.snapshot = ClusterSnapshot(brokers, self.snapshot.controller_id)
+        with self._write_lock:
+            self.snapshot = ClusterSnapshot(brokers, self.snapshot.controller_id, self.snapshot.partitions)
 
     def _set_controller(self, data: bytes | None) -> None:
         controller_id = -1
@@ -59,4 +75,22 @@ class MetadataCache:
                 controller_id = ControllerRegistration.decode(data).broker_id
             except ZnodeFormatError as e:
                 log.warning("Ignoring unreadable /controller: %s", e)
-        self.snapshot = ClusterSnapshot(self.snapshot.brokers, controller_id)
+        with self._write_lock:
+            self.snapshot = ClusterSnapshot(self.snapshot.brokers, controller_id, self.snapshot.partitions)
+
+    def update_partitions(self, states) -> None:
+        """Apply an UpdateMetadata request's partition states (on the network thread)."""
+        with self._write_lock:
+            self._update_partitions(states)
+
+    def _update_partitions(self, states) -> None:
+        partitions = {topic: dict(parts) for topic, parts in self.snapshot.partitions.items()}
+        for s in states:
+            if s.leader == LEADER_DURING_DELETE:
+                partitions.get(s.topic, {}).pop(s.partition, None)
+                if not partitions.get(s.topic, True):
+                    del partitions[s.topic]
+                continue
+            partitions.setdefault(s.topic, {})[s.partition] = PartitionStateInfo(
+                s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas))
+        self.snapshot = ClusterSnapshot(self.snapshot.brokers, self.snapshot.controller_id, partitions)

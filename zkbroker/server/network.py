@@ -1,8 +1,9 @@
 """SocketServer: the broker's asyncio network layer (Kafka's SocketServer).
 
 Each connection is a FrameDecoder plus a loop that answers its requests strictly in order, as Kafka
-guarantees per connection. A frame that is too large or does not parse closes that connection only;
-the broker keeps serving everyone else.
+guarantees per connection. Fetch responses arrive as pieces: small framing bytes, and file ranges of
+segment files that go out with sendfile, never through Python memory. A frame that is too large or does
+not parse closes that connection only; the broker keeps serving everyone else.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from zkbroker.server.apis import KafkaApis
 log = logging.getLogger("zkbroker.server.SocketServer")
 
 _READ_CHUNK = 256 * 1024
+
+
+class TruncatedDuringSend(Exception):
+    """A segment shrank (truncation) while its bytes were being sent; the frame cannot be completed."""
 
 
 class SocketServer:
@@ -59,12 +64,31 @@ class SocketServer:
                     header, body_offset = parse_request_header(frame)
                     response = await self.apis.handle(header, frame, body_offset)
                     if response is not None:
-                        writer.write(response)
-                        await writer.drain()
+                        await self._send(writer, response)
         except ProtocolError as e:
+            log.warning("Closing socket connection to %s: %s", peer, e)
+        except TruncatedDuringSend as e:
             log.warning("Closing socket connection to %s: %s", peer, e)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             self._connections.discard(writer)
             writer.close()
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, response: bytes | list) -> None:
+        """Write a response: one frame, or pieces whose FileRange slots go out with sendfile (zero copy)."""
+        if isinstance(response, (bytes, bytearray)):
+            writer.write(response)
+            await writer.drain()
+            return
+        loop = asyncio.get_running_loop()
+        for piece in response:
+            if isinstance(piece, (bytes, bytearray)):
+                writer.write(piece)
+                continue
+            await writer.drain()
+            sent = await loop.sendfile(writer.transport, piece.file, piece.position, piece.size)
+            if sent != piece.size:
+                raise TruncatedDuringSend(f"sent {sent} of {piece.size} bytes of {piece.file.name}")
+        await writer.drain()

@@ -1,0 +1,587 @@
+"""Log: one partition's log, the directory `<log.dir>/<topic>-<partition>` of segments (Kafka's kafka.log.Log).
+
+Appends go to the last (active) segment, which rolls when the next message set would take it past
+`segment.bytes`, when it is non-empty and older than `segment.ms` (less a random jitter), or when its index
+is full. Reads return a file range within one segment. Retention deletes whole segments, oldest first,
+by age (the .log file's mtime) and by the log's total size; when every segment would go, the log rolls
+first so that an empty active segment remains. Deleted segments are renamed `.deleted` and removed
+`file.delete.delay.ms` later, so ranges already handed to the network stay readable.
+
+On open, files left by interrupted operations are cleaned up; then, unless the log directory holds the
+`.kafka_cleanshutdown` marker, every segment from the recovery point on is re-validated and cut at the
+first torn or corrupt message, and the segments after it are deleted. Segments whose index is missing or
+fails its sanity check get their index rebuilt either way.
+
+Where we deviate from 0.8.2, on purpose:
+- A read from an offset above `max_offset` (a consumer ahead of the high watermark) returns an empty range;
+  0.8.2 raised IllegalArgumentException, which reached the client as an unknown error.
+- A negative `retention.ms` means no time limit (as from 0.9); 0.8.2 deleted every segment.
+- Recovery also cuts at an entry whose offset is not above the previous one (offsets lie outside the CRC);
+  0.8.2 noticed that only when the index refused the entry, and then emptied the whole segment.
+- The recovery point is capped at the log end offset.
+- A follower's (assign_offsets=False) message sizes are not checked against max.message.bytes again: the
+  leader checked them against the same topic setting.
+
+Threads: call a Log from one thread; `flush` alone may run on another (it fsyncs a snapshot of the
+segments). Background work (the flush after a roll, the delayed delete of a segment) goes through the
+`schedule(name, task, delay_ms)` callable the owner passes; without one it runs at once.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import logging
+import os
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from zkbroker.protocol import message_set
+from zkbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
+from zkbroker.protocol.fetch_response import FileRange
+from zkbroker.protocol.message_set import LOG_OVERHEAD, AppendInfo
+
+from .fetch_data import UNKNOWN_OFFSET_METADATA, FetchDataInfo, LogOffsetMetadata
+from .log_config import LogConfig
+from .segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    Clock,
+    LogSegment,
+    index_filename,
+    log_filename,
+)
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LATEST_TIME = -1  # ListOffsets: the log end offset
+EARLIEST_TIME = -2  # ListOffsets: the log start offset
+
+Schedule = Callable[[str, Callable[[], object], int], None]  # (task name, task, delay in ms)
+
+
+class OutOfOrderOffsetsError(ValueError):
+    """A replica's message set does not continue the log: its offsets decrease or start below the log end."""
+
+
+def system_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def run_now(name: str, task: Callable[[], object], delay_ms: int) -> None:
+    """The schedule used when none is given: every task runs at once."""
+    task()
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int]:
+    """`my-topic-3` -> ("my-topic", 3)."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Log directory name {name!r} is not of the form topic-partition")
+    return topic, int(partition)
+
+
+class Log:
+    """The log of one partition, in `directory` (created if absent)."""
+
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig | Mapping[str, Any] | None = None,
+        recovery_point: int = 0,
+        *,
+        clock: Clock = system_clock,
+        schedule: Schedule = run_now,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.dir = directory
+        self.name = os.path.basename(os.path.normpath(directory))
+        self.topic, self.partition = parse_topic_partition_name(self.name)
+        self.config = LogConfig.of(config)
+        self.recovery_point = recovery_point
+        self._clock = clock
+        self._schedule = schedule
+        self._rng = rng
+        self._lock = threading.RLock()
+        self._bases: list[int] = []  # segment base offsets, ascending
+        self._segments: dict[int, LogSegment] = {}
+        self._retired: dict[int, LogSegment] = {}  # renamed .deleted, waiting for their delayed delete
+        self._last_flushed = clock()
+        self._load_segments()
+        self._next_offset = self.active_segment.next_offset()
+        self.recovery_point = min(self.recovery_point, self._next_offset)
+        logger.info("Completed load of log %s with log end offset %d", self.name, self._next_offset)
+
+    # -- the segments -------------------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        """The segments, oldest first."""
+        return [self._segments[base] for base in self._bases]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._bases[-1]]
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self._bases)
+
+    def segments_between(self, start: int, end: int) -> list[LogSegment]:
+        """The segments holding offsets from `start` (the one containing it) up to `end` (exclusive)."""
+        with self._lock:
+            first = max(bisect.bisect_right(self._bases, start) - 1, 0)
+            last = bisect.bisect_left(self._bases, end)
+            return [self._segments[base] for base in self._bases[first:last]]
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        return sum(segment.size for segment in self.segments)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._bases[0]
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended message gets (LEO)."""
+        return self._next_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        active = self.active_segment
+        return LogOffsetMetadata(self._next_offset, active.base_offset, active.size)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._next_offset - self.recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._last_flushed
+
+    # -- appending ----------------------------------------------------------------------------------------
+
+    def append(
+        self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True
+    ) -> AppendInfo:
+        """Validate a message set and append it with one write, rolling first if needed.
+
+        With `assign_offsets` (a produce request) the messages are numbered from the log end offset, in place
+        when `records` is writable. Without (a follower copying its leader) the offsets must continue the log.
+        A torn last message is dropped. Returns `AppendInfo`: first_offset (the log end offset before the
+        append), last_offset, count, shallow_count, valid_bytes, codec and the records written. An empty set
+        appends nothing.
+
+        Raises `InvalidMessageError` (its `error_code` is CORRUPT_MESSAGE or MESSAGE_TOO_LARGE; nothing is
+        written), `RecordListTooLargeError` for a set larger than segment.bytes, `OutOfOrderOffsetsError` for
+        a replica set that does not continue the log, and OSError when the disk fails.
+        """
+        with self._lock:
+            log_end = self._next_offset
+            if assign_offsets:
+                info = message_set.assign_offsets(
+                    records, log_end, max_message_bytes=self.config.max_message_bytes - LOG_OVERHEAD
+                )
+                if info.shallow_count == 0:
+                    return info
+            else:
+                info = message_set.analyze(records)
+                if info.shallow_count == 0:
+                    return info
+                if not info.offsets_monotonic or info.first_offset < log_end:
+                    raise OutOfOrderOffsetsError(
+                        f"Out of order offsets found in the message set for {self.name}: offsets "
+                        f"{info.first_offset} to {info.last_offset} (monotonic: {info.offsets_monotonic}), "
+                        f"log end offset {log_end}"
+                    )
+                info = dataclasses.replace(info, first_offset=log_end)
+            size = memoryview(info.records).nbytes
+            if size > self.config.segment_bytes:
+                raise RecordListTooLargeError(
+                    f"Message set size is {size} bytes which exceeds the maximum configured segment size of "
+                    f"{self.config.segment_bytes}."
+                )
+            segment = self._maybe_roll(size)
+            segment.append(info.first_offset, info.records)
+            self._next_offset = info.last_offset + 1
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return info
+
+    def _maybe_roll(self, messages_size: int) -> LogSegment:
+        segment = self.active_segment
+        age = self._clock() - segment.created
+        if (
+            segment.size > self.config.segment_bytes - messages_size
+            or (segment.size > 0 and age > self.config.segment_ms - segment.roll_jitter_ms)
+            or segment.index.is_full
+        ):
+            logger.debug(
+                "Rolling new log segment in %s (log_size = %d/%d, index_size = %d/%d, age_ms = %d/%d).",
+                self.name, segment.size, self.config.segment_bytes, segment.index.entries,
+                segment.index.max_entries, age, self.config.segment_ms - segment.roll_jitter_ms,
+            )
+            return self.roll()
+        return segment
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset; the old one's index is trimmed and flushed later."""
+        start = time.monotonic()
+        with self._lock:
+            new_offset = self._next_offset
+            if new_offset in self._segments:
+                raise RuntimeError(
+                    f"Trying to roll a new log segment for {self.name} with start offset {new_offset} "
+                    "while it already exists."
+                )
+            for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset)):
+                if os.path.exists(path):
+                    logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
+                    os.remove(path)
+            self.active_segment.index.trim_to_valid_size()
+            segment = self._new_segment(new_offset)
+            self._add_segment(segment)
+        self._schedule("flush-log", lambda: self.flush(new_offset), 0)
+        logger.info("Rolled new log segment for '%s' in %.0f ms.", self.name, (time.monotonic() - start) * 1000)
+        return segment
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None) -> FetchDataInfo:
+        """The file range of the messages from `offset`: at most `max_bytes` (the range may end inside a
+        message), within one segment, and ending before the first message at or above `max_offset` (the high
+        watermark for a consumer; None for a follower). The range is empty at the log end offset, and when
+        `offset` is at or above `max_offset`.
+
+        Raises `OffsetOutOfRangeError` for an offset below the log start offset or above the log end offset.
+        """
+        log_end = self._next_offset
+        if offset == log_end:
+            active = self.active_segment
+            return FetchDataInfo(self.log_end_offset_metadata, FileRange(active.file, active.size, 0))
+        bases = self._bases
+        first = bisect.bisect_right(bases, offset) - 1
+        if offset > log_end or first < 0:
+            raise OffsetOutOfRangeError(
+                f"Request for offset {offset} but we only have log segments in the range {bases[0]} to {log_end}."
+            )
+        if max_offset is not None and max_offset <= offset:
+            max_offset, max_bytes = None, 0
+        for base in bases[first:]:
+            info = self._segments[base].read(offset, max_offset, max_bytes)
+            if info is not None:
+                return info
+        # offsets at or above `offset` were all deleted from under the read: nothing to send
+        active = self.active_segment
+        return FetchDataInfo(self.log_end_offset_metadata, FileRange(active.file, active.size, 0))
+
+    def convert_to_offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where `offset` lies, or UNKNOWN_OFFSET_METADATA if outside the log."""
+        try:
+            return self.read(offset, 1).fetch_offset
+        except OffsetOutOfRangeError:
+            return UNKNOWN_OFFSET_METADATA
+
+    def offsets_before(self, timestamp: int, max_num_offsets: int = 1) -> list[int]:
+        """ListOffsets v0 as 0.8.2 answered it: up to `max_num_offsets` offsets, largest first.
+
+        Each segment stands for (base offset, .log mtime) and a non-empty active segment adds (log end offset,
+        now). LATEST_TIME (-1) starts from the last pair, EARLIEST_TIME (-2) from the first, any other
+        timestamp from the last pair whose time is at or before it; the offsets of that pair and the ones
+        before it are returned.
+        """
+        segments = self.segments
+        pairs = [(segment.base_offset, segment.last_modified) for segment in segments]
+        if segments[-1].size > 0:
+            pairs.append((self._next_offset, self._clock()))
+        if timestamp == LATEST_TIME:
+            start = len(pairs) - 1
+        elif timestamp == EARLIEST_TIME:
+            start = 0
+        else:
+            start = len(pairs) - 1
+            while start >= 0 and pairs[start][1] > timestamp:
+                start -= 1
+        count = min(max_num_offsets, start + 1)
+        return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
+
+    def offset_before(self, timestamp: int) -> int | None:
+        """The one offset ListOffsets v1 answers: log end for -1, log start for -2, otherwise the base offset
+        of the last segment last written at or before `timestamp` (None if every segment is newer)."""
+        offsets = self.offsets_before(timestamp, 1)
+        return offsets[0] if offsets else None
+
+    # -- retention ----------------------------------------------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        """Apply retention (a compacted topic keeps everything): segments older than retention.ms, then the
+        oldest segments while the log stays at or above retention.bytes without them. Returns the number
+        deleted."""
+        if self.config.compact:
+            return 0
+        return self._delete_retention_ms_breached() + self._delete_retention_size_breached()
+
+    def _delete_retention_ms_breached(self) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        now = self._clock()
+        return self.delete_segments_while(lambda segment: now - segment.last_modified > retention_ms)
+
+    def _delete_retention_size_breached(self) -> int:
+        retention = self.config.retention_bytes
+        size = self.size
+        if retention < 0 or size < retention:
+            return 0
+        excess = size - retention
+
+        def should_delete(segment: LogSegment) -> bool:
+            nonlocal excess
+            if excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+
+        return self.delete_segments_while(should_delete)
+
+    def delete_segments_while(self, predicate: Callable[[LogSegment], bool]) -> int:
+        """Delete segments from the oldest on while `predicate` holds, never an empty active segment; if
+        every segment goes, roll first so the log keeps one. Returns the number deleted."""
+        with self._lock:
+            active = self.active_segment
+            deletable = []
+            for segment in self.segments:
+                if not (predicate(segment) and (segment is not active or segment.size > 0)):
+                    break
+                deletable.append(segment)
+            if deletable:
+                if len(deletable) == len(self._bases):
+                    self.roll()
+                for segment in deletable:
+                    self._delete_segment(segment)
+        return len(deletable)
+
+    # -- flushing -----------------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync the segments holding offsets below `offset` (default: the log end offset) that may not be on
+        disk yet, and advance the recovery point to `offset`."""
+        if offset is None:
+            offset = self._next_offset
+        if offset <= self.recovery_point:
+            return
+        logger.debug(
+            "Flushing log '%s' up to offset %d, last flushed: %d current time: %d unflushed = %d",
+            self.name, offset, self._last_flushed, self._clock(), self.unflushed_messages,
+        )
+        for segment in self.segments_between(self.recovery_point, offset):
+            segment.flush()
+        with self._lock:
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+                self._last_flushed = self._clock()
+
+    # -- truncation ---------------------------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> None:
+        """Remove the messages at or above `target_offset` (a follower cutting back to its high watermark)."""
+        logger.info("Truncating log %s to offset %d.", self.name, target_offset)
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate to a negative offset ({target_offset}).")
+        if target_offset > self._next_offset:
+            logger.info(
+                "Truncating %s to %d has no effect as the largest offset in the log is %d.",
+                self.name, target_offset, self._next_offset - 1,
+            )
+            return
+        with self._lock:
+            if self._bases[0] > target_offset:
+                self.truncate_fully_and_start_at(target_offset)
+                return
+            for segment in self.segments:
+                if segment.base_offset > target_offset:
+                    self._delete_segment(segment)
+            self.active_segment.truncate_to(target_offset)
+            self._next_offset = target_offset
+            self.recovery_point = min(target_offset, self.recovery_point)
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start the log empty at `new_offset`."""
+        logger.debug("Truncate and start log '%s' to %d", self.name, new_offset)
+        with self._lock:
+            for segment in self.segments:
+                self._delete_segment(segment)
+            self._add_segment(self._new_segment(new_offset))
+            self._next_offset = new_offset
+            self.recovery_point = min(new_offset, self.recovery_point)
+
+    # -- closing and deleting -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every segment (flush and trim); segments awaiting their delayed delete keep their .deleted
+        files, which the next load removes."""
+        logger.debug("Closing log %s", self.name)
+        with self._lock:
+            for segment in self.segments:
+                segment.close()
+            for segment in self._retired.values():
+                segment.close_files()
+            self._retired.clear()
+
+    def delete(self) -> None:
+        """Remove the whole log directory at once (the partition is deleted)."""
+        with self._lock:
+            for segment in [*self.segments, *self._retired.values()]:
+                segment.delete()
+            self._segments.clear()
+            self._bases.clear()
+            self._retired.clear()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_size=self.config.segment_index_bytes,
+            roll_jitter_ms=self.config.random_segment_jitter(self._rng),
+            clock=self._clock,
+        )
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        if segment.base_offset not in self._segments:
+            bisect.insort(self._bases, segment.base_offset)
+        self._segments[segment.base_offset] = segment
+
+    def _remove_segment(self, segment: LogSegment) -> None:
+        del self._segments[segment.base_offset]
+        self._bases.remove(segment.base_offset)
+
+    def _delete_segment(self, segment: LogSegment) -> None:
+        """Take a segment out of the log, rename its files .deleted and delete them after file.delete.delay.ms,
+        so that reads already under way can finish."""
+        logger.info("Scheduling log segment %d for log %s for deletion.", segment.base_offset, self.name)
+        self._remove_segment(segment)
+        segment.change_file_suffixes("", DELETED_SUFFIX)
+        key = id(segment)
+        self._retired[key] = segment
+
+        def delete() -> None:
+            logger.info("Deleting segment %d from log %s.", segment.base_offset, self.name)
+            self._retired.pop(key, None)
+            segment.delete()
+
+        self._schedule("delete-file", delete, self.config.file_delete_delay_ms)
+
+    def _has_clean_shutdown_file(self) -> bool:
+        return os.path.exists(os.path.join(os.path.dirname(os.path.abspath(self.dir)), CLEAN_SHUTDOWN_FILE))
+
+    # -- loading and recovery -----------------------------------------------------------------------------
+
+    def _load_segments(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        self._remove_temporary_files()
+        needs_index: list[LogSegment] = []
+        for name in sorted(os.listdir(self.dir)):
+            path = os.path.join(self.dir, name)
+            if not os.path.isfile(path):
+                continue
+            if name.endswith(INDEX_SUFFIX):
+                if not os.path.exists(path[: -len(INDEX_SUFFIX)] + LOG_SUFFIX):
+                    logger.warning("Found an orphaned index file, %s, with no corresponding log file.", path)
+                    os.remove(path)
+            elif name.endswith(LOG_SUFFIX):
+                stem = name[: -len(LOG_SUFFIX)]
+                if not stem.isdigit():
+                    logger.warning("Ignoring %s in log %s: not a segment file name.", name, self.name)
+                    continue
+                base = int(stem)
+                had_index = os.path.exists(index_filename(self.dir, base))
+                segment = self._new_segment(base)
+                if not had_index:
+                    logger.error(
+                        "Could not find index file corresponding to log file %s, rebuilding index...",
+                        os.path.abspath(segment.log_path),
+                    )
+                    needs_index.append(segment)
+                elif not segment.index.is_sane(segment.size):
+                    logger.warning("Found a corrupt index file %s, rebuilding index...", segment.index.path)
+                    needs_index.append(segment)
+                self._add_segment(segment)
+        if not self._bases:
+            self._add_segment(self._new_segment(0))
+            return
+        recovering = self._segments_to_recover()
+        for segment in needs_index:
+            if segment not in recovering:
+                segment.recover(self.config.max_message_bytes)
+        self._recover(recovering)
+        self.active_segment.index.resize(self.config.segment_index_bytes)
+
+    def _remove_temporary_files(self) -> None:
+        """Delete .deleted and .cleaned files; finish a swap a crash interrupted."""
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            if not os.path.isfile(path):
+                continue
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+                os.remove(path)
+            elif name.endswith(SWAP_SUFFIX):
+                base_path = path[: -len(SWAP_SUFFIX)]
+                if base_path.endswith(INDEX_SUFFIX):
+                    os.remove(path)
+                elif base_path.endswith(LOG_SUFFIX):
+                    index = base_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
+                    if os.path.exists(index):
+                        os.remove(index)
+                    os.rename(path, base_path)
+                    logger.info("Found log file %s from interrupted swap operation, repairing.", path)
+
+    def _segments_to_recover(self) -> list[LogSegment]:
+        if self._has_clean_shutdown_file():
+            return []
+        return self.segments_between(self.recovery_point, 2**63)
+
+    def _recover(self, segments: list[LogSegment]) -> None:
+        if not segments:
+            # a clean shutdown flushed everything
+            self.recovery_point = self.active_segment.next_offset()
+            return
+        for i, segment in enumerate(segments):
+            logger.info("Recovering unflushed segment %d in log %s.", segment.base_offset, self.name)
+            truncated = segment.recover(self.config.max_message_bytes)
+            if truncated > 0:
+                later = segments[i + 1 :]
+                logger.warning(
+                    "Corruption found in segment %d of log %s, truncating to offset %d: %d bytes cut%s.",
+                    segment.base_offset, self.name, segment.next_offset(), truncated,
+                    _describe_deleted(later),
+                )
+                for dropped in later:
+                    self._delete_segment(dropped)
+                return
+
+    def __repr__(self) -> str:
+        return f"Log({self.dir})"
+
+
+def _describe_deleted(segments: Iterable[LogSegment]) -> str:
+    segments = list(segments)
+    if not segments:
+        return ""
+    total = sum(segment.size for segment in segments)
+    bases = ", ".join(str(segment.base_offset) for segment in segments)
+    return f", and deleting the {len(segments)} later segments ({total} bytes) starting at offsets {bases}"
+

@@ -1,0 +1,207 @@
+"""ReplicaManager: the partitions this broker holds, as the controller assigns them (Kafka's ReplicaManager).
+
+The controller drives it with LeaderAndIsr (become leader or follower) and StopReplica (close, and delete
+with `delete_partitions`); clients append to leaders and read from them. Fencing, as 0.8.2:
+- a request whose controller epoch is older than the newest we have seen is refused whole
+  (STALE_CONTROLLER_EPOCH): it comes from a controller that has been replaced;
+- a LeaderAndIsr entry applies only when its leader epoch is strictly newer than ours, and only if this
+  broker is among the partition's replicas.
+
+Everything here runs on the broker's asyncio loop; ZooKeeper is read through the bridge, never blocking.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from zkbroker.config import KafkaConfig
+from zkbroker.log.log import OffsetOutOfRangeError
+from zkbroker.log.manager import LogManager
+from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, ProtocolError
+from zkbroker.protocol.fetch_response import FileRange
+from zkbroker.protocol.message_set import AppendInfo
+from zkbroker.server.bridge import LoopBridge
+from zkbroker.server.partition import Partition
+from zkbroker.zk import paths
+from zkbroker.zk.client import ZkClient
+from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
+
+log = logging.getLogger("zkbroker.server.ReplicaManager")
+state_change_log = logging.getLogger("state.change.logger")
+
+# 0.8.2's StaleLeaderEpochCode. Kafka 0.9 reused 13 for NETWORK_EXCEPTION; only our own controller reads
+# LeaderAndIsr responses, so we keep 0.8.2's meaning there.
+STALE_LEADER_EPOCH = 13
+
+TopicPartition = tuple[str, int]
+
+
+class AppendResult:
+    __slots__ = ("error_code", "base_offset", "info", "partition")
+
+    def __init__(self, error_code: int, base_offset: int = -1, info: AppendInfo | None = None,
+                 partition: Partition | None = None) -> None:
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.info = info
+        self.partition = partition
+
+
+class ReadResult:
+    __slots__ = ("error_code", "high_watermark", "records", "partition")
+
+    def __init__(self, error_code: int, high_watermark: int = -1, records: FileRange | None = None,
+                 partition: Partition | None = None) -> None:
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.records = records
+        self.partition = partition
+
+
+class ReplicaManager:
+    def __init__(self, config: KafkaConfig, log_manager: LogManager, zk: ZkClient, bridge: LoopBridge) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.log_manager = log_manager
+        self.zk = zk
+        self.bridge = bridge
+        self.controller_epoch = 0
+        self.partitions: dict[TopicPartition, Partition] = {}
+
+    # ---- controller requests -------------------------------------------------------------------------------
+
+    def _stale_controller(self, kind: str, request: Any) -> bool:
+        if request.controller_epoch < self.controller_epoch:
+            state_change_log.warning(
+                "Broker %d ignoring %s request from controller %d since its controller epoch %d is old. "
+                "Latest known controller epoch is %d", self.broker_id, kind, request.controller_id,
+                request.controller_epoch, self.controller_epoch)
+            return True
+        self.controller_epoch = request.controller_epoch
+        return False
+
+    async def become_leader_or_follower(self, request: Any) -> tuple[int, list[tuple[str, int, int]]]:
+        """Apply a LeaderAndIsr request; returns (error code, per-partition error codes)."""
+        if self._stale_controller("LeaderAndIsr", request):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        results = []
+        for state in request.partition_states:
+            tp = (state.topic, state.partition)
+            current = self.partitions.get(tp)
+            if current is not None and state.leader_epoch <= current.leader_epoch:
+                state_change_log.warning(
+                    "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition [%s,%d] "
+                    "since its associated leader epoch %d is old. Current leader epoch is %d", self.broker_id,
+                    request.controller_id, request.controller_epoch, *tp, state.leader_epoch, current.leader_epoch)
+                results.append((*tp, STALE_LEADER_EPOCH))
+                continue
+            if self.broker_id not in state.replicas:
+                state_change_log.warning(
+                    "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition [%s,%d] "
+                    "as itself is not in assigned replica list %s", self.broker_id, request.controller_id,
+                    request.controller_epoch, *tp, ",".join(map(str, state.replicas)))
+                results.append((*tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            partition = current or await self._open_partition(*tp)
+            if state.leader == self.broker_id:
+                partition.make_leader(state.leader_epoch, tuple(state.isr), tuple(state.replicas),
+                                      state.zk_version, state.controller_epoch)
+                role = "leader"
+            else:
+                partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
+                                        state.zk_version, state.controller_epoch)
+                role = f"follower of broker {state.leader}"
+            state_change_log.info(
+                "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
+                "controller %d epoch %d", self.broker_id, role, *tp, state.leader_epoch,
+                ",".join(map(str, state.isr)), request.controller_id, request.controller_epoch)
+            results.append((*tp, ErrorCode.NONE))
+        return ErrorCode.NONE, results
+
+    async def _open_partition(self, topic: str, partition: int) -> Partition:
+        overrides = await self._topic_overrides(topic)
+        log_ = self.log_manager.get_or_create_log(topic, partition, self.config.topic_config(overrides))
+        p = Partition(topic, partition, self.broker_id, log_)
+        self.partitions[(topic, partition)] = p
+        return p
+
+    async def _topic_overrides(self, topic: str) -> dict[str, str]:
+        try:
+            data, _ = await self.bridge.wait_for(self.zk.kazoo.get_async(paths.topic_config_path(topic)))
+        except NoNodeError:
+            return {}
+        try:
+            return TopicConfig.decode(data).config
+        except ZnodeFormatError as e:
+            log.error("Ignoring unreadable config of topic %s: %s", topic, e)
+            return {}
+
+    def stop_replicas(self, request: Any) -> tuple[int, list[tuple[str, int, int]]]:
+        """Apply a StopReplica request: forget the partitions; delete their logs when asked to."""
+        if self._stale_controller("StopReplica", request):
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        results = []
+        for entry in request.partitions:
+            tp = (entry.topic, entry.partition)
+            partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                partition.wake_waiters()
+            if request.delete_partitions:
+                self.log_manager.delete_log(*tp)
+            state_change_log.info("Broker %d stopped replica [%s,%d]%s per StopReplica from controller %d epoch %d",
+                                  self.broker_id, *tp, " and deleted its log" if request.delete_partitions else "",
+                                  request.controller_id, request.controller_epoch)
+            results.append((*tp, ErrorCode.NONE))
+        return ErrorCode.NONE, results
+
+    # ---- client requests ----------------------------------------------------------------------------------
+
+    def leader_partition(self, topic: str, partition: int) -> tuple[int, Partition | None]:
+        p = self.partitions.get((topic, partition))
+        if p is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if not p.is_leader:
+            return ErrorCode.NOT_LEADER_FOR_PARTITION, None
+        return ErrorCode.NONE, p
+
+    def append_to_leader(self, topic: str, partition: int, records: Any) -> AppendResult:
+        error, p = self.leader_partition(topic, partition)
+        if p is None:
+            return AppendResult(error)
+        if records is None:
+            return AppendResult(ErrorCode.NONE, p.log_end_offset, None, p)
+        try:
+            info = p.log.append(records)
+        except ProtocolError as e:
+            log.warning("Rejected a message set for [%s,%d]: %s", topic, partition, e)
+            return AppendResult(e.error_code, partition=p)
+        except BrokerResponseError as e:
+            log.warning("Rejected a message set for [%s,%d]: %s", topic, partition, e)
+            return AppendResult(e.errno, partition=p)
+        p.appended()
+        return AppendResult(ErrorCode.NONE, info.first_offset, info, p)
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> ReadResult:
+        """Read for a consumer (replica_id -1: capped at the HW) or a follower (not capped; its fetch
+        offset is its LEO, which may advance the HW)."""
+        error, p = self.leader_partition(topic, partition)
+        if p is None:
+            return ReadResult(error)
+        from_follower = replica_id >= 0
+        if from_follower and replica_id in p.remote_leos:
+            p.remote_leos[replica_id] = offset
+            if p.maybe_increment_high_watermark():
+                p.wake_waiters()
+        try:
+            data = p.log.read(offset, max_bytes, None if from_follower else p.high_watermark)
+        except OffsetOutOfRangeError:
+            return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
+        return ReadResult(ErrorCode.NONE, p.high_watermark, data.records, p)
+
+    def shutdown(self) -> None:
+        for p in self.partitions.values():
+            p.wake_waiters()
+        self.partitions.clear()
