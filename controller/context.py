@@ -1,7 +1,6 @@
 """ControllerContext: what the active controller knows about the cluster (Kafka's ControllerContext).
 
-It is owned by the controller's event thread alone, so it needs no locks. It grows with the controller
-issue (topics, assignments, leadership); today it holds the epoch and the live brokers.
+It is owned by the controller's event thread alone, so it needs no locks.
 """
 
 from __future__ import annotations
@@ -10,6 +9,20 @@ from dataclasses import dataclass, field
 
 from zkbroker.zk.znodes import BrokerRegistration
 
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class LeaderIsrAndZkVersion:
+    """A partition's `state` znode (leader, leader epoch, ISR, deciding controller's epoch) and its zkVersion,
+    which every conditional write of the node must expect."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int
+
 
 @dataclass
 class ControllerContext:
@@ -17,6 +30,11 @@ class ControllerContext:
     epoch_zk_version: int = 0
     live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     shutting_down_broker_ids: set[int] = field(default_factory=set)
+    # AR: the assigned replicas of every partition, head = preferred replica (from /brokers/topics/<t>).
+    assignments: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    leadership: dict[TopicPartition, LeaderIsrAndZkVersion] = field(default_factory=dict)
+    # Per-topic overrides that the controller's decisions need (unclean.leader.election.enable).
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def live_broker_ids(self) -> set[int]:
@@ -25,3 +43,16 @@ class ControllerContext:
     @property
     def live_or_shutting_down_broker_ids(self) -> set[int]:
         return set(self.live_brokers) | self.shutting_down_broker_ids
+
+    @property
+    def topics(self) -> set[str]:
+        return {topic for topic, _ in self.assignments}
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.assignments if tp[0] == topic)
+
+    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, replicas in self.assignments.items() if broker_id in replicas)
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
+        return sorted(tp for tp, state in self.leadership.items() if state.leader == broker_id)

@@ -44,7 +44,7 @@ class KafkaServer:
         self.zk = ZkClient(config.zk_connect, config.zk_session_timeout_ms, config.zk_connection_timeout_ms,
                            name=f"broker-{self.broker_id}")
         self.metadata_cache = MetadataCache(self.zk)
-        self.controller = KafkaController(self.zk, self.broker_id)
+        self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
                                          config.advertised_port, stopping=lambda: self._stopping)
         self.log_manager: LogManager | None = None

@@ -1,0 +1,174 @@
+"""The partition state machine (Kafka 0.8.2's PartitionStateMachine).
+
+States: NEW (assigned, never led), ONLINE (has a live leader), OFFLINE (its leader died), NON_EXISTENT.
+Rule: a transition is valid only from the previous states listed in VALID_PREVIOUS_STATES; anything else is
+a controller bug and is refused loudly.
+
+- NEW -> ONLINE: leader = the first live replica in AR, ISR = the live replicas, leader epoch 0; the `state`
+  znode is *created* (it must not exist).
+- OFFLINE/ONLINE -> ONLINE: the offline selector picks a leader (leader_selector.py); the `state` znode is
+  written conditionally on the zkVersion read, and the write is dropped if a newer controller epoch is found
+  there (this controller went through a soft failure).
+- -> OFFLINE and -> NON_EXISTENT: mark only.
+Each leadership change queues LeaderAndIsr to the selector's recipients (and UpdateMetadata to all brokers)
+in the controller's request batch.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import NodeExistsError
+
+from controller.context import LeaderIsrAndZkVersion, TopicPartition
+from controller.leader_selector import Election, NoReplicaOnlineError, new_partition_leader, offline_partition_leader
+from zkbroker.zk import paths
+from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+state_change_log = logging.getLogger("state.change.logger")
+
+
+class PartitionState(enum.Enum):
+    NEW = "NewPartition"
+    ONLINE = "OnlinePartition"
+    OFFLINE = "OfflinePartition"
+    NON_EXISTENT = "NonExistentPartition"
+
+
+VALID_PREVIOUS_STATES = {
+    PartitionState.NEW: {PartitionState.NON_EXISTENT},
+    PartitionState.ONLINE: {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE},
+    PartitionState.OFFLINE: {PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE},
+    PartitionState.NON_EXISTENT: {PartitionState.OFFLINE},
+}
+
+_WRITE_ATTEMPTS = 3
+
+
+class PartitionStateMachine:
+    def __init__(self, controller: KafkaController) -> None:
+        self.controller = controller
+        self.states: dict[TopicPartition, PartitionState] = {}
+
+    @property
+    def ctx(self):
+        return self.controller.context
+
+    def initialize(self) -> None:
+        """At failover: no `state` node = NEW; a live leader = ONLINE; otherwise OFFLINE."""
+        live = self.ctx.live_broker_ids
+        for tp in self.ctx.assignments:
+            leadership = self.ctx.leadership.get(tp)
+            if leadership is None:
+                self.states[tp] = PartitionState.NEW
+            elif leadership.leader in live:
+                self.states[tp] = PartitionState.ONLINE
+            else:
+                self.states[tp] = PartitionState.OFFLINE
+
+    def trigger_online_partition_state_change(self) -> None:
+        """Try to bring every NEW or OFFLINE partition online."""
+        pending = [tp for tp, s in self.states.items() if s in (PartitionState.NEW, PartitionState.OFFLINE)]
+        self.handle_state_changes(pending, PartitionState.ONLINE)
+
+    def handle_state_changes(self, partitions, target: PartitionState) -> None:
+        for tp in sorted(partitions):
+            current = self.states.setdefault(tp, PartitionState.NON_EXISTENT)
+            if current not in VALID_PREVIOUS_STATES[target]:
+                state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from "
+                                       "%s to %s failed: not a valid previous state", self.controller.broker_id,
+                                       self.ctx.epoch, *tp, current.value, target.value)
+                continue
+            if target is PartitionState.ONLINE:
+                if not self._to_online(tp, current):
+                    continue
+            self.states[tp] = target
+            if target is not PartitionState.ONLINE:
+                state_change_log.info("Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
+                                      self.controller.broker_id, self.ctx.epoch, *tp, current.value, target.value)
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.states.pop(tp, None)
+
+    def _to_online(self, tp: TopicPartition, current: PartitionState) -> bool:
+        try:
+            if current is PartitionState.NEW:
+                election = self._initialize_leader(tp)
+            else:
+                election = self._elect_leader(tp)
+        except NoReplicaOnlineError as e:
+            state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from %s to "
+                                   "OnlinePartition failed: %s", self.controller.broker_id, self.ctx.epoch, *tp,
+                                   current.value, e)
+            return False
+        if election is None:
+            return False
+        state_change_log.info("Controller %d epoch %d changed partition [%s,%d] from %s to OnlinePartition with "
+                              "leader %d", self.controller.broker_id, self.ctx.epoch, *tp, current.value,
+                              election.leader)
+        return True
+
+    def _initialize_leader(self, tp: TopicPartition) -> Election | None:
+        replicas = self.ctx.assignments[tp]
+        election = new_partition_leader(replicas, self.ctx.live_broker_ids)
+        state = LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr, self.ctx.epoch, 0)
+        self.controller.zk.ensure_path(paths.partition_path(*tp))
+        try:
+            self.controller.writer.create(paths.partition_state_path(*tp), encode_leadership(state))
+        except NodeExistsError:
+            state_change_log.error("Controller %d epoch %d encountered error while changing partition [%s,%d]'s "
+                                   "state from New to Online since LeaderAndIsr path already exists",
+                                   self.controller.broker_id, self.ctx.epoch, *tp)
+            return None
+        self.ctx.leadership[tp] = state
+        self.controller.batch.add_leader_and_isr(election.recipients, tp, state, replicas)
+        return election
+
+    def _elect_leader(self, tp: TopicPartition) -> Election | None:
+        replicas = self.ctx.assignments[tp]
+        for _ in range(_WRITE_ATTEMPTS):
+            current = self.controller.read_leadership(tp)
+            if current is None:
+                return None
+            if current.controller_epoch > self.ctx.epoch:
+                state_change_log.error("Controller %d epoch %d aborted leader election for partition [%s,%d]: its "
+                                       "state was written by a newer controller epoch %d", self.controller.broker_id,
+                                       self.ctx.epoch, *tp, current.controller_epoch)
+                return None
+            unclean = self.controller.unclean_election_enabled(tp[0])
+            election = offline_partition_leader(replicas, current.isr, current.leader_epoch,
+                                                self.ctx.live_broker_ids, unclean)
+            state = LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr, self.ctx.epoch,
+                                          current.zk_version)
+            new_version = self.controller.writer.set(paths.partition_state_path(*tp), encode_leadership(state),
+                                                     current.zk_version)
+            if new_version is None:
+                continue  # the leader changed the ISR meanwhile: read again and decide again
+            if election.unclean:
+                self.controller.log.warning(
+                    "No broker in ISR is alive for [%s,%d]. Elect leader %d from live brokers %s. There's potential "
+                    "data loss.", *tp, election.leader, ",".join(map(str, sorted(self.ctx.live_broker_ids))))
+            state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
+                                          new_version)
+            self.ctx.leadership[tp] = state
+            self.controller.batch.add_leader_and_isr(election.recipients, tp, state, replicas)
+            return election
+        return None
+
+
+def encode_leadership(state: LeaderIsrAndZkVersion) -> bytes:
+    return LeaderIsrState(state.leader, state.leader_epoch, state.controller_epoch, state.isr).encode()
+
+
+def decode_leadership(data: bytes, zk_version: int, what: str) -> LeaderIsrAndZkVersion | None:
+    try:
+        s = LeaderIsrState.decode(data, what)
+    except ZnodeFormatError as e:
+        logging.getLogger("controller.KafkaController").error("Ignoring unreadable %s: %s", what, e)
+        return None
+    return LeaderIsrAndZkVersion(s.leader, s.leader_epoch, s.isr, s.controller_epoch, zk_version)
