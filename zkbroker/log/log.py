@@ -19,12 +19,19 @@ Where we deviate from 0.8.2, on purpose:
 - Recovery also cuts at an entry whose offset is not above the previous one (offsets lie outside the CRC);
   0.8.2 noticed that only when the index refused the entry, and then emptied the whole segment.
 - The recovery point is capped at the log end offset.
+- Truncating inside a compressed set also drops the index entry that pointed at the cut set; 0.8.2 kept it,
+  and after a restart took the segment for empty (its next offset came out as the base offset).
 - A follower's (assign_offsets=False) message sizes are not checked against max.message.bytes again: the
   leader checked them against the same topic setting.
 
-Threads: call a Log from one thread; `flush` alone may run on another (it fsyncs a snapshot of the
-segments). Background work (the flush after a roll, the delayed delete of a segment) goes through the
-`schedule(name, task, delay_ms)` callable the owner passes; without one it runs at once.
+Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
+snapshot of the segments taken under the log's lock). Background work (the flush after a roll, the delayed
+delete of a segment) goes through the `schedule(name, task, delay_ms)` callable the owner passes; without
+one it runs at once.
+
+Sending a range: use os.sendfile (or loop.sendfile on a transport that has it natively) with the range's
+explicit position. Never read through the file object's own position: appends move it, and concurrent
+fetches share it (asyncio's sendfile *fallback*, used by loops without native sendfile, does exactly that).
 """
 
 from __future__ import annotations
@@ -115,6 +122,7 @@ class Log:
         self._segments: dict[int, LogSegment] = {}
         self._retired: dict[int, LogSegment] = {}  # renamed .deleted, waiting for their delayed delete
         self._last_flushed = clock()
+        self._truncations = 0  # counts truncations, so that a concurrent flush does not vouch for new data
         self._load_segments()
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
@@ -376,10 +384,12 @@ class Log:
     def flush(self, offset: int | None = None) -> None:
         """fsync the segments holding offsets below `offset` (default: the log end offset) that may not be on
         disk yet, and advance the recovery point to `offset`."""
-        if offset is None:
-            offset = self._next_offset
-        if offset <= self.recovery_point:
-            return
+        with self._lock:
+            if offset is None:
+                offset = self._next_offset
+            if offset <= self.recovery_point:
+                return
+            truncations = self._truncations
         logger.debug(
             "Flushing log '%s' up to offset %d, last flushed: %d current time: %d unflushed = %d",
             self.name, offset, self._last_flushed, self._clock(), self.unflushed_messages,
@@ -387,7 +397,8 @@ class Log:
         for segment in self.segments_between(self.recovery_point, offset):
             segment.flush()
         with self._lock:
-            if offset > self.recovery_point:
+            # a truncation meanwhile (this may run on another thread) may have put other data below `offset`
+            if offset > self.recovery_point and truncations == self._truncations:
                 self.recovery_point = offset
                 self._last_flushed = self._clock()
 
@@ -412,6 +423,7 @@ class Log:
                 if segment.base_offset > target_offset:
                     self._delete_segment(segment)
             self.active_segment.truncate_to(target_offset)
+            self._truncations += 1
             self._next_offset = target_offset
             self.recovery_point = min(target_offset, self.recovery_point)
 
@@ -422,6 +434,7 @@ class Log:
             for segment in self.segments:
                 self._delete_segment(segment)
             self._add_segment(self._new_segment(new_offset))
+            self._truncations += 1
             self._next_offset = new_offset
             self.recovery_point = min(new_offset, self.recovery_point)
 
@@ -480,7 +493,8 @@ class Log:
 
         def delete() -> None:
             logger.info("Deleting segment %d from log %s.", segment.base_offset, self.name)
-            self._retired.pop(key, None)
+            with self._lock:
+                self._retired.pop(key, None)
             segment.delete()
 
         self._schedule("delete-file", delete, self.config.file_delete_delay_ms)

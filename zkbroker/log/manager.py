@@ -185,7 +185,7 @@ class LogManager:
     def logs_by_dir(self) -> dict[str, dict[TopicPartition, Log]]:
         """The logs of each log directory (every directory present, possibly empty)."""
         by_dir: dict[str, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for topic_partition, log in self._logs.items():
+        for topic_partition, log in list(self._logs.items()):  # a copy: checkpoints may run off the loop
             by_dir.setdefault(os.path.dirname(os.path.abspath(log.dir)), {})[topic_partition] = log
         return by_dir
 

@@ -149,6 +149,13 @@ class OffsetIndex:
             entries = slot + 1
         self._truncate_to_entries(entries)
 
+    def truncate_to_position(self, position: int) -> None:
+        """Remove the entries that point at or past `position` of the log file."""
+        entries = self._entries
+        while entries and _ENTRY.unpack_from(self._mm, (entries - 1) * ENTRY_SIZE)[1] >= position:
+            entries -= 1
+        self._truncate_to_entries(entries)
+
     def _truncate_to_entries(self, entries: int) -> None:
         self._entries = entries
         self.last_offset = self._read_last_offset()
@@ -170,8 +177,15 @@ class OffsetIndex:
         self._entries = min(self._entries, self.max_entries)
 
     def flush(self) -> None:
-        if self._mm is not None:
-            self._mm.flush()
+        """fsync the file: that writes the pages dirtied through any mapping of it, and its length."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:  # renamed for deletion meanwhile
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         self.trim_to_valid_size()

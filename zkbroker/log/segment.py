@@ -115,12 +115,17 @@ class LogSegment:
         view = memoryview(records)
         if not view.nbytes:
             return
+        position = self._size
+        try:
+            written = self._file.write(view)
+            while written < view.nbytes:  # a regular file takes everything in one write unless the disk is full
+                written += self._file.write(view[written:])
+        except OSError:
+            os.ftruncate(self._file.fileno(), position)  # no partial set stays behind to shift later positions
+            raise
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.index.append(first_offset, self._size)
+            self.index.append(first_offset, position)
             self._bytes_since_last_index_entry = 0
-        written = self._file.write(view)
-        while written < view.nbytes:  # a regular file writes everything unless the disk fills up
-            written += self._file.write(view[written:])
         self._size += written
         self._bytes_since_last_index_entry += written
 
@@ -271,6 +276,8 @@ class LogSegment:
         if mapping is None:
             return 0
         self.index.truncate_to(offset)
+        # `offset` inside a compressed set cuts the whole set, and with it an entry for one of its inner offsets
+        self.index.truncate_to_position(mapping[1])
         # the segment may become the active one again: give its index room to grow
         self.index.resize(self.index.max_index_size)
         truncated = self._size - mapping[1]
@@ -287,9 +294,13 @@ class LogSegment:
     # -- files --------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the .log and msync the index."""
-        if not self._file.closed:
+        """fsync the .log and the index (from any thread: a segment deleted meanwhile is skipped)."""
+        try:
             os.fsync(self._file.fileno())
+        except (ValueError, OSError):
+            if self._file.closed:  # deleted meanwhile by another thread
+                return
+            raise
         self.index.flush()
 
     def close(self) -> None:

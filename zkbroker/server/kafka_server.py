@@ -73,6 +73,8 @@ class KafkaServer:
                                               self.config["socket.request.max.bytes"])
             await self.socket_server.start()
             self._start_log_duties()
+            self._every(self.config["replica.high.watermark.checkpoint.interval.ms"],
+                        self.replica_manager.checkpoint_high_watermarks, off_loop=False)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
@@ -151,7 +153,7 @@ class KafkaServer:
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.replica_manager is not None:
-            self.replica_manager.shutdown()
+            await self.replica_manager.shutdown()
         loop = asyncio.get_running_loop()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)

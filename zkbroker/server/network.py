@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from zkbroker.protocol.errors import ProtocolError
 from zkbroker.protocol.frame import FrameDecoder
@@ -88,7 +89,14 @@ class SocketServer:
                 writer.write(piece)
                 continue
             await writer.drain()
-            sent = await loop.sendfile(writer.transport, piece.file, piece.position, piece.size)
+            try:
+                # fallback=False: asyncio's fallback reads through the shared file object's position, which
+                # appends and other fetches move; without native sendfile we pread at explicit offsets.
+                sent = await loop.sendfile(writer.transport, piece.file, piece.position, piece.size, fallback=False)
+            except asyncio.SendfileNotAvailableError:
+                data = os.pread(piece.file.fileno(), piece.size, piece.position)
+                writer.write(data)
+                sent = len(data)
             if sent != piece.size:
                 raise TruncatedDuringSend(f"sent {sent} of {piece.size} bytes of {piece.file.name}")
         await writer.drain()

@@ -13,11 +13,13 @@ Everything here runs on the broker's asyncio loop; ZooKeeper is read through the
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
 from zkbroker.config import KafkaConfig
+from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.log import OffsetOutOfRangeError
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, ProtocolError
@@ -25,6 +27,7 @@ from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.partition import Partition
+from zkbroker.server.replica_fetcher import ReplicaFetcherManager, SourceBroker
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
@@ -37,6 +40,8 @@ state_change_log = logging.getLogger("state.change.logger")
 STALE_LEADER_EPOCH = 13
 
 TopicPartition = tuple[str, int]
+
+HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 
 
 class AppendResult:
@@ -70,6 +75,12 @@ class ReplicaManager:
         self.bridge = bridge
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.fetcher_manager = ReplicaFetcherManager(config)
+        self._hw_checkpoints = {d: OffsetCheckpoint(os.path.join(d, HW_CHECKPOINT_FILE))
+                                for d in log_manager.log_dirs}
+        self._checkpointed_hws: dict[TopicPartition, int] = {}
+        for checkpoint in self._hw_checkpoints.values():
+            self._checkpointed_hws.update(checkpoint.read())
 
     # ---- controller requests -------------------------------------------------------------------------------
 
@@ -107,12 +118,16 @@ class ReplicaManager:
                 continue
             partition = current or await self._open_partition(*tp)
             if state.leader == self.broker_id:
+                self.fetcher_manager.remove_partition(tp)
                 partition.make_leader(state.leader_epoch, tuple(state.isr), tuple(state.replicas),
                                       state.zk_version, state.controller_epoch)
                 role = "leader"
             else:
+                leader_changed = current is None or partition.leader_id != state.leader
                 partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
                                         state.zk_version, state.controller_epoch)
+                if leader_changed:
+                    self._follow(partition, state.leader, request.live_leaders)
                 role = f"follower of broker {state.leader}"
             state_change_log.info(
                 "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
@@ -121,12 +136,40 @@ class ReplicaManager:
             results.append((*tp, ErrorCode.NONE))
         return ErrorCode.NONE, results
 
+    def _follow(self, partition: Partition, leader: int, live_leaders) -> None:
+        """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader."""
+        tp = (partition.topic, partition.partition)
+        self.fetcher_manager.remove_partition(tp)
+        if partition.log_end_offset > partition.high_watermark:
+            log.info("Truncating log [%s,%d] to offset %d (its high watermark) on becoming a follower of "
+                     "broker %d", *tp, partition.high_watermark, leader)
+            partition.log.truncate_to(partition.high_watermark)
+        source = next((b for b in live_leaders if b.broker_id == leader), None)
+        if source is None:
+            state_change_log.warning("Broker %d cannot follow broker %d for partition [%s,%d]: it is not live",
+                                     self.broker_id, leader, *tp)
+            return
+        self.fetcher_manager.add_partition(partition, SourceBroker(source.broker_id, source.host, source.port))
+
     async def _open_partition(self, topic: str, partition: int) -> Partition:
         overrides = await self._topic_overrides(topic)
         log_ = self.log_manager.get_or_create_log(topic, partition, self.config.topic_config(overrides))
         p = Partition(topic, partition, self.broker_id, log_)
+        # 0.8.2: the HW restarts from the checkpoint, never beyond the log end.
+        p.high_watermark = min(self._checkpointed_hws.get((topic, partition), 0), log_.log_end_offset)
         self.partitions[(topic, partition)] = p
         return p
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write each log directory's replication-offset-checkpoint (every
+        replica.high.watermark.checkpoint.interval.ms and at shutdown)."""
+        by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self._hw_checkpoints}
+        for tp, p in list(self.partitions.items()):
+            by_dir.setdefault(os.path.dirname(p.log.dir), {})[tp] = p.high_watermark
+        for d, hws in by_dir.items():
+            checkpoint = self._hw_checkpoints.get(d)
+            if checkpoint is not None:
+                checkpoint.write(hws)
 
     async def _topic_overrides(self, topic: str) -> dict[str, str]:
         try:
@@ -146,6 +189,7 @@ class ReplicaManager:
         results = []
         for entry in request.partitions:
             tp = (entry.topic, entry.partition)
+            self.fetcher_manager.remove_partition(tp)
             partition = self.partitions.pop(tp, None)
             if partition is not None:
                 partition.wake_waiters()
@@ -201,7 +245,9 @@ class ReplicaManager:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
         return ReadResult(ErrorCode.NONE, p.high_watermark, data.records, p)
 
-    def shutdown(self) -> None:
+    async def shutdown(self) -> None:
+        await self.fetcher_manager.shutdown()
+        self.checkpoint_high_watermarks()
         for p in self.partitions.values():
             p.wake_waiters()
         self.partitions.clear()

@@ -1,0 +1,161 @@
+"""Follower fetchers (Kafka's ReplicaFetcherManager / ReplicaFetcherThread), as asyncio tasks.
+
+One fetcher per source broker carries every partition this broker follows from it. It sends Fetch with
+`replica_id` = our broker id (so the leader does not cap it at the high watermark, and learns our log end
+offset from the fetch offset), appends what comes back as it is (offsets already assigned by the leader),
+and keeps the follower's HW = min(own LEO, leader's HW).
+
+OFFSET_OUT_OF_RANGE as 0.8.2 handles it: if the leader's log end is below ours (an unclean election made a
+shorter log the leader), truncate to the leader's log end — data is lost, and we say so loudly; otherwise
+our fetch offset fell below the leader's log start (retention), so start over at the leader's start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.config import KafkaConfig
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.server.partition import Partition
+
+log = logging.getLogger("zkbroker.server.ReplicaFetcherThread")
+
+ERROR_BACKOFF_S = 1.0
+LATEST, EARLIEST = -1, -2
+
+
+@dataclass(frozen=True)
+class SourceBroker:
+    broker_id: int
+    host: str
+    port: int
+
+
+class ReplicaFetcher:
+    def __init__(self, config: KafkaConfig, source: SourceBroker) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.source = source
+        self.name = f"ReplicaFetcherThread-0-{source.broker_id}"
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._wake = asyncio.Event()
+        self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
+                                                 timeout_s=config["replica.socket.timeout.ms"] / 1000.0)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    def add(self, partition: Partition) -> None:
+        self.partitions[(partition.topic, partition.partition)] = partition
+        self._wake.set()
+
+    def remove(self, tp: tuple[str, int]) -> None:
+        self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._connection.close()
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                await self._fetch_once()
+            except (OSError, ProtocolError) as e:
+                log.warning("[%s], Error in fetch from broker %d: %s", self.name, self.source.broker_id, e)
+                self._connection.close()
+                await asyncio.sleep(ERROR_BACKOFF_S)
+
+    async def _fetch_once(self) -> None:
+        wanted = dict(self.partitions)
+        offsets = {tp: p.log_end_offset for tp, p in wanted.items()}
+        by_topic: dict[str, list] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append(
+                {"partition": partition, "fetch_offset": offset, "max_bytes": self.config["replica.fetch.max.bytes"]})
+        request = {"replica_id": self.broker_id, "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
+                   "min_bytes": self.config["replica.fetch.min.bytes"],
+                   "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = await self._connection.send(ApiKey.FETCH, 0, request)
+        backoff = False
+        for topic_entry in response.topics:
+            for entry in topic_entry.partitions:
+                tp = (topic_entry.topic, entry.partition)
+                partition = self.partitions.get(tp)
+                if partition is None or partition is not wanted.get(tp) or partition.log_end_offset != offsets[tp]:
+                    continue  # removed or changed while we waited: this answer is stale
+                if entry.error_code == ErrorCode.NONE:
+                    self._append(partition, entry)
+                elif entry.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    await self._handle_offset_out_of_range(partition)
+                else:
+                    log.warning("[%s], Error for partition [%s,%d] to broker %d: error code %d", self.name, *tp,
+                                self.source.broker_id, entry.error_code)
+                    backoff = True
+        if backoff:
+            await asyncio.sleep(ERROR_BACKOFF_S)
+
+    def _append(self, partition: Partition, entry) -> None:
+        if entry.records is not None and len(entry.records):
+            partition.log.append(entry.records, assign_offsets=False)
+        partition.high_watermark = max(partition.high_watermark,
+                                       min(partition.log_end_offset, entry.high_watermark))
+
+    async def _handle_offset_out_of_range(self, partition: Partition) -> None:
+        leader_end = await self._leader_offset(partition, LATEST)
+        ours = partition.log_end_offset
+        if leader_end < ours:
+            log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
+                        "%d's latest offset %d: the messages in between are lost (unclean leader election)",
+                        self.name, self.broker_id, partition.topic, partition.partition, ours,
+                        self.source.broker_id, leader_end)
+            partition.log.truncate_to(leader_end)
+        else:
+            leader_start = await self._leader_offset(partition, EARLIEST)
+            log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
+                        "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
+                        ours, self.source.broker_id, leader_start)
+            partition.log.truncate_fully_and_start_at(leader_start)
+        partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+
+    async def _leader_offset(self, partition: Partition, timestamp: int) -> int:
+        response = await self._connection.send(ApiKey.LIST_OFFSETS, 0, {
+            "replica_id": self.broker_id,
+            "topics": [{"topic": partition.topic, "partitions": [
+                {"partition": partition.partition, "timestamp": timestamp, "max_num_offsets": 1}]}]})
+        entry = response.topics[0].partitions[0]
+        if entry.error_code != ErrorCode.NONE or not entry.offsets:
+            raise ConnectionError(f"leader answered ListOffsets with error {entry.error_code}")
+        return entry.offsets[0]
+
+
+class ReplicaFetcherManager:
+    def __init__(self, config: KafkaConfig) -> None:
+        self.config = config
+        self.fetchers: dict[SourceBroker, ReplicaFetcher] = {}
+
+    def add_partition(self, partition: Partition, source: SourceBroker) -> None:
+        self.remove_partition((partition.topic, partition.partition))
+        fetcher = self.fetchers.get(source)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self.config, source)
+            self.fetchers[source] = fetcher
+        fetcher.add(partition)
+
+    def remove_partition(self, tp: tuple[str, int]) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.remove(tp)
+
+    async def shutdown(self) -> None:
+        fetchers, self.fetchers = list(self.fetchers.values()), {}
+        for fetcher in fetchers:
+            await fetcher.stop()
