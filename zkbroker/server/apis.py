@@ -91,7 +91,8 @@ class KafkaApis:
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
-                result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records)
+                result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
+                                                               acks)
                 partitions.append([entry.partition, result.error_code, result.base_offset, -1])
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
@@ -104,12 +105,20 @@ class KafkaApis:
         return encode_response(header, {"topics": results, "throttle_time_ms": 0})
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
-        """acks=-1: answer when every ISR member has the records (HW past them), or REQUEST_TIMED_OUT."""
+        """acks=-1: answer when every ISR member has the records (HW past them), or REQUEST_TIMED_OUT.
+
+        If the ISR shrank below min.insync.replicas meanwhile, the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        — and, as in 0.8.2, the records stay in the leader's log.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
         pending = list(waits)
         while True:
+            done = [w for w in pending if w[1].high_watermark >= w[2]]
             pending = [w for w in pending if w[1].high_watermark < w[2]]
+            for row, partition, _ in done:
+                if len(partition.isr) < partition.log.config.min_insync_replicas:
+                    row[1] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             if not pending:
                 return
             remaining = deadline - loop.time()
@@ -129,6 +138,11 @@ class KafkaApis:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait_ms, 0) / 1000.0
         response_budget = getattr(request, "max_bytes", None)
+        if request.replica_id >= 0:
+            for topic_entry in request.topics:
+                for entry in topic_entry.partitions:
+                    self.replica_manager.record_follower_fetch(topic_entry.topic, entry.partition,
+                                                               request.replica_id, entry.fetch_offset)
         while True:
             topics, total, errors, touched = self._read_all(request, response_budget)
             remaining = deadline - loop.time()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from controller.controller import KafkaController
 from zkbroker.config import KafkaConfig
@@ -75,6 +75,7 @@ class KafkaServer:
             self._start_log_duties()
             self._every(self.config["replica.high.watermark.checkpoint.interval.ms"],
                         self.replica_manager.checkpoint_high_watermarks, off_loop=False)
+            self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
@@ -136,6 +137,16 @@ class KafkaServer:
                         await loop.run_in_executor(None, duty)
                     else:
                         duty()
+                except Exception:
+                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
+        self._tasks.append(asyncio.get_running_loop().create_task(repeat()))
+
+    def _every_async(self, interval_ms: int, duty: Callable[[], Awaitable[object]]) -> None:
+        async def repeat() -> None:
+            while True:
+                await asyncio.sleep(interval_ms / 1000.0)
+                try:
+                    await duty()
                 except Exception:
                     log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
         self._tasks.append(asyncio.get_running_loop().create_task(repeat()))

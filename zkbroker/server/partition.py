@@ -9,6 +9,7 @@ LEOs arrive with their replica fetches (the replication issue); a single-replica
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from zkbroker.log.log import Log
@@ -29,6 +30,10 @@ class Partition:
     high_watermark: int = 0
     # The log end offset of each follower, from its fetches; -1 until it has fetched since we became leader.
     remote_leos: dict[int, int] = field(default_factory=dict)
+    # When each follower last fetched (monotonic seconds): 0.8.2's "stuck follower" clock.
+    remote_fetch_times: dict[int, float] = field(default_factory=dict)
+    # An ISR change being written to ZooKeeper by this leader; one at a time.
+    isr_update_in_flight: bool = False
     # Fetch and produce requests waiting for this partition to grow (woken on every append and HW change).
     _waiters: list[asyncio.Future] = field(default_factory=list)
 
@@ -45,6 +50,8 @@ class Partition:
         self.leader_id = self.local_broker_id
         self._set_state(leader_epoch, isr, replicas, zk_version, controller_epoch)
         self.remote_leos = {r: -1 for r in replicas if r != self.local_broker_id}
+        now = time.monotonic()
+        self.remote_fetch_times = {r: now for r in self.remote_leos}
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.maybe_increment_high_watermark()
 
@@ -62,6 +69,33 @@ class Partition:
         self.replicas = tuple(replicas)
         self.zk_version = zk_version
         self.controller_epoch = controller_epoch
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half)."""
+        self.remote_leos[replica_id] = fetch_offset
+        self.remote_fetch_times[replica_id] = time.monotonic()
+        if self.maybe_increment_high_watermark():
+            self.wake_waiters()
+
+    def out_of_sync_replicas(self, lag_time_ms: int, lag_max_messages: int) -> set[int]:
+        """0.8.2's getOutOfSyncReplicas: followers in the ISR that are stuck (no fetch for lag_time_ms) or slow
+        (more than lag_max_messages behind the leader's log end)."""
+        now = time.monotonic()
+        leo = self.log_end_offset
+        out = set()
+        for r in self.isr:
+            if r == self.local_broker_id:
+                continue
+            stuck = now - self.remote_fetch_times.get(r, now) > lag_time_ms / 1000.0
+            slow = leo - self.remote_leos.get(r, -1) > lag_max_messages and self.remote_leos.get(r, -1) >= 0
+            if stuck or slow:
+                out.add(r)
+        return out
+
+    def caught_up_followers(self) -> set[int]:
+        """Followers outside the ISR whose log end has reached the high watermark: they may rejoin."""
+        return {r for r in self.replicas if r != self.local_broker_id and r not in self.isr
+                and self.remote_leos.get(r, -1) >= self.high_watermark}
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min LEO over the ISR (ours included); it only moves forward. True when it moved."""

@@ -16,7 +16,7 @@ import logging
 import os
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 
 from zkbroker.config import KafkaConfig
 from zkbroker.log.checkpoint import OffsetCheckpoint
@@ -30,7 +30,7 @@ from zkbroker.server.partition import Partition
 from zkbroker.server.replica_fetcher import ReplicaFetcherManager, SourceBroker
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import LeaderIsrState, TopicConfig, ZnodeFormatError
 
 log = logging.getLogger("zkbroker.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -211,12 +211,17 @@ class ReplicaManager:
             return ErrorCode.NOT_LEADER_FOR_PARTITION, None
         return ErrorCode.NONE, p
 
-    def append_to_leader(self, topic: str, partition: int, records: Any) -> AppendResult:
+    def append_to_leader(self, topic: str, partition: int, records: Any, acks: int = 1) -> AppendResult:
         error, p = self.leader_partition(topic, partition)
         if p is None:
             return AppendResult(error)
         if records is None:
             return AppendResult(ErrorCode.NONE, p.log_end_offset, None, p)
+        min_isr = p.log.config.min_insync_replicas
+        if acks == -1 and len(p.isr) < min_isr:
+            log.warning("Number of insync replicas for partition [%s,%d] is [%d], below required minimum [%d]",
+                        topic, partition, len(p.isr), min_isr)
+            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, partition=p)
         try:
             info = p.log.append(records)
         except ProtocolError as e:
@@ -229,21 +234,77 @@ class ReplicaManager:
         return AppendResult(ErrorCode.NONE, info.first_offset, info, p)
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> ReadResult:
-        """Read for a consumer (replica_id -1: capped at the HW) or a follower (not capped; its fetch
-        offset is its LEO, which may advance the HW)."""
+        """Read for a consumer (replica_id -1: capped at the HW) or a follower (not capped)."""
         error, p = self.leader_partition(topic, partition)
         if p is None:
             return ReadResult(error)
         from_follower = replica_id >= 0
-        if from_follower and replica_id in p.remote_leos:
-            p.remote_leos[replica_id] = offset
-            if p.maybe_increment_high_watermark():
-                p.wake_waiters()
         try:
             data = p.log.read(offset, max_bytes, None if from_follower else p.high_watermark)
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
         return ReadResult(ErrorCode.NONE, p.high_watermark, data.records, p)
+
+    def record_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
+        """Once per follower Fetch request: its fetch offset is its LEO, which may advance the HW and let it
+        rejoin the ISR."""
+        p = self.partitions.get((topic, partition))
+        if p is None or not p.is_leader or replica_id not in p.remote_leos:
+            return
+        p.record_follower_fetch(replica_id, fetch_offset)
+        if p.caught_up_followers():
+            self.bridge.loop.create_task(self._maybe_expand_isr(p))
+
+    # ---- the ISR, kept by the leader (0.8.2's Partition.maybeShrinkIsr / maybeExpandIsr) ------------------
+
+    async def maybe_shrink_isr(self) -> None:
+        """Drop stuck or slow followers from the ISR of every partition we lead (every replica.lag.time.max.ms)."""
+        lag_ms = self.config["replica.lag.time.max.ms"]
+        lag_messages = self.config["replica.lag.max.messages"]
+        for p in list(self.partitions.values()):
+            if not p.is_leader or p.isr_update_in_flight:
+                continue
+            out = p.out_of_sync_replicas(lag_ms, lag_messages)
+            if out:
+                new_isr = tuple(r for r in p.isr if r not in out)
+                log.info("Shrinking ISR for partition [%s,%d] from %s to %s", p.topic, p.partition,
+                         ",".join(map(str, p.isr)), ",".join(map(str, new_isr)))
+                if await self._update_isr(p, new_isr) and p.maybe_increment_high_watermark():
+                    p.wake_waiters()  # fewer members to wait for: acks=-1 requests may complete
+
+    async def _maybe_expand_isr(self, p: Partition) -> None:
+        if not p.is_leader or p.isr_update_in_flight:
+            return
+        joining = p.caught_up_followers()
+        if not joining:
+            return
+        new_isr = tuple(p.isr) + tuple(sorted(joining))
+        log.info("Expanding ISR for partition [%s,%d] from %s to %s", p.topic, p.partition,
+                 ",".join(map(str, p.isr)), ",".join(map(str, new_isr)))
+        await self._update_isr(p, new_isr)
+
+    async def _update_isr(self, p: Partition, new_isr: tuple[int, ...]) -> bool:
+        """Write the new ISR to the `state` znode conditionally on our cached zkVersion, keeping the leader
+        epoch and the deciding controller's epoch; on a mismatch give up, as 0.8.2 did (it never re-reads)."""
+        p.isr_update_in_flight = True
+        try:
+            state = LeaderIsrState(self.broker_id, p.leader_epoch, p.controller_epoch, new_isr)
+            path = paths.partition_state_path(p.topic, p.partition)
+            try:
+                stat = await self.bridge.wait_for(self.zk.kazoo.set_async(path, state.encode(), p.zk_version))
+            except BadVersionError:
+                log.info("Cached zkVersion [%d] not equal to that in zookeeper, skip updating ISR", p.zk_version)
+                return False
+            except Exception as e:
+                log.warning("Could not update the ISR of [%s,%d]: %r", p.topic, p.partition, e)
+                return False
+            if not p.is_leader:
+                return False
+            p.isr = new_isr
+            p.zk_version = stat.version
+            return True
+        finally:
+            p.isr_update_in_flight = False
 
     async def shutdown(self) -> None:
         await self.fetcher_manager.shutdown()
