@@ -109,7 +109,9 @@ def test_demo_tells_the_story_end_to_end():
     result = subprocess.run([sys.executable, "-m", "zkbroker.lab.demo"], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    for heading in ("1. A cluster starts", "2. The controller dies", "3. The old controller comes back",
-                    "4. A long pause looks like a death", "5. Tearing down"):
+    for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients", "4. The controller dies",
+                    "5. The old controller comes back", "6. A long pause looks like a death", "7. Tearing down"):
         assert heading in result.stdout
     assert "/controller_epoch      2" in result.stdout
+    assert "All 1000 records came back" in result.stdout
+    assert "The consumer still reads all 1000 records" in result.stdout

@@ -21,6 +21,21 @@ from kazoo.exceptions import NoNodeError
 from zkbroker.lab.cluster import LabCluster
 
 SESSION_TIMEOUT_MS = 3000
+TOPIC = "demo"
+RECORDS = 1000
+
+
+def _partitions(broker: int, partitions: list[int]) -> str:
+    if not partitions:
+        return f"Broker {broker} led no partition."
+    names = " and ".join(f"p{p}" for p in partitions)
+    each = "it" if len(partitions) == 1 else "each"
+    return (f"Broker {broker} led {names}: {each} got a new leader from its in-sync replicas, with leader_epoch one "
+            "higher and the controller's new epoch.")
+
+
+def _bootstrap(cluster) -> str:
+    return ",".join(f"{b.host}:{b.port}" for b in cluster.brokers)
 
 
 def say(text: str = "") -> None:
@@ -74,6 +89,51 @@ class Story:
         for line in self.log_lines(broker_id, pattern)[-last:]:
             print(f"    broker {broker_id} log: {line}", flush=True)
 
+    def create_topic(self) -> None:
+        from zkbroker import admin
+        from zkbroker.zk.client import ZkClient
+
+        zk = ZkClient(self.lab.load().zookeeper)
+        zk.start()
+        try:
+            admin.create_topic(zk, TOPIC, 3, 2)
+        finally:
+            zk.close()
+
+    def wait_state(self, partition: int, avoid_leader: int | None = None) -> str:
+        path = f"/brokers/topics/{TOPIC}/partitions/{partition}/state"
+        self.wait(lambda: self.get(path) and json.loads(self.get(path))["leader"] not in (-1, avoid_leader), 15)
+        return self.get(path)
+
+    def produce(self, cluster) -> None:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=_bootstrap(cluster), acks="all", linger_ms=5,
+                                 request_timeout_ms=10000)
+        try:
+            for i in range(RECORDS):
+                producer.send(TOPIC, key=f"key-{i % 50}".encode(), value=f"record {i}".encode())
+            producer.flush(30)
+        finally:
+            producer.close(5)
+
+    def consume(self, cluster) -> dict[int, int]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": "demo",
+                             "enable.auto.commit": False, "log_level": 0})
+        try:
+            consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
+            counts: dict[int, int] = {}
+            deadline = time.monotonic() + 30
+            while sum(counts.values()) < RECORDS and time.monotonic() < deadline:
+                for message in consumer.consume(500, timeout=1.0):
+                    if message.error() is None:
+                        counts[message.partition()] = counts.get(message.partition(), 0) + 1
+            return counts
+        finally:
+            consumer.close()
+
     def run(self) -> None:
         chapter("1. A cluster starts")
         say("""Starting a real Apache ZooKeeper and three broker processes on 127.0.0.1. Each broker connects
@@ -93,11 +153,31 @@ class Story:
             ignore a controller that has been replaced.""")
         self.quote_log(first, r"incremented epoch to")
 
-        chapter("2. The controller dies")
+        chapter("2. A topic")
+        say(f"""Creating topic "{TOPIC}" with 3 partitions, each on 2 brokers, the way Kafka 0.8.2's admin tool
+            does: it only writes znodes. The controller watches /brokers/topics, picks the first live replica of
+            each partition as its leader, writes the partition's state znode, and tells the brokers with
+            LeaderAndIsr and UpdateMetadata requests.""")
+        self.create_topic()
+        show(f"/brokers/topics/{TOPIC}", self.get(f"/brokers/topics/{TOPIC}"))
+        for partition in range(3):
+            show(f".../partitions/{partition}/state", self.wait_state(partition))
+
+        chapter("3. Real Kafka clients")
+        say(f"""An unmodified kafka-python producer writes {RECORDS} keyed records with acks=all (the leader answers
+            once every in-sync replica has them); an unmodified confluent-kafka (librdkafka) consumer reads them
+            back from offset 0.""")
+        self.produce(cluster)
+        counts = self.consume(cluster)
+        show("records per partition", ", ".join(f"p{p}: {n}" for p, n in sorted(counts.items())))
+        say(f"All {sum(counts.values())} records came back, in order within each partition.")
+
+        chapter("4. The controller dies")
         say(f"""Killing broker {first} with SIGKILL: no goodbye, its TCP connection simply breaks. ZooKeeper
             keeps its session (and so its ephemeral znodes) until the session timeout,
             {SESSION_TIMEOUT_MS} ms, passes without a heartbeat.""")
         epoch_before = int(self.get("/controller_epoch"))
+        leaders_before = {p: json.loads(self.wait_state(p))["leader"] for p in range(3)}
         self.lab.kill(first)
         took = self.wait(lambda: self.controller() not in (None, first)
                          and int(self.get("/controller_epoch") or 0) > epoch_before, SESSION_TIMEOUT_MS / 1000 + 10)
@@ -108,8 +188,15 @@ class Story:
             and /brokers/ids/{first}. The survivors were watching /controller; broker {second} won the new race
             and raised the epoch to {self.get('/controller_epoch')}.""")
         self.quote_log(second, r"incremented epoch to|Currently active brokers", last=2)
+        for partition in range(3):
+            show(f".../partitions/{partition}/state", self.wait_state(partition, avoid_leader=first))
+        moved = [p for p, leader in leaders_before.items() if leader == first]
+        say(f"""{_partitions(first, moved)} Where broker {first} was only a follower, the leader drops it from the
+            ISR once it has not fetched for replica.lag.time.max.ms (0.8.2's rule).""")
+        counts = self.consume(cluster)
+        say(f"The consumer still reads all {sum(counts.values())} records: nothing acknowledged was lost.")
 
-        chapter("3. The old controller comes back as an ordinary broker")
+        chapter("5. The old controller comes back as an ordinary broker")
         self.lab.start(first)
         show("/brokers/ids", ", ".join(map(str, self.registered())))
         show("/controller", self.get("/controller"))
@@ -117,7 +204,7 @@ class Story:
             watches it. There is still exactly one controller.""")
         self.quote_log(second, rf"Broker {first} started")
 
-        chapter("4. A long pause looks like a death")
+        chapter("6. A long pause looks like a death")
         paused = next(b for b in (1, 2, 3) if b not in (first, second))
         say(f"""Pausing broker {paused} with SIGSTOP, as a long garbage-collection pause would. The process is
             alive but silent, so its session expires.""")
@@ -136,7 +223,7 @@ class Story:
         self.quote_log(paused, r"re-registering broker info")
         self.quote_log(second, rf"Broker {paused} started")
 
-        chapter("5. Tearing down")
+        chapter("7. Tearing down")
         self.zk.stop()
         self.zk.close()
         self.zk = None
@@ -162,7 +249,8 @@ def main() -> int:
         return 1
     finally:
         story.close()
-    say("\nThat is the story so far: registration, controller election and failover through ZooKeeper.")
+    say("\nThat is the story so far: registration, controller election, topics, real clients and failover, all "
+        "through ZooKeeper.")
     return 0
 
 
