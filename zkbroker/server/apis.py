@@ -63,6 +63,7 @@ class KafkaApis:
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
         }
         leader_epoch = config["replication.truncation"] == "leader-epoch"
         self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
@@ -93,7 +94,8 @@ class KafkaApis:
             for entry in topic_entry.partitions:
                 result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
                                                                acks)
-                partitions.append([entry.partition, result.error_code, result.base_offset, -1])
+                partitions.append({"partition": entry.partition, "error_code": result.error_code,
+                                   "base_offset": result.base_offset, "log_append_time": -1})
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
             results.append({"topic": topic_entry.topic, "partitions": partitions})
@@ -118,13 +120,13 @@ class KafkaApis:
             pending = [w for w in pending if w[1].high_watermark < w[2]]
             for row, partition, _ in done:
                 if len(partition.isr) < partition.log.config.min_insync_replicas:
-                    row[1] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                    row["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             if not pending:
                 return
             remaining = deadline - loop.time()
             if remaining <= 0:
                 for row, _, _ in pending:
-                    row[1] = ErrorCode.REQUEST_TIMED_OUT
+                    row["error_code"] = ErrorCode.REQUEST_TIMED_OUT
                 return
             waiters = [p.waiter(loop) for _, p, _ in pending]
             await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
@@ -268,6 +270,18 @@ class KafkaApis:
         self.replica_manager.controller_epoch = request.controller_epoch
         self.metadata_cache.update_partitions(request.partition_states)
         return encode_response(header, {"error_code": ErrorCode.NONE})
+
+    async def handle_offsets_for_leader_epoch(self, header: RequestHeader, request: Any) -> bytes:
+        """KIP-101 (advertised only with replication.truncation=leader-epoch)."""
+        topics = []
+        for topic_entry in request.topics:
+            rows = []
+            for entry in topic_entry.partitions:
+                error, end_offset = self.replica_manager.end_offset_for_epoch(topic_entry.topic, entry.partition,
+                                                                              entry.leader_epoch)
+                rows.append({"error_code": error, "partition": entry.partition, "end_offset": end_offset})
+            topics.append({"topic": topic_entry.topic, "partitions": rows})
+        return encode_response(header, {"topics": topics})
 
     # ---- consumer offsets, kept in ZooKeeper as 0.8.2's default offsets.storage=zookeeper ----------------
 

@@ -12,6 +12,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from zkbroker.log.leader_epoch import LeaderEpochCache
 from zkbroker.log.log import Log
 
 
@@ -34,6 +35,10 @@ class Partition:
     remote_fetch_times: dict[int, float] = field(default_factory=dict)
     # An ISR change being written to ZooKeeper by this leader; one at a time.
     isr_update_in_flight: bool = False
+    # replication.truncation=leader-epoch only: the leader-epoch-checkpoint, and whether this follower must
+    # still ask its leader where to truncate before it fetches.
+    epoch_cache: LeaderEpochCache | None = None
+    needs_epoch_truncation: bool = False
     # Fetch and produce requests waiting for this partition to grow (woken on every append and HW change).
     _waiters: list[asyncio.Future] = field(default_factory=list)
 
@@ -49,6 +54,9 @@ class Partition:
                     zk_version: int, controller_epoch: int) -> None:
         self.leader_id = self.local_broker_id
         self._set_state(leader_epoch, isr, replicas, zk_version, controller_epoch)
+        self.needs_epoch_truncation = False
+        if self.epoch_cache is not None:
+            self.epoch_cache.assign(leader_epoch, self.log_end_offset)
         self.remote_leos = {r: -1 for r in replicas if r != self.local_broker_id}
         now = time.monotonic()
         self.remote_fetch_times = {r: now for r in self.remote_leos}
@@ -69,6 +77,26 @@ class Partition:
         self.replicas = tuple(replicas)
         self.zk_version = zk_version
         self.controller_epoch = controller_epoch
+
+    def truncate_to(self, offset: int) -> None:
+        """Truncate the log (a follower's), keeping the HW and the epoch history within it."""
+        self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        if self.epoch_cache is not None:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        if self.epoch_cache is not None:
+            self.epoch_cache.clear()
+
+    def append_as_follower(self, records) -> None:
+        """Append messages fetched from the leader (offsets already assigned)."""
+        start = self.log_end_offset
+        self.log.append(records, assign_offsets=False)
+        if self.epoch_cache is not None and self.log_end_offset > start:
+            self.epoch_cache.assign(self.leader_epoch, start)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
         """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half)."""

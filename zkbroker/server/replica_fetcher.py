@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
@@ -25,6 +26,11 @@ from zkbroker.server.partition import Partition
 log = logging.getLogger("zkbroker.server.ReplicaFetcherThread")
 
 ERROR_BACKOFF_S = 1.0
+
+# Test-only control: while the file this variable names exists ("{broker_id}" is replaced by ours), this
+# broker's fetchers fetch no data (a follower that has "not fetched yet"), so integration tests can order
+# replication steps deterministically (the KIP-101 scenarios). Unset, it costs nothing.
+PAUSE_FILE_VARIABLE = "ZKBROKER_TEST_PAUSE_FETCHERS_FILE"
 LATEST, EARLIEST = -1, -2
 
 
@@ -43,8 +49,11 @@ class ReplicaFetcher:
         self.name = f"ReplicaFetcherThread-0-{source.broker_id}"
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._wake = asyncio.Event()
+        self._stopped = False
         self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
                                                  timeout_s=config["replica.socket.timeout.ms"] / 1000.0)
+        pause_file = os.environ.get(PAUSE_FILE_VARIABLE)
+        self._pause_file = pause_file.replace("{broker_id}", str(self.broker_id)) if pause_file else None
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, partition: Partition) -> None:
@@ -55,15 +64,16 @@ class ReplicaFetcher:
         self.partitions.pop(tp, None)
 
     async def stop(self) -> None:
+        # The flag as well as the cancel: Python 3.11's wait_for can swallow a cancellation that arrives
+        # together with a connection error, and the loop would then go on forever.
+        self._stopped = True
+        self._wake.set()
         self._task.cancel()
-        try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
+        await asyncio.wait({self._task}, timeout=5)
         self._connection.close()
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopped:
             if not self.partitions:
                 self._wake.clear()
                 await self._wake.wait()
@@ -76,6 +86,11 @@ class ReplicaFetcher:
                 await asyncio.sleep(ERROR_BACKOFF_S)
 
     async def _fetch_once(self) -> None:
+        for partition in [p for p in self.partitions.values() if p.needs_epoch_truncation]:
+            await self._truncate_by_leader_epoch(partition)
+        if self._pause_file is not None and os.path.exists(self._pause_file):
+            await asyncio.sleep(0.05)
+            return
         wanted = dict(self.partitions)
         offsets = {tp: p.log_end_offset for tp, p in wanted.items()}
         by_topic: dict[str, list] = {}
@@ -106,7 +121,7 @@ class ReplicaFetcher:
 
     def _append(self, partition: Partition, entry) -> None:
         if entry.records is not None and len(entry.records):
-            partition.log.append(entry.records, assign_offsets=False)
+            partition.append_as_follower(entry.records)
         partition.high_watermark = max(partition.high_watermark,
                                        min(partition.log_end_offset, entry.high_watermark))
 
@@ -118,14 +133,34 @@ class ReplicaFetcher:
                         "%d's latest offset %d: the messages in between are lost (unclean leader election)",
                         self.name, self.broker_id, partition.topic, partition.partition, ours,
                         self.source.broker_id, leader_end)
-            partition.log.truncate_to(leader_end)
+            partition.truncate_to(leader_end)
         else:
             leader_start = await self._leader_offset(partition, EARLIEST)
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
                         "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
                         ours, self.source.broker_id, leader_start)
-            partition.log.truncate_fully_and_start_at(leader_start)
-        partition.high_watermark = min(partition.high_watermark, partition.log_end_offset)
+            partition.truncate_fully_and_start_at(leader_start)
+
+    async def _truncate_by_leader_epoch(self, partition: Partition) -> None:
+        """KIP-101: ask the leader where our latest epoch ends there, and truncate to that (never further than
+        our own log end); with no usable answer fall back to the high watermark, as KIP-101 does."""
+        epoch = partition.epoch_cache.latest_epoch
+        end_offset = -1
+        if epoch >= 0:
+            response = await self._connection.send(ApiKey.OFFSETS_FOR_LEADER_EPOCH, 0, {"topics": [
+                {"topic": partition.topic, "partitions": [{"partition": partition.partition, "leader_epoch": epoch}]}]})
+            entry = response.topics[0].partitions[0]
+            if entry.error_code == ErrorCode.NONE:
+                end_offset = entry.end_offset
+        if end_offset < 0:
+            target, why = partition.high_watermark, "its high watermark (no leader epoch answer)"
+        else:
+            target, why = min(end_offset, partition.log_end_offset), f"the end of leader epoch {epoch} at the leader"
+        if target < partition.log_end_offset:
+            log.info("[%s], Truncating [%s,%d] from %d to offset %d, %s", self.name, partition.topic,
+                     partition.partition, partition.log_end_offset, target, why)
+            partition.truncate_to(target)
+        partition.needs_epoch_truncation = False
 
     async def _leader_offset(self, partition: Partition, timestamp: int) -> int:
         response = await self._connection.send(ApiKey.LIST_OFFSETS, 0, {

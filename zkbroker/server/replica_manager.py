@@ -20,6 +20,7 @@ from kazoo.exceptions import BadVersionError, NoNodeError
 
 from zkbroker.config import KafkaConfig
 from zkbroker.log.checkpoint import OffsetCheckpoint
+from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from zkbroker.log.log import OffsetOutOfRangeError
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, ProtocolError
@@ -76,6 +77,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetcher_manager = ReplicaFetcherManager(config)
+        self.leader_epoch_mode = config["replication.truncation"] == "leader-epoch"
         self._hw_checkpoints = {d: OffsetCheckpoint(os.path.join(d, HW_CHECKPOINT_FILE))
                                 for d in log_manager.log_dirs}
         self._checkpointed_hws: dict[TopicPartition, int] = {}
@@ -140,10 +142,12 @@ class ReplicaManager:
         """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader."""
         tp = (partition.topic, partition.partition)
         self.fetcher_manager.remove_partition(tp)
-        if partition.log_end_offset > partition.high_watermark:
+        if partition.epoch_cache is not None:
+            partition.needs_epoch_truncation = True  # the fetcher asks the leader first (KIP-101)
+        elif partition.log_end_offset > partition.high_watermark:
             log.info("Truncating log [%s,%d] to offset %d (its high watermark) on becoming a follower of "
                      "broker %d", *tp, partition.high_watermark, leader)
-            partition.log.truncate_to(partition.high_watermark)
+            partition.truncate_to(partition.high_watermark)
         source = next((b for b in live_leaders if b.broker_id == leader), None)
         if source is None:
             state_change_log.warning("Broker %d cannot follow broker %d for partition [%s,%d]: it is not live",
@@ -155,6 +159,9 @@ class ReplicaManager:
         overrides = await self._topic_overrides(topic)
         log_ = self.log_manager.get_or_create_log(topic, partition, self.config.topic_config(overrides))
         p = Partition(topic, partition, self.broker_id, log_)
+        if self.leader_epoch_mode:
+            p.epoch_cache = LeaderEpochCache(log_.dir)
+            p.epoch_cache.truncate_from_end(log_.log_end_offset)  # recovery may have cut the log's tail
         # 0.8.2: the HW restarts from the checkpoint, never beyond the log end.
         p.high_watermark = min(self._checkpointed_hws.get((topic, partition), 0), log_.log_end_offset)
         self.partitions[(topic, partition)] = p
@@ -244,6 +251,15 @@ class ReplicaManager:
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
         return ReadResult(ErrorCode.NONE, p.high_watermark, data.records, p)
+
+    def end_offset_for_epoch(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch on the leader: (error code, end offset of `epoch` in our log)."""
+        error, p = self.leader_partition(topic, partition)
+        if p is None:
+            return error, UNDEFINED_EPOCH_OFFSET
+        if p.epoch_cache is None:
+            return ErrorCode.NONE, UNDEFINED_EPOCH_OFFSET
+        return ErrorCode.NONE, p.epoch_cache.end_offset_for(epoch, p.log_end_offset)
 
     def record_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
         """Once per follower Fetch request: its fetch offset is its LEO, which may advance the HW and let it
