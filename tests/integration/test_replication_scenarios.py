@@ -231,10 +231,12 @@ def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(broker
         assert all(w.log_lines("Truncating log") for w in (a, b))
     else:
         wait_for(lambda: c.log_lines("unclean leader election is disabled"), 10, "the refusal logged")
-        s = state(zk)
-        assert s["leader"] != 3 and s["isr"] == [2]  # offline; the ISR keeps its last member, B
+        offline = state(zk)
+        assert offline["leader"] != 3 and offline["isr"] == [2]  # offline; the ISR keeps its last member, B
         b.start()
-        wait_state(zk, lambda s: s["leader"] == 2, "B, the last in-sync replica, to lead again")
+        wait_for(lambda: zk.registered() == {2, 3}, 15, "B back")
+        wait_state(zk, lambda s: s["leader"] == 2 and s["leader_epoch"] > offline["leader_epoch"],
+                   "B, the last in-sync replica, to lead again")
         wait_for(lambda: consume(b) == [b"acked-%d" % i for i in range(5)], 10, "every acknowledged write")
 
 
