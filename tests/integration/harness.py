@@ -15,9 +15,11 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkbroker.client.connection import BrokerConnection
 from zkbroker.lab.processes import process_state, stop_process
 
 SESSION_TIMEOUT_MS = 2000  # the test ZooKeeper runs with tickTime 200, so 0.4-60 s sessions are allowed
+CONTROLLED_SHUTDOWN_BACKOFF_MS = 200
 
 
 def free_port() -> int:
@@ -49,7 +51,9 @@ class Broker:
         self.port = int(overrides.pop("port", 0) or free_port())
         props = {"broker.id": broker_id, "port": self.port, "host.name": "127.0.0.1",
                  "advertised.host.name": "127.0.0.1", "log.dirs": self.dir / "data",
-                 "zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS}
+                 "zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
+                 # A controlled shutdown that cannot move leadership (the last broker of a test) retries quickly.
+                 "controlled.shutdown.retry.backoff.ms": CONTROLLED_SHUTDOWN_BACKOFF_MS}
         props.update({k.replace("_", "."): v for k, v in overrides.items()})
         self.config = self.dir / "server.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -103,6 +107,89 @@ class Broker:
 
     def log_lines(self, pattern: str) -> list[str]:
         return [line for line in self.log().splitlines() if re.search(pattern, line)]
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def connection(self, timeout_s: float = 10.0) -> BrokerConnection:
+        """A raw protocol connection (zkbroker's own BlockingChannel) to this broker."""
+        return BrokerConnection("127.0.0.1", self.port, client_id="test", timeout_s=timeout_s).connect()
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.dir / "data" / f"{topic}-{partition}"
+
+    def segment_files(self, topic: str, partition: int) -> list[Path]:
+        return sorted(self.partition_dir(topic, partition).glob("*.log"))
+
+
+# ---- topics, through the real path: znodes written by zkbroker.admin, leaders elected by the controller --
+
+
+def create_topic(zk_connect: str, topic: str, partitions: int, replication_factor: int,
+                 serving: list[Broker], timeout_s: float = 30.0) -> dict[int, int]:
+    """Create a topic as `zkbroker topics --create` does (admin.create_topic through a ZkClient), then wait
+    until the controller has elected a leader for every partition and that leader serves it. The brokers in
+    `serving` are awaited in /brokers/ids first, since replicas are assigned over the registered brokers.
+
+    Returns {partition: leader id}."""
+    from zkbroker import admin
+    from zkbroker.zk.client import ZkClient
+
+    zk = ZkClient(zk_connect, session_timeout_ms=SESSION_TIMEOUT_MS, name="test-admin")
+    zk.start()
+    try:
+        wanted = {b.id for b in serving}
+        wait_for(lambda: wanted <= set(admin.live_broker_ids(zk)), timeout_s, f"brokers {sorted(wanted)} to register")
+        admin.create_topic(zk, topic, partitions, replication_factor)
+    finally:
+        zk.close()
+    return wait_for_leaders(serving, topic, partitions, timeout_s)
+
+
+def metadata_leaders(broker: Broker, topic: str) -> dict[int, int]:
+    """{partition: leader} from the broker's Metadata v0 answer (leaders -1 while not elected)."""
+    try:
+        with broker.connection(timeout_s=5.0) as conn:
+            response = conn.send(3, 0, {"topics": [topic]})
+    except OSError:
+        return {}
+    topics = [t for t in response.topics if t.topic == topic]
+    if not topics or topics[0].error_code not in (0, 9):
+        return {}
+    return {p.partition: p.leader for p in topics[0].partitions}
+
+
+def wait_for_leaders(serving: list[Broker], topic: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
+    """Wait until every broker in `serving` reports a leader for each partition and each leader answers
+    ListOffsets for it (so it has applied LeaderAndIsr, not only UpdateMetadata)."""
+    by_id = {b.id: b for b in serving}
+
+    def ready() -> dict[int, int] | None:
+        views = [metadata_leaders(b, topic) for b in serving]
+        if any(len(v) != partitions or any(leader < 0 for leader in v.values()) for v in views):
+            return None
+        if any(v != views[0] for v in views):
+            return None
+        for partition, leader in views[0].items():
+            if leader in by_id and list_offset(by_id[leader], topic, partition, -1)[0] != 0:
+                return None
+        return views[0]
+
+    return wait_for(ready, timeout_s, f"leaders of all {partitions} partitions of {topic}", interval_s=0.05)
+
+
+def list_offset(broker: Broker, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+    """(error code, offset) of ListOffsets v0: timestamp -1 latest (the HW for consumers), -2 earliest."""
+    try:
+        with broker.connection(timeout_s=5.0) as conn:
+            response = conn.send(2, 0, {"replica_id": -1, "topics": [
+                {"topic": topic, "partitions": [{"partition": partition, "timestamp": timestamp,
+                                                 "max_num_offsets": 1}]}]})
+    except OSError:
+        return -1, -1
+    row = response.topics[0].partitions[0]
+    return row.error_code, (row.offsets[0] if row.offsets else -1)
 
 
 class ZkView:
