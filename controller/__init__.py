@@ -1,2 +1,2 @@
-"""The controller: election through /controller, the controller context, its single event queue,
-and (as they land) the state machines, leader selectors, deletion and channel manager."""
+"""The controller: election through /controller, the controller context and its single event queue, the partition
+and replica state machines, the leader selectors, topic deletion, reassignment and the channel to the brokers."""

@@ -8,6 +8,7 @@ controller's id and epoch so brokers can ignore a replaced controller.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -112,21 +113,34 @@ def _partition_state(tp: TopicPartition, state: LeaderIsrAndZkVersion, replicas:
             "replicas": list(replicas)}
 
 
+# UpdateMetadata's leader for a partition whose topic is being deleted (0.8.2's LeaderAndIsr.LeaderDuringDelete):
+# brokers drop it from their metadata.
+LEADER_DURING_DELETE = -2
+
+StopReplicaCallback = Callable[[int, list[TopicPartition], Any], None]
+
+
 @dataclass
 class RequestBatch:
-    """What one controller decision tells the brokers (ControllerBrokerRequestBatch)."""
+    """What one controller decision tells the brokers (ControllerBrokerRequestBatch).
+
+    `live_brokers` are all registered brokers (shutting-down ones too): requests go only to them. Partitions
+    in `deleting` go out in UpdateMetadata with leader -2, as 0.8.2 does for topics being deleted.
+    """
 
     controller_id: int
     controller_epoch: int
     live_brokers: dict[int, BrokerRegistration]
+    deleting: set[TopicPartition] = field(default_factory=set)
     leader_and_isr: dict[int, dict[TopicPartition, dict]] = field(default_factory=dict)
     update_metadata: dict[int, dict[TopicPartition, dict]] = field(default_factory=dict)
-    stop_replica: dict[tuple[int, bool], list[TopicPartition]] = field(default_factory=dict)
-    stop_replica_callbacks: dict[tuple[int, bool], Callback] = field(default_factory=dict)
+    stop_replica: dict[tuple[int, bool], dict[TopicPartition, None]] = field(default_factory=dict)
+    stop_replica_callbacks: dict[tuple[int, bool], StopReplicaCallback] = field(default_factory=dict)
 
     def add_leader_and_isr(self, broker_ids, tp: TopicPartition, state: LeaderIsrAndZkVersion,
                            replicas: tuple[int, ...]) -> None:
-        """LeaderAndIsr to the given brokers; every live broker also gets UpdateMetadata for the partition."""
+        """LeaderAndIsr to the given brokers; every live broker also gets UpdateMetadata for the partition.
+        A later entry for the same broker and partition replaces an earlier one (it carries a newer epoch)."""
         entry = _partition_state(tp, state, replicas)
         for broker_id in broker_ids:
             if broker_id in self.live_brokers:
@@ -142,10 +156,11 @@ class RequestBatch:
                 target[tp] = _partition_state(tp, state, replicas)
 
     def add_stop_replica(self, broker_ids, tp: TopicPartition, delete: bool,
-                         callback: Callback | None = None) -> None:
+                         callback: StopReplicaCallback | None = None) -> None:
+        """StopReplica for one partition; a callback (broker id, partitions, response) hears the answer."""
         for broker_id in broker_ids:
             if broker_id in self.live_brokers:
-                self.stop_replica.setdefault((broker_id, delete), []).append(tp)
+                self.stop_replica.setdefault((broker_id, delete), {})[tp] = None
                 if callback is not None:
                     self.stop_replica_callbacks[(broker_id, delete)] = callback
 
@@ -159,13 +174,16 @@ class RequestBatch:
                          {**header, "partition_states": list(states.values()), "live_leaders": live_leaders})
         brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port} for b in self.live_brokers.values()]
         for broker_id, states in self.update_metadata.items():
+            entries = [{**s, "leader": LEADER_DURING_DELETE} if tp in self.deleting else s for tp, s in states.items()]
             channel.send(broker_id, ApiKey.UPDATE_METADATA, 0,
-                         {**header, "partition_states": list(states.values()), "live_brokers": brokers})
+                         {**header, "partition_states": entries, "live_brokers": brokers})
         for (broker_id, delete), partitions in self.stop_replica.items():
+            partitions = list(partitions)
+            callback = self.stop_replica_callbacks.get((broker_id, delete))
             channel.send(broker_id, ApiKey.STOP_REPLICA, 0,
                          {**header, "delete_partitions": delete,
                           "partitions": [{"topic": t, "partition": p} for t, p in partitions]},
-                         self.stop_replica_callbacks.get((broker_id, delete)))
+                         None if callback is None else functools.partial(callback, broker_id, partitions))
         self.leader_and_isr.clear()
         self.update_metadata.clear()
         self.stop_replica.clear()

@@ -28,25 +28,29 @@ class LeaderIsrAndZkVersion:
 class ControllerContext:
     epoch: int = 0
     epoch_zk_version: int = 0
+    # Every registered broker (/brokers/ids), shutting down or not: 0.8.2's liveOrShuttingDownBrokers.
     live_brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    # Brokers in a controlled shutdown: still registered and sent requests, but no longer "live" for leader
+    # elections (0.8.2's liveBrokerIds excludes them).
     shutting_down_broker_ids: set[int] = field(default_factory=set)
+    # Every child of /brokers/topics this controller has seen (0.8.2's allTopics), readable or not.
+    all_topics: set[str] = field(default_factory=set)
     # AR: the assigned replicas of every partition, head = preferred replica (from /brokers/topics/<t>).
     assignments: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndZkVersion] = field(default_factory=dict)
     # Per-topic overrides that the controller's decisions need (unclean.leader.election.enable).
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # RAR of every partition being reassigned (/admin/reassign_partitions).
+    partitions_being_reassigned: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    partitions_undergoing_preferred_election: set[TopicPartition] = field(default_factory=set)
 
     @property
     def live_broker_ids(self) -> set[int]:
-        return set(self.live_brokers)
+        return set(self.live_brokers) - self.shutting_down_broker_ids
 
     @property
     def live_or_shutting_down_broker_ids(self) -> set[int]:
-        return set(self.live_brokers) | self.shutting_down_broker_ids
-
-    @property
-    def topics(self) -> set[str]:
-        return {topic for topic, _ in self.assignments}
+        return set(self.live_brokers)
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.assignments if tp[0] == topic)
@@ -56,3 +60,10 @@ class ControllerContext:
 
     def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
         return sorted(tp for tp, state in self.leadership.items() if state.leader == broker_id)
+
+    def remove_topic(self, topic: str) -> None:
+        for tp in self.partitions_of(topic):
+            self.assignments.pop(tp, None)
+            self.leadership.pop(tp, None)
+        self.topic_configs.pop(topic, None)
+        self.all_topics.discard(topic)

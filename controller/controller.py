@@ -1,14 +1,26 @@
 """KafkaController: the controller of a zkbroker cluster, driven by one event queue.
 
 Kafka 0.8's controller mixed ZooKeeper callbacks, a lock and sender threads, and raced (fixed in Kafka
-0.11 by a single event queue, KAFKA-5028). Here ZooKeeper callbacks only enqueue events; one thread takes
-them in order and is the only one that reads or changes the ControllerContext. Each event's decisions
-collect their requests in one batch, sent to the brokers when the event is done.
+0.11 by a single event queue, KAFKA-5028). Here ZooKeeper callbacks (and the answers of the brokers, and
+the ControlledShutdown requests) only enqueue events; one thread takes them in order and is the only one
+that reads or changes the ControllerContext. Each event's decisions collect their requests in one batch,
+sent to the brokers when the event is done, LeaderAndIsr first, then UpdateMetadata, then StopReplica.
 
 Becoming controller follows Kafka 0.8.2's onControllerFailover order: increment the epoch (conditionally),
-register the watches, load the context, start the channel manager, bring replicas and partitions online,
-send UpdateMetadata to every broker. Broker starts and failures (watch on `/brokers/ids`) and new topics
-(watch on `/brokers/topics`) are handled as 0.8.2's onBrokerStartup, onBrokerFailure and onNewTopicCreation.
+register the watches, load the context (with pending preferred elections, reassignments and deletions),
+start the channel manager, replicas and partitions online, resume reassignments and preferred elections,
+UpdateMetadata to every broker, start the leader-rebalance timer and the topic deletion.
+
+What it reacts to, as 0.8.2's listeners:
+- `/brokers/ids` children: onBrokerStartup / onBrokerFailure;
+- `/brokers/topics` children: onNewTopicCreation; each `/brokers/topics/<t>`'s data: new partitions
+  (AddPartitionsListener);
+- `/admin/delete_topics` children (only with `delete.topic.enable`): deletion.py;
+- `/admin/reassign_partitions` data, and the `state` of partitions being reassigned: reassignment.py;
+- `/admin/preferred_replica_election` data, and a timer for `auto.leader.rebalance.enable`;
+- ControlledShutdown requests (shutdownBroker);
+- `/config/changes` children: reload the per-topic overrides the controller uses
+  (`unclean.leader.election.enable`; 0.8.2 read `/config/topics/<t>` at each election instead).
 
 Beyond 0.8.2: every controller write is fenced by the controller epoch (zk_writes.py), and a controller
 that may have been frozen (SIGSTOP, a long pause) re-checks its ZooKeeper session before acting on
@@ -17,49 +29,55 @@ anything, so a resumed zombie learns it lost before it can act.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from controller.channel import ControllerChannelManager, RequestBatch
 from controller.context import ControllerContext, LeaderIsrAndZkVersion, TopicPartition
+from controller.deletion import TopicDeletionManager
 from controller.election import ControllerMovedError, ZookeeperLeaderElector
-from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership, encode_leadership
+from controller.events import (
+    AutoLeaderRebalance,
+    BrokerChange,
+    ControlledShutdown,
+    ControllerEvent,
+    DeleteTopicsChange,
+    Elect,
+    PreferredReplicaElectionChange,
+    ReassignedPartitionIsrChange,
+    ReassignPartitionsChange,
+    SessionExpired,
+    Shutdown,
+    StopReplicaAnswer,
+    TopicChange,
+    TopicConfigChange,
+    TopicDataChange,
+)
+from controller.leader_selector import partitions_to_rebalance
+from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership
+from controller.reassignment import PartitionReassigner
+from controller.replica_state import ReplicaState, ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
+from zkbroker.protocol.errors import ErrorCode
 from zkbroker.zk import paths
 from zkbroker.zk.client import SessionListener, ZkClient
-from zkbroker.zk.znodes import BrokerRegistration, TopicAssignment, TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import (
+    BrokerRegistration,
+    TopicAssignment,
+    TopicConfig,
+    ZnodeFormatError,
+    decode_config_change,
+    decode_preferred_election,
+)
 
-
-@dataclass(frozen=True)
-class Elect:
-    """Race for `/controller` (startup, the node changed or vanished, or a new session)."""
-
-
-@dataclass(frozen=True)
-class BrokerChange:
-    """The children of `/brokers/ids` changed."""
-
-
-@dataclass(frozen=True)
-class TopicChange:
-    """The children of `/brokers/topics` changed."""
-
-
-@dataclass(frozen=True)
-class SessionExpired:
-    """Our ZooKeeper session expired: a controller resigns at once (Kafka's handleNewSession, first half)."""
-
-
-@dataclass(frozen=True)
-class Shutdown:
-    """The broker is shutting down."""
-
-
-ControllerEvent = Elect | BrokerChange | TopicChange | SessionExpired | Shutdown
+# 0.8.2's first leader-imbalance check comes 5 s after failover, then every interval.
+REBALANCE_FIRST_CHECK_S = 5.0
 
 
 class _Prefixed(logging.LoggerAdapter):
@@ -71,8 +89,30 @@ def _ids(ids) -> str:
     return ",".join(str(i) for i in sorted(ids))
 
 
+def _tps(partitions) -> str:
+    return ", ".join(f"[{t},{p}]" for t, p in sorted(partitions))
+
+
 def _parse_bool(value: str) -> bool:
     return value.strip().lower() == "true"
+
+
+class _Ticker(threading.Thread):
+    """Calls `fire` after `first_s`, then every `every_s`, until stopped (0.8.2's partition-rebalance thread)."""
+
+    def __init__(self, name: str, first_s: float, every_s: float, fire: Callable[[], None]) -> None:
+        super().__init__(name=name, daemon=True)
+        self.first_s, self.every_s, self.fire = first_s, every_s, fire
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        delay = self.first_s
+        while not self._stopped.wait(delay):
+            self.fire()
+            delay = self.every_s
+
+    def stop(self) -> None:
+        self._stopped.set()
 
 
 class KafkaController(SessionListener):
@@ -80,19 +120,37 @@ class KafkaController(SessionListener):
         self.zk = zk
         self.config = config
         self.broker_id = config.broker_id
+        self.log = _Prefixed(logging.getLogger("controller.KafkaController"),
+                             {"prefix": f"[Controller {self.broker_id}]: "})
         self.elector = ZookeeperLeaderElector(zk, self.broker_id)
         self.context = ControllerContext()
         self.partition_state_machine = PartitionStateMachine(self)
+        self.replica_state_machine = ReplicaStateMachine(self)
+        self.deletion = TopicDeletionManager(self, enabled=False)
+        self.reassigner = PartitionReassigner(self)
         self.channel: ControllerChannelManager | None = None
         self.batch: RequestBatch | None = None
         self.writer: FencedWriter | None = None
         self.active = False
         self._active_session: int | None = None
+        self._rebalance_timer: _Ticker | None = None
+        self._last_config_change = -1
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
-        self.log = _Prefixed(logging.getLogger("controller.KafkaController"),
-                             {"prefix": f"[Controller {self.broker_id}]: "})
         self.state_change_log = logging.getLogger("state.change.logger")
+        self._handlers: dict[type, Callable[[Any], Any]] = {
+            BrokerChange: self._on_broker_change,
+            TopicChange: self._on_topic_change,
+            TopicDataChange: self._on_topic_data_change,
+            DeleteTopicsChange: self._on_delete_topics_change,
+            ReassignPartitionsChange: self._on_reassign_partitions_change,
+            ReassignedPartitionIsrChange: lambda e: self.reassigner.on_isr_changed(e.tp),
+            PreferredReplicaElectionChange: self._on_preferred_replica_election_change,
+            TopicConfigChange: self._on_topic_config_change,
+            AutoLeaderRebalance: self._check_and_trigger_partition_rebalance,
+            StopReplicaAnswer: self._on_stop_replica_answer,
+            ControlledShutdown: self._on_controlled_shutdown,
+        }
 
     # ---- lifecycle (any thread) ----------------------------------------------------------------------------
 
@@ -113,7 +171,12 @@ class KafkaController(SessionListener):
     def is_active(self) -> bool:
         return self.active
 
-    # ---- ZooKeeper callbacks (ZkClient event thread): enqueue only ------------------------------------------
+    def shutdown_broker(self, broker_id: int, reply: Callable[[int, list[TopicPartition]], None]) -> None:
+        """A ControlledShutdown request (from the network thread): `reply(error code, partitions the broker
+        still leads)` is called later, on the event thread, once leadership has been moved."""
+        self._queue.put(ControlledShutdown(broker_id, reply))
+
+    # ---- ZooKeeper callbacks (ZkClient event thread) and broker answers (sender threads): enqueue only ------
 
     def _on_controller_node(self, path: str, data, stat) -> None:
         self._queue.put(Elect())
@@ -123,6 +186,29 @@ class KafkaController(SessionListener):
 
     def _on_topics(self, path: str, children) -> None:
         self._queue.put(TopicChange())
+
+    def _on_topic_data(self, path: str, data, stat) -> None:
+        self._queue.put(TopicDataChange(path.rsplit("/", 1)[1]))
+
+    def _on_delete_topics(self, path: str, children) -> None:
+        self._queue.put(DeleteTopicsChange())
+
+    def _on_reassign_partitions(self, path: str, data, stat) -> None:
+        self._queue.put(ReassignPartitionsChange())
+
+    def on_isr_change(self, path: str, data, stat) -> None:
+        parts = path.split("/")  # /brokers/topics/<t>/partitions/<p>/state
+        self._queue.put(ReassignedPartitionIsrChange((parts[-4], int(parts[-2]))))
+
+    def _on_preferred_election(self, path: str, data, stat) -> None:
+        self._queue.put(PreferredReplicaElectionChange())
+
+    def _on_config_changes(self, path: str, children) -> None:
+        self._queue.put(TopicConfigChange())
+
+    def on_stop_replica_answer(self, epoch: int, broker_id: int, partitions: list[TopicPartition],
+                               response: Any) -> None:
+        self._queue.put(StopReplicaAnswer(epoch, broker_id, tuple(partitions), response))
 
     def handle_session_expired(self) -> None:
         self._queue.put(SessionExpired())
@@ -135,10 +221,11 @@ class KafkaController(SessionListener):
     def _run(self) -> None:
         while True:
             event = self._queue.get()
+            if isinstance(event, Shutdown):
+                self._on_controller_resignation()
+                self._refuse_pending_shutdowns()
+                return
             try:
-                if isinstance(event, Shutdown):
-                    self._on_controller_resignation()
-                    return
                 self._process(event)
             except ControllerMovedError as e:
                 self.log.info("%s; resigning", e)
@@ -146,23 +233,36 @@ class KafkaController(SessionListener):
                 self._queue.put(Elect())
             except Exception:
                 self.log.exception("Error processing %s", type(event).__name__)
+            finally:
+                if isinstance(event, ControlledShutdown):
+                    event.answer(ErrorCode.UNKNOWN)  # no-op if answered; else: 0.8.2's ControllerMovedException
+
+    def _refuse_pending_shutdowns(self) -> None:
+        while True:
+            try:
+                event = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(event, ControlledShutdown):
+                event.answer(ErrorCode.UNKNOWN)
 
     def _process(self, event: ControllerEvent) -> None:
         if isinstance(event, Elect):
             self._elect()
-        elif isinstance(event, SessionExpired):
+            return
+        if isinstance(event, SessionExpired):
             if self.active:
                 self.log.info("ZooKeeper session expired; resigning as the controller")
                 self._on_controller_resignation()
-        elif isinstance(event, BrokerChange | TopicChange):
-            if not self._still_controller():
-                return
-            self.batch = self._new_batch()
-            if isinstance(event, BrokerChange):
-                self._on_broker_change()
-            else:
-                self._on_topic_change()
-            self._send_batch()
+            return
+        if not self._still_controller():
+            return
+        self.batch = self._new_batch()
+        result = self._handlers[type(event)](event)
+        self.deletion.run_if_signalled()
+        self._send_batch()
+        if isinstance(event, ControlledShutdown) and result is not None:
+            event.answer(ErrorCode.NONE, result)
 
     def _still_controller(self) -> bool:
         """Checked before every controller action: are we, for certain, still the controller?"""
@@ -189,7 +289,8 @@ class KafkaController(SessionListener):
         return False
 
     def _new_batch(self) -> RequestBatch:
-        return RequestBatch(self.broker_id, self.context.epoch, dict(self.context.live_brokers))
+        return RequestBatch(self.broker_id, self.context.epoch, dict(self.context.live_brokers),
+                            self.deletion.partitions_to_be_deleted)
 
     def _send_batch(self) -> None:
         self.batch.live_brokers = dict(self.context.live_brokers)
@@ -210,7 +311,7 @@ class KafkaController(SessionListener):
             self._on_controller_failover()
 
     def _on_controller_failover(self) -> None:
-        """Kafka 0.8.2's onControllerFailover, in its order (the steps that exist so far)."""
+        """Kafka 0.8.2's onControllerFailover, in its order."""
         self.log.info("Broker %d starting become controller state transition", self.broker_id)
         try:
             epoch, zk_version = self.elector.increment_epoch()
@@ -223,47 +324,117 @@ class KafkaController(SessionListener):
         self.active = True
         self._active_session = self.zk.session_id
         self.log.info("Controller %d incremented epoch to %d", self.broker_id, epoch)
-        # (2) watches, (3) the context
+        ctx = self.context
+        # (2) the watches, before reading what they watch
+        reassign_data, _ = self.zk.subscribe_data_changes(paths.REASSIGN_PARTITIONS, self._on_reassign_partitions)
+        preferred_data, _ = self.zk.subscribe_data_changes(paths.PREFERRED_REPLICA_ELECTION,
+                                                           self._on_preferred_election)
+        topics = self.zk.subscribe_child_changes(paths.BROKER_TOPICS, self._on_topics) or []
+        queued = []
+        if self.config["delete.topic.enable"]:
+            queued = self.zk.subscribe_child_changes(paths.DELETE_TOPICS, self._on_delete_topics) or []
         self.zk.subscribe_child_changes(paths.BROKER_IDS, self._on_broker_ids)
-        self.zk.subscribe_child_changes(paths.BROKER_TOPICS, self._on_topics)
-        self.context.live_brokers = self._read_live_brokers()
-        for topic in self.zk.get_children(paths.BROKER_TOPICS):
+        changes = self.zk.subscribe_child_changes(paths.CONFIG_CHANGES, self._on_config_changes) or []
+        self._last_config_change = max((_change_seq(c) for c in changes), default=-1)
+        # (3) the context; reading each topic also watches its data (the AddPartitionsListener, step 7 in 0.8.2)
+        ctx.live_brokers = self._read_live_brokers()
+        for topic in topics:
             self._load_topic(topic)
-        for tp in self.context.assignments:
+        for tp in ctx.assignments:
             state = self.read_leadership(tp)
             if state is not None:
-                self.context.leadership[tp] = state
-        self.log.info("Currently active brokers in the cluster: Set(%s)", _ids(self.context.live_brokers))
-        self.log.info("Current list of topics in the cluster: Set(%s)", ", ".join(sorted(self.context.topics)))
+                ctx.leadership[tp] = state
+        self.log.info("Currently active brokers in the cluster: Set(%s)", _ids(ctx.live_brokers))
+        self.log.info("Current list of topics in the cluster: Set(%s)", ", ".join(sorted(ctx.all_topics)))
         # (4) the channel manager
         self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"])
-        for broker in self.context.live_brokers.values():
+        for broker in ctx.live_brokers.values():
             self.channel.add_broker(broker)
+        self._initialize_preferred_replica_election(preferred_data)
+        self.reassigner.initialize(reassign_data)
+        self._initialize_topic_deletion(queued)
         self.batch = self._new_batch()
-        # (5) every replica on a live broker hears its partition's current leadership
-        self._replicas_online(self.context.live_broker_ids)
+        # (5) replicas: each one on a live broker hears its partition's current leadership
+        self.replica_state_machine = ReplicaStateMachine(self)
+        self.replica_state_machine.initialize()
+        self.replica_state_machine.handle_state_changes(self._replicas_on(ctx.live_broker_ids), ReplicaState.ONLINE)
         # (6) partitions: NEW/OFFLINE -> ONLINE
         self.partition_state_machine = PartitionStateMachine(self)
         self.partition_state_machine.initialize()
         self.partition_state_machine.trigger_online_partition_state_change()
-        # (9) every live broker learns every partition
-        self._update_metadata(self.context.live_broker_ids)
-        self._send_batch()
         self.log.info("Broker %d is ready to serve as the new controller with epoch %d", self.broker_id, epoch)
+        # (8) resume what the previous controller left unfinished
+        self.reassigner.resume_all()
+        if preferred_data is not None:
+            self._on_preferred_replica_election(set(ctx.partitions_undergoing_preferred_election))
+        # (9) every live broker learns every partition
+        self._update_metadata(ctx.live_or_shutting_down_broker_ids)
+        # (10) the leader-imbalance timer
+        if self.config["auto.leader.rebalance.enable"]:
+            every = max(self.config["leader.imbalance.check.interval.seconds"], 1)
+            self.log.info("starting the partition rebalance scheduler")
+            self._rebalance_timer = _Ticker(f"partition-rebalance-{self.broker_id}",
+                                            min(REBALANCE_FIRST_CHECK_S, every), every,
+                                            lambda: self._queue.put(AutoLeaderRebalance()))
+            self._rebalance_timer.start()
+        # (11) topic deletion
+        self.deletion.run_if_signalled()
+        self._send_batch()
 
     def _on_controller_resignation(self) -> None:
         if not self.active:
             return
-        self.zk.unsubscribe(paths.BROKER_IDS, self._on_broker_ids)
-        self.zk.unsubscribe(paths.BROKER_TOPICS, self._on_topics)
+        for path, listener in ((paths.BROKER_IDS, self._on_broker_ids), (paths.BROKER_TOPICS, self._on_topics),
+                               (paths.DELETE_TOPICS, self._on_delete_topics),
+                               (paths.REASSIGN_PARTITIONS, self._on_reassign_partitions),
+                               (paths.PREFERRED_REPLICA_ELECTION, self._on_preferred_election),
+                               (paths.CONFIG_CHANGES, self._on_config_changes)):
+            self.zk.unsubscribe(path, listener)
+        for topic in self.context.all_topics:
+            self.stop_watching_topic(topic)
+        self.reassigner.stop_watching()
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.stop()
+            self._rebalance_timer = None
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
         self.active = False
         self._active_session = None
         self.context = ControllerContext()
+        self.deletion = TopicDeletionManager(self, enabled=False)
+        self.partition_state_machine = PartitionStateMachine(self)
+        self.replica_state_machine = ReplicaStateMachine(self)
         self.writer = None
         self.log.info("Broker %d resigned as the controller", self.broker_id)
+
+    def _initialize_preferred_replica_election(self, data: bytes | None) -> None:
+        requested = self._read_preferred_election(data)
+        ctx = self.context
+        completed = {tp for tp in requested if tp not in ctx.assignments
+                     or (tp in ctx.leadership and ctx.leadership[tp].leader == ctx.assignments[tp][0])}
+        ctx.partitions_undergoing_preferred_election = requested - completed
+        self.log.info("Partitions undergoing preferred replica election: %s", _tps(requested))
+        self.log.info("Partitions that completed preferred replica election: %s", _tps(completed))
+        self.log.info("Resuming preferred replica election for partitions: %s",
+                      _tps(ctx.partitions_undergoing_preferred_election))
+
+    def _initialize_topic_deletion(self, queued: list[str]) -> None:
+        ctx = self.context
+        unknown = [t for t in queued if t not in ctx.all_topics]
+        if unknown:
+            self.log.warning("Ignoring request to delete non-existing topics %s", ",".join(unknown))
+            for topic in unknown:
+                self.writer.delete(paths.delete_topic_path(topic))
+        queued = [t for t in queued if t in ctx.all_topics]
+        dead_replicas = {t for (t, _), replicas in ctx.assignments.items()
+                         if any(r not in ctx.live_broker_ids for r in replicas)}
+        busy = ({t for t, _ in ctx.partitions_undergoing_preferred_election}
+                | {t for t, _ in ctx.partitions_being_reassigned})
+        self.log.info("List of topics to be deleted: %s", ",".join(queued))
+        self.log.info("List of topics ineligible for deletion: %s",
+                      ",".join(sorted((dead_replicas | busy) & set(queued))))
+        self.deletion = TopicDeletionManager(self, self.config["delete.topic.enable"], queued, dead_replicas | busy)
 
     # ---- reading ZooKeeper --------------------------------------------------------------------------------
 
@@ -280,25 +451,38 @@ class KafkaController(SessionListener):
         return brokers
 
     def _load_topic(self, topic: str) -> list[TopicPartition]:
-        """Read a topic's assignment and config into the context; returns its partitions."""
-        data, _ = self.zk.get(paths.topic_path(topic))
-        if data is None:
+        """Read (and watch) a topic's assignment, and read its config, into the context; returns its partitions."""
+        data, _ = self.zk.subscribe_data_changes(paths.topic_path(topic), self._on_topic_data)
+        self.context.all_topics.add(topic)
+        assignment = self._decode_assignment(topic, data)
+        if assignment is None:
             return []
-        try:
-            assignment = TopicAssignment.decode(data, paths.topic_path(topic))
-        except ZnodeFormatError as e:
-            self.log.error("Ignoring topic %s: %s", topic, e)
-            return []
-        config, _ = self.zk.get(paths.topic_config_path(topic))
-        try:
-            self.context.topic_configs[topic] = TopicConfig.decode(config).config if config else {}
-        except ZnodeFormatError:
-            self.context.topic_configs[topic] = {}
+        self._load_topic_config(topic)
         partitions = []
         for partition, replicas in assignment.partitions.items():
             self.context.assignments[(topic, partition)] = replicas
             partitions.append((topic, partition))
         return sorted(partitions)
+
+    def _decode_assignment(self, topic: str, data: bytes | None) -> TopicAssignment | None:
+        if data is None:
+            return None
+        try:
+            return TopicAssignment.decode(data, paths.topic_path(topic))
+        except ZnodeFormatError as e:
+            self.log.error("Ignoring topic %s: %s", topic, e)
+            return None
+
+    def _load_topic_config(self, topic: str) -> None:
+        config, _ = self.zk.get(paths.topic_config_path(topic))
+        try:
+            self.context.topic_configs[topic] = TopicConfig.decode(config).config if config else {}
+        except ZnodeFormatError as e:
+            self.log.error("Ignoring unreadable config of topic %s: %s", topic, e)
+            self.context.topic_configs[topic] = {}
+
+    def stop_watching_topic(self, topic: str) -> None:
+        self.zk.unsubscribe(paths.topic_path(topic), self._on_topic_data)
 
     def read_leadership(self, tp: TopicPartition) -> LeaderIsrAndZkVersion | None:
         path = paths.partition_state_path(*tp)
@@ -307,28 +491,35 @@ class KafkaController(SessionListener):
             return None
         return decode_leadership(data, stat.version, path)
 
+    def _read_preferred_election(self, data: bytes | None) -> set[TopicPartition]:
+        if data is None:
+            return set()
+        try:
+            return set(decode_preferred_election(data))
+        except ZnodeFormatError as e:
+            self.log.error("Ignoring unreadable %s and deleting it: %s", paths.PREFERRED_REPLICA_ELECTION, e)
+            self.writer.delete(paths.PREFERRED_REPLICA_ELECTION)
+            return set()
+
     def unclean_election_enabled(self, topic: str) -> bool:
         override = self.context.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
         return _parse_bool(override) if override is not None else self.config["unclean.leader.election.enable"]
 
     # ---- requests to brokers ------------------------------------------------------------------------------
 
-    def _replicas_online(self, broker_ids: set[int]) -> None:
-        """Replicas on these brokers -> Online: each hears its partition's leadership (LeaderAndIsr)."""
-        for tp, replicas in sorted(self.context.assignments.items()):
-            targets = [b for b in replicas if b in broker_ids]
-            leadership = self.context.leadership.get(tp)
-            if targets and leadership is not None and leadership.leader >= 0:
-                self.batch.add_leader_and_isr(targets, tp, leadership, replicas)
+    def _replicas_on(self, broker_ids: set[int]) -> list[tuple[str, int, int]]:
+        return [(t, p, r) for (t, p), replicas in self.context.assignments.items() for r in replicas
+                if r in broker_ids]
 
-    def _update_metadata(self, broker_ids: set[int]) -> None:
-        partitions = {tp: (state, self.context.assignments[tp]) for tp, state in self.context.leadership.items()
-                      if tp in self.context.assignments}
-        self.batch.add_update_metadata(broker_ids, partitions)
+    def _update_metadata(self, broker_ids: set[int], partitions: Iterable[TopicPartition] | None = None) -> None:
+        ctx = self.context
+        wanted = ctx.leadership if partitions is None else partitions
+        self.batch.add_update_metadata(broker_ids, {tp: (ctx.leadership[tp], ctx.assignments[tp]) for tp in wanted
+                                                    if tp in ctx.leadership and tp in ctx.assignments})
 
     # ---- broker starts and failures -----------------------------------------------------------------------
 
-    def _on_broker_change(self) -> None:
+    def _on_broker_change(self, event: BrokerChange) -> None:
         """BrokerChangeListener: diff the live set, then onBrokerStartup / onBrokerFailure."""
         current = self._read_live_brokers()
         known = self.context.live_brokers
@@ -350,69 +541,60 @@ class KafkaController(SessionListener):
             self._on_broker_failure(dead_ids)
 
     def _on_broker_startup(self, new_ids: set[int]) -> None:
+        ctx = self.context
         for broker_id in sorted(new_ids):
             self.log.info("Broker %d started", broker_id)
             self.state_change_log.info("Controller %d epoch %d handled the startup of broker %d",
-                                       self.broker_id, self.context.epoch, broker_id)
+                                       self.broker_id, ctx.epoch, broker_id)
         self._update_metadata(new_ids)
-        self._replicas_online(new_ids)
+        replicas = self._replicas_on(new_ids)
+        self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE)
         self.partition_state_machine.trigger_online_partition_state_change()
+        for tp, rar in sorted(ctx.partitions_being_reassigned.items()):
+            if new_ids & set(rar):
+                self.reassigner.reassign(tp)
+        deleting = {t for t, _, _ in replicas if self.deletion.is_queued(t)}
+        if deleting:
+            self.log.info("Some replicas for topics scheduled for deletion %s are on the newly restarted brokers %s. "
+                          "Signaling restart of topic deletion for these topics", ",".join(sorted(deleting)),
+                          _ids(new_ids))
+            self.deletion.resume(deleting)
 
     def _on_broker_failure(self, dead_ids: set[int]) -> None:
+        ctx = self.context
         for broker_id in sorted(dead_ids):
             self.log.info("Broker %d failed", broker_id)
             self.state_change_log.info("Controller %d epoch %d handled the failure of broker %d",
-                                       self.broker_id, self.context.epoch, broker_id)
-        led = [tp for tp, s in self.context.leadership.items() if s.leader in dead_ids]
+                                       self.broker_id, ctx.epoch, broker_id)
+        was_shutting_down = dead_ids & ctx.shutting_down_broker_ids
+        if was_shutting_down:
+            ctx.shutting_down_broker_ids -= was_shutting_down
+            self.log.info("Removed %s from list of shutting down brokers.", _ids(was_shutting_down))
+        led = [tp for tp, s in ctx.leadership.items() if s.leader in dead_ids and not self.deletion.is_queued(tp[0])]
         if led:
             self.log.info("Electing leaders for %d partitions led by failed brokers %s", len(led), _ids(dead_ids))
         psm = self.partition_state_machine
         psm.handle_state_changes(led, PartitionState.OFFLINE)
         psm.trigger_online_partition_state_change()
-        for tp, replicas in sorted(self.context.assignments.items()):
-            for broker_id in dead_ids & set(replicas):
-                self._remove_replica_from_isr(tp, broker_id)
-
-    def _remove_replica_from_isr(self, tp: TopicPartition, broker_id: int) -> None:
-        """ReplicaStateMachine's OfflineReplica: drop a dead replica from the ISR (leader -1 if it led), with
-        leader_epoch + 1; 0.8.2 keeps the last ISR member when unclean election is disabled, so that the
-        partition waits for it."""
-        for _ in range(3):
-            current = self.read_leadership(tp)
-            if current is None or broker_id not in current.isr:
-                return
-            isr = tuple(r for r in current.isr if r != broker_id)
-            if not isr and not self.unclean_election_enabled(tp[0]):
-                isr = current.isr
-            leader = -1 if current.leader == broker_id else current.leader
-            state = LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr, self.context.epoch,
-                                          current.zk_version)
-            new_version = self.writer.set(paths.partition_state_path(*tp), encode_leadership(state),
-                                          current.zk_version)
-            if new_version is None:
-                continue
-            state = LeaderIsrAndZkVersion(leader, state.leader_epoch, isr, state.controller_epoch, new_version)
-            self.context.leadership[tp] = state
-            replicas = self.context.assignments[tp]
-            live = [r for r in replicas if r in self.context.live_brokers]
-            self.batch.add_leader_and_isr(live, tp, state, replicas)
-            self.state_change_log.info("Controller %d epoch %d removed broker %d from the ISR of [%s,%d]: leader %d, "
-                                       "ISR %s", self.broker_id, self.context.epoch, broker_id, *tp, leader, _ids(isr))
-            return
+        replicas = self._replicas_on(dead_ids)
+        self.replica_state_machine.handle_state_changes(
+            [r for r in replicas if not self.deletion.is_queued(r[0])], ReplicaState.OFFLINE)
+        self.deletion.fail_replica_deletion([r for r in replicas if self.deletion.is_queued(r[0])])
 
     # ---- topics -------------------------------------------------------------------------------------------
 
-    def _on_topic_change(self) -> None:
+    def _on_topic_change(self, event: TopicChange) -> None:
         """TopicChangeListener: new topics go NEW -> ONLINE (onNewTopicCreation)."""
+        ctx = self.context
         topics = set(self.zk.get_children(paths.BROKER_TOPICS))
-        new_topics = topics - self.context.topics
-        gone = self.context.topics - topics
+        new_topics = topics - ctx.all_topics
+        gone = ctx.all_topics - topics
         for topic in gone:
-            for tp in self.context.partitions_of(topic):
-                self.context.assignments.pop(tp, None)
-                self.context.leadership.pop(tp, None)
+            self.stop_watching_topic(topic)
+            for tp in ctx.partitions_of(topic):
                 self.partition_state_machine.remove(tp)
-            self.context.topic_configs.pop(topic, None)
+            self.replica_state_machine.forget_topic(topic)
+            ctx.remove_topic(topic)
         if not new_topics:
             return
         self.log.info("New topics: [Set(%s)], deleted topics: [Set(%s)]", ", ".join(sorted(new_topics)),
@@ -420,6 +602,189 @@ class KafkaController(SessionListener):
         new_partitions = []
         for topic in sorted(new_topics):
             new_partitions += self._load_topic(topic)
+        self._on_new_partition_creation(new_partitions)
+
+    def _on_topic_data_change(self, event: TopicDataChange) -> None:
+        """AddPartitionsListener: partitions in the topic's assignment that the controller does not know yet."""
+        topic, ctx = event.topic, self.context
+        if topic not in ctx.all_topics:
+            return
+        data, _ = self.zk.get(paths.topic_path(topic))
+        assignment = self._decode_assignment(topic, data)
+        if assignment is None:
+            return
+        added = {(topic, p): r for p, r in assignment.partitions.items() if (topic, p) not in ctx.assignments}
+        if not added:
+            return
+        if self.deletion.is_queued(topic):
+            self.log.error("Skipping adding partitions %s for topic %s since it is currently being deleted",
+                           _ids(p for _, p in added), topic)
+            return
+        self.log.info("New partitions to be added %s", _tps(added))
+        if topic not in ctx.topic_configs:
+            self._load_topic_config(topic)
+        ctx.assignments.update(added)
+        self._on_new_partition_creation(sorted(added))
+
+    def _on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
+        """onNewPartitionCreation: partitions NEW, replicas NEW, partitions ONLINE, replicas ONLINE."""
+        if not partitions:
+            return
+        psm, rsm = self.partition_state_machine, self.replica_state_machine
+        replicas = [(*tp, r) for tp in partitions for r in self.context.assignments[tp]]
+        psm.handle_state_changes(partitions, PartitionState.NEW)
+        rsm.handle_state_changes(replicas, ReplicaState.NEW)
+        psm.handle_state_changes(partitions, PartitionState.ONLINE)
+        rsm.handle_state_changes(replicas, ReplicaState.ONLINE)
+
+    def _on_topic_config_change(self, event: TopicConfigChange) -> None:
+        """Reload the overrides of topics named in config change notifications newer than the last one seen."""
+        for child in self.zk.get_children(paths.CONFIG_CHANGES):
+            seq = _change_seq(child)
+            if seq <= self._last_config_change:
+                continue
+            self._last_config_change = seq
+            data, _ = self.zk.get(f"{paths.CONFIG_CHANGES}/{child}")
+            try:
+                topic = decode_config_change(data)
+            except ZnodeFormatError as e:
+                self.log.warning("Ignoring unreadable config change %s: %s", child, e)
+                continue
+            if topic in self.context.all_topics:
+                self._load_topic_config(topic)
+                self.log.info("Reloaded the configuration overrides of topic %s", topic)
+
+    # ---- topic deletion (deletion.py does the work) ---------------------------------------------------------
+
+    def _on_delete_topics_change(self, event: DeleteTopicsChange) -> None:
+        """DeleteTopicsListener."""
+        ctx = self.context
+        requested = set(self.zk.get_children(paths.DELETE_TOPICS))
+        unknown = requested - ctx.all_topics
+        if unknown:
+            self.log.warning("Ignoring request to delete non-existing topics %s", ",".join(sorted(unknown)))
+            for topic in sorted(unknown):
+                self.writer.delete(paths.delete_topic_path(topic))
+        topics = (requested - unknown) - self.deletion.topics_to_be_deleted
+        if not topics:
+            return
+        self.log.info("Starting topic deletion for topics %s", ",".join(sorted(topics)))
+        self.deletion.enqueue(topics)
+        busy = ({t for t, _ in ctx.partitions_undergoing_preferred_election}
+                | {t for t, _ in ctx.partitions_being_reassigned})
+        self.deletion.mark_ineligible(topics & busy)
+
+    def _on_stop_replica_answer(self, event: StopReplicaAnswer) -> None:
+        if event.epoch != self.context.epoch:
+            return  # an answer to a previous controller incarnation's request
+        self.deletion.on_stop_replica_response(event.broker_id, list(event.partitions), event.response)
+
+    # ---- reassignment (reassignment.py does the work) -------------------------------------------------------
+
+    def _on_reassign_partitions_change(self, event: ReassignPartitionsChange) -> None:
+        data, _ = self.zk.get(paths.REASSIGN_PARTITIONS)
+        self.reassigner.on_reassign_partitions_changed(data)
+
+    # ---- preferred replica election and the leader rebalance ------------------------------------------------
+
+    def _on_preferred_replica_election_change(self, event: PreferredReplicaElectionChange) -> None:
+        """PreferredReplicaElectionListener."""
+        data, _ = self.zk.get(paths.PREFERRED_REPLICA_ELECTION)
+        if data is None:
+            return
+        requested = self._read_preferred_election(data)
+        ctx = self.context
+        if ctx.partitions_undergoing_preferred_election:
+            self.log.info("These partitions are already undergoing preferred replica election: %s",
+                          _tps(ctx.partitions_undergoing_preferred_election))
+        partitions = requested - ctx.partitions_undergoing_preferred_election
+        deleting = {tp for tp in partitions if self.deletion.is_queued(tp[0])}
+        if deleting:
+            self.log.error("Skipping preferred replica election for partitions %s since the respective topics are "
+                           "being deleted", _tps(deleting))
+        self._on_preferred_replica_election(partitions - deleting)
+
+    def _on_preferred_replica_election(self, partitions: set[TopicPartition], auto: bool = False) -> None:
+        """onPreferredReplicaElection: move leadership to each partition's preferred replica (AR head); the
+        admin node is deleted afterwards unless the auto-rebalance asked."""
+        ctx = self.context
+        unknown = {tp for tp in partitions if tp not in ctx.assignments}
+        if unknown:
+            self.log.warning("Skipping preferred replica leader election for partitions %s: they do not exist",
+                             _tps(unknown))
+        partitions = partitions - unknown
+        self.log.info("Starting preferred replica leader election for partitions %s", _tps(partitions))
+        topics = {t for t, _ in partitions}
+        ctx.partitions_undergoing_preferred_election |= partitions
+        self.deletion.mark_ineligible(topics)
+        try:
+            psm = self.partition_state_machine
+            psm.handle_state_changes(partitions, PartitionState.ONLINE, psm.preferred_selector)
+        finally:
+            for tp in sorted(partitions):
+                leader = ctx.leadership[tp].leader if tp in ctx.leadership else -1
+                if leader == ctx.assignments[tp][0]:
+                    self.log.info("Partition [%s,%d] completed preferred replica leader election. New leader is %d",
+                                  *tp, leader)
+                else:
+                    self.log.warning("Partition [%s,%d] failed to complete preferred replica leader election. Leader "
+                                     "is %d", *tp, leader)
+            if not auto:
+                self.writer.delete(paths.PREFERRED_REPLICA_ELECTION)
+            ctx.partitions_undergoing_preferred_election -= partitions
+            self.deletion.resume(topics)
+
+    def _check_and_trigger_partition_rebalance(self, event: AutoLeaderRebalance) -> None:
+        """checkAndTriggerPartitionRebalance: a broker whose share of partitions led by others exceeds
+        leader.imbalance.per.broker.percentage gets its preferred leaderships back, while nothing else (a
+        reassignment, a preferred election) is going on."""
+        ctx = self.context
+        if ctx.partitions_being_reassigned or ctx.partitions_undergoing_preferred_election:
+            return
+        assignments = {tp: r for tp, r in ctx.assignments.items() if not self.deletion.is_queued(tp[0])}
+        leaders = {tp: s.leader for tp, s in ctx.leadership.items()}
+        moves = partitions_to_rebalance(assignments, leaders, self.config["leader.imbalance.per.broker.percentage"])
+        partitions = {tp for broker, tps in moves.items() if broker in ctx.live_broker_ids for tp in tps}
+        if partitions:
+            self.log.info("Leader imbalance found for brokers %s; moving leadership of %s back to the preferred "
+                          "replicas", _ids(b for b in moves if b in ctx.live_broker_ids), _tps(partitions))
+            self._on_preferred_replica_election(partitions, auto=True)
+
+    # ---- controlled shutdown --------------------------------------------------------------------------------
+
+    def _on_controlled_shutdown(self, event: ControlledShutdown) -> list[TopicPartition] | None:
+        """shutdownBroker: move every leadership of the broker's replicated partitions to another ISR member
+        (controlled shutdown selector) and take it out of the other ISRs; answer with what it still leads."""
+        ctx = self.context
+        broker_id = event.broker_id
+        self.log.info("Shutting down broker %d", broker_id)
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            self.log.info("Broker id %d does not exist.", broker_id)
+            event.answer(ErrorCode.BROKER_NOT_AVAILABLE)
+            return None
+        ctx.shutting_down_broker_ids.add(broker_id)
+        self.log.debug("All shutting down brokers: %s", _ids(ctx.shutting_down_broker_ids))
+        self.log.debug("Live brokers: %s", _ids(ctx.live_broker_ids))
+        replicated = [tp for tp in ctx.partitions_on_broker(broker_id)
+                      if len(ctx.assignments[tp]) > 1 and tp in ctx.leadership]
+        led = [tp for tp in replicated if ctx.leadership[tp].leader == broker_id]
+        followed = [(*tp, broker_id) for tp in replicated if ctx.leadership[tp].leader != broker_id]
         psm = self.partition_state_machine
-        psm.handle_state_changes(new_partitions, PartitionState.NEW)
-        psm.handle_state_changes(new_partitions, PartitionState.ONLINE)
+        psm.handle_state_changes(led, PartitionState.ONLINE, psm.controlled_shutdown_selector)
+        self.replica_state_machine.handle_state_changes(followed, ReplicaState.OFFLINE)
+        remaining = [tp for tp, s in ctx.leadership.items()
+                     if s.leader == broker_id and len(ctx.assignments.get(tp, ())) > 1]
+        self.log.info("Controlled shutdown of broker %d: moved leadership of %d partitions, %d remaining", broker_id,
+                      len(led) - len(remaining), len(remaining))
+        return remaining
+
+    def stop_replica_callback(self):
+        """The StopReplica callback of this controller incarnation (answers of an older one are ignored)."""
+        return functools.partial(self.on_stop_replica_answer, self.context.epoch)
+
+
+def _change_seq(child: str) -> int:
+    try:
+        return int(child[len(paths.CONFIG_CHANGE_PREFIX):])
+    except ValueError:
+        return -1

@@ -3,12 +3,23 @@
 Every write is a ZooKeeper multi() that first checks `/controller_epoch` still has the zkVersion this
 controller wrote when it took over. A controller that has been replaced (a zombie resumed after a pause)
 therefore cannot change anything: its transaction fails as a whole. This goes beyond 0.8.2, which fenced
-only the `state` writes, by their zkVersion; Kafka 2.1 made it the rule (KAFKA-6082).
+only the `state` writes, by their zkVersion, and wrote `/brokers/topics/<t>`, `/admin/*` and the deletion
+removals unfenced; Kafka 2.1 made the fence the rule (KAFKA-6082).
 """
 
 from __future__ import annotations
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+import functools
+from collections.abc import Iterable
+
+from kazoo.exceptions import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 
 from controller.election import ControllerMovedError
 from zkbroker.zk import paths
@@ -25,23 +36,32 @@ class FencedWriter:
         tx.check(paths.CONTROLLER_EPOCH, self.epoch_zk_version)
         build(tx)
         results = tx.commit()
-        if isinstance(results[0], Exception):
+        # A failed multi() reports the operations before the failing one as rolled back: only an error of the
+        # check itself means the epoch moved.
+        if isinstance(results[0], Exception) and not _rolled_back(results[0]):
             raise ControllerMovedError(
                 "Controller epoch changed under this controller (another controller took over); "
                 "it must not write") from results[0]
         return results[1:]
 
-    def create(self, path: str, data: bytes) -> int:
-        """Create a persistent node (parents must exist); returns its zkVersion (0). NodeExistsError if present."""
-        (result,) = self._commit(lambda tx: tx.create(path, data))
-        if isinstance(result, NodeExistsError):
-            raise result
-        if isinstance(result, Exception):
-            raise result
+    def create(self, path: str, data: bytes, parents: Iterable[str] = ()) -> int:
+        """Create a persistent node, after the given missing parents (created empty, in the same transaction);
+        returns its zkVersion (0). NodeExistsError if it is there already."""
+        parents = list(parents)
+
+        def build(tx) -> None:
+            for parent in parents:
+                tx.create(parent, b"")
+            tx.create(path, data)
+        results = self._commit(build)
+        for result in results:
+            if isinstance(result, Exception) and not _rolled_back(result):
+                raise result
         return 0
 
     def set(self, path: str, data: bytes, expected_version: int) -> int | None:
-        """Set a node if its zkVersion is still `expected_version`; the new zkVersion, or None on a mismatch."""
+        """Set a node if its zkVersion is still `expected_version` (-1: any); the new zkVersion, or None on a
+        mismatch or when the node is gone."""
         (result,) = self._commit(lambda tx: tx.set_data(path, data, expected_version))
         if isinstance(result, (BadVersionError, NoNodeError)):
             return None
@@ -49,7 +69,59 @@ class FencedWriter:
             raise result
         return result.version
 
+    def upsert(self, path: str, data: bytes) -> None:
+        """Set a node whatever its version, creating it when missing (its parent must exist)."""
+        if self.set(path, data, -1) is None:
+            try:
+                self.create(path, data)
+            except NodeExistsError:
+                self.set(path, data, -1)
+
     def delete(self, path: str) -> None:
+        """Delete a node (without children); a missing node is fine."""
         (result,) = self._commit(lambda tx: tx.delete(path))
         if isinstance(result, Exception) and not isinstance(result, NoNodeError):
             raise result
+
+    def delete_recursive(self, roots: Iterable[str]) -> None:
+        """Delete each root with everything under it, all in one transaction (a missing root is fine).
+
+        The trees are read first; if one changed in between (a node appeared or vanished), read and try again.
+        """
+        roots = list(roots)
+        for _ in range(5):
+            doomed: list[str] = []
+            for root in roots:
+                doomed += _post_order(self.zk, root)
+            if not doomed:
+                return
+            results = self._commit(functools.partial(_delete_all, doomed))
+            failures = [r for r in results if isinstance(r, Exception) and not _rolled_back(r)]
+            if not failures:
+                return
+            if not all(isinstance(r, (NoNodeError, NotEmptyError)) for r in failures):
+                raise failures[0]
+        raise RuntimeError(f"Could not delete {', '.join(roots)}: they kept changing")
+
+
+def _delete_all(doomed: list[str], tx) -> None:
+    for path in doomed:
+        tx.delete(path)
+
+
+def _rolled_back(result: Exception) -> bool:
+    """The operations of a failed multi() other than the failing one: undone (RolledBackError) or not tried
+    (RuntimeInconsistency)."""
+    return isinstance(result, (RolledBackError, RuntimeInconsistency))
+
+
+def _post_order(zk: ZkClient, root: str) -> list[str]:
+    """`root` and its descendants, children before parents ([] if root is missing)."""
+    _, stat = zk.get(root)
+    if stat is None:
+        return []
+    out: list[str] = []
+    for child in zk.get_children(root):
+        out += _post_order(zk, f"{root}/{child}")
+    out.append(root)
+    return out

@@ -1,8 +1,14 @@
-"""Topic administration in ZooKeeper (Kafka 0.8.2's AdminUtils): replica assignment and topic creation.
+"""Topic administration in ZooKeeper (Kafka 0.8.2's AdminUtils): replica assignment, topic creation, more
+partitions, config overrides and the deletion mark.
 
-Used by the broker's auto-creation and by `zkbroker topics`. Creating a topic is only writing znodes:
-`/config/topics/<t>` first, then `/brokers/topics/<t>` (0.8.2's order, without atomicity); the controller
-watches `/brokers/topics` and does the rest.
+Used by the broker's auto-creation and by `zkbroker topics`. All of it is only writing znodes; the
+controller watches them and does the rest:
+- creating a topic writes `/config/topics/<t>` first, then `/brokers/topics/<t>` (0.8.2's order, without
+  atomicity);
+- adding partitions rewrites `/brokers/topics/<t>` with the new partitions appended (conditionally on the
+  version read, which 0.8.2 did not do);
+- changing overrides rewrites `/config/topics/<t>` and announces it under `/config/changes`;
+- deleting only creates `/admin/delete_topics/<t>`.
 """
 
 from __future__ import annotations
@@ -10,14 +16,18 @@ from __future__ import annotations
 import random
 import re
 
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import BadVersionError, NodeExistsError
 
+from zkbroker.config import validate_topic_config
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import TopicAssignment, TopicConfig
+from zkbroker.zk.znodes import TopicAssignment, TopicConfig, ZnodeFormatError, encode_config_change
 
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 255
+OFFSETS_TOPIC = "__consumer_offsets"
+
+Assignment = dict[int, tuple[int, ...]]
 
 
 class AdminError(ValueError):
@@ -43,12 +53,13 @@ def validate_topic_name(topic: str) -> None:
 
 def assign_replicas_to_brokers(brokers: list[int], partitions: int, replication_factor: int,
                                fixed_start_index: int = -1, start_partition_id: int = -1,
-                               rng: random.Random | None = None) -> dict[int, tuple[int, ...]]:
+                               rng: random.Random | None = None) -> Assignment:
     """0.8.2's assignReplicasToBrokers: spread leaders round-robin from a random start, and followers at a
     random shift, so replicas of consecutive partitions land on different brokers.
 
-    With fixed_start_index=0 and no shift this is the classic rule "partition i on broker i mod n,
-    replica j on (i + j) mod n".
+    `brokers` is used in the order given (creation passes the sorted registered brokers; the reassignment
+    tool the user's list). With fixed_start_index=0 and no shift this is the classic rule "partition i on
+    broker i mod n, replica j on (i + j) mod n".
     """
     if partitions <= 0:
         raise AdminError("number of partitions must be larger than 0")
@@ -57,12 +68,11 @@ def assign_replicas_to_brokers(brokers: list[int], partitions: int, replication_
     n = len(brokers)
     if replication_factor > n:
         raise AdminError(f"replication factor: {replication_factor} larger than available brokers: {n}")
-    brokers = sorted(brokers)
     rng = rng or random.Random()
     start = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
     shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
     partition_id = max(start_partition_id, 0)
-    out: dict[int, tuple[int, ...]] = {}
+    out: Assignment = {}
     for _ in range(partitions):
         if partition_id > 0 and partition_id % n == 0:
             shift += 1
@@ -75,12 +85,65 @@ def assign_replicas_to_brokers(brokers: list[int], partitions: int, replication_
     return out
 
 
+def parse_replica_assignment(text: str, first_partition: int = 0) -> Assignment:
+    """`--replica-assignment 1:2,2:3`: partitions (from `first_partition`) separated by commas, each a
+    colon-separated list of broker ids, preferred replica first (TopicCommand.parseReplicaAssignment)."""
+    out: Assignment = {}
+    for i, entry in enumerate(text.split(",")):
+        partition = first_partition + i
+        ids = [s.strip() for s in entry.split(":")]
+        if ids == [""]:
+            raise AdminError(f"Invalid replica assignment \"{text}\": partition {partition} has no replicas")
+        for s in ids:
+            if not s.isdigit():
+                raise AdminError(f"Invalid replica assignment \"{text}\": \"{s}\" is not a broker id")
+        replicas = tuple(int(s) for s in ids)
+        duplicates = sorted({r for r in replicas if replicas.count(r) > 1})
+        if duplicates:
+            raise AdminError("Partition replica lists may not contain duplicate entries: "
+                             + ",".join(map(str, duplicates)))
+        out[partition] = replicas
+        if len(replicas) != len(out[first_partition]):
+            raise AdminError(f"Partition {partition} has different replication factor: {','.join(ids)}")
+    return out
+
+
 def live_broker_ids(zk: ZkClient) -> list[int]:
+    """The registered brokers, sorted (ZkUtils.getSortedBrokerList)."""
     return sorted(int(c) for c in zk.get_children(paths.BROKER_IDS) if c.isdigit())
 
 
+def all_topics(zk: ZkClient) -> list[str]:
+    return zk.get_children(paths.BROKER_TOPICS)
+
+
+def topic_exists(zk: ZkClient, topic: str) -> bool:
+    return zk.get(paths.topic_path(topic))[1] is not None
+
+
+def read_assignment(zk: ZkClient, topic: str) -> Assignment | None:
+    """The topic's partition -> replicas, or None when the topic does not exist."""
+    data, stat = zk.get(paths.topic_path(topic))
+    if stat is None:
+        return None
+    try:
+        return TopicAssignment.decode(data, paths.topic_path(topic)).partitions
+    except ZnodeFormatError as e:
+        raise AdminError(str(e)) from e
+
+
+def fetch_topic_config(zk: ZkClient, topic: str) -> dict[str, str]:
+    data, _ = zk.get(paths.topic_config_path(topic))
+    if not data:
+        return {}
+    try:
+        return TopicConfig.decode(data, paths.topic_config_path(topic)).config
+    except ZnodeFormatError as e:
+        raise AdminError(str(e)) from e
+
+
 def create_topic(zk: ZkClient, topic: str, partitions: int, replication_factor: int,
-                 config: dict[str, str] | None = None) -> dict[int, tuple[int, ...]]:
+                 config: dict[str, str] | None = None) -> Assignment:
     """AdminUtils.createTopic: assign replicas over the live brokers, write the config, then the topic."""
     validate_topic_name(topic)
     assignment = assign_replicas_to_brokers(live_broker_ids(zk), partitions, replication_factor)
@@ -88,7 +151,14 @@ def create_topic(zk: ZkClient, topic: str, partitions: int, replication_factor: 
     return assignment
 
 
-def write_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]], config: dict[str, str]) -> None:
+def write_topic(zk: ZkClient, topic: str, assignment: Assignment, config: dict[str, str]) -> None:
+    """createOrUpdateTopicPartitionAssignmentPathInZK for a new topic (also with a manual assignment)."""
+    validate_topic_name(topic)
+    validate_topic_config(config)
+    if len({len(r) for r in assignment.values()}) != 1:
+        raise AdminError("All partitions should have the same number of replicas.")
+    if any(len(set(r)) != len(r) for r in assignment.values()):
+        raise AdminError(f"Duplicate replica assignment found: {_format_assignment(assignment)}")
     if zk.kazoo.exists(paths.topic_path(topic)) is not None:
         raise TopicExistsError(f"Topic \"{topic}\" already exists.")
     zk.create_or_set(paths.topic_config_path(topic), TopicConfig(config).encode())
@@ -96,3 +166,71 @@ def write_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]]
         zk.kazoo.create(paths.topic_path(topic), TopicAssignment(assignment).encode(), makepath=True)
     except NodeExistsError:
         raise TopicExistsError(f"Topic \"{topic}\" already exists.") from None
+
+
+def add_partitions(zk: ZkClient, topic: str, num_partitions: int, replica_assignment: str | None = None) -> Assignment:
+    """AdminUtils.addPartitions: only an increase; new partitions assigned as 0.8.2 does (start index = the
+    head of partition 0's replicas, a broker id used as an index) or manually. Returns the added partitions.
+
+    A manual assignment lists either the new partitions only or, as 0.8.2 read it, every partition (the
+    existing ones are then skipped).
+    """
+    data, stat = zk.get(paths.topic_path(topic))
+    if stat is None:
+        raise AdminError(f"The topic {topic} does not exist")
+    try:
+        existing = TopicAssignment.decode(data, paths.topic_path(topic)).partitions
+    except ZnodeFormatError as e:
+        raise AdminError(str(e)) from e
+    to_add = num_partitions - len(existing)
+    if to_add <= 0:
+        raise AdminError("The number of partitions for a topic can only be increased")
+    replication_factor = len(existing[min(existing)])
+    brokers = live_broker_ids(zk)
+    if replica_assignment:
+        entries = replica_assignment.split(",")
+        if len(entries) == num_partitions:
+            entries = entries[len(existing):]
+        elif len(entries) != to_add:
+            raise AdminError(f"The replica assignment lists {len(entries)} partitions; it must list the {to_add} new "
+                             f"ones or all {num_partitions}")
+        added = parse_replica_assignment(",".join(entries), first_partition=len(existing))
+        for replicas in added.values():
+            if not set(replicas) <= set(brokers):
+                raise AdminError(f"some specified brokers not available. specified brokers: "
+                                 f"{','.join(map(str, replicas))} available brokers: {','.join(map(str, brokers))}")
+    else:
+        added = assign_replicas_to_brokers(brokers, to_add, replication_factor,
+                                           fixed_start_index=existing[min(existing)][0],
+                                           start_partition_id=len(existing))
+    if any(len(r) != replication_factor for r in added.values()):
+        raise AdminError("The replication factor in manual replication assignment is not equal to the existing "
+                         f"replication factor for the topic {replication_factor}")
+    try:
+        zk.kazoo.set(paths.topic_path(topic), TopicAssignment({**existing, **added}).encode(), version=stat.version)
+    except BadVersionError:
+        raise AdminError(f"The assignment of topic {topic} changed meanwhile; try again") from None
+    return added
+
+
+def change_topic_config(zk: ZkClient, topic: str, config: dict[str, str]) -> None:
+    """AdminUtils.changeTopicConfig: write the topic's complete overrides, then a change notification."""
+    if not topic_exists(zk, topic):
+        raise AdminError(f"Topic \"{topic}\" does not exist.")
+    validate_topic_config(config)
+    zk.create_or_set(paths.topic_config_path(topic), TopicConfig(config).encode())
+    zk.kazoo.create(f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}", encode_config_change(topic),
+                    sequence=True, makepath=True)
+
+
+def mark_topic_for_deletion(zk: ZkClient, topic: str) -> bool:
+    """AdminUtils.deleteTopic: create /admin/delete_topics/<t>; False if it was marked already."""
+    try:
+        zk.kazoo.create(paths.delete_topic_path(topic), b"", makepath=True)
+    except NodeExistsError:
+        return False
+    return True
+
+
+def _format_assignment(assignment: Assignment) -> str:
+    return ",".join(f"{p}:{':'.join(map(str, r))}" for p, r in sorted(assignment.items()))

@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="size of the largest message (default 5242880)")
     dump_log.set_defaults(run=_dump_log)
 
+    from zkbroker.tools import preferred_replica_election, reassign_partitions, topics
+    topics.add_command(commands)
+    preferred_replica_election.add_command(commands)
+    reassign_partitions.add_command(commands)
+
     from zkbroker.lab.cli import add_lab_commands
     add_lab_commands(commands)
     return parser

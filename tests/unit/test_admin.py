@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from zkbroker.admin import AdminError, assign_replicas_to_brokers, validate_topic_name
+from zkbroker.admin import AdminError, assign_replicas_to_brokers, parse_replica_assignment, validate_topic_name
 
 
 def test_fixed_start_reproduces_the_source_comment_table():
@@ -40,3 +40,31 @@ def test_replication_factor_larger_than_brokers_is_refused():
 def test_illegal_topic_names(name):
     with pytest.raises(AdminError):
         validate_topic_name(name)
+
+
+def test_brokers_are_used_in_the_order_given():
+    # The reassignment tool passes the user's --broker-list as is; creation passes the sorted registered brokers.
+    assert assign_replicas_to_brokers([5, 3], 2, 1, fixed_start_index=0) == {0: (5,), 1: (3,)}
+
+
+def test_added_partitions_continue_from_the_existing_count_with_a_broker_id_as_start_index():
+    # addPartitions: fixed start = head of partition 0's replicas (broker 2 here), start partition = 3.
+    assert assign_replicas_to_brokers([1, 2, 3], 2, 2, fixed_start_index=2, start_partition_id=3) == {
+        3: (3, 2), 4: (1, 3)}
+
+
+def test_manual_replica_assignment_is_parsed_preferred_replica_first():
+    assert parse_replica_assignment("1:2, 2:3 ,3:1") == {0: (1, 2), 1: (2, 3), 2: (3, 1)}
+    assert parse_replica_assignment("4", first_partition=2) == {2: (4,)}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1:2,2", "Partition 1 has different replication factor: 2"),
+    ("1:1", "Partition replica lists may not contain duplicate entries: 1"),
+    ("1:a", '"a" is not a broker id'),
+    ("1:-2", '"-2" is not a broker id'),
+    ("1:2,,2:1", "partition 1 has no replicas"),
+])
+def test_bad_manual_replica_assignment_is_refused_with_a_reason(text, message):
+    with pytest.raises(AdminError, match=message):
+        parse_replica_assignment(text)

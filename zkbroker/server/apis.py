@@ -11,7 +11,7 @@ import asyncio
 import logging
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
@@ -35,6 +35,9 @@ from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import decode_offset, encode_offset
 
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
 log = logging.getLogger("zkbroker.server.KafkaApis")
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
@@ -44,7 +47,8 @@ LATEST, EARLIEST = -1, -2
 
 class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
-                 zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator) -> None:
+                 zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
+                 controller: KafkaController | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -52,6 +56,7 @@ class KafkaApis:
         self.zk = zk
         self.bridge = bridge
         self.topic_creator = topic_creator
+        self.controller = controller
         self._handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -63,6 +68,7 @@ class KafkaApis:
             ApiKey.OFFSET_COMMIT: self.handle_offset_commit,
             ApiKey.OFFSET_FETCH: self.handle_offset_fetch,
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
         }
         leader_epoch = config["replication.truncation"] == "leader-epoch"
@@ -116,6 +122,15 @@ class KafkaApis:
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
         pending = list(waits)
         while True:
+            for row, partition, _ in pending:
+                # Leadership moved while we waited: answer at once, so the client can go elsewhere. 0.8.2's
+                # DelayedProduce answered NOT_LEADER_FOR_PARTITION, which clients read as "not written" and
+                # resend — but the records are in our log and may survive on the new leader (a duplicate).
+                # REQUEST_TIMED_OUT says what is true: written, outcome unknown.
+                if not partition.is_leader or self.replica_manager.partitions.get(
+                        (partition.topic, partition.partition)) is not partition:
+                    row["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+            pending = [w for w in pending if w[0]["error_code"] == ErrorCode.NONE]
             done = [w for w in pending if w[1].high_watermark >= w[2]]
             pending = [w for w in pending if w[1].high_watermark < w[2]]
             for row, partition, _ in done:
@@ -252,6 +267,25 @@ class KafkaApis:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return await self.topic_creator.create(topic)
 
+    # ---- broker -> controller ------------------------------------------------------------------------------
+
+    async def handle_controlled_shutdown(self, header: RequestHeader, request: Any) -> bytes:
+        """ControlledShutdown: the controller moves the broker's leaderships away, then we answer with the
+        partitions it still leads. A broker that is not the controller answers UNKNOWN (0.8.2's
+        ControllerMovedException); the asking broker then retries, reading /controller again."""
+        if self.controller is None or not self.controller.is_active():
+            error, remaining = ErrorCode.UNKNOWN, []
+        else:
+            future = asyncio.get_running_loop().create_future()
+
+            def reply(error_code: int, partitions: list) -> None:  # the controller's event thread
+                self.bridge.call_soon(_resolve, future, (error_code, partitions))
+
+            self.controller.shutdown_broker(request.broker_id, reply)
+            error, remaining = await future
+        return encode_response(header, {"error_code": error, "partitions_remaining": [
+            {"topic": topic, "partition": partition} for topic, partition in remaining]})
+
     # ---- controller -> broker ------------------------------------------------------------------------------
 
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
@@ -350,3 +384,8 @@ class KafkaApis:
         chosen = brokers[zlib.crc32(request.group_id.encode()) % len(brokers)]
         return encode_response(header, {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id,
                                         "host": chosen.host, "port": chosen.port})
+
+
+def _resolve(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -3,9 +3,11 @@
 startup: connect to ZooKeeper (creating the chroot) and create the common paths; open the logs (recovering
 them after a crash); bind the socket server; start the controller (its election) *before* registering,
 as 0.8.2 does; start the metadata cache; then register `/brokers/ids/<id>`.
-shutdown: stop accepting requests, release waiting requests, close the logs cleanly (flush, checkpoint,
-clean-shutdown marker), stop the controller, close the session (which removes our ephemeral nodes at once,
-so the cluster learns without waiting for a timeout).
+shutdown: first a controlled shutdown (`controlled.shutdown.enable`): ask the controller, with a
+ControlledShutdown request, to move our leaderships to other ISR members, retrying
+`controlled.shutdown.max.retries` times; then stop accepting requests, release waiting requests, close the
+logs cleanly (flush, checkpoint, clean-shutdown marker), stop the controller, close the session (which
+removes our ephemeral nodes at once, so the cluster learns without waiting for a timeout).
 
 The broker's threads: the asyncio loop (network, request handling, log appends and reads), kazoo's
 threads, the ZkClient event thread, the controller's event thread, and the default executor for blocking
@@ -17,11 +19,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable
 
 from controller.controller import KafkaController
+from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
 from zkbroker.log.manager import LogManager
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -31,9 +37,13 @@ from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration, TopicConfig, ZnodeFormatError
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
+
+
+class ControllerNotFound(Exception):
+    """No `/controller` node: nobody to ask for a controlled shutdown."""
 
 
 class KafkaServer:
@@ -51,6 +61,7 @@ class KafkaServer:
         self.replica_manager: ReplicaManager | None = None
         self.socket_server: SocketServer | None = None
         self._stopping = False
+        self._started = False
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 
@@ -68,7 +79,7 @@ class KafkaServer:
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.config, self.log_manager, self.zk, bridge)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
-                             TopicAutoCreator(self.config, self.zk))
+                             TopicAutoCreator(self.config, self.zk), self.controller)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"])
             await self.socket_server.start()
@@ -80,6 +91,7 @@ class KafkaServer:
         except BaseException:
             await self._shutdown()
             raise
+        self._started = True
         log.info("%sstarted", self.prefix)
         await self._stop.wait()
         await self._shutdown()
@@ -156,8 +168,73 @@ class KafkaServer:
         self.metadata_cache.startup()
         self.registrar.startup()
 
+    def _controlled_shutdown(self) -> None:
+        """0.8.2's KafkaServer.controlledShutdown (a blocking exchange, run off the loop while the server still
+        serves: the controller may be this very broker, and it sends us LeaderAndIsr meanwhile).
+
+        Each attempt reads `/controller`, connects to it (again, if it moved) and sends ControlledShutdown v1;
+        it succeeds when the answer lists no partition left. An I/O error or a non-empty answer is retried after
+        `controlled.shutdown.retry.backoff.ms`, up to `controlled.shutdown.max.retries` attempts (without the
+        pointless pause after the last one, which 0.8.2 took). No controller, or one that cannot be reached,
+        ends it at once, as in 0.8.2; the broker then shuts down uncleanly (others elect after our session)."""
+        retries = self.config["controlled.shutdown.max.retries"]
+        backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000.0
+        timeout_s = self.config["controller.socket.timeout.ms"] / 1000.0
+        log.info("%sStarting controlled shutdown", self.prefix)
+        connection: BrokerConnection | None = None
+        controller: BrokerRegistration | None = None
+        succeeded = False
+        try:
+            while retries > 0 and not succeeded:
+                retries -= 1
+                found = self._current_controller()
+                if found is not None and (connection is None or found != controller):
+                    if connection is not None:
+                        connection.close()
+                    controller = found
+                    connection = BrokerConnection(found.host, found.port, client_id=f"broker-{self.broker_id}",
+                                                  timeout_s=timeout_s).connect()
+                if connection is not None:
+                    try:
+                        response = connection.send(ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": self.broker_id})
+                        if response.error_code == ErrorCode.NONE and not response.partitions_remaining:
+                            succeeded = True
+                            log.info("%sControlled shutdown succeeded", self.prefix)
+                        else:
+                            log.info("%sRemaining partitions to move: %s", self.prefix, ",".join(
+                                f"[{p.topic},{p.partition}]" for p in response.partitions_remaining))
+                            log.info("%sError code from controller: %d", self.prefix, response.error_code)
+                    except (OSError, ProtocolError) as e:
+                        connection.close()
+                        connection = None
+                        log.warning("%sError during controlled shutdown, possibly because leader movement took longer "
+                                    "than the configured socket.timeout.ms: %s", self.prefix, e)
+                if not succeeded and retries > 0:
+                    time.sleep(backoff_s)
+                    log.warning("%sRetrying controlled shutdown after the previous attempt failed...", self.prefix)
+        except Exception as e:  # 0.8.2 swallowed everything here: the shutdown must go on
+            log.warning("%sControlled shutdown could not reach the controller: %r", self.prefix, e)
+        finally:
+            if connection is not None:
+                connection.close()
+        if not succeeded:
+            log.warning("%sProceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
+                        self.prefix)
+
+    def _current_controller(self) -> BrokerRegistration | None:
+        """The controller's registration; None if its /brokers/ids node is gone (try again later)."""
+        data, _ = self.zk.get(paths.CONTROLLER)
+        if data is None:
+            raise ControllerNotFound("Controller doesn't exist")
+        controller_id = ControllerRegistration.decode(data).broker_id
+        registration, _ = self.zk.get(paths.broker_path(controller_id))
+        return None if registration is None else BrokerRegistration.decode(controller_id, registration)
+
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
+        loop = asyncio.get_running_loop()
+        if self._started and self.config["controlled.shutdown.enable"]:
+            await loop.run_in_executor(None, self._controlled_shutdown)
         self._stopping = True
         for task in self._tasks:
             task.cancel()
@@ -165,7 +242,6 @@ class KafkaServer:
             await self.socket_server.stop()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
-        loop = asyncio.get_running_loop()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.controller.shutdown)

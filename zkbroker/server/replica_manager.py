@@ -197,7 +197,10 @@ class ReplicaManager:
         for entry in request.partitions:
             tp = (entry.topic, entry.partition)
             self.fetcher_manager.remove_partition(tp)
-            partition = self.partitions.pop(tp, None)
+            # 0.8.2 forgets the partition only when deleting it; a stopped replica keeps its HW, so the
+            # checkpoint at shutdown still holds it.
+            partition = (self.partitions.pop(tp, None) if request.delete_partitions
+                         else self.partitions.get(tp))
             if partition is not None:
                 partition.wake_waiters()
             if request.delete_partitions:

@@ -56,6 +56,12 @@ def _int_list(value: object, what: str) -> list[int]:
     return [_int(v, what) for v in value]
 
 
+def _objects(value: object, what: str) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ZnodeFormatError(f"{what} must be a list of objects, got {value!r}")
+    return value
+
+
 def _str(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise ZnodeFormatError(f"{what} must be a string, got {value!r}")
@@ -222,7 +228,7 @@ def decode_reassignment(data: bytes | None) -> list[PartitionReplicas]:
     what = "/admin/reassign_partitions"
     obj = _obj(data, what)
     out = []
-    for entry in _field(obj, "partitions", what) or []:
+    for entry in _objects(_field(obj, "partitions", what), what + " partitions"):
         out.append(PartitionReplicas(_str(_field(entry, "topic", what), what),
                                      _int(_field(entry, "partition", what), what),
                                      tuple(_int_list(_field(entry, "replicas", what), what))))
@@ -238,7 +244,7 @@ def decode_preferred_election(data: bytes | None) -> list[tuple[str, int]]:
     what = "/admin/preferred_replica_election"
     obj = _obj(data, what)
     return [(_str(_field(e, "topic", what), what), _int(_field(e, "partition", what), what))
-            for e in _field(obj, "partitions", what) or []]
+            for e in _objects(_field(obj, "partitions", what), what + " partitions")]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,206 @@
+"""Topic deletion (Kafka 0.8.2's TopicDeletionManager), run on the controller's event thread.
+
+`zkbroker topics --delete` creates `/admin/delete_topics/<t>`. With `delete.topic.enable=true` the
+controller watches those children and deletes the topic:
+1. UpdateMetadata with leader -2 for its partitions, so brokers stop serving them;
+2. replicas on dead brokers -> DELETION_INELIGIBLE (and the topic waits); live replicas -> OFFLINE (StopReplica,
+   out of the ISR) -> DELETION_STARTED (StopReplica with delete: the broker removes the log);
+3. each StopReplica answer moves its replicas to DELETION_SUCCESSFUL (or, on an error, DELETION_INELIGIBLE);
+4. when every replica is DELETION_SUCCESSFUL: partitions and replicas -> NON_EXISTENT, and
+   `/brokers/topics/<t>`, `/config/topics/<t>` and `/admin/delete_topics/<t>` are removed (one fenced
+   transaction here; three unfenced recursive deletes in 0.8.2).
+A topic is ineligible while one of its replicas' brokers is down or a reassignment or preferred replica
+election touches it; it is retried when the broker returns or the other operation ends.
+
+0.8.2 ran this on its own thread, woken by a condition variable; here the controller calls
+`run_if_signalled()` after each event, which is the same loop without the lock. With deletion disabled
+(0.8.2's default) nothing watches `/admin/delete_topics` and marked topics simply stay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from controller.context import TopicPartition
+from controller.partition_state import PartitionState
+from controller.replica_state import PartitionReplica, ReplicaState
+from zkbroker.zk import paths
+
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
+log = logging.getLogger("controller.TopicDeletionManager")
+
+_MAX_ROUNDS = 10
+
+
+def _names(items: Iterable) -> str:
+    return ",".join(str(i) for i in sorted(items))
+
+
+class TopicDeletionManager:
+    def __init__(self, controller: KafkaController, enabled: bool, queued: Iterable[str] = (),
+                 ineligible: Iterable[str] = ()) -> None:
+        self.controller = controller
+        self.enabled = enabled
+        self.topics_to_be_deleted: set[str] = set(queued) if enabled else set()
+        self.partitions_to_be_deleted: set[TopicPartition] = {
+            tp for topic in self.topics_to_be_deleted for tp in controller.context.partitions_of(topic)}
+        self.topics_ineligible: set[str] = set(ineligible) & self.topics_to_be_deleted
+        self._signalled = bool(self.topics_to_be_deleted)
+        self._prefix = f"[Topic Deletion Manager {controller.broker_id}], "
+
+    def _info(self, msg: str, *args) -> None:
+        log.info(self._prefix + msg, *args)
+
+    # ---- queries -------------------------------------------------------------------------------------------
+
+    def is_queued(self, topic: str) -> bool:
+        return topic in self.topics_to_be_deleted
+
+    def is_partition_to_be_deleted(self, tp: TopicPartition) -> bool:
+        return tp in self.partitions_to_be_deleted
+
+    def is_ineligible(self, topic: str) -> bool:
+        return not self.enabled or topic in self.topics_ineligible
+
+    # ---- signals from the controller -------------------------------------------------------------------------
+
+    def enqueue(self, topics: Iterable[str]) -> None:
+        """The children of /admin/delete_topics named these (existing) topics."""
+        if not self.enabled:
+            return
+        topics = set(topics) - self.topics_to_be_deleted
+        if not topics:
+            return
+        self.topics_to_be_deleted |= topics
+        self.partitions_to_be_deleted |= {tp for t in topics for tp in self.controller.context.partitions_of(t)}
+        self._signalled = True
+
+    def resume(self, topics: Iterable[str]) -> None:
+        """Something that held these topics back is over (a broker returned, a reassignment or election ended)."""
+        if not self.enabled:
+            return
+        topics = set(topics) & self.topics_to_be_deleted
+        if topics:
+            self.topics_ineligible -= topics
+            self._signalled = True
+
+    def mark_ineligible(self, topics: Iterable[str]) -> None:
+        if not self.enabled:
+            return
+        halted = set(topics) & self.topics_to_be_deleted
+        if halted - self.topics_ineligible:
+            self._info("Halted deletion of topics %s", _names(halted))
+        self.topics_ineligible |= halted
+
+    def fail_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        """These replicas could not be deleted (their broker died, or answered with an error)."""
+        if not self.enabled:
+            return
+        failed = [r for r in replicas if self.is_queued(r[0])]
+        if not failed:
+            return
+        self.controller.replica_state_machine.handle_state_changes(failed, ReplicaState.DELETION_INELIGIBLE)
+        self.mark_ineligible({r[0] for r in failed})
+        self._signalled = True
+
+    def on_stop_replica_response(self, broker_id: int, partitions: list[TopicPartition], response: Any) -> None:
+        """A StopReplica (delete=true) answer: 0.8.2's deleteTopicStopReplicaCallback."""
+        if response.error_code != 0:
+            in_error = set(partitions)
+        else:
+            in_error = {(p.topic, p.partition) for p in response.partitions if p.error_code != 0}
+        self.fail_replica_deletion([(t, p, broker_id) for t, p in sorted(in_error)])
+        deleted = [(t, p, broker_id) for t, p in partitions if (t, p) not in in_error and self.is_queued(t)]
+        if deleted:
+            self.controller.replica_state_machine.handle_state_changes(deleted, ReplicaState.DELETION_SUCCESSFUL)
+            self._signalled = True
+
+    # ---- the work (0.8.2's DeleteTopicsThread.doWork) --------------------------------------------------------
+
+    def run_if_signalled(self) -> None:
+        rounds = 0
+        while self.enabled and self._signalled and rounds < _MAX_ROUNDS:
+            self._signalled = False
+            rounds += 1
+            self._do_work()
+
+    def _do_work(self) -> None:
+        rsm = self.controller.replica_state_machine
+        if self.topics_to_be_deleted:
+            self._info("Handling deletion for topics %s", _names(self.topics_to_be_deleted))
+        for topic in sorted(self.topics_to_be_deleted):
+            if rsm.are_all_replicas_deleted(topic):
+                self._complete_delete_topic(topic)
+                self._info("Deletion of topic %s successfully completed", topic)
+                continue
+            started = rsm.replicas_in_state(topic, ReplicaState.DELETION_STARTED)
+            if started:
+                self._info("Deletion for replicas %s for partition %s of topic %s in progress",
+                           _names({r[2] for r in started}), _names({f"[{t},{p}]" for t, p, _ in started}), topic)
+            elif rsm.any_replica_in_state(topic, ReplicaState.DELETION_INELIGIBLE):
+                self._mark_for_retry(topic)
+            if self._eligible(topic):
+                self._info("Deletion of topic %s (re)started", topic)
+                self._on_topic_deletion(topic)
+            elif self.is_ineligible(topic):
+                self._info("Not retrying deletion of topic %s at this time since it is marked ineligible for "
+                           "deletion", topic)
+
+    def _eligible(self, topic: str) -> bool:
+        rsm = self.controller.replica_state_machine
+        return (topic in self.topics_to_be_deleted
+                and not rsm.any_replica_in_state(topic, ReplicaState.DELETION_STARTED)
+                and not self.is_ineligible(topic))
+
+    def _mark_for_retry(self, topic: str) -> None:
+        rsm = self.controller.replica_state_machine
+        failed = rsm.replicas_in_state(topic, ReplicaState.DELETION_INELIGIBLE)
+        self._info("Retrying delete topic for topic %s since replicas %s were not successfully deleted", topic,
+                   _names(f"[Topic={t},Partition={p},Replica={r}]" for t, p, r in failed))
+        rsm.handle_state_changes(failed, ReplicaState.OFFLINE)
+
+    def _on_topic_deletion(self, topic: str) -> None:
+        """Tell every broker the topic is going (leader -2), then delete the replicas that can be deleted."""
+        ctx = self.controller.context
+        self._info("Topic deletion callback for %s", topic)
+        partitions = ctx.partitions_of(topic)
+        self.controller.batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, {
+            tp: (ctx.leadership[tp], ctx.assignments[tp]) for tp in partitions if tp in ctx.leadership})
+        self._start_replica_deletion(topic)
+
+    def _start_replica_deletion(self, topic: str) -> None:
+        ctx = self.controller.context
+        rsm = self.controller.replica_state_machine
+        replicas = rsm.replicas_of_topic(topic)
+        live = ctx.live_or_shutting_down_broker_ids
+        dead = [r for r in replicas if r[2] not in live]
+        done = set(rsm.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL))
+        retry = [r for r in replicas if r[2] in live and r not in done]
+        rsm.handle_state_changes(dead, ReplicaState.DELETION_INELIGIBLE)
+        rsm.handle_state_changes(retry, ReplicaState.OFFLINE)
+        rsm.handle_state_changes(retry, ReplicaState.DELETION_STARTED, self.controller.stop_replica_callback())
+        if dead:
+            self.mark_ineligible({topic})
+
+    def _complete_delete_topic(self, topic: str) -> None:
+        controller = self.controller
+        ctx = controller.context
+        rsm = controller.replica_state_machine
+        psm = controller.partition_state_machine
+        controller.stop_watching_topic(topic)
+        rsm.handle_state_changes(rsm.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL),
+                                 ReplicaState.NON_EXISTENT)
+        partitions = ctx.partitions_of(topic)
+        psm.handle_state_changes(partitions, PartitionState.OFFLINE)
+        psm.handle_state_changes(partitions, PartitionState.NON_EXISTENT)
+        controller.writer.delete_recursive([paths.topic_path(topic), paths.topic_config_path(topic),
+                                            paths.delete_topic_path(topic)])
+        self.topics_to_be_deleted.discard(topic)
+        self.topics_ineligible.discard(topic)
+        self.partitions_to_be_deleted -= {tp for tp in self.partitions_to_be_deleted if tp[0] == topic}
+        rsm.forget_topic(topic)
+        ctx.remove_topic(topic)
