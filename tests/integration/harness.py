@@ -60,9 +60,12 @@ class Broker:
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, *extra_args: str) -> Broker:
+    def start(self, *extra_args: str, verbose: bool = False) -> Broker:
+        """Start the broker process; verbose=True logs at DEBUG."""
+        flags = ["--verbose"] if verbose else []
         with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "zkbroker", "server", str(self.config), *extra_args],
+            self.proc = subprocess.Popen([sys.executable, "-m", "zkbroker", *flags, "server", str(self.config),
+                                          *extra_args],
                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
         return self

@@ -29,6 +29,7 @@ from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
+from zkbroker.server.network import CONNECTION
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
@@ -93,6 +94,7 @@ class KafkaApis:
 
     async def handle_produce(self, header: RequestHeader, request: Any) -> bytes | None:
         acks = request.acks
+        debug = log.isEnabledFor(logging.DEBUG)
         results = []
         waits = []
         for topic_entry in request.topics:
@@ -100,6 +102,11 @@ class KafkaApis:
             for entry in topic_entry.partitions:
                 result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
                                                                acks)
+                if debug and result.info is not None:
+                    # Which request wrote which offsets: tells a client's resend from a broker's duplicate.
+                    log.debug("Produce from client %s on connection %s (correlation id %d): [%s,%d] appended at "
+                              "offsets %d-%d", header.client_id, CONNECTION.get(), header.correlation_id,
+                              topic_entry.topic, entry.partition, result.info.first_offset, result.info.last_offset)
                 partitions.append({"partition": entry.partition, "error_code": result.error_code,
                                    "base_offset": result.base_offset, "log_append_time": -1})
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:

@@ -9,17 +9,28 @@ not parse closes that connection only; the broker keeps serving everyone else.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from zkbroker.protocol.errors import ProtocolError
 from zkbroker.protocol.frame import FrameDecoder
 from zkbroker.protocol.headers import parse_request_header
-from zkbroker.server.apis import KafkaApis
+
+if TYPE_CHECKING:
+    from zkbroker.server.apis import KafkaApis
 
 log = logging.getLogger("zkbroker.server.SocketServer")
 
 _READ_CHUNK = 256 * 1024
+
+
+# Which client connection the running request came from ("host:port#n"), for log lines; each connection is
+# served by its own task, so the variable is per connection.
+CONNECTION: contextvars.ContextVar[str] = contextvars.ContextVar("connection", default="-")
+_connection_ids = itertools.count(1)
 
 
 class TruncatedDuringSend(Exception):
@@ -53,6 +64,7 @@ class SocketServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        CONNECTION.set(f"{peer[0]}:{peer[1]}#{next(_connection_ids)}" if peer else f"#{next(_connection_ids)}")
         self._connections.add(writer)
         decoder = FrameDecoder(self.max_request_bytes)
         try:
