@@ -264,3 +264,27 @@ def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, adm
     wait_state(zk, lambda s: s["isr"] == [1, 2], "the follower to rejoin", timeout_s=10)
     assert produce(leader, [b"after"])[0] == ErrorCode.NONE
     wait_for(lambda: list(log_messages(follower).values())[-1:] == [b"after"], 10, "the follower to catch up")
+
+
+# ---- The ISR as an operator sees it ------------------------------------------------------------------------
+
+
+def test_isr_shrink_and_expand_are_visible_in_topics_describe(brokers, zk, zk_connect, admin_zk):
+    from tests.integration.admin_support import describe
+
+    # A session long enough to outlast the pause: the leader, not the controller, drops the follower.
+    leader, follower = brokers(1, 2, zookeeper_session_timeout_ms=10000, replica_lag_time_max_ms=1500)
+    wait_for(lambda: zk.registered() == {1, 2}, 15, "both brokers")
+    one_partition(admin_zk, (1, 2))
+    wait_for(lambda: describe(zk_connect, TOPIC).get(0) == (1, (1, 2), (1, 2)), 15, "describe: Isr: 1,2")
+    follower.pause()
+    try:
+        wait_for(lambda: describe(zk_connect, TOPIC).get(0) == (1, (1, 2), (1,)), 10,
+                 "describe: the paused follower dropped from the ISR")
+        assert zk.registered() == {1, 2}  # its session is alive: only the ISR says it fell behind
+    finally:
+        follower.resume()
+    wait_for(lambda: describe(zk_connect, TOPIC).get(0) == (1, (1, 2), (1, 2)), 10,
+             "describe: the follower back in the ISR")
+    assert leader.log_lines(r"Shrinking ISR for partition \[scenario,0\] from 1,2 to 1")
+    assert leader.log_lines(r"Expanding ISR for partition \[scenario,0\] from 1 to 1,2")
