@@ -31,8 +31,9 @@ integration: $(STAMP) zookeeper
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# Every benchmark prints its figures beside their references; results are summarised in BENCHMARKS.md.
 bench: $(STAMP) zookeeper
-	$(PY) bench/election.py
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
