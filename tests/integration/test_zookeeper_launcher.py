@@ -182,7 +182,7 @@ def test_a_given_busy_port_fails_with_the_log_tail(install: ZooKeeperInstall) ->
         server = ZooKeeperServer(install, port=squatter.getsockname()[1], tick_time_ms=TICK_MS)
         try:
             with pytest.raises(ZooKeeperStartError, match="(?s)could not bind.*Address already in use"):
-                server.start(timeout=3)
+                server.start(timeout=5)
         finally:
             server.close()
 

@@ -392,10 +392,10 @@ class ZooKeeperServer:
                 raise ZooKeeperStartError(f"ZooKeeper exited during start; end of its log:\n{self._runner.log_tail()}")
             if time.monotonic() >= deadline:
                 self._runner.terminate(5.0)
-                raise ZooKeeperStartError(
-                    f"ZooKeeper did not answer on {self.connect_string} in time; end of its log:\n"
-                    f"{self._runner.log_tail()}"
-                )
+                # On a loaded machine the JVM may report the failed bind just as time runs out: say so.
+                what = (f"could not bind 127.0.0.1:{self.port}" if self._runner.bind_failed()
+                        else f"did not answer on {self.connect_string} in time")
+                raise ZooKeeperStartError(f"ZooKeeper {what}; end of its log:\n{self._runner.log_tail()}")
             time.sleep(0.02)
 
     @property
