@@ -101,6 +101,9 @@ def test_brokers_ignore_requests_from_an_older_controller_epoch(brokers, zk, zk_
     cluster[old].kill()
     wait_for(lambda: zk.epoch() == 2 and survivor.log_lines("ready to serve as the new controller with epoch 2"),
              SESSION_S + 5, "the survivor to become controller with epoch 2")
+    # The survivor's broker side learns epoch 2 only from a request of the new controller (sent to itself too).
+    wait_for(lambda: survivor.log_lines(r"from controller \d+ epoch 2"), 10,
+             "the survivor to receive a request of epoch 2")
     s = state(zk, "ep", 0)
     stale = {"controller_id": old, "controller_epoch": 1}
     partition_state = {"topic": "ep", "partition": 0, "controller_epoch": 1, "leader": old,
