@@ -1,2 +1,2 @@
-"""Our Kafka client side: connections, metadata and (as it lands) the producer and low-level fetches,
-used by the controller channel, the consumer, the lab and the tools."""
+"""Our Kafka client side: connections, cluster metadata, and the producer (partitioner, accumulator, sender),
+used by the controller channel, the consumers, the lab and the tools."""

@@ -37,6 +37,15 @@ class BrokerConnection:
             self._sock.close()
             self._sock = None
 
+    def abort(self) -> None:
+        """Wake a thread blocked on this connection from another thread: a pending send or receive fails."""
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def __enter__(self) -> BrokerConnection:
         return self.connect()
 
