@@ -63,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     preferred_replica_election.add_command(commands)
     reassign_partitions.add_command(commands)
 
+    from zkbroker.tools import console_consumer, console_producer, consumer_offset_checker
+    console_producer.add_command(commands)
+    console_consumer.add_command(commands)
+    consumer_offset_checker.add_command(commands)
+
+    from consumer import ingest
+    ingest.add_command(commands)
+
     from zkbroker.lab.cli import add_lab_commands
     add_lab_commands(commands)
     return parser

@@ -1,18 +1,21 @@
 """`make demo`: the story of a ZooKeeper-era Kafka cluster, told on a real one.
 
 Each chapter does one thing to a lab cluster (real ZooKeeper, real broker processes) and says in plain
-words what happened and why, quoting the znodes and the brokers' own log lines. Later issues add chapters
-(topics, real clients, replication failover, Spark).
+words what happened and why, quoting the znodes and the brokers' own log lines. It ends with the records of
+the story ingested into Parquet by `zkbroker spark-ingest`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -54,6 +57,8 @@ class Story:
     def __init__(self, directory: Path) -> None:
         self.lab = LabCluster(directory)
         self.zk: KazooClient | None = None
+        self.spark: Future | None = None
+        self.records_in = threading.Event()
 
     def get(self, path: str) -> str | None:
         try:
@@ -134,7 +139,76 @@ class Story:
         finally:
             consumer.close()
 
+    def owners(self, group: str) -> dict[int, str]:
+        try:
+            children = self.zk.get_children(f"/consumers/{group}/owners/{TOPIC}")
+        except NoNodeError:
+            return {}
+        return {int(p): self.get(f"/consumers/{group}/owners/{TOPIC}/{p}") or "" for p in children}
+
+    def consumer_group(self, cluster) -> None:
+        from consumer.connector import ZookeeperConsumerConnector
+        from consumer.stream import ConsumerTimeout
+
+        group = "demo-group"
+        chapter("4. A consumer group shares the partitions through ZooKeeper")
+        say(f"""Two of our 0.8.2 high-level consumers join group "{group}". Each registers an ephemeral znode
+            under /consumers/{group}/ids and watches that directory; on every change each member runs the same
+            range assignment over the sorted partitions and sorted consumer threads, and claims its share with
+            ephemeral owner znodes. No coordinator: ZooKeeper is the only meeting point.""")
+        config = {"zookeeper.connect": cluster.zookeeper, "group.id": group, "auto.offset.reset": "smallest",
+                  "auto.commit.enable": "false", "consumer.timeout.ms": 2000}
+        first = ZookeeperConsumerConnector({**config, "consumer.id": "a"})
+        second = None
+        try:
+            streams = [first.create_message_streams({TOPIC: 1})[TOPIC][0]]
+            second = ZookeeperConsumerConnector({**config, "consumer.id": "b"})
+            streams.append(second.create_message_streams({TOPIC: 1})[TOPIC][0])
+            self.wait(lambda: sorted(set(self.owners(group).values())) == [f"{group}_a-0", f"{group}_b-0"], 30)
+            show(f"/consumers/{group}/ids", ", ".join(sorted(self.zk.get_children(f"/consumers/{group}/ids"))))
+            show(f"/consumers/{group}/ids/{group}_a", self.get(f"/consumers/{group}/ids/{group}_a"))
+            for partition, owner in sorted(self.owners(group).items()):
+                show(f".../owners/{TOPIC}/{partition}", owner)
+            counts = [0, 0]
+
+            def drain(i: int) -> None:
+                try:
+                    for _ in streams[i]:
+                        counts[i] += 1
+                except ConsumerTimeout:
+                    pass
+
+            threads = [threading.Thread(target=drain, args=(i,)) for i in range(2)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            first.commit_offsets()
+            second.commit_offsets()
+            say(f"""Consumer a read {counts[0]} records and consumer b {counts[1]}: each partition went to exactly one
+                member. They committed their offsets to ZooKeeper, where 0.8.2 keeps them; the offset checker
+                reads them next to each partition's log size:""")
+            checker = subprocess.run(
+                [sys.executable, "-m", "zkbroker", "consumer-offset-checker", "--zookeeper", cluster.zookeeper,
+                 "--group", group], capture_output=True, text=True, timeout=60)
+            print(textwrap.indent(checker.stdout.rstrip() or checker.stderr.rstrip(), "    "), flush=True)
+            say("Consumer b shuts down: its registration and owner znodes go, and consumer a takes its partitions.")
+            second.shutdown()
+            second = None
+            took = self.wait(lambda: set(self.owners(group).values()) == {f"{group}_a-0"}
+                             and len(self.owners(group)) == 3, 30)
+            for partition, owner in sorted(self.owners(group).items()):
+                show(f".../owners/{TOPIC}/{partition}", owner)
+            say(f"""{took:.1f} s later consumer a owned every partition again. As in 0.8.2, the group rebalances on a
+                member change or a partition increase, never because a broker died: its fetchers simply follow
+                the partition's new leader.""")
+        finally:
+            if second is not None:
+                second.shutdown()
+            first.shutdown()
+
     def run(self) -> None:
+        self.start_spark()
         chapter("1. A cluster starts")
         say("""Starting a real Apache ZooKeeper and three broker processes on 127.0.0.1. Each broker connects
             to ZooKeeper, registers itself as an *ephemeral* znode under /brokers/ids (it lives exactly as
@@ -168,11 +242,14 @@ class Story:
             once every in-sync replica has them); an unmodified confluent-kafka (librdkafka) consumer reads them
             back from offset 0.""")
         self.produce(cluster)
+        self.records_in.set()
         counts = self.consume(cluster)
         show("records per partition", ", ".join(f"p{p}: {n}" for p, n in sorted(counts.items())))
         say(f"All {sum(counts.values())} records came back, in order within each partition.")
 
-        chapter("4. The controller dies")
+        self.consumer_group(cluster)
+
+        chapter("5. The controller dies")
         say(f"""Killing broker {first} with SIGKILL: no goodbye, its TCP connection simply breaks. ZooKeeper
             keeps its session (and so its ephemeral znodes) until the session timeout,
             {SESSION_TIMEOUT_MS} ms, passes without a heartbeat.""")
@@ -196,7 +273,7 @@ class Story:
         counts = self.consume(cluster)
         say(f"The consumer still reads all {sum(counts.values())} records: nothing acknowledged was lost.")
 
-        chapter("5. The old controller comes back as an ordinary broker")
+        chapter("6. The old controller comes back as an ordinary broker")
         self.lab.start(first)
         show("/brokers/ids", ", ".join(map(str, self.registered())))
         show("/controller", self.get("/controller"))
@@ -204,7 +281,7 @@ class Story:
             watches it. There is still exactly one controller.""")
         self.quote_log(second, rf"Broker {first} started")
 
-        chapter("6. A long pause looks like a death")
+        chapter("7. A long pause looks like a death")
         paused = next(b for b in (1, 2, 3) if b not in (first, second))
         say(f"""Pausing broker {paused} with SIGSTOP, as a long garbage-collection pause would. The process is
             alive but silent, so its session expires.""")
@@ -223,14 +300,68 @@ class Story:
         self.quote_log(paused, r"re-registering broker info")
         self.quote_log(second, rf"Broker {paused} started")
 
-        chapter("7. Tearing down")
+        self.ingest(cluster)
+
+        chapter("9. Tearing down")
         self.zk.stop()
         self.zk.close()
         self.zk = None
         self.lab.down()
         say("Every broker and ZooKeeper stopped. Logs stay in " + str(self.lab.dir) + ".")
 
+    def start_spark(self) -> None:
+        """Start Spark in the background while the story goes on (the JVM's output goes to spark.log), and warm
+        it up, once the topic has records, with a read of it that keeps no row: chapter 7 then waits less."""
+        self.spark = ThreadPoolExecutor(1, thread_name_prefix="spark-start").submit(self._warm_spark)
+
+    def _warm_spark(self):
+        from consumer.ingest import spark_session
+
+        spark = spark_session("local[2]", self.lab.dir / "spark.log")
+        if self.records_in.wait(300):
+            try:
+                (spark.read.format("zkkafka").option("zookeeper.connect", self.lab.load().zookeeper)
+                 .option("subscribe", TOPIC).load().filter("offset < 0")
+                 .write.mode("overwrite").parquet(str(self.lab.dir / "spark-warm-up")))
+            except Exception as e:  # only a warm-up (it may run while a chapter kills brokers): the ingest is real
+                (self.lab.dir / "spark-warm-up.error").write_text(f"{e}\n")
+        return spark
+
+    def ingest(self, cluster) -> None:
+        from consumer.ingest import IngestConfig, run_ingest
+
+        chapter("8. Into Spark, exactly once")
+        output = self.lab.dir / "parquet"
+        say("""`zkbroker spark-ingest` joins consumer group "demo-spark" as a 0.8.2 high-level consumer would: it
+            registers under /consumers/demo-spark/ids, takes part in the range rebalance and owns each partition
+            it is given through an ephemeral owner znode. For each one it reads from the group's committed
+            offset (the group has none yet, so from the start) to the high watermark, with the zkkafka PySpark
+            data source; Spark writes Parquet, the offset ranges go into a manifest published by rename (the
+            commit point), and only then are the offsets committed to ZooKeeper.""")
+        spark = self.spark.result(timeout=180)
+        config = IngestConfig(zookeeper=cluster.zookeeper, group="demo-spark", output=output, topic=TOPIC)
+        result = run_ingest(config, spark=spark)
+        print(f"    {result.summary()}", flush=True)
+        show("_zkkafka/1.json", ", ".join(f"p{p}: [{start}, {end})" for _, p, start, end in
+                                          sorted(json.loads((output / "_zkkafka" / "1.json").read_text())["ranges"],
+                                                 key=lambda r: r[1])))
+        for partition in range(3):
+            show(f"/consumers/demo-spark/offsets/{TOPIC}/{partition}",
+                 self.get(f"/consumers/demo-spark/offsets/{TOPIC}/{partition}") or "(none)")
+        counts = spark.read.parquet(str(output)).groupBy("partition").count().orderBy("partition").collect()
+        show("Spark, per partition", ", ".join(f"p{row['partition']}: {row['count']}" for row in counts))
+        again = run_ingest(config, spark=spark)
+        say(f"""The {sum(row['count'] for row in counts)} records produced and consumed earlier are in Parquet,
+            each once. A second run of the job finds the group's offsets at the high watermarks and ingests
+            {again.records} records; a run killed anywhere in between would have finished the committed batch from
+            its manifest, or thrown away the uncommitted one, before reading on.""")
+
     def close(self) -> None:
+        if self.spark is not None:
+            try:
+                self.spark.result(timeout=180).stop()
+            except Exception:
+                pass
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
@@ -249,8 +380,8 @@ def main() -> int:
         return 1
     finally:
         story.close()
-    say("\nThat is the story so far: registration, controller election, topics, real clients and failover, all "
-        "through ZooKeeper.")
+    say("\nThat is the story so far: registration, controller election, topics, real clients, a consumer group, "
+        "failover and exactly-once ingestion into Spark, all through ZooKeeper.")
     return 0
 
 
