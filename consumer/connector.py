@@ -175,19 +175,20 @@ class ZookeeperConsumerConnector:
         self._start(Subscription(self.consumer_id, {}, topic_filter, num_streams))
         return list(self._wildcard_streams)
 
-    def commit_offsets(self) -> None:
+    def commit_offsets(self) -> list[TopicPartition]:
         """Write the consumed offset of every owned partition to ZooKeeper (messages handed out count as
-        consumed). With offsets.commit.owned.only, partitions this session no longer owns are skipped."""
+        consumed). With offsets.commit.owned.only, partitions this session no longer owns are skipped and
+        returned (always none without it): a caller that commits before processing must not process them."""
         with self._commit_lock:
             registry = self._registry
             offsets = {tp: info.consumed_offset for tp, info in registry.items()
                        if info.consumed_offset is not None}
             if not offsets:
-                return
+                return []
             if self.config["offsets.commit.owned.only"]:
-                self.offsets.commit_owned(offsets, self._owners, self._registry_session)
-            else:
-                self.offsets.commit(offsets)
+                return self.offsets.commit_owned(offsets, self._owners, self._registry_session)
+            self.offsets.commit(offsets)
+            return []
 
     def owned_partitions(self) -> list[TopicPartition]:
         return sorted(self._registry)

@@ -14,12 +14,20 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from consumer.connector import ConsumerRebalanceFailed, ZookeeperConsumerConnector  # noqa: E402
 from zkbroker import logconfig  # noqa: E402
+
+
+def stop_on_sigterm(stream) -> None:
+    """SIGTERM ends the stream, so the loop finishes the message in hand, sees StopIteration and shuts the
+    connector down cleanly. Ending it from a thread: the handler runs on the main thread, wherever that is
+    (perhaps inside the stream's own lock, or waiting for a ZooKeeper answer), and must not act there."""
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stream.shut_down).start())
 
 
 def main() -> int:
@@ -33,12 +41,12 @@ def main() -> int:
     config = dict(kv.split("=", 1) for kv in args.config)
     config.update({"zookeeper.connect": args.zookeeper, "group.id": args.group,
                    "auto.commit.enable": "false"})  # we commit, after processing
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     logconfig.configure("INFO")  # Kafka-style log lines on stderr: rebalances, owners, offsets
 
     connector = ZookeeperConsumerConnector(config)
     try:
         stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+        stop_on_sigterm(stream)
         with open(args.out, "a", buffering=1) as out:
             while True:
                 try:

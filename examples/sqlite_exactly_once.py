@@ -20,6 +20,7 @@ import logging
 import signal
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -51,17 +52,9 @@ class SqliteSink:
     def __init__(self, path: str) -> None:
         self.path = path
         self.db = connect(path)
-        self.busy = False  # inside a transaction: a SIGTERM waits for it to end
 
     def store(self, message) -> bool:
         """True if stored, False if an earlier owner stored it already."""
-        self.busy = True
-        try:
-            return self._store(message)
-        finally:
-            self.busy = False
-
-    def _store(self, message) -> bool:
         db = self.db
         db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
         try:
@@ -102,6 +95,13 @@ class SqliteSink:
             db.close()
 
 
+def stop_on_sigterm(stream) -> None:
+    """SIGTERM ends the stream, so the loop finishes the message in hand, sees StopIteration and shuts the
+    connector down cleanly. Ending it from a thread: the handler runs on the main thread, wherever that is
+    (perhaps inside the stream's own lock, or waiting for a ZooKeeper answer), and must not act there."""
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stream.shut_down).start())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zookeeper", required=True)
@@ -116,19 +116,10 @@ def main() -> int:
     logconfig.configure("INFO")  # Kafka-style log lines on stderr: rebalances, owners, offsets
 
     sink = SqliteSink(args.db)
-    stopping = False
-
-    def on_sigterm(*_) -> None:
-        nonlocal stopping
-        if sink.busy:
-            stopping = True  # let the transaction finish; the loop stops after it
-        else:
-            sys.exit(0)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
     connector = ZookeeperConsumerConnector(config, listener=sink)
     try:
         stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
+        stop_on_sigterm(stream)
         while True:
             try:
                 message = next(stream)
@@ -138,8 +129,6 @@ def main() -> int:
             except StopIteration:
                 break
             sink.store(message)
-            if stopping:
-                break
     finally:
         connector.shutdown()
     return 0

@@ -105,13 +105,18 @@ def test_lab_errors_are_one_sentence(lab_dir):
     assert result.returncode != 0 and "at least one broker" in result.stderr
 
 
+@pytest.mark.timeout(330)  # the story ends with Spark: a JVM starts while the chapters before it run
 def test_demo_tells_the_story_end_to_end():
     result = subprocess.run([sys.executable, "-m", "zkbroker.lab.demo"], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients", "4. The controller dies",
-                    "5. The old controller comes back", "6. A long pause looks like a death", "7. Tearing down"):
+    for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients",
+                    "4. A consumer group shares the partitions through ZooKeeper", "5. The controller dies",
+                    "6. The old controller comes back", "7. A long pause looks like a death",
+                    "8. Into Spark, exactly once", "9. Tearing down"):
         assert heading in result.stdout
+    assert "Consumer a read" in result.stdout and "consumer a owned every partition again" in result.stdout
+    assert "Spark, per partition" in result.stdout
     assert "/controller_epoch      2" in result.stdout
     assert "All 1000 records came back" in result.stdout
     assert "The consumer still reads all 1000 records" in result.stdout
