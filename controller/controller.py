@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controller.channel import ControllerChannelManager, RequestBatch
+from controller.channel import ControllerChannelManager, EventTiming, RequestBatch
 from controller.context import ControllerContext, LeaderIsrAndZkVersion, TopicPartition
 from controller.deletion import TopicDeletionManager
 from controller.election import ControllerMovedError, ZookeeperLeaderElector
@@ -59,13 +59,15 @@ from controller.events import (
     TopicDataChange,
 )
 from controller.leader_selector import partitions_to_rebalance
-from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership
+from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership, per_partition_level
 from controller.reassignment import PartitionReassigner
 from controller.replica_state import ReplicaState, ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
+from zkbroker.gc_pause import gc_paused
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.zk import paths
+from zkbroker.zk.broker_ids import read_broker_registrations
 from zkbroker.zk.client import SessionListener, ZkClient
 from zkbroker.zk.znodes import (
     BrokerRegistration,
@@ -257,10 +259,13 @@ class KafkaController(SessionListener):
             return
         if not self._still_controller():
             return
-        self.batch = self._new_batch()
-        result = self._handlers[type(event)](event)
-        self.deletion.run_if_signalled()
-        self._send_batch()
+        timing = EventTiming(type(event).__name__, time.monotonic(), self.log)
+        writes = self.writer.writes
+        with gc_paused():
+            self.batch = self._new_batch()
+            result = self._handlers[type(event)](event)
+            self.deletion.run_if_signalled()
+            self._send_batch(timing, writes)
         if isinstance(event, ControlledShutdown) and result is not None:
             event.answer(ErrorCode.NONE, result)
 
@@ -292,9 +297,19 @@ class KafkaController(SessionListener):
         return RequestBatch(self.broker_id, self.context.epoch, dict(self.context.live_brokers),
                             self.deletion.partitions_to_be_deleted)
 
-    def _send_batch(self) -> None:
-        self.batch.live_brokers = dict(self.context.live_brokers)
-        self.batch.send(self.channel)
+    def _send_batch(self, timing: EventTiming, writes_before: int) -> None:
+        """Send the event's requests. When the event wrote znodes or sends requests, say at INFO how long the
+        decisions and writes took; the channel adds when the brokers acknowledged (bench/failover.py)."""
+        batch = self.batch
+        batch.live_brokers = dict(self.context.live_brokers)
+        writes = self.writer.writes - writes_before
+        if writes or batch.leader_and_isr or batch.update_metadata:
+            self.log.info("%s: %d znode writes done %.0f ms after the event began (%.0f ms of it on the CPU); "
+                          "LeaderAndIsr (%d partition states) to brokers %s, UpdateMetadata (%d partition states) to "
+                          "brokers %s", timing.label, writes, timing.elapsed_ms(), timing.cpu_ms(),
+                          sum(len(s) for s in batch.leader_and_isr.values()), _ids(batch.leader_and_isr),
+                          sum(len(s) for s in batch.update_metadata.values()), _ids(batch.update_metadata))
+        batch.send(self.channel, timing)
 
     # ---- election and failover ----------------------------------------------------------------------------
 
@@ -308,10 +323,12 @@ class KafkaController(SessionListener):
         # holds_controller_node: we hold /controller in this session but resigned in memory (e.g. after an
         # unconfirmed pause); take over again, with a new epoch.
         if won or (self.elector.leader_id == self.broker_id and self.elector.holds_controller_node()):
-            self._on_controller_failover()
+            with gc_paused():
+                self._on_controller_failover(EventTiming("Controller failover", time.monotonic(), self.log))
 
-    def _on_controller_failover(self) -> None:
-        """Kafka 0.8.2's onControllerFailover, in its order."""
+    def _on_controller_failover(self, timing: EventTiming | None = None) -> None:
+        """Kafka 0.8.2's onControllerFailover, in its order. `timing` starts when /controller became ours."""
+        timing = timing or EventTiming("Controller failover", time.monotonic(), self.log)
         self.log.info("Broker %d starting become controller state transition", self.broker_id)
         try:
             epoch, zk_version = self.elector.increment_epoch()
@@ -338,14 +355,15 @@ class KafkaController(SessionListener):
         self._last_config_change = max((_change_seq(c) for c in changes), default=-1)
         # (3) the context; reading each topic also watches its data (the AddPartitionsListener, step 7 in 0.8.2)
         ctx.live_brokers = self._read_live_brokers()
-        for topic in topics:
-            self._load_topic(topic)
-        for tp in ctx.assignments:
-            state = self.read_leadership(tp)
+        self._load_topics(topics)
+        for tp, state in self.read_leaderships(list(ctx.assignments)).items():
             if state is not None:
                 ctx.leadership[tp] = state
         self.log.info("Currently active brokers in the cluster: Set(%s)", _ids(ctx.live_brokers))
         self.log.info("Current list of topics in the cluster: Set(%s)", ", ".join(sorted(ctx.all_topics)))
+        self.log.info("%s: context loaded %.0f ms after the event began (%d topics, %d partitions, %d partition "
+                      "states)", timing.label, timing.elapsed_ms(), len(ctx.all_topics), len(ctx.assignments),
+                      len(ctx.leadership))
         # (4) the channel manager
         self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"])
         for broker in ctx.live_brokers.values():
@@ -379,7 +397,7 @@ class KafkaController(SessionListener):
             self._rebalance_timer.start()
         # (11) topic deletion
         self.deletion.run_if_signalled()
-        self._send_batch()
+        self._send_batch(timing, 0)
 
     def _on_controller_resignation(self) -> None:
         if not self.active:
@@ -439,29 +457,27 @@ class KafkaController(SessionListener):
     # ---- reading ZooKeeper --------------------------------------------------------------------------------
 
     def _read_live_brokers(self) -> dict[int, BrokerRegistration]:
-        brokers = {}
-        for child in self.zk.get_children(paths.BROKER_IDS):
-            try:
-                broker_id = int(child)
-                data, stat = self.zk.get(paths.broker_path(broker_id))
-                if stat is not None:
-                    brokers[broker_id] = BrokerRegistration.decode(broker_id, data)
-            except (ValueError, ZnodeFormatError) as e:
-                self.log.warning("Ignoring unreadable broker registration %s: %s", child, e)
-        return brokers
+        return read_broker_registrations(self.zk, self.zk.get_children(paths.BROKER_IDS), self.log)
 
-    def _load_topic(self, topic: str) -> list[TopicPartition]:
-        """Read (and watch) a topic's assignment, and read its config, into the context; returns its partitions."""
-        data, _ = self.zk.subscribe_data_changes(paths.topic_path(topic), self._on_topic_data)
-        self.context.all_topics.add(topic)
-        assignment = self._decode_assignment(topic, data)
-        if assignment is None:
-            return []
-        self._load_topic_config(topic)
+    def _load_topics(self, topics: list[str]) -> list[TopicPartition]:
+        """Read (and watch) the topics' assignments, and read their configs, into the context; returns their
+        partitions. The reads go out together (ZkClient's many-node reads)."""
+        ctx = self.context
+        found = self.zk.subscribe_data_changes_many([paths.topic_path(t) for t in topics], self._on_topic_data)
+        ctx.all_topics.update(topics)
+        readable = []
         partitions = []
-        for partition, replicas in assignment.partitions.items():
-            self.context.assignments[(topic, partition)] = replicas
-            partitions.append((topic, partition))
+        for topic, (data, _) in zip(topics, found):
+            assignment = self._decode_assignment(topic, data)
+            if assignment is None:
+                continue
+            readable.append(topic)
+            for partition, replicas in assignment.partitions.items():
+                ctx.assignments[(topic, partition)] = replicas
+                partitions.append((topic, partition))
+        configs = self.zk.get_many([paths.topic_config_path(t) for t in readable])
+        for topic, (data, _) in zip(readable, configs):
+            self._set_topic_config(topic, data)
         return sorted(partitions)
 
     def _decode_assignment(self, topic: str, data: bytes | None) -> TopicAssignment | None:
@@ -474,7 +490,9 @@ class KafkaController(SessionListener):
             return None
 
     def _load_topic_config(self, topic: str) -> None:
-        config, _ = self.zk.get(paths.topic_config_path(topic))
+        self._set_topic_config(topic, self.zk.get(paths.topic_config_path(topic))[0])
+
+    def _set_topic_config(self, topic: str, config: bytes | None) -> None:
         try:
             self.context.topic_configs[topic] = TopicConfig.decode(config).config if config else {}
         except ZnodeFormatError as e:
@@ -485,11 +503,15 @@ class KafkaController(SessionListener):
         self.zk.unsubscribe(paths.topic_path(topic), self._on_topic_data)
 
     def read_leadership(self, tp: TopicPartition) -> LeaderIsrAndZkVersion | None:
-        path = paths.partition_state_path(*tp)
-        data, stat = self.zk.get(path)
-        if stat is None:
-            return None
-        return decode_leadership(data, stat.version, path)
+        return self.read_leaderships([tp])[tp]
+
+    def read_leaderships(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndZkVersion | None]:
+        """Each partition's `state` znode and its zkVersion (None if missing or unreadable), read together."""
+        state_paths = [paths.partition_state_path(*tp) for tp in partitions]
+        out = {}
+        for tp, path, (data, stat) in zip(partitions, state_paths, self.zk.get_many(state_paths)):
+            out[tp] = None if stat is None else decode_leadership(data, stat.version, path)
+        return out
 
     def _read_preferred_election(self, data: bytes | None) -> set[TopicPartition]:
         if data is None:
@@ -599,10 +621,7 @@ class KafkaController(SessionListener):
             return
         self.log.info("New topics: [Set(%s)], deleted topics: [Set(%s)]", ", ".join(sorted(new_topics)),
                       ", ".join(sorted(gone)))
-        new_partitions = []
-        for topic in sorted(new_topics):
-            new_partitions += self._load_topic(topic)
-        self._on_new_partition_creation(new_partitions)
+        self._on_new_partition_creation(self._load_topics(sorted(new_topics)))
 
     def _on_topic_data_change(self, event: TopicDataChange) -> None:
         """AddPartitionsListener: partitions in the topic's assignment that the controller does not know yet."""
@@ -721,14 +740,20 @@ class KafkaController(SessionListener):
             psm = self.partition_state_machine
             psm.handle_state_changes(partitions, PartitionState.ONLINE, psm.preferred_selector)
         finally:
+            level = per_partition_level(len(partitions))
+            failed = 0
             for tp in sorted(partitions):
                 leader = ctx.leadership[tp].leader if tp in ctx.leadership else -1
                 if leader == ctx.assignments[tp][0]:
-                    self.log.info("Partition [%s,%d] completed preferred replica leader election. New leader is %d",
-                                  *tp, leader)
+                    self.log.log(level, "Partition [%s,%d] completed preferred replica leader election. New leader "
+                                 "is %d", *tp, leader)
                 else:
-                    self.log.warning("Partition [%s,%d] failed to complete preferred replica leader election. Leader "
-                                     "is %d", *tp, leader)
+                    failed += 1
+                    self.log.log(logging.WARNING if level == logging.INFO else level, "Partition [%s,%d] failed to "
+                                 "complete preferred replica leader election. Leader is %d", *tp, leader)
+            if level != logging.INFO:
+                self.log.log(logging.WARNING if failed else logging.INFO, "Preferred replica leader election "
+                             "completed for %d partitions, failed for %d", len(partitions) - failed, failed)
             if not auto:
                 self.writer.delete(paths.PREFERRED_REPLICA_ELECTION)
             ctx.partitions_undergoing_preferred_election -= partitions

@@ -63,6 +63,15 @@ Selector = Callable[[TopicPartition, LeaderIsrAndZkVersion], Election]
 
 _WRITE_ATTEMPTS = 3
 
+#: A decision about at most this many partitions logs each one's state change at INFO (a lab, a test: every
+#: line matters); a larger one logs them at DEBUG, as 0.8.2 logged them at TRACE, and counts them in one INFO
+#: line. Python's logging costs ~20 us a line: at 10,000 partitions the lines alone took the controller ~0.3 s.
+PER_PARTITION_INFO_LIMIT = 100
+
+
+def per_partition_level(count: int) -> int:
+    return logging.INFO if count <= PER_PARTITION_INFO_LIMIT else logging.DEBUG
+
 
 class PartitionStateMachine:
     def __init__(self, controller: KafkaController) -> None:
@@ -96,7 +105,9 @@ class PartitionStateMachine:
     def handle_state_changes(self, partitions: Iterable[TopicPartition], target: PartitionState,
                              selector: Selector | None = None) -> None:
         """Move the partitions to `target`; ONLINE from ONLINE/OFFLINE elects with `selector` (default: the
-        offline selector)."""
+        offline selector). Partitions going ONLINE are decided together: their `state` znodes read at once and
+        written in batches (zk_writes.py), each decision still made on the zkVersion its write expects."""
+        valid: list[tuple[TopicPartition, PartitionState]] = []
         for tp in sorted(partitions):
             current = self.states.setdefault(tp, PartitionState.NON_EXISTENT)
             if current not in VALID_PREVIOUS_STATES[target]:
@@ -104,17 +115,23 @@ class PartitionStateMachine:
                                        "%s to %s failed: not a valid previous state", self.controller.broker_id,
                                        self.ctx.epoch, *tp, current.value, target.value)
                 continue
-            if target is PartitionState.ONLINE:
-                if not self._to_online(tp, current, selector or self.offline_selector):
-                    continue
+            valid.append((tp, current))
+        if target is PartitionState.ONLINE:
+            for tp in self._to_online(valid, selector or self.offline_selector):
+                self.states[tp] = PartitionState.ONLINE
+            return
+        level = per_partition_level(len(valid))
+        for tp, current in valid:
             if target is PartitionState.NON_EXISTENT:
                 del self.states[tp]
                 self._topics_with_partitions_path.discard(tp[0])
             else:
                 self.states[tp] = target
-            if target is not PartitionState.ONLINE:
-                state_change_log.info("Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
-                                      self.controller.broker_id, self.ctx.epoch, *tp, current.value, target.value)
+            state_change_log.log(level, "Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
+                                 self.controller.broker_id, self.ctx.epoch, *tp, current.value, target.value)
+        if level != logging.INFO:
+            state_change_log.info("Controller %d epoch %d changed the state of %d partitions to %s",
+                                  self.controller.broker_id, self.ctx.epoch, len(valid), target.value)
 
     def remove(self, tp: TopicPartition) -> None:
         self.states.pop(tp, None)
@@ -141,87 +158,160 @@ class PartitionStateMachine:
 
     # ---- transitions to ONLINE ----------------------------------------------------------------------------
 
-    def _to_online(self, tp: TopicPartition, current: PartitionState, selector: Selector) -> bool:
-        try:
-            if current is PartitionState.NEW:
-                election = self._initialize_leader(tp)
-            else:
-                election = self._elect_leader(tp, selector)
-        except LeaderElectionNotNeededError as e:
-            state_change_log.info("Controller %d epoch %d left partition [%s,%d] as it is: %s",
-                                  self.controller.broker_id, self.ctx.epoch, *tp, e)
-            return False
-        except NoReplicaOnlineError as e:
-            state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from %s to "
-                                   "OnlinePartition failed: %s", self.controller.broker_id, self.ctx.epoch, *tp,
-                                   current.value, e)
-            return False
-        if election is None:
-            return False
-        state_change_log.info("Controller %d epoch %d changed partition [%s,%d] from %s to OnlinePartition with "
-                              "leader %d", self.controller.broker_id, self.ctx.epoch, *tp, current.value,
-                              election.leader)
-        return True
+    def _to_online(self, partitions: list[tuple[TopicPartition, PartitionState]],
+                   selector: Selector) -> list[TopicPartition]:
+        """The partitions that went online (NEW: initial leader; else: elected by `selector`)."""
+        elected = self._initialize_leaders([tp for tp, current in partitions if current is PartitionState.NEW])
+        elected.update(self._elect_leaders([(tp, current) for tp, current in partitions
+                                            if current is not PartitionState.NEW], selector))
+        online = []
+        level = per_partition_level(len(elected))
+        for tp, current in partitions:
+            election = elected.get(tp)
+            if election is not None:
+                state_change_log.log(level, "Controller %d epoch %d changed partition [%s,%d] from %s to "
+                                     "OnlinePartition with leader %d", self.controller.broker_id, self.ctx.epoch, *tp,
+                                     current.value, election.leader)
+                online.append(tp)
+        if level != logging.INFO:
+            leaders: dict[int, int] = {}
+            for election in elected.values():
+                leaders[election.leader] = leaders.get(election.leader, 0) + 1
+            state_change_log.info("Controller %d epoch %d changed %d partitions to OnlinePartition; new leaders: %s",
+                                  self.controller.broker_id, self.ctx.epoch, len(online),
+                                  ", ".join(f"broker {b}: {n}" for b, n in sorted(leaders.items())))
+        return online
 
-    def _initialize_leader(self, tp: TopicPartition) -> Election | None:
-        replicas = self.ctx.assignments[tp]
-        election = new_partition_leader(replicas, self.ctx.live_broker_ids)
-        state = LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr, self.ctx.epoch, 0)
-        try:
-            self._create_state(tp, encode_leadership(state))
-        except NodeExistsError:
-            state_change_log.error("Controller %d epoch %d encountered error while changing partition [%s,%d]'s "
-                                   "state from New to Online since LeaderAndIsr path already exists",
-                                   self.controller.broker_id, self.ctx.epoch, *tp)
-            return None
-        self.ctx.leadership[tp] = state
-        self.controller.batch.add_leader_and_isr(election.recipients, tp, state, replicas)
-        return election
+    def _failed(self, tp: TopicPartition, current: PartitionState, error: Exception) -> None:
+        state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from %s to "
+                               "OnlinePartition failed: %s", self.controller.broker_id, self.ctx.epoch, *tp,
+                               current.value, error)
 
-    def _create_state(self, tp: TopicPartition, data: bytes) -> None:
-        """Create the `state` znode with its missing parents in one fenced transaction: `partitions/<p>` is
-        normally new, `partitions` only for a topic's first partition (looked up once per topic)."""
-        topic = tp[0]
+    def _initialize_leaders(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Election]:
+        """NEW -> ONLINE: the `state` znodes are created (they must not exist), with their missing parents."""
+        ctx = self.ctx
+        elections: dict[TopicPartition, Election] = {}
+        for tp in partitions:
+            try:
+                elections[tp] = new_partition_leader(ctx.assignments[tp], ctx.live_broker_ids)
+            except NoReplicaOnlineError as e:
+                self._failed(tp, PartitionState.NEW, e)
+        states = {tp: LeaderIsrAndZkVersion(e.leader, e.leader_epoch, e.isr, ctx.epoch, 0)
+                  for tp, e in elections.items()}
+        created = self._create_states({tp: encode_leadership(state) for tp, state in states.items()})
+        out = {}
+        for tp, election in elections.items():
+            if tp in created:
+                ctx.leadership[tp] = states[tp]
+                self.controller.batch.add_leader_and_isr(election.recipients, tp, states[tp], ctx.assignments[tp])
+                out[tp] = election
+        return out
+
+    def _create_states(self, data: dict[TopicPartition, bytes]) -> set[TopicPartition]:
+        """Create each partition's `state` znode with `partitions/<p>` (normally new) in one fenced operation
+        group; `partitions` itself first, for topics that lack it (looked up once per topic). Returns the
+        partitions whose node was created; an existing one is logged as 0.8.2 does."""
+        if not data:
+            return set()
         zk, writer = self.controller.zk, self.controller.writer
-        parents = [paths.partition_path(*tp)]
-        if topic not in self._topics_with_partitions_path and zk.get(paths.partitions_path(topic))[1] is None:
-            parents.insert(0, paths.partitions_path(topic))
-        try:
-            writer.create(paths.partition_state_path(*tp), data, parents)
-        except NodeExistsError:
-            if zk.get(paths.partition_state_path(*tp))[1] is not None:
-                raise
-            # A parent is there already (left by an older controller): create what is missing.
-            writer.create(paths.partition_state_path(*tp), data, [p for p in parents if zk.get(p)[1] is None])
-        self._topics_with_partitions_path.add(topic)
+        topics = sorted({t for t, _ in data} - self._topics_with_partitions_path)
+        found = zk.get_many([paths.partitions_path(t) for t in topics])
+        missing = [t for t, (_, stat) in zip(topics, found) if stat is None]
+        for result in writer.create_many([(paths.partitions_path(t), b"", ()) for t in missing]):
+            if result is not None and not isinstance(result, NodeExistsError):
+                raise result
+        self._topics_with_partitions_path.update(topics)
+        partitions = list(data)
+        results = writer.create_many([(paths.partition_state_path(*tp), data[tp], [paths.partition_path(*tp)])
+                                      for tp in partitions])
+        created = {tp for tp, result in zip(partitions, results) if result is None}
+        clashed = [tp for tp, result in zip(partitions, results) if isinstance(result, NodeExistsError)]
+        for result in results:
+            if result is not None and not isinstance(result, NodeExistsError):
+                raise result
+        if not clashed:
+            return created
+        # The state is there already (an error), or only its parent is (left by an older controller, which
+        # created the parents and the state separately): create what is missing.
+        found = zk.get_many([paths.partition_state_path(*tp) for tp in clashed]
+                            + [paths.partition_path(*tp) for tp in clashed])
+        retry = []
+        for i, tp in enumerate(clashed):
+            if found[i][1] is not None:
+                self._state_exists(tp)
+            else:
+                retry.append((tp, [] if found[len(clashed) + i][1] is not None else [paths.partition_path(*tp)]))
+        results = writer.create_many([(paths.partition_state_path(*tp), data[tp], parents) for tp, parents in retry])
+        for (tp, _), result in zip(retry, results):
+            if result is None:
+                created.add(tp)
+            elif isinstance(result, NodeExistsError):
+                self._state_exists(tp)
+            else:
+                raise result
+        return created
 
-    def _elect_leader(self, tp: TopicPartition, selector: Selector) -> Election | None:
+    def _state_exists(self, tp: TopicPartition) -> None:
+        state_change_log.error("Controller %d epoch %d encountered error while changing partition [%s,%d]'s state "
+                               "from New to Online since LeaderAndIsr path already exists", self.controller.broker_id,
+                               self.ctx.epoch, *tp)
+
+    def _elect_leaders(self, partitions: list[tuple[TopicPartition, PartitionState]],
+                       selector: Selector) -> dict[TopicPartition, Election]:
+        """OFFLINE/ONLINE -> ONLINE: read the `state`s, decide, write each conditionally on the zkVersion read;
+        a partition whose write meets another version (its leader changed the ISR meanwhile) is read and decided
+        again, up to _WRITE_ATTEMPTS times."""
+        ctx = self.ctx
+        previous = dict(partitions)
+        remaining = [tp for tp, _ in partitions]
+        out: dict[TopicPartition, Election] = {}
+        level = per_partition_level(len(partitions))
+        not_needed = 0
         for _ in range(_WRITE_ATTEMPTS):
-            current = self.controller.read_leadership(tp)
-            if current is None:
-                raise NoReplicaOnlineError("its state znode is missing or unreadable")
-            if current.controller_epoch > self.ctx.epoch:
-                state_change_log.error("Controller %d epoch %d aborted leader election for partition [%s,%d]: its "
-                                       "state was written by a newer controller epoch %d", self.controller.broker_id,
-                                       self.ctx.epoch, *tp, current.controller_epoch)
-                return None
-            election = selector(tp, current)
-            state = LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr, self.ctx.epoch,
-                                          current.zk_version)
-            new_version = self.controller.writer.set(paths.partition_state_path(*tp), encode_leadership(state),
-                                                     current.zk_version)
-            if new_version is None:
-                continue  # the leader changed the ISR meanwhile: read again and decide again
-            if election.unclean:
-                self.controller.log.warning(
-                    "No broker in ISR is alive for [%s,%d]. Elect leader %d from live brokers %s. There's potential "
-                    "data loss.", *tp, election.leader, ",".join(map(str, sorted(self.ctx.live_broker_ids))))
-            state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
-                                          new_version)
-            self.ctx.leadership[tp] = state
-            self.controller.batch.add_leader_and_isr(election.recipients, tp, state, self.ctx.assignments[tp])
-            return election
-        return None
+            if not remaining:
+                break
+            decided = []
+            for tp, current in self.controller.read_leaderships(remaining).items():
+                try:
+                    if current is None:
+                        raise NoReplicaOnlineError("its state znode is missing or unreadable")
+                    if current.controller_epoch > ctx.epoch:
+                        state_change_log.error("Controller %d epoch %d aborted leader election for partition "
+                                               "[%s,%d]: its state was written by a newer controller epoch %d",
+                                               self.controller.broker_id, ctx.epoch, *tp, current.controller_epoch)
+                        continue
+                    election = selector(tp, current)
+                except LeaderElectionNotNeededError as e:
+                    state_change_log.log(level, "Controller %d epoch %d left partition [%s,%d] as it is: %s",
+                                         self.controller.broker_id, ctx.epoch, *tp, e)
+                    not_needed += 1
+                    continue
+                except NoReplicaOnlineError as e:
+                    self._failed(tp, previous[tp], e)
+                    continue
+                decided.append((tp, election, LeaderIsrAndZkVersion(election.leader, election.leader_epoch,
+                                                                    election.isr, ctx.epoch, current.zk_version)))
+            versions = self.controller.writer.set_many([
+                (paths.partition_state_path(*tp), encode_leadership(state), state.zk_version)
+                for tp, _, state in decided])
+            remaining = []
+            for (tp, election, state), version in zip(decided, versions):
+                if version is None:
+                    remaining.append(tp)
+                    continue
+                if election.unclean:
+                    self.controller.log.warning(
+                        "No broker in ISR is alive for [%s,%d]. Elect leader %d from live brokers %s. There's "
+                        "potential data loss.", *tp, election.leader, ",".join(map(str, sorted(ctx.live_broker_ids))))
+                state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
+                                              version)
+                ctx.leadership[tp] = state
+                self.controller.batch.add_leader_and_isr(election.recipients, tp, state, ctx.assignments[tp])
+                out[tp] = election
+        if not_needed and level != logging.INFO:
+            state_change_log.info("Controller %d epoch %d left %d partitions as they are: their preferred replica "
+                                  "leads already", self.controller.broker_id, ctx.epoch, not_needed)
+        return out
 
 
 def encode_leadership(state: LeaderIsrAndZkVersion) -> bytes:

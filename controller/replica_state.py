@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from controller.context import LeaderIsrAndZkVersion, TopicPartition
-from controller.partition_state import encode_leadership
+from controller.partition_state import encode_leadership, per_partition_level
 from zkbroker.zk import paths
 
 if TYPE_CHECKING:
@@ -89,8 +89,10 @@ class ReplicaStateMachine:
 
     def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState,
                              stop_replica_callback: StopReplicaCallback | None = None) -> None:
-        # LeaderAndIsr for replicas becoming NEW or ONLINE is gathered per partition: one batch entry each.
+        # LeaderAndIsr for replicas becoming NEW or ONLINE is gathered per partition: one batch entry each;
+        # replicas going OFFLINE leave their ISRs together, after the loop (one read and batched writes).
         announce: dict[TopicPartition, list[int]] = {}
+        leaving_isr: list[tuple[TopicPartition, int]] = []
         for replica in sorted(replicas):
             current = self.states.get(replica, S.NON_EXISTENT)
             topic, partition, broker_id = replica
@@ -105,7 +107,7 @@ class ReplicaStateMachine:
                 state_change_log.error("Controller %d epoch %d cannot change the state of replica %d of unknown "
                                        "partition [%s,%d]", self.controller.broker_id, self.ctx.epoch, broker_id, *tp)
                 continue
-            if not self._transition(replica, current, target, announce, stop_replica_callback):
+            if not self._transition(replica, current, target, announce, leaving_isr, stop_replica_callback):
                 continue
             if target is S.NON_EXISTENT:
                 self.states.pop(replica, None)
@@ -118,9 +120,11 @@ class ReplicaStateMachine:
             leadership = self.ctx.leadership.get(tp)
             if leadership is not None:
                 self.controller.batch.add_leader_and_isr(brokers, tp, leadership, self.ctx.assignments[tp])
+        self.remove_replicas_from_isr(leaving_isr)
 
     def _transition(self, replica: PartitionReplica, current: ReplicaState, target: ReplicaState,
-                    announce: dict[TopicPartition, list[int]], callback: StopReplicaCallback | None) -> bool:
+                    announce: dict[TopicPartition, list[int]], leaving_isr: list[tuple[TopicPartition, int]],
+                    callback: StopReplicaCallback | None) -> bool:
         topic, partition, broker_id = replica
         tp = (topic, partition)
         batch = self.controller.batch
@@ -141,46 +145,82 @@ class ReplicaStateMachine:
         elif target is S.OFFLINE:
             batch.add_stop_replica([broker_id], tp, delete=False)
             if self.ctx.leadership.get(tp) is not None:
-                self.remove_replica_from_isr(tp, broker_id)
+                leaving_isr.append((tp, broker_id))
         elif target is S.DELETION_STARTED:
             batch.add_stop_replica([broker_id], tp, delete=True, callback=callback)
         elif target is S.NON_EXISTENT:
             self.ctx.assignments[tp] = tuple(r for r in self.ctx.assignments[tp] if r != broker_id)
         return True
 
-    def remove_replica_from_isr(self, tp: TopicPartition, broker_id: int) -> None:
-        """0.8.2's removeReplicaFromIsr: drop the replica from the ISR (leader -1 if it led), leader_epoch + 1,
-        written conditionally on the zkVersion read (read again and retried on a mismatch); the other assigned
-        replicas hear of it, unless the partition is being deleted."""
+    def remove_replicas_from_isr(self, replicas: list[tuple[TopicPartition, int]]) -> None:
+        """0.8.2's removeReplicaFromIsr for each (partition, broker), in order: a partition that loses two
+        replicas is written twice, one after the other; different partitions are read together and written in
+        batches."""
+        waves: list[list[tuple[TopicPartition, int]]] = []
+        seen: dict[TopicPartition, int] = {}
+        for tp, broker_id in replicas:
+            n = seen[tp] = seen.get(tp, -1) + 1
+            if n == len(waves):
+                waves.append([])
+            waves[n].append((tp, broker_id))
+        for wave in waves:
+            self._remove_from_isr(wave)
+
+    def _remove_from_isr(self, replicas: list[tuple[TopicPartition, int]]) -> None:
+        """Drop each replica from its partition's ISR (leader -1 if it led; 0.8.2 keeps the last ISR member when
+        unclean election is off), leader_epoch + 1, written conditionally on the zkVersion read (read again and
+        retried on a mismatch); the other assigned replicas hear of it, unless the partition is being deleted.
+        At most one replica per partition."""
         controller = self.controller
+        remaining = list(replicas)
+        level = per_partition_level(len(replicas))
+        logged = state_change_log.isEnabledFor(level)
+        removed = 0
         for _ in range(_WRITE_ATTEMPTS):
-            current = controller.read_leadership(tp)
-            if current is None or broker_id not in current.isr:
-                return
-            if current.controller_epoch > self.ctx.epoch:
-                state_change_log.error("Controller %d epoch %d aborted removing replica %d from the ISR of [%s,%d]: "
-                                       "its state was written by a newer controller epoch %d", controller.broker_id,
-                                       self.ctx.epoch, broker_id, *tp, current.controller_epoch)
-                return
-            isr = tuple(r for r in current.isr if r != broker_id)
-            if not isr and not controller.unclean_election_enabled(tp[0]):
-                controller.log.info("Retaining last ISR %d of partition [%s,%d] since unclean leader election is "
-                                    "disabled", broker_id, *tp)
-                isr = current.isr
-            leader = -1 if current.leader == broker_id else current.leader
-            state = LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr, self.ctx.epoch, current.zk_version)
-            new_version = controller.writer.set(paths.partition_state_path(*tp), encode_leadership(state),
-                                                current.zk_version)
-            if new_version is None:
-                continue
-            state = LeaderIsrAndZkVersion(leader, state.leader_epoch, isr, state.controller_epoch, new_version)
-            self.ctx.leadership[tp] = state
-            if not controller.deletion.is_partition_to_be_deleted(tp):
-                replicas = self.ctx.assignments[tp]
-                controller.batch.add_leader_and_isr([r for r in replicas if r != broker_id], tp, state, replicas)
-            state_change_log.info("Controller %d epoch %d removed broker %d from the ISR of [%s,%d]: leader %d, ISR %s",
-                                  controller.broker_id, self.ctx.epoch, broker_id, *tp, leader, _ids(isr))
-            return
+            if not remaining:
+                break
+            current_states = controller.read_leaderships([tp for tp, _ in remaining])
+            decided = []
+            for tp, broker_id in remaining:
+                current = current_states[tp]
+                if current is None or broker_id not in current.isr:
+                    continue
+                if current.controller_epoch > self.ctx.epoch:
+                    state_change_log.error("Controller %d epoch %d aborted removing replica %d from the ISR of "
+                                           "[%s,%d]: its state was written by a newer controller epoch %d",
+                                           controller.broker_id, self.ctx.epoch, broker_id, *tp,
+                                           current.controller_epoch)
+                    continue
+                isr = tuple(r for r in current.isr if r != broker_id)
+                if not isr and not controller.unclean_election_enabled(tp[0]):
+                    controller.log.log(level, "Retaining last ISR %d of partition [%s,%d] since unclean leader "
+                                       "election is disabled", broker_id, *tp)
+                    isr = current.isr
+                leader = -1 if current.leader == broker_id else current.leader
+                decided.append((tp, broker_id, LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr,
+                                                                     self.ctx.epoch, current.zk_version)))
+            versions = controller.writer.set_many([
+                (paths.partition_state_path(*tp), encode_leadership(state), state.zk_version)
+                for tp, _, state in decided])
+            remaining = []
+            for (tp, broker_id, state), version in zip(decided, versions):
+                if version is None:
+                    remaining.append((tp, broker_id))
+                    continue
+                state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
+                                              version)
+                self.ctx.leadership[tp] = state
+                if not controller.deletion.is_partition_to_be_deleted(tp):
+                    assigned = self.ctx.assignments[tp]
+                    controller.batch.add_leader_and_isr([r for r in assigned if r != broker_id], tp, state, assigned)
+                if logged:
+                    state_change_log.log(level, "Controller %d epoch %d removed broker %d from the ISR of [%s,%d]: "
+                                         "leader %d, ISR %s", controller.broker_id, self.ctx.epoch, broker_id, *tp,
+                                         state.leader, _ids(state.isr))
+                removed += 1
+        if removed and level != logging.INFO:
+            state_change_log.info("Controller %d epoch %d removed brokers %s from the ISRs of %d partitions",
+                                  controller.broker_id, self.ctx.epoch, _ids(sorted({b for _, b in replicas})), removed)
 
     # ---- queries (topic deletion) ----------------------------------------------------------------------------
 

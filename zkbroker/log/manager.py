@@ -163,6 +163,8 @@ class LogManager:
         return log
 
     def _next_log_dir(self) -> str:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]  # counting every log (below) made creating n logs O(n^2)
         counts = dict.fromkeys(self.log_dirs, 0)
         for log in self._logs.values():
             parent = os.path.dirname(os.path.abspath(log.dir))

@@ -84,8 +84,8 @@ class KafkaServer:
                                               self.config["socket.request.max.bytes"])
             await self.socket_server.start()
             self._start_log_duties()
-            self._every(self.config["replica.high.watermark.checkpoint.interval.ms"],
-                        self.replica_manager.checkpoint_high_watermarks, off_loop=False)
+            self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
+                              self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
@@ -152,6 +152,11 @@ class KafkaServer:
                 except Exception:
                     log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
         self._tasks.append(asyncio.get_running_loop().create_task(repeat()))
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        # The HWs are read on the loop; the file is written (and fsynced) off it.
+        write = self.replica_manager.high_watermarks_writer()
+        await asyncio.get_running_loop().run_in_executor(None, write)
 
     def _every_async(self, interval_ms: int, duty: Callable[[], Awaitable[object]]) -> None:
         async def repeat() -> None:

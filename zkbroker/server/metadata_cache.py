@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from zkbroker.zk import paths
+from zkbroker.zk.broker_ids import read_broker_registrations
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration, ZnodeFormatError
 
@@ -56,15 +57,7 @@ class MetadataCache:
         self._set_controller(data)
 
     def _set_brokers(self, children: list[str] | None) -> None:
-        brokers = {}
-        for child in children or ():
-            try:
-                broker_id = int(child)
-                data, stat = self.zk.get(paths.broker_path(broker_id))
-                if stat is not None:
-                    brokers[broker_id] = BrokerRegistration.decode(broker_id, data)
-            except (ValueError, ZnodeFormatError) as e:
-                log.warning("Ignoring unreadable broker registration %s: %s", child, e)
+        brokers = read_broker_registrations(self.zk, children or (), log)
         with self._write_lock:
             self.snapshot = ClusterSnapshot(brokers, self.snapshot.controller_id, self.snapshot.partitions)
 

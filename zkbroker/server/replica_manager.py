@@ -12,13 +12,18 @@ Everything here runs on the broker's asyncio loop; ZooKeeper is read through the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from zkbroker.config import KafkaConfig
+from zkbroker.gc_pause import gc_paused
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from zkbroker.log.log import OffsetOutOfRangeError
@@ -43,6 +48,11 @@ STALE_LEADER_EPOCH = 13
 TopicPartition = tuple[str, int]
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
+
+# A LeaderAndIsr or StopReplica about at most this many partitions logs each partition's change at INFO (the
+# ignored ones at WARN); a larger one logs them at DEBUG (0.8.2: TRACE) plus one line that counts them, as the
+# controller does: ~20 us a line was most of the time a broker took to apply a 10,000-partition request.
+PER_PARTITION_INFO_LIMIT = 100
 
 
 class AppendResult:
@@ -83,6 +93,9 @@ class ReplicaManager:
         self._checkpointed_hws: dict[TopicPartition, int] = {}
         for checkpoint in self._hw_checkpoints.values():
             self._checkpointed_hws.update(checkpoint.read())
+        self._hw_write_lock = threading.Lock()
+        self._hw_snapshots = 0  # HW snapshots taken, and the last one written: see high_watermarks_writer
+        self._hw_snapshot_written = 0
 
     # ---- controller requests -------------------------------------------------------------------------------
 
@@ -100,30 +113,61 @@ class ReplicaManager:
         """Apply a LeaderAndIsr request; returns (error code, per-partition error codes)."""
         if self._stale_controller("LeaderAndIsr", request):
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        started = time.monotonic()
+        # The overrides of the topics we open partitions of, read once per topic and all at once (again for
+        # any topic that another request made new meanwhile); then the request applies in one step of the
+        # event loop, without yielding.
+        overrides: dict[str, dict[str, str]] = {}
+        while missing := {s.topic for s in request.partition_states
+                          if (s.topic, s.partition) not in self.partitions and self.broker_id in s.replicas
+                          and s.topic not in overrides}:
+            overrides.update(await self._topic_overrides_many(missing))
+            # A newer controller's request may have been applied while we waited for ZooKeeper.
+            if self._stale_controller("LeaderAndIsr", request):
+                return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        with gc_paused():
+            results = self._apply_leader_and_isr(request, overrides)
+        log.info("Broker %d handled LeaderAndIsr from controller %d epoch %d for %d partitions in %.0f ms",
+                 self.broker_id, request.controller_id, request.controller_epoch, len(results),
+                 (time.monotonic() - started) * 1000.0)
+        return ErrorCode.NONE, results
+
+    def _apply_leader_and_isr(self, request: Any, overrides: dict[str, dict[str, str]]) -> list[tuple[str, int, int]]:
+        configs: dict[str, Any] = {}
+        few = len(request.partition_states) <= PER_PARTITION_INFO_LIMIT
+        info, warning = (logging.INFO, logging.WARNING) if few else (logging.DEBUG, logging.DEBUG)
+        counts = {"stale": 0, "not a replica": 0, "leader": 0, "follower": 0}
         results = []
         for state in request.partition_states:
             tp = (state.topic, state.partition)
             current = self.partitions.get(tp)
             if current is not None and state.leader_epoch <= current.leader_epoch:
-                state_change_log.warning(
-                    "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition [%s,%d] "
-                    "since its associated leader epoch %d is old. Current leader epoch is %d", self.broker_id,
+                state_change_log.log(
+                    warning, "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition "
+                    "[%s,%d] since its associated leader epoch %d is old. Current leader epoch is %d", self.broker_id,
                     request.controller_id, request.controller_epoch, *tp, state.leader_epoch, current.leader_epoch)
                 results.append((*tp, STALE_LEADER_EPOCH))
+                counts["stale"] += 1
                 continue
             if self.broker_id not in state.replicas:
-                state_change_log.warning(
-                    "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition [%s,%d] "
-                    "as itself is not in assigned replica list %s", self.broker_id, request.controller_id,
+                state_change_log.log(
+                    warning, "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for partition "
+                    "[%s,%d] as itself is not in assigned replica list %s", self.broker_id, request.controller_id,
                     request.controller_epoch, *tp, ",".join(map(str, state.replicas)))
                 results.append((*tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                counts["not a replica"] += 1
                 continue
-            partition = current or await self._open_partition(*tp)
+            partition = current
+            if partition is None:
+                if tp[0] not in configs:
+                    configs[tp[0]] = self.config.topic_config(overrides[tp[0]])
+                partition = self._open_partition(*tp, configs[tp[0]])
             if state.leader == self.broker_id:
                 self.fetcher_manager.remove_partition(tp)
                 partition.make_leader(state.leader_epoch, tuple(state.isr), tuple(state.replicas),
                                       state.zk_version, state.controller_epoch)
                 role = "leader"
+                counts["leader"] += 1
             else:
                 leader_changed = current is None or partition.leader_id != state.leader
                 partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
@@ -131,12 +175,23 @@ class ReplicaManager:
                 if leader_changed:
                     self._follow(partition, state.leader, request.live_leaders)
                 role = f"follower of broker {state.leader}"
-            state_change_log.info(
-                "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
+                counts["follower"] += 1
+            state_change_log.log(
+                info, "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
                 "controller %d epoch %d", self.broker_id, role, *tp, state.leader_epoch,
                 ",".join(map(str, state.isr)), request.controller_id, request.controller_epoch)
             results.append((*tp, ErrorCode.NONE))
-        return ErrorCode.NONE, results
+        if not few:
+            if counts["stale"] or counts["not a replica"]:
+                state_change_log.warning(
+                    "Broker %d ignoring LeaderAndIsr request from controller %d epoch %d for %d partitions since "
+                    "their leader epochs are not newer than ours, and for %d as it is not among their replicas",
+                    self.broker_id, request.controller_id, request.controller_epoch, counts["stale"],
+                    counts["not a replica"])
+            state_change_log.info("Broker %d became leader for %d partitions and follower for %d per LeaderAndIsr "
+                                  "from controller %d epoch %d", self.broker_id, counts["leader"], counts["follower"],
+                                  request.controller_id, request.controller_epoch)
+        return results
 
     def _follow(self, partition: Partition, leader: int, live_leaders) -> None:
         """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader."""
@@ -155,9 +210,8 @@ class ReplicaManager:
             return
         self.fetcher_manager.add_partition(partition, SourceBroker(source.broker_id, source.host, source.port))
 
-    async def _open_partition(self, topic: str, partition: int) -> Partition:
-        overrides = await self._topic_overrides(topic)
-        log_ = self.log_manager.get_or_create_log(topic, partition, self.config.topic_config(overrides))
+    def _open_partition(self, topic: str, partition: int, config: Any) -> Partition:
+        log_ = self.log_manager.get_or_create_log(topic, partition, config)
         p = Partition(topic, partition, self.broker_id, log_)
         if self.leader_epoch_mode:
             p.epoch_cache = LeaderEpochCache(log_.dir)
@@ -168,15 +222,36 @@ class ReplicaManager:
         return p
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write each log directory's replication-offset-checkpoint (every
-        replica.high.watermark.checkpoint.interval.ms and at shutdown)."""
+        """Write each log directory's replication-offset-checkpoint now (at shutdown; every
+        replica.high.watermark.checkpoint.interval.ms the broker runs `high_watermarks_writer` off the loop)."""
+        self.high_watermarks_writer()()
+
+    def high_watermarks_writer(self) -> Callable[[], None]:
+        """Snapshot every partition's HW now, on the loop, and return the write of that snapshot, for any thread:
+        a checkpoint write fsyncs the file and its directory, and on the loop it stalled every connection for as
+        long as the disk took. A snapshot older than one already written is dropped, so a periodic write that
+        finishes late cannot undo the one at shutdown."""
+        self._hw_snapshots += 1
+        snapshot = self._hw_snapshots
         by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self._hw_checkpoints}
         for tp, p in list(self.partitions.items()):
             by_dir.setdefault(os.path.dirname(p.log.dir), {})[tp] = p.high_watermark
-        for d, hws in by_dir.items():
-            checkpoint = self._hw_checkpoints.get(d)
-            if checkpoint is not None:
-                checkpoint.write(hws)
+
+        def write() -> None:
+            with self._hw_write_lock:
+                if snapshot < self._hw_snapshot_written:
+                    return
+                for d, hws in by_dir.items():
+                    checkpoint = self._hw_checkpoints.get(d)
+                    if checkpoint is not None:
+                        checkpoint.write(hws)
+                self._hw_snapshot_written = snapshot
+        return write
+
+    async def _topic_overrides_many(self, topics: set[str]) -> dict[str, dict[str, str]]:
+        """Each topic's overrides (`/config/topics/<t>`), the reads pipelined."""
+        ordered = sorted(topics)
+        return dict(zip(ordered, await asyncio.gather(*(self._topic_overrides(t) for t in ordered))))
 
     async def _topic_overrides(self, topic: str) -> dict[str, str]:
         try:
@@ -193,23 +268,29 @@ class ReplicaManager:
         """Apply a StopReplica request: forget the partitions; delete their logs when asked to."""
         if self._stale_controller("StopReplica", request):
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
-        results = []
-        for entry in request.partitions:
-            tp = (entry.topic, entry.partition)
-            self.fetcher_manager.remove_partition(tp)
-            # 0.8.2 forgets the partition only when deleting it; a stopped replica keeps its HW, so the
-            # checkpoint at shutdown still holds it.
-            partition = (self.partitions.pop(tp, None) if request.delete_partitions
-                         else self.partitions.get(tp))
-            if partition is not None:
-                partition.wake_waiters()
-            if request.delete_partitions:
-                self.log_manager.delete_log(*tp)
-            state_change_log.info("Broker %d stopped replica [%s,%d]%s per StopReplica from controller %d epoch %d",
-                                  self.broker_id, *tp, " and deleted its log" if request.delete_partitions else "",
-                                  request.controller_id, request.controller_epoch)
-            results.append((*tp, ErrorCode.NONE))
+        level = logging.INFO if len(request.partitions) <= PER_PARTITION_INFO_LIMIT else logging.DEBUG
+        with gc_paused():
+            results = [self._stop_replica(entry.topic, entry.partition, request, level) for entry in request.partitions]
+        if level != logging.INFO:
+            state_change_log.info("Broker %d stopped %d replicas%s per StopReplica from controller %d epoch %d",
+                                  self.broker_id, len(results), " and deleted their logs" if request.delete_partitions
+                                  else "", request.controller_id, request.controller_epoch)
         return ErrorCode.NONE, results
+
+    def _stop_replica(self, topic: str, partition_id: int, request: Any, level: int) -> tuple[str, int, int]:
+        tp = (topic, partition_id)
+        self.fetcher_manager.remove_partition(tp)
+        # 0.8.2 forgets the partition only when deleting it; a stopped replica keeps its HW, so the checkpoint at
+        # shutdown still holds it.
+        partition = self.partitions.pop(tp, None) if request.delete_partitions else self.partitions.get(tp)
+        if partition is not None:
+            partition.wake_waiters()
+        if request.delete_partitions:
+            self.log_manager.delete_log(*tp)
+        state_change_log.log(level, "Broker %d stopped replica [%s,%d]%s per StopReplica from controller %d epoch %d",
+                             self.broker_id, *tp, " and deleted its log" if request.delete_partitions else "",
+                             request.controller_id, request.controller_epoch)
+        return (*tp, ErrorCode.NONE)
 
     # ---- client requests ----------------------------------------------------------------------------------
 

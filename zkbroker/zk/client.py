@@ -15,20 +15,34 @@ What it adds to kazoo:
   until it talks to ZooKeeper again. `session_in_doubt()` says when this process may have been frozen for
   a large part of the session timeout; `confirm_session()` then asks ZooKeeper. The controller uses the
   pair so that a resumed zombie never acts before it learns it lost (beyond 0.8.2, which had no guard).
+- Reads of many nodes at once (`get_many`, `subscribe_data_changes_many`), for the controller's failover
+  and batched decisions. kazoo sends or receives one request per turn of its connection loop (~150 us a
+  read here), so a pipelined read of 10,000 nodes still takes 1.5 s; ZooKeeper >= 3.6 answers a whole
+  list of reads in one multiRead request, which is ~20x cheaper. Older servers get the pipelined reads.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections import namedtuple
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    EXCEPTIONS,
+    KazooException,
+    MarshallingError,
+    NodeExistsError,
+    NoNodeError,
+    UnimplementedError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.serialization import GetData, int_struct, multiheader_struct, read_buffer, stat_struct, write_string
 from kazoo.protocol.states import EventType, ZnodeStat
 from kazoo.retry import KazooRetry
 
@@ -40,6 +54,10 @@ ChildListener = Callable[[str, "list[str] | None"], None]
 DataListener = Callable[[str, "bytes | None", "ZnodeStat | None"], None]
 
 _TICK_S = 0.05
+
+# Reads per multiRead request: ~1,000 `state` nodes answer in ~150 KB, far below ZooKeeper's 1 MB packet limit.
+MULTI_READ_CHUNK = 1000
+_SERVER_VERSION = re.compile(rb"[Zz]ookeeper version: (\d+)\.(\d+)")
 
 
 class ZkConnectError(RuntimeError):
@@ -89,6 +107,7 @@ class ZkClient:
         self._last_tick = time.monotonic()
         self._doubt = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._multi_read_support: bool | None = None  # asked once, on the first get_many
 
     # ---- lifecycle -------------------------------------------------------------------------------------
 
@@ -341,8 +360,107 @@ class ZkClient:
         except NoNodeError:
             return []
 
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes | None, ZnodeStat | None]]:
+        """(data, stat) of each node, in order; (None, None) for a missing one. No watches are left."""
+        paths = list(paths)
+        if not paths:
+            return []
+        if self._multi_read_supported():
+            try:
+                return self._multi_read(paths)
+            except (UnimplementedError, MarshallingError) as e:  # the server does not know it after all
+                log.warning("[%s] multiRead refused (%r); reading one node at a time from now on", self.name, e)
+                self._multi_read_support = False
+        pending = [self.kazoo.get_async(path) for path in paths]
+        out: list[tuple[bytes | None, ZnodeStat | None]] = []
+        for result in pending:
+            try:
+                out.append(tuple(result.get()))
+            except NoNodeError:
+                out.append((None, None))
+        return out
+
+    def subscribe_data_changes_many(self, paths: Sequence[str],
+                                    listener: DataListener) -> list[tuple[bytes | None, ZnodeStat | None]]:
+        """subscribe_data_changes for many paths, the reads (which arm the watches) pipelined."""
+        subs = [self._subscribe(path, "data", listener) for path in paths]
+        pending = [(sub, self.kazoo.get_async(sub.path, watch=sub.watch)) for sub in subs]
+        out = []
+        for sub, result in pending:
+            try:
+                out.append(tuple(result.get()))
+            except NoNodeError:
+                out.append(self._arm_data(sub))
+        return out
+
+    def _multi_read_supported(self) -> bool:
+        """Whether the server answers multiRead (ZooKeeper >= 3.6), asked once with the `srvr` command. A
+        server that does not know the opcode may drop the request unanswered, so we never just try it."""
+        if self._multi_read_support is None:
+            try:
+                match = _SERVER_VERSION.search(self.kazoo.command(b"srvr").encode())
+            except Exception as e:  # the four-letter word may be disabled (4lw.commands.whitelist)
+                log.info("[%s] could not ask ZooKeeper its version (%r); reading nodes one by one", self.name, e)
+                match = None
+            self._multi_read_support = match is not None and (int(match[1]), int(match[2])) >= (3, 6)
+        return self._multi_read_support
+
+    def _multi_read(self, paths: list[str]) -> list[tuple[bytes | None, ZnodeStat | None]]:
+        chroot = self.kazoo.chroot or ""
+        pending = []
+        for i in range(0, len(paths), MULTI_READ_CHUNK):
+            result = self.kazoo.handler.async_result()
+            self.kazoo._call(_MultiRead([chroot + p for p in paths[i:i + MULTI_READ_CHUNK]]), result)
+            pending.append(result)
+        out: list[tuple[bytes | None, ZnodeStat | None]] = []
+        for result in pending:
+            for answer in result.get(timeout=max(self.session_timeout_ms / 1000.0, 10.0)):
+                if isinstance(answer, NoNodeError):
+                    out.append((None, None))
+                elif isinstance(answer, Exception):
+                    raise answer
+                else:
+                    out.append(answer)
+        return out
+
     def create_or_set(self, path: str, data: bytes) -> None:
         try:
             self.kazoo.create(path, data, makepath=True)
         except NodeExistsError:
             self.kazoo.set(path, data)
+
+
+class _MultiRead(namedtuple("_MultiRead", "paths")):
+    """ZooKeeper 3.6's multiRead (opcode 22) of getData operations, in kazoo's request shape: each read
+    answers on its own ((data, stat), or the error, e.g. NoNodeError); nothing is atomic or watched."""
+
+    type = 22
+
+    def serialize(self) -> bytearray:
+        out = bytearray()
+        for path in self.paths:
+            out += multiheader_struct.pack(GetData.type, False, -1)
+            out += write_string(path)
+            out += b"\x00"  # no watch
+        out += multiheader_struct.pack(-1, True, -1)
+        return out
+
+    @classmethod
+    def deserialize(cls, buf, offset: int) -> list:
+        results: list = []
+        while True:
+            op_type, done, _ = multiheader_struct.unpack_from(buf, offset)
+            offset += multiheader_struct.size
+            if done:
+                return results
+            if op_type == GetData.type:
+                data, offset = read_buffer(buf, offset)
+                stat = ZnodeStat._make(stat_struct.unpack_from(buf, offset))
+                offset += stat_struct.size
+                results.append((data, stat))
+            elif op_type == -1:
+                (code,) = int_struct.unpack_from(buf, offset)
+                offset += int_struct.size
+                results.append(EXCEPTIONS[code]())
+            else:
+                raise ValueError(f"unexpected operation type {op_type} in a multiRead answer")

@@ -146,12 +146,23 @@ class LeaderIsrState:
     isr: tuple[int, ...]
 
     def encode(self) -> bytes:
-        return _dump({"version": 1, "leader": self.leader, "leader_epoch": self.leader_epoch,
-                      "controller_epoch": self.controller_epoch, "isr": list(self.isr)})
+        # The bytes _dump writes for these keys (compact JSON of plain ints), without going through json: the
+        # controller encodes one per partition it decides about, thousands at a time.
+        return b'{"version":1,"leader":%d,"leader_epoch":%d,"controller_epoch":%d,"isr":[%s]}' % (
+            self.leader, self.leader_epoch, self.controller_epoch, b",".join(b"%d" % r for r in self.isr))
 
     @classmethod
     def decode(cls, data: bytes | None, what: str = "partition state") -> LeaderIsrState:
         obj = _obj(data, what)
+        try:  # the common case, checked cheaply: every field present, a 32-bit int (and not a bool)
+            leader, leader_epoch, controller_epoch, isr = (obj["leader"], obj["leader_epoch"],
+                                                           obj["controller_epoch"], obj["isr"])
+            if (type(leader) is int and type(leader_epoch) is int and type(controller_epoch) is int
+                    and type(isr) is list and all(type(r) is int for r in isr)
+                    and all(INT32_MIN <= v <= INT32_MAX for v in (leader, leader_epoch, controller_epoch, *isr))):
+                return cls(leader, leader_epoch, controller_epoch, tuple(isr))
+        except KeyError:
+            pass
         return cls(_int(_field(obj, "leader", what), what + " leader"),
                    _int(_field(obj, "leader_epoch", what), what + " leader_epoch"),
                    _int(_field(obj, "controller_epoch", what), what + " controller_epoch"),

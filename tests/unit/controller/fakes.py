@@ -45,6 +45,9 @@ class FakeZk:
         data, version = self.nodes[path]
         return data, Stat(version)
 
+    def get_many(self, paths_: list[str]):
+        return [self.get(path) for path in paths_]
+
     def get_children(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
         return sorted({p[len(prefix):].split("/")[0] for p in self.nodes if p.startswith(prefix)})
@@ -52,6 +55,9 @@ class FakeZk:
     def subscribe_data_changes(self, path: str, listener):
         self.data_watches.setdefault(path, []).append(listener)
         return self.get(path)
+
+    def subscribe_data_changes_many(self, paths_: list[str], listener):
+        return [self.subscribe_data_changes(path, listener) for path in paths_]
 
     def subscribe_child_changes(self, path: str, listener):
         self.child_watches.setdefault(path, []).append(listener)
@@ -88,6 +94,7 @@ class FakeWriter:
 
     def __init__(self, zk: FakeZk) -> None:
         self.zk = zk
+        self.writes = 0
 
     def create(self, path: str, data: bytes, parents=()) -> int:
         if any(p in self.zk.nodes for p in (*parents, path)):
@@ -105,6 +112,19 @@ class FakeWriter:
             return None
         self.zk.nodes[path] = (data, version + 1)
         return version + 1
+
+    def create_many(self, items) -> list:
+        out = []
+        for path, data, parents in items:
+            try:
+                self.create(path, data, parents)
+                out.append(None)
+            except NodeExistsError as e:
+                out.append(e)
+        return out
+
+    def set_many(self, items) -> list:
+        return [self.set(path, data, version) for path, data, version in items]
 
     def upsert(self, path: str, data: bytes) -> None:
         self.zk.put(path, data)
@@ -139,7 +159,7 @@ class FakeChannel:
     def remove_broker(self, broker_id: int) -> None:
         self.brokers.discard(broker_id)
 
-    def send(self, broker_id, api_key, api_version, body, callback=None) -> None:
+    def send(self, broker_id, api_key, api_version, body, callback=None, payload=None) -> None:
         self.sent.append(Sent(broker_id, api_key, body, callback))
 
     def shutdown(self) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import (
@@ -59,6 +63,15 @@ def test_partition_state_bytes():
     assert LeaderIsrState.decode(state.encode()) == state
 
 
+@given(st.integers(-1, 2**31 - 1), st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1),
+       st.lists(st.integers(0, 2**31 - 1), max_size=6))
+def test_partition_state_fast_codec_writes_what_json_writes_and_reads_it_back(leader, leader_epoch, epoch, isr):
+    state = LeaderIsrState(leader, leader_epoch, epoch, tuple(isr))
+    assert state.encode() == json.dumps({"version": 1, "leader": leader, "leader_epoch": leader_epoch,
+                                         "controller_epoch": epoch, "isr": isr}, separators=(",", ":")).encode()
+    assert LeaderIsrState.decode(state.encode()) == state
+
+
 def test_topic_assignment_uses_string_partition_keys_in_numeric_order():
     assignment = TopicAssignment({10: (1,), 0: (1, 2), 1: (2, 0)})
     assert assignment.encode() == b'{"version":1,"partitions":{"0":[1,2],"1":[2,0],"10":[1]}}'
@@ -89,7 +102,10 @@ def test_consumer_nodes():
 
 @pytest.mark.parametrize("data", [b"", b"not json", b"[]", b'{"version":1}', b'{"leader":"1","leader_epoch":0,'
                                   b'"controller_epoch":1,"isr":[]}', b'{"leader":2147483648,"leader_epoch":0,'
-                                  b'"controller_epoch":1,"isr":[]}'])
+                                  b'"controller_epoch":1,"isr":[]}', b'{"leader":true,"leader_epoch":0,'
+                                  b'"controller_epoch":1,"isr":[]}', b'{"leader":1,"leader_epoch":0,'
+                                  b'"controller_epoch":1,"isr":[1.5]}', b'{"leader":1,"leader_epoch":0,'
+                                  b'"controller_epoch":1,"isr":"1"}'])
 def test_malformed_state_is_rejected_with_one_error_type(data):
     with pytest.raises(ZnodeFormatError):
         LeaderIsrState.decode(data)
