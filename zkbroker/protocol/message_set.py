@@ -16,7 +16,8 @@ Three kinds of callers, three entry points:
 
 * the produce path: :func:`assign_offsets` -- validate every CRC and size, assign offsets in
   place, report the offsets, message count and max timestamp; it walks the received buffer with
-  ``struct.unpack_from`` and makes no Python object per uncompressed message;
+  ``struct.unpack_from`` and makes no Python object per uncompressed message (runs of them go
+  through one tight loop, ``_assign_plain_run``: it is most of the broker's CPU when producing);
 * the follower and recovery paths: :func:`analyze` -- the same checks without assigning;
 * tools, tests and our consumer: :func:`iter_messages` yields :class:`Message` objects
   (compressed wrappers opened), and :func:`build_message_set` writes sets.
@@ -31,10 +32,16 @@ Anything malformed raises :class:`InvalidMessageError`, a :class:`RemoteProtocol
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+try:
+    # ISA-L's CRC-32 is zlib's (same IEEE polynomial, same results), but ~5x faster on 100-byte messages,
+    # where zlib's table-driven loop costs more than everything else the produce path does per message.
+    from isal.isal_zlib import crc32
+except ImportError:  # a platform without isal wheels: correct, only slower
+    from zlib import crc32
 
 from .compression import CODEC_NONE, compress, decompress
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
@@ -68,6 +75,11 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _MAGIC0_HEAD = struct.Struct(">bb")  # magic, attributes: the CRC-covered start of a magic-0 message
 _MAGIC1_HEAD = struct.Struct(">bbq")
+# An entry through the value length of a message with a null key, offset skipped: size, crc, magic and
+# attributes as one field, [timestamp], key length, value length. Its size is the smallest entry of that magic.
+_PLAIN_ENTRY = {0: struct.Struct(">8xiIHii"), 1: struct.Struct(">8xiIHqii")}
+_MAGIC_CODEC_MASK = 0xFF00 | CODEC_MASK
+_NO_LIMIT = 1 << 31
 
 Buffer = bytes | bytearray | memoryview
 
@@ -182,7 +194,7 @@ def _open_wrapper(
         crc, inner_magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(inner, at + LOG_OVERHEAD)
         if inner_magic not in MIN_MESSAGE_SIZE or size < MIN_MESSAGE_SIZE[inner_magic]:
             raise InvalidMessageError(f"inner message with magic {inner_magic}", pos)
-        if verify_crc and zlib.crc32(inner[at + 16 : inner_end]) != crc:
+        if verify_crc and crc32(inner[at + 16 : inner_end]) != crc:
             raise InvalidMessageError("inner message fails its CRC", pos)
         if attributes & CODEC_MASK:
             raise InvalidMessageError("compressed message inside a compressed message", pos)
@@ -215,6 +227,56 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _assign_plain_run(
+    view: memoryview, pos: int, next_offset: int, max_timestamp: int, max_size: int
+) -> tuple[int, int, int]:
+    """Assign offsets to the run of uncompressed messages of one magic that starts at ``pos``: the
+    produce path's common case, written as one tight loop (one unpack per entry, no call per message,
+    no key or value objects). It checks what :func:`_walk` checks and stops, without raising, at the
+    first entry that is anything else -- compressed, of the other magic, malformed, torn, too large --
+    leaving that entry to :func:`_walk`, which handles or reports it. Returns the position it stopped
+    at, the next offset to assign, and the max timestamp so far."""
+    n = len(view)
+    if pos + 17 > n:
+        return pos, next_offset, max_timestamp
+    magic = view[pos + 16]
+    if magic not in _PLAIN_ENTRY:
+        return pos, next_offset, max_timestamp
+    unpack = _PLAIN_ENTRY[magic].unpack_from
+    head = _PLAIN_ENTRY[magic].size
+    min_size = MIN_MESSAGE_SIZE[magic]  # also the size of a message with a null key and an empty value
+    plain = magic << 8  # magic and attributes as one 16-bit field: this magic, no codec
+    unpack_int32 = _INT32.unpack_from
+    pack_offset = _OFFSET.pack_into
+    timestamp = NO_TIMESTAMP
+    while pos + head <= n:
+        if magic:
+            size, crc, magic_attributes, timestamp, key_size, value_size = unpack(view, pos)
+        else:
+            size, crc, magic_attributes, key_size, value_size = unpack(view, pos)
+        end = pos + LOG_OVERHEAD + size
+        if magic_attributes & _MAGIC_CODEC_MASK != plain or not min_size <= size <= max_size or end > n:
+            break
+        if key_size == -1:
+            if value_size != size - min_size and (value_size != -1 or size != min_size):
+                break
+        else:
+            value_at = pos + head - 4 + key_size  # the value length follows the key
+            if key_size < 0 or value_at + 4 > end:
+                break
+            (value_size,) = unpack_int32(view, value_at)
+            if value_size != end - value_at - 4 and (value_size != -1 or value_at + 4 != end):
+                break
+        if crc32(view[pos + 16 : end]) != crc:
+            break
+        pack_offset(view, pos, next_offset)
+        next_offset += 1
+        if timestamp > max_timestamp:
+            max_timestamp = timestamp
+        pos = end
+    return pos, next_offset, max_timestamp
+
+
 def _walk(
     buf: Buffer, base_offset: int | None, max_message_bytes: int | None, verify_crc: bool
 ) -> AppendInfo:
@@ -231,8 +293,22 @@ def _walk(
     max_codec = CODEC_NONE
     monotonic = True
     rebuilt: list[tuple[int, int, bytes]] = []
+    max_size = _NO_LIMIT if max_message_bytes is None else max_message_bytes
     pos = 0
-    while pos + LOG_OVERHEAD <= n:
+    while True:
+        if assign and verify_crc:
+            run_start = next_offset
+            pos, next_offset, max_timestamp = _assign_plain_run(
+                view, pos, next_offset, max_timestamp, max_size
+            )
+            if next_offset != run_start:
+                if shallow == 0:
+                    first = run_start
+                count += next_offset - run_start
+                shallow += next_offset - run_start
+                last = next_offset - 1
+        if pos + LOG_OVERHEAD > n:
+            break
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)
         end = pos + LOG_OVERHEAD + size
         if size < MIN_MESSAGE_SIZE[0]:
@@ -248,7 +324,7 @@ def _walk(
         crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
         if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
             raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
-        if verify_crc and zlib.crc32(view[pos + 16 : end]) != crc:
+        if verify_crc and crc32(view[pos + 16 : end]) != crc:
             raise InvalidMessageError("message fails its CRC", pos)
         if magic:
             (timestamp,) = _INT64.unpack_from(view, pos + 18)
@@ -346,7 +422,7 @@ def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
         crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
         if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
             raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
-        if verify_crc and zlib.crc32(view[pos + 16 : end]) != crc:
+        if verify_crc and crc32(view[pos + 16 : end]) != crc:
             raise InvalidMessageError("message fails its CRC", pos)
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
         codec = attributes & CODEC_MASK
@@ -403,7 +479,7 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
             return
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if layout else NO_TIMESTAMP
         key, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, layout)
-        valid = zlib.crc32(view[pos + 16 : end]) == crc
+        valid = crc32(view[pos + 16 : end]) == crc
         yield Entry(
             offset, pos, size, crc, valid, magic, attributes, timestamp, _bytes(key), _bytes(value)
         )
@@ -473,7 +549,7 @@ def encode_message(
     except (struct.error, TypeError) as exc:
         raise LocalProtocolError(f"message: {exc}") from None
     body = b"".join(parts)
-    return struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">I", crc32(body)) + body
 
 
 def build_message_set(

@@ -4,6 +4,8 @@ import struct
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
@@ -248,3 +250,38 @@ def test_analyze_reports_entry_offsets_and_monotonicity():
     info = analyze(data + wrapped)
     assert (info.first_offset, info.last_offset, info.shallow_count) == (20, 32, 4)
     assert not analyze(wrapped + data).offsets_monotonic
+
+
+# -- the produce path's lean loop (uncompressed runs) against the reader ----------------------------------
+
+_fields = st.one_of(st.none(), st.binary(max_size=40))
+_runs = st.lists(
+    st.tuples(st.sampled_from([0, 1]), st.sampled_from([CODEC_NONE, CODEC_NONE, CODEC_GZIP]),
+              st.lists(st.tuples(_fields, _fields), min_size=1, max_size=6)),
+    min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_runs, st.integers(0, 2**40))
+def test_assigned_sets_read_back_as_produced(runs, base):
+    data = bytearray(b"".join(build_message_set(items, magic=magic, codec=codec) for magic, codec, items in runs))
+    info = assign_offsets(data, base)
+    produced = [(key, value) for _, _, items in runs for key, value in items]
+    read = list(iter_messages(info.records))
+    assert [(m.key, m.value) for m in read] == produced
+    assert [m.offset for m in read] == list(range(base, base + len(produced)))
+    assert (info.first_offset, info.last_offset, info.count) == (base, base + len(produced) - 1, len(produced))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0, 1]), _fields, _fields), min_size=1, max_size=8), st.data())
+def test_any_changed_byte_of_a_message_is_refused(messages, data):
+    sets = [build_message_set([(key, value)], magic=magic) for magic, key, value in messages]
+    victim = data.draw(st.integers(0, len(sets) - 1))
+    start = sum(map(len, sets[:victim]))
+    at = data.draw(st.integers(start + 12, start + len(sets[victim]) - 1))  # crc through the value
+    corrupt = bytearray(b"".join(sets))
+    corrupt[at] ^= data.draw(st.integers(1, 255))
+    with pytest.raises(InvalidMessageError) as raised:
+        assign_offsets(corrupt, 0)
+    assert raised.value.position == start
