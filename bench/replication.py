@@ -43,6 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kazoo.exceptions import NoNodeError  # noqa: E402
+
 from zkbroker import admin  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
 from zkbroker.lab.cluster import LabCluster  # noqa: E402
@@ -52,6 +54,9 @@ from zkbroker.zk import paths  # noqa: E402
 from zkbroker.zk.client import ZkClient  # noqa: E402
 from zkbroker.zk.znodes import LeaderIsrState, encode_preferred_election  # noqa: E402
 
+# topic -> (row, replication factor, acks)
+TOPICS = {"rf1-acks1": ("RF=1 acks=1", 1, 1), "rf3-acks1": ("RF=3 acks=1", 3, 1),
+          "rf3-acksall": ("RF=3 acks=-1", 3, -1)}
 KREPS = {"RF=1 acks=1": 821_557, "RF=3 acks=1": 786_980, "RF=3 acks=-1": 421_823}
 TARGET = 421_823
 PARTITIONS = 6
@@ -85,6 +90,7 @@ def throughput_main(bootstrap: str, topic: str, count: int, acks: int, out) -> N
             failed[0] += 1
 
     send, poll = producer.produce, producer.poll
+    cpu = os.times()
     started = time.monotonic()
     i = 0
     while i < count:
@@ -94,7 +100,9 @@ def throughput_main(bootstrap: str, topic: str, count: int, acks: int, out) -> N
         except BufferError:
             poll(0.001)
     left = producer.flush(300)
-    out.send((started, time.monotonic(), left, failed[0]))
+    ended = time.monotonic()
+    cpu_end = os.times()
+    out.send((started, ended, left, failed[0], cpu_end.user + cpu_end.system - cpu.user - cpu.system))
 
 
 def steady_main(bootstrap: str, topic: str, rate: int, stop_file: str, extra: dict, out) -> None:
@@ -178,7 +186,7 @@ class Bench:
         return self.lab.load().broker(broker_id)
 
     def controller_id(self) -> int:
-        return json.loads(self.zk.get(paths.CONTROLLER)[0])["brokerid"]
+        return json.loads(self.zk.kazoo.get(paths.CONTROLLER)[0])["brokerid"]
 
     def pid(self, broker_id: int) -> int:
         return self.entry(broker_id).pid
@@ -193,8 +201,15 @@ class Bench:
         return assignment
 
     def states(self, topic: str, partitions) -> dict[int, LeaderIsrState]:
-        found = self.zk.get_many([paths.partition_state_path(topic, p) for p in partitions])
-        return {p: LeaderIsrState.decode(data) for p, (data, stat) in zip(partitions, found) if stat is not None}
+        # pipelined reads: one round trip's wait for all of them
+        pending = [(p, self.zk.kazoo.get_async(paths.partition_state_path(topic, p))) for p in partitions]
+        states = {}
+        for p, result in pending:
+            try:
+                states[p] = LeaderIsrState.decode(result.get(timeout=10)[0])
+            except NoNodeError:
+                pass
+        return states
 
     def wait_states(self, topic: str, assignment: dict, ok, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s
@@ -288,8 +303,10 @@ def throughput(bench: Bench, topic: str, rf: int, acks: int, count: int, profile
     bench.mark_logs()
     if sampler is not None:
         sampler.start()
+    broker_cpu = {b: _cpu_seconds(bench.pid(b)) for b in BROKERS}
     child = _run_child(throughput_main, bench.bootstrap, topic, count, acks)
-    started, ended, left, failed = child.receive.recv()
+    started, ended, left, failed, producer_cpu = child.receive.recv()
+    broker_cpu = {b: _cpu_seconds(bench.pid(b)) - broker_cpu[b] for b in BROKERS}
     child.join(10)
     if sampler is not None:
         sampler.stop()
@@ -301,7 +318,11 @@ def throughput(bench: Bench, topic: str, rf: int, acks: int, count: int, profile
     seconds = ended - started
     out = {"rate": count / seconds, "seconds": seconds,
            "shrinks": sum("Shrinking ISR" in line for line in lines),
-           "expands": sum("Expanding ISR" in line for line in lines)}
+           "expands": sum("Expanding ISR" in line for line in lines),
+           # CPU per record in microseconds: where the machine's cores went (the brokers' figure includes
+           # a little before and after the producer's run: the producer's setup and its last acknowledgements)
+           "broker_us": sum(broker_cpu.values()) / count * 1e6, "producer_us": producer_cpu / count * 1e6,
+           "capacity_us": (os.cpu_count() or 1) * seconds / count * 1e6}
     if sampler is not None:
         lags = sorted(v for values in sampler.samples.values() for v in values)
         per_partition_rate = out["rate"] / PARTITIONS
@@ -309,6 +330,13 @@ def throughput(bench: Bench, topic: str, rf: int, acks: int, count: int, profile
         out["lag_ms"] = {q: v / per_partition_rate * 1000 for q, v in out["lag"].items()}
         out["lag_samples"] = len(lags)
     return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/<pid>/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(ordered: list[int], q: float) -> int:
@@ -422,36 +450,44 @@ def main() -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--only", action="append", choices=(*TOPICS, "unavailability"),
+                        help="run only this part (repeatable); the default is all")
     args = parser.parse_args()
+    only = set(args.only or (*TOPICS, "unavailability"))
     workdir = Path(tempfile.mkdtemp(prefix="zkbroker-bench-replication-"))
     print(f"3 brokers, {os.cpu_count()} CPUs, confluent-kafka, {VALUE_BYTES}-byte values; working in {workdir}",
           flush=True)
     rows = {}
     with Bench(args, workdir) as bench:
-        if not args.skip_throughput:
-            for name, topic, rf, acks in (("RF=1 acks=1", "rf1-acks1", 1, 1), ("RF=3 acks=1", "rf3-acks1", 3, 1),
-                                          ("RF=3 acks=-1", "rf3-acksall", 3, -1)):
+        for topic, (name, rf, acks) in TOPICS.items():
+            if topic in only:
                 rows[name] = throughput(bench, topic, rf, acks, args.records, args.profile and acks == -1)
                 print(f"  {name}: {rows[name]['rate']:,.0f} records/s", flush=True)
-        print("  unavailability, librdkafka's defaults:", flush=True)
-        windows = unavailability(bench, args.trials, "availability", {})
-        print(f"  unavailability, topic.metadata.refresh.interval.ms={FAST_REFRESH_MS}:", flush=True)
-        fast_windows = unavailability(bench, args.trials, "availability-fast",
-                                      {"topic.metadata.refresh.interval.ms": FAST_REFRESH_MS})
+        windows = fast_windows = []
+        if "unavailability" in only:
+            print("  unavailability, librdkafka's defaults:", flush=True)
+            windows = unavailability(bench, args.trials, "availability", {})
+            print(f"  unavailability, topic.metadata.refresh.interval.ms={FAST_REFRESH_MS}:", flush=True)
+            fast_windows = unavailability(bench, args.trials, "availability-fast",
+                                          {"topic.metadata.refresh.interval.ms": FAST_REFRESH_MS})
 
     print()
     if rows:
         print(f"Throughput, one producer process, {PARTITIONS} partitions, {args.records:,} records of "
               f"{VALUE_BYTES} B each")
-        print(f"{'':<14} {'records/s':>10} {'MB/s':>6}   {'Kreps 2014':>10}   {'ratio':>5}   ISR shrinks/expands")
+        print(f"{'':<14} {'records/s':>10} {'MB/s':>6}   {'Kreps 2014':>10}   {'ratio':>5}   ISR shrinks/expands   "
+              "CPU us/record: brokers + producer of cores x time")
         for name, row in rows.items():
             print(f"{name:<14} {row['rate']:10,.0f} {row['rate'] * VALUE_BYTES / 2**20:6.1f}   {KREPS[name]:10,}   "
-                  f"{row['rate'] / KREPS[name]:5.2f}   {row['shrinks']}/{row['expands']}")
-        best = rows["RF=3 acks=-1"]["rate"]
-        print(f"RF=3 acks=-1 {'meets' if best >= TARGET else 'MISSES'} the target of {TARGET:,} records/s")
+                  f"{row['rate'] / KREPS[name]:5.2f}   {row['shrinks']:>7}/{row['expands']:<11} "
+                  f"{row['broker_us']:.2f} + {row['producer_us']:.2f} of {row['capacity_us']:.2f}")
+        if "RF=3 acks=-1" in rows:
+            best = rows["RF=3 acks=-1"]["rate"]
+            print(f"RF=3 acks=-1 {'meets' if best >= TARGET else 'MISSES'} the target of {TARGET:,} records/s")
         for name in ("RF=3 acks=1", "RF=3 acks=-1"):
-            row = rows[name]
+            row = rows.get(name)
+            if row is None:
+                continue
             print(f"Replication lag ({name}, leader's log end - high watermark, {row['lag_samples']:,} samples): "
                   f"p50 {row['lag'][50]:,} / p99 {row['lag'][99]:,} / max {row['lag'][100]:,} records = "
                   f"{row['lag_ms'][50]:.1f} / {row['lag_ms'][99]:.1f} / {row['lag_ms'][100]:.1f} ms at "
@@ -463,6 +499,8 @@ def main() -> int:
                     print(f"broker {b} (RF=3 acks=-1), share of GIL-holding samples:")
                     for line in summarize_profile(path):
                         print("   " + line)
+    if not windows:
+        return 0
     session = args.session_timeout_ms
     print(f"Unavailability window, SIGKILL of the leader's broker -> first acknowledged write on the new leader "
           f"({args.trials} trials each, {AVAILABILITY_RATE:,} records/s, acks=-1); zookeeper.session.timeout.ms = "
