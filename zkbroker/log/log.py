@@ -29,9 +29,9 @@ snapshot of the segments taken under the log's lock). Background work (the flush
 delete of a segment) goes through the `schedule(name, task, delay_ms)` callable the owner passes; without
 one it runs at once.
 
-Sending a range: use os.sendfile (or loop.sendfile on a transport that has it natively) with the range's
-explicit position. Never read through the file object's own position: appends move it, and concurrent
-fetches share it (asyncio's sendfile *fallback*, used by loops without native sendfile, does exactly that).
+Sending a range: os.sendfile (or os.pread) with the range's explicit position, as the network layer does.
+Never read through the file object's own position: appends move it, and concurrent fetches share it
+(asyncio's loop.sendfile *fallback*, used by loops without native sendfile, does exactly that).
 """
 
 from __future__ import annotations
@@ -285,8 +285,12 @@ class Log:
             )
         if max_offset is not None and max_offset <= offset:
             max_offset, max_bytes = None, 0
-        for base in bases[first:]:
-            info = self._segments[base].read(offset, max_offset, max_bytes)
+        for i in range(first, len(bases)):
+            # A segment's offsets all lie below the next segment's base (the active one's below the log end):
+            # a max_offset at or above that cuts nothing, and the segment need not look for it.
+            segment_end = bases[i + 1] if i + 1 < len(bases) else log_end
+            cap = max_offset if max_offset is not None and max_offset < segment_end else None
+            info = self._segments[bases[i]].read(offset, cap, max_bytes)
             if info is not None:
                 return info
         # offsets at or above `offset` were all deleted from under the read: nothing to send

@@ -5,7 +5,8 @@ the framing (frame size, response header v0, throttle time, topics, partitions, 
 message set's int32 size) as ``bytes`` pieces and leaves each message set as a *slot*: the
 object the caller passed (typically a :class:`FileRange`), whose ``len()`` is already counted in
 the frame size and the size prefix. The server writes ``bytes`` pieces and fills slots with
-``loop.sendfile`` / ``os.sendfile``. Message sets given as bytes-like objects are inlined.
+``os.sendfile`` (or, for small ones, ``os.pread``). Message sets given as bytes-like objects are
+inlined.
 
 Joining the pieces with every slot replaced by its bytes gives exactly what the generic
 schema encoder (``encode_response``) produces for the same response.

@@ -17,7 +17,7 @@ Three kinds of callers, three entry points:
 * the produce path: :func:`assign_offsets` -- validate every CRC and size, assign offsets in
   place, report the offsets, message count and max timestamp; it walks the received buffer with
   ``struct.unpack_from`` and makes no Python object per uncompressed message (runs of them go
-  through one tight loop, ``_assign_plain_run``: it is most of the broker's CPU when producing);
+  through one tight loop, ``_plain_run``: it is most of the broker's CPU when producing);
 * the follower and recovery paths: :func:`analyze` -- the same checks without assigning;
 * tools, tests and our consumer: :func:`iter_messages` yields :class:`Message` objects
   (compressed wrappers opened), and :func:`build_message_set` writes sets.
@@ -75,9 +75,9 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _MAGIC0_HEAD = struct.Struct(">bb")  # magic, attributes: the CRC-covered start of a magic-0 message
 _MAGIC1_HEAD = struct.Struct(">bbq")
-# An entry through the value length of a message with a null key, offset skipped: size, crc, magic and
+# An entry through the value length of a message with a null key: offset, size, crc, magic and
 # attributes as one field, [timestamp], key length, value length. Its size is the smallest entry of that magic.
-_PLAIN_ENTRY = {0: struct.Struct(">8xiIHii"), 1: struct.Struct(">8xiIHqii")}
+_PLAIN_ENTRY = {0: struct.Struct(">qiIHii"), 1: struct.Struct(">qiIHqii")}
 _MAGIC_CODEC_MASK = 0xFF00 | CODEC_MASK
 _NO_LIMIT = 1 << 31
 
@@ -227,33 +227,40 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
-def _assign_plain_run(
-    view: memoryview, pos: int, next_offset: int, max_timestamp: int, max_size: int
-) -> tuple[int, int, int]:
-    """Assign offsets to the run of uncompressed messages of one magic that starts at ``pos``: the
-    produce path's common case, written as one tight loop (one unpack per entry, no call per message,
-    no key or value objects). It checks what :func:`_walk` checks and stops, without raising, at the
-    first entry that is anything else -- compressed, of the other magic, malformed, torn, too large --
-    leaving that entry to :func:`_walk`, which handles or reports it. Returns the position it stopped
-    at, the next offset to assign, and the max timestamp so far."""
+def _plain_run(
+    view: memoryview, pos: int, next_offset: int | None, previous: int | None, max_timestamp: int, max_size: int
+) -> tuple[int, int, int, int, int]:
+    """Validate the run of uncompressed messages of one magic that starts at ``pos`` -- the common case
+    of both the produce path and a follower's append -- in one tight loop (one unpack per entry, no call
+    per message, no key or value objects), and with ``next_offset`` number them from it in place. It
+    checks what :func:`_walk` checks and stops, without raising, at the first entry that is anything
+    else -- compressed, of the other magic, malformed, torn, too large, or (keeping the entries' own
+    offsets) not above ``previous``, the offset before the run -- leaving that entry to :func:`_walk`,
+    which handles or reports it. Returns the position it stopped at, the number of messages in the run,
+    their first and last offsets, and the max timestamp so far."""
     n = len(view)
+    first = last = -1
     if pos + 17 > n:
-        return pos, next_offset, max_timestamp
+        return pos, 0, first, last, max_timestamp
     magic = view[pos + 16]
     if magic not in _PLAIN_ENTRY:
-        return pos, next_offset, max_timestamp
+        return pos, 0, first, last, max_timestamp
     unpack = _PLAIN_ENTRY[magic].unpack_from
     head = _PLAIN_ENTRY[magic].size
     min_size = MIN_MESSAGE_SIZE[magic]  # also the size of a message with a null key and an empty value
     plain = magic << 8  # magic and attributes as one 16-bit field: this magic, no codec
     unpack_int32 = _INT32.unpack_from
     pack_offset = _OFFSET.pack_into
+    assign = next_offset is not None
+    last = (next_offset - 1) if assign else (-(1 << 63) - 1 if previous is None else previous)
+    start = pos
+    count = 0
     timestamp = NO_TIMESTAMP
     while pos + head <= n:
         if magic:
-            size, crc, magic_attributes, timestamp, key_size, value_size = unpack(view, pos)
+            offset, size, crc, magic_attributes, timestamp, key_size, value_size = unpack(view, pos)
         else:
-            size, crc, magic_attributes, key_size, value_size = unpack(view, pos)
+            offset, size, crc, magic_attributes, key_size, value_size = unpack(view, pos)
         end = pos + LOG_OVERHEAD + size
         if magic_attributes & _MAGIC_CODEC_MASK != plain or not min_size <= size <= max_size or end > n:
             break
@@ -269,12 +276,21 @@ def _assign_plain_run(
                 break
         if crc32(view[pos + 16 : end]) != crc:
             break
-        pack_offset(view, pos, next_offset)
-        next_offset += 1
+        if assign:
+            offset = last + 1
+            pack_offset(view, pos, offset)
+        elif offset <= last:
+            break
+        if count == 0:
+            first = offset
+        last = offset
+        count += 1
         if timestamp > max_timestamp:
             max_timestamp = timestamp
         pos = end
-    return pos, next_offset, max_timestamp
+    if pos == start:
+        first = last = -1
+    return pos, count, first, last, max_timestamp
 
 
 def _walk(
@@ -296,17 +312,17 @@ def _walk(
     max_size = _NO_LIMIT if max_message_bytes is None else max_message_bytes
     pos = 0
     while True:
-        if assign and verify_crc:
-            run_start = next_offset
-            pos, next_offset, max_timestamp = _assign_plain_run(
-                view, pos, next_offset, max_timestamp, max_size
+        if verify_crc:
+            pos, run, run_first, run_last, max_timestamp = _plain_run(
+                view, pos, next_offset if assign else None, last if shallow else None, max_timestamp, max_size
             )
-            if next_offset != run_start:
+            if run:
                 if shallow == 0:
-                    first = run_start
-                count += next_offset - run_start
-                shallow += next_offset - run_start
-                last = next_offset - 1
+                    first = run_first
+                count += run
+                shallow += run
+                last = run_last
+                next_offset += run if assign else 0
         if pos + LOG_OVERHEAD > n:
             break
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)

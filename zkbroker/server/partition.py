@@ -62,6 +62,9 @@ class Partition:
         self.remote_fetch_times = {r: now for r in self.remote_leos}
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.maybe_increment_high_watermark()
+        # Waiting acks=-1 produces must look again: the HW may have moved, or the ISR shrunk below
+        # min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND); otherwise they sit out their whole timeout.
+        self.wake_waiters()
 
     def make_follower(self, leader_id: int, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
                       zk_version: int, controller_epoch: int) -> None:

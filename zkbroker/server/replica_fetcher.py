@@ -48,6 +48,9 @@ class ReplicaFetcher:
         self.source = source
         self.name = f"ReplicaFetcherThread-0-{source.broker_id}"
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self._max_bytes = config["replica.fetch.max.bytes"]
+        self._max_wait_ms = config["replica.fetch.wait.max.ms"]
+        self._min_bytes = config["replica.fetch.min.bytes"]
         self._wake = asyncio.Event()
         self._stopped = False
         self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
@@ -91,22 +94,29 @@ class ReplicaFetcher:
         if self._pause_file is not None and os.path.exists(self._pause_file):
             await asyncio.sleep(0.05)
             return
-        wanted = dict(self.partitions)
-        offsets = {tp: p.log_end_offset for tp, p in wanted.items()}
+        # Every fetch names every partition we follow from this broker (as 0.8.2's did), so this loop and the
+        # one over the answer run for thousands of partitions twice a second even when idle: keep them lean.
+        max_bytes = self._max_bytes
+        wanted: dict[tuple[str, int], tuple[Partition, int]] = {}
         by_topic: dict[str, list] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(
-                {"partition": partition, "fetch_offset": offset, "max_bytes": self.config["replica.fetch.max.bytes"]})
-        request = {"replica_id": self.broker_id, "max_wait_ms": self.config["replica.fetch.wait.max.ms"],
-                   "min_bytes": self.config["replica.fetch.min.bytes"],
+        for tp, partition in self.partitions.items():
+            offset = partition.log.log_end_offset
+            wanted[tp] = (partition, offset)
+            rows = by_topic.get(tp[0])
+            if rows is None:
+                rows = by_topic[tp[0]] = []
+            rows.append({"partition": tp[1], "fetch_offset": offset, "max_bytes": max_bytes})
+        request = {"replica_id": self.broker_id, "max_wait_ms": self._max_wait_ms, "min_bytes": self._min_bytes,
                    "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
         response = await self._connection.send(ApiKey.FETCH, 0, request)
         backoff = False
+        current = self.partitions
         for topic_entry in response.topics:
+            topic = topic_entry.topic
             for entry in topic_entry.partitions:
-                tp = (topic_entry.topic, entry.partition)
-                partition = self.partitions.get(tp)
-                if partition is None or partition is not wanted.get(tp) or partition.log_end_offset != offsets[tp]:
+                tp = (topic, entry.partition)
+                partition, offset = wanted.get(tp, (None, -1))
+                if partition is None or current.get(tp) is not partition or partition.log.log_end_offset != offset:
                     continue  # removed or changed while we waited: this answer is stale
                 if entry.error_code == ErrorCode.NONE:
                     self._append(partition, entry)
@@ -120,10 +130,12 @@ class ReplicaFetcher:
             await asyncio.sleep(ERROR_BACKOFF_S)
 
     def _append(self, partition: Partition, entry) -> None:
-        if entry.records is not None and len(entry.records):
-            partition.append_as_follower(entry.records)
-        partition.high_watermark = max(partition.high_watermark,
-                                       min(partition.log_end_offset, entry.high_watermark))
+        records = entry.records
+        if records is not None and len(records):
+            partition.append_as_follower(records)
+        high_watermark = min(partition.log.log_end_offset, entry.high_watermark)
+        if high_watermark > partition.high_watermark:
+            partition.high_watermark = high_watermark
 
     async def _handle_offset_out_of_range(self, partition: Partition) -> None:
         leader_end = await self._leader_offset(partition, LATEST)

@@ -2,6 +2,7 @@
 
 import io
 import os
+import struct
 
 import pytest
 
@@ -135,3 +136,45 @@ def test_recover_rebuilds_the_index_and_cuts_a_torn_tail(tmp_path):
     assert [position for _, position in entries] == [72 * k for k in range(1, 9)]  # 36 bytes per message
     for offset in range(18):
         assert segment.translate_offset(offset)[0] == offset
+
+
+def walked_positions(segment):
+    """Every entry's (offset, position), by a plain walk of the file: the reference for lookups."""
+    data = open(segment.log_path, "rb").read()
+    entries, at = [], 0
+    while at + 12 <= len(data):
+        offset, size = struct.unpack_from(">qi", data, at)
+        entries.append((offset, at))
+        at += 12 + size
+    return entries
+
+
+def expected_lookup(entries, target):
+    return next(((offset, position) for offset, position in entries if offset >= target), None)
+
+
+@pytest.mark.parametrize("interval", [100, 4096, 1 << 30])
+def test_lookups_in_runs_of_same_size_entries_match_a_plain_walk(tmp_path, interval):
+    # Long runs of one size (searched by bisection), broken by other sizes and a compressed wrapper, many more
+    # sets than the segment remembers, and index entries from dense to none.
+    segment = new_segment(tmp_path, base=100, interval=interval, max_index_size=1 << 20)
+    sets = [message_set(0, 300), message_set(0, 40), message_set(0, 5, codec=CODEC_GZIP)]
+    sets += [bytearray(build_message_set([(None, b"x" * (n % 3))] * n)) for n in range(1, 40)]
+    sets += [message_set(0, 500) for _ in range(3)]
+    append_sets(segment, sets)
+    entries = walked_positions(segment)
+    last = entries[-1][0]
+    for target in range(95, last + 3):
+        assert segment.translate_offset(target) == expected_lookup(entries, target), target
+
+
+def test_recent_sets_are_found_without_a_walk_and_forgotten_on_truncation(tmp_path, monkeypatch):
+    segment = new_segment(tmp_path, interval=1 << 30)
+    placed = append_sets(segment, [message_set(0, 3), message_set(0, 1, codec=CODEC_GZIP), message_set(0, 2)])
+    monkeypatch.setattr(segment, "_search_for", lambda *_: pytest.fail("walked"))
+    assert [segment.translate_offset(first) for first, _, _ in placed] == [(0, 0), (3, placed[1][1]), (4, placed[2][1])]
+    monkeypatch.undo()
+    segment.truncate_to(3)
+    assert segment.translate_offset(3) is None and segment.translate_offset(4) is None
+    append_sets(segment, [message_set(0, 4)])
+    assert segment.translate_offset(4) == expected_lookup(walked_positions(segment), 4)
