@@ -123,6 +123,17 @@ class Partition:
                 out.add(r)
         return out
 
+    def apply_isr_change(self, isr: tuple[int, ...], written_against: int, new_version: int) -> bool:
+        """Adopt an ISR this leader wrote to the `state` znode conditionally on zkVersion `written_against`
+        (now `new_version`); False if a LeaderAndIsr arrived while the write was in flight. That request carries
+        a newer state (the controller wrote it after our write, on top of it): keeping ours would leave the
+        leader believing an ISR ZooKeeper no longer holds, with a zkVersion every later ISR write fails on."""
+        if not self.is_leader or self.zk_version != written_against:
+            return False
+        self.isr = tuple(isr)
+        self.zk_version = new_version
+        return True
+
     def caught_up_followers(self) -> set[int]:
         """Followers outside the ISR whose log end has reached the high watermark: they may rejoin."""
         return {r for r in self.replicas if r != self.local_broker_id and r not in self.isr

@@ -390,19 +390,16 @@ class ReplicaManager:
         try:
             state = LeaderIsrState(self.broker_id, p.leader_epoch, p.controller_epoch, new_isr)
             path = paths.partition_state_path(p.topic, p.partition)
+            version = p.zk_version
             try:
-                stat = await self.bridge.wait_for(self.zk.kazoo.set_async(path, state.encode(), p.zk_version))
+                stat = await self.bridge.wait_for(self.zk.kazoo.set_async(path, state.encode(), version))
             except BadVersionError:
-                log.info("Cached zkVersion [%d] not equal to that in zookeeper, skip updating ISR", p.zk_version)
+                log.info("Cached zkVersion [%d] not equal to that in zookeeper, skip updating ISR", version)
                 return False
             except Exception as e:
                 log.warning("Could not update the ISR of [%s,%d]: %r", p.topic, p.partition, e)
                 return False
-            if not p.is_leader:
-                return False
-            p.isr = new_isr
-            p.zk_version = stat.version
-            return True
+            return p.apply_isr_change(new_isr, version, stat.version)
         finally:
             p.isr_update_in_flight = False
 
