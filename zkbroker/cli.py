@@ -29,8 +29,8 @@ def _server(args: argparse.Namespace) -> int:
 
 
 def _event_loop_runner() -> Callable[..., object]:
-    """uvloop's run where uvloop is installed (a dependency; measured in BENCHMARKS.md: less CPU per request
-    than asyncio's own loop), asyncio's otherwise. The broker needs nothing uvloop lacks: its sockets go
+    """uvloop's run where uvloop is installed (a dependency: its loop spends less CPU per request than
+    asyncio's own), asyncio's otherwise. The broker needs nothing uvloop lacks: its sockets go
     through add_reader/add_writer, and sendfile through os.sendfile."""
     try:
         import uvloop
