@@ -5,7 +5,8 @@ default and each fixes a known problem of 0.8's ZooKeeper consumer:
 
 * ``offsets.commit.owned.only`` -- commit a partition's offset only while this consumer's session still owns
   it in ZooKeeper (0.8.2 committed whatever it held, so a consumer back from a long pause could rewind a
-  partition another consumer had moved on, causing duplicates);
+  partition another consumer had moved on, causing duplicates), and read a new owner's starting offsets only
+  once its claim succeeded (0.8.2 read them before claiming and could miss the previous owner's last commit);
 * ``rebalance.backoff.jitter.ms`` -- add a random 0..jitter ms to each rebalance backoff, so consumers that
   collided do not collide again in lock step (the herd effect);
 * ``rebalance.owner.wait.ms`` -- when a partition's owner znode still exists, wait up to this long for its
@@ -81,7 +82,8 @@ CONSUMER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for 
     ConfigKey("offsets.commit.max.retries", _INT, 5, "Offset commit retries at shutdown " + _ACCEPTED + "."),
     # Extensions (see the module docstring), off by default.
     ConfigKey("offsets.commit.owned.only", _BOOLEAN, False,
-              "Extension: commit a partition's offset only while this consumer's ZooKeeper session owns it."),
+              "Extension: commit a partition's offset only while this consumer's ZooKeeper session owns it, "
+              "and read a claimed partition's offset only after the claim."),
     ConfigKey("rebalance.backoff.jitter.ms", _INT, 0,
               "Extension: a random 0..N ms added to each rebalance backoff, against the herd effect.", _AT_LEAST_0),
     ConfigKey("rebalance.owner.wait.ms", _INT, 0,

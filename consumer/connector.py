@@ -424,19 +424,23 @@ class ZookeeperConsumerConnector:
         decision = self._assign(ctx)
         for tp, thread in sorted(decision.items()):
             log.debug("%s%s attempting to claim partition %d", self._prefix, thread, tp.partition)
+        # 0.8.2 reads the committed offsets before claiming. The previous owner commits before it deletes its
+        # owner znode, so a claim that succeeds just after that release may start from the offset the release
+        # replaced a moment later, and hand the previous owner's last messages out twice. With
+        # offsets.commit.owned.only they are read once the owner znodes are ours, when that commit is certain to
+        # be visible (claiming a round trip sooner, a 0.8.2 group would collide more often).
+        after_claim = self.config["offsets.commit.owned.only"]
+        committed = None if after_claim else self.offsets.fetch(decision)
         if self._shutting_down.is_set():
             return False
         if not self._reflect_ownership(decision):
             return False
-        # The committed offsets are read once the owner znodes are ours, not before claiming as 0.8.2 did: the
-        # previous owner commits before it deletes its owner znode, so only now is its last commit certain to
-        # be visible. Read earlier, a claim that succeeds just after that owner's release starts from the
-        # offset it replaced a moment later, and hands its last messages out twice.
-        try:
-            committed = self.offsets.fetch(decision)
-        except BaseException:
-            self._delete_owners(list(decision))
-            raise
+        if committed is None:
+            try:
+                committed = self.offsets.fetch(decision)
+            except BaseException:
+                self._delete_owners(list(decision))
+                raise
         session = self.zk.session_id
         starts = dict(committed)
         if self.listener is not None and decision:

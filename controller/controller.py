@@ -59,12 +59,13 @@ from controller.events import (
     TopicDataChange,
 )
 from controller.leader_selector import partitions_to_rebalance
-from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership, per_partition_level
+from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership
 from controller.reassignment import PartitionReassigner
 from controller.replica_state import ReplicaState, ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
 from zkbroker.gc_pause import gc_paused
+from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.zk import paths
 from zkbroker.zk.broker_ids import read_broker_registrations

@@ -35,6 +35,7 @@ from controller.leader_selector import (
     preferred_replica_leader,
     reassigned_partition_leader,
 )
+from zkbroker.logconfig import per_partition_level
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
 
@@ -63,14 +64,6 @@ Selector = Callable[[TopicPartition, LeaderIsrAndZkVersion], Election]
 
 _WRITE_ATTEMPTS = 3
 
-#: A decision about at most this many partitions logs each one's state change at INFO (a lab, a test: every
-#: line matters); a larger one logs them at DEBUG, as 0.8.2 logged them at TRACE, and counts them in one INFO
-#: line. Python's logging costs ~20 us a line: at 10,000 partitions the lines alone took the controller ~0.3 s.
-PER_PARTITION_INFO_LIMIT = 100
-
-
-def per_partition_level(count: int) -> int:
-    return logging.INFO if count <= PER_PARTITION_INFO_LIMIT else logging.DEBUG
 
 
 class PartitionStateMachine:

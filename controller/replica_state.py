@@ -30,7 +30,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from controller.context import LeaderIsrAndZkVersion, TopicPartition
-from controller.partition_state import encode_leadership, per_partition_level
+from controller.partition_state import encode_leadership
+from zkbroker.logconfig import per_partition_level
 from zkbroker.zk import paths
 
 if TYPE_CHECKING:

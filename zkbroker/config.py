@@ -256,6 +256,23 @@ def _invalid(name: str, value: object, reason: str) -> ConfigError:
     return ConfigError(f"Invalid value {str(value)!r} for configuration {name}: {reason}")
 
 
+def resolve_keys(table: Mapping[str, ConfigKey], given: Mapping[str, str]) -> dict[str, Any]:
+    """Typed values for every key of `table`, in its order: the given text parsed, else the fallback key's value
+    (scaled), else the default; a REQUIRED key not given is an error. Broker and client tables alike."""
+    values: dict[str, Any] = {}
+    for key in table.values():
+        if key.name in given:
+            values[key.name] = key.coerce(given[key.name])
+        elif key.default is REQUIRED:
+            raise ConfigError(f'Missing required configuration "{key.name}" which has no default value.')
+        elif key.fallback is not None:
+            fallback = values[key.fallback]
+            values[key.name] = fallback * key.fallback_scale if key.fallback_scale != 1 else fallback
+        else:
+            values[key.name] = key.default
+    return values
+
+
 # --- The broker's keys (KafkaConfig) -----------------------------------------------------------------------
 
 _SHORT, _INT, _LONG, _DOUBLE = ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE
@@ -558,17 +575,7 @@ class KafkaConfig:
         originals = dict(props)
         given, warnings = _apply_listener_aliases(originals)
         warnings += [f"Property {name} is not valid" for name in sorted(given) if name not in SERVER_CONFIGS]
-        values: dict[str, Any] = {}
-        for key in SERVER_CONFIGS.values():
-            if key.name in given:
-                values[key.name] = key.coerce(given[key.name])
-            elif key.default is REQUIRED:
-                raise ConfigError(f'Missing required configuration "{key.name}" which has no default value.')
-            elif key.fallback is not None:
-                fallback = values[key.fallback]
-                values[key.name] = fallback * key.fallback_scale if key.fallback_scale != 1 else fallback
-            else:
-                values[key.name] = key.default
+        values = resolve_keys(SERVER_CONFIGS, given)
         _check_relations(values)
         return cls(MappingProxyType(values), MappingProxyType(originals), tuple(warnings))
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from zkbroker.config import REQUIRED, ConfigError, ConfigKey
+from zkbroker.config import ConfigError, ConfigKey, resolve_keys
 
 __all__ = ["ClientConfig", "ConfigError", "as_text", "resolve"]
 
@@ -34,17 +34,8 @@ def resolve(table: Mapping[str, ConfigKey], given: Mapping[str, Any]) -> tuple[d
     if not isinstance(given, Mapping):
         raise ConfigError(f"A configuration must be a mapping of names to values, not {type(given).__name__}.")
     warnings = [f"Property {name} is not valid" for name in sorted(given) if name not in table]
-    values: dict[str, Any] = {}
-    for key in table.values():
-        if key.name in given and given[key.name] is not None:
-            values[key.name] = key.coerce(as_text(given[key.name]))
-        elif key.default is REQUIRED:
-            raise ConfigError(f'Missing required configuration "{key.name}" which has no default value.')
-        elif key.fallback is not None:
-            fallback = values[key.fallback]
-            values[key.name] = fallback * key.fallback_scale if key.fallback_scale != 1 else fallback
-        else:
-            values[key.name] = key.default
+    values = resolve_keys(table, {name: as_text(value) for name, value in given.items()
+                                  if name in table and value is not None})
     return values, warnings
 
 

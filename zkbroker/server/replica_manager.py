@@ -28,6 +28,7 @@ from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from zkbroker.log.log import OffsetOutOfRangeError
 from zkbroker.log.manager import LogManager
+from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, ProtocolError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
@@ -49,10 +50,6 @@ TopicPartition = tuple[str, int]
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 
-# A LeaderAndIsr or StopReplica about at most this many partitions logs each partition's change at INFO (the
-# ignored ones at WARN); a larger one logs them at DEBUG (0.8.2: TRACE) plus one line that counts them, as the
-# controller does: ~20 us a line was most of the time a broker took to apply a 10,000-partition request.
-PER_PARTITION_INFO_LIMIT = 100
 
 
 class AppendResult:
@@ -134,7 +131,7 @@ class ReplicaManager:
 
     def _apply_leader_and_isr(self, request: Any, overrides: dict[str, dict[str, str]]) -> list[tuple[str, int, int]]:
         configs: dict[str, Any] = {}
-        few = len(request.partition_states) <= PER_PARTITION_INFO_LIMIT
+        few = per_partition_level(len(request.partition_states)) == logging.INFO
         info, warning = (logging.INFO, logging.WARNING) if few else (logging.DEBUG, logging.DEBUG)
         counts = {"stale": 0, "not a replica": 0, "leader": 0, "follower": 0}
         results = []
@@ -268,7 +265,7 @@ class ReplicaManager:
         """Apply a StopReplica request: forget the partitions; delete their logs when asked to."""
         if self._stale_controller("StopReplica", request):
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
-        level = logging.INFO if len(request.partitions) <= PER_PARTITION_INFO_LIMIT else logging.DEBUG
+        level = per_partition_level(len(request.partitions))
         with gc_paused():
             results = [self._stop_replica(entry.topic, entry.partition, request, level) for entry in request.partitions]
         if level != logging.INFO:
