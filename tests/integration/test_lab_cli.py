@@ -113,10 +113,13 @@ def test_demo_tells_the_story_end_to_end():
     for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients",
                     "4. A consumer group shares the partitions through ZooKeeper", "5. The controller dies",
                     "6. The old controller comes back", "7. A long pause looks like a death",
-                    "8. Into Spark, exactly once", "9. Tearing down"):
+                    "8. Then and now: an acknowledged write lost, and kept", "9. Into Spark, exactly once",
+                    "10. Tearing down"):
         assert heading in result.stdout
     assert "Consumer a read" in result.stdout and "consumer a owned every partition again" in result.stdout
     assert "Spark, per partition" in result.stdout
+    assert "high-watermark         A leads and serves m1\n" in result.stdout
+    assert "leader-epoch           A leads and serves m1, m2\n" in result.stdout
     assert "/controller_epoch      2" in result.stdout
     assert "All 1000 records came back" in result.stdout
     assert "The consumer still reads all 1000 records" in result.stdout
