@@ -125,6 +125,10 @@ class ZookeeperConsumerConnector:
         self._wildcard_streams: list[KafkaStream] = []
         self._registry: dict[TopicPartition, PartitionTopicInfo] = {}
         self._owners: dict[TopicPartition, str] = {}
+        # Owner znodes this session may hold without knowing it: a create or delete whose answer was lost
+        # with the connection. The session survives a short loss, and so would a forgotten owner znode,
+        # blocking its partition for good; the next release deletes them if (and only if) they are ours.
+        self._uncertain_owners: set[TopicPartition] = set()
         self._registry_session: int | None = None
         self._watched_topics: set[str] = set()
         self._watching_brokers = False
@@ -400,6 +404,7 @@ class ZookeeperConsumerConnector:
         if renewed:
             self._registry = {}  # 0.8.2's resetState: the owner znodes went with the old session
             self._owners = {}
+            self._uncertain_owners = set()
             self._register()
             with self._trigger:
                 self._session_renewed = False
@@ -488,16 +493,50 @@ class ZookeeperConsumerConnector:
     def _release_ownership(self) -> None:
         if self._registry:
             log.info("%sReleasing partition ownership", self._prefix)
+        owned, self._registry, self._owners = list(self._registry), {}, {}
+        self._delete_owners(owned)
+        uncertain = sorted(self._uncertain_owners)
+        if uncertain:
+            self._delete_own_owners(uncertain)
+
+    def _delete_owners(self, partitions: Sequence[TopicPartition]) -> None:
+        """Delete owner znodes we created. One whose delete gets no answer is remembered as uncertain, and
+        the error ends the attempt (0.8.2's ZkClient retried until connected instead)."""
         kazoo = self.zk.kazoo
-        pending = [kazoo.delete_async(paths.consumer_owner_path(self.group, tp.topic, tp.partition))
-                   for tp in self._registry]
-        self._registry = {}
-        self._owners = {}
-        for result in pending:
+        pending = [(tp, kazoo.delete_async(paths.consumer_owner_path(self.group, tp.topic, tp.partition)))
+                   for tp in partitions]
+        self._settle_deletes(pending)
+
+    def _delete_own_owners(self, partitions: Sequence[TopicPartition]) -> None:
+        """Delete those of these owner znodes that our session holds (another consumer's are left alone)."""
+        kazoo = self.zk.kazoo
+        session = self.zk.session_id
+        reads = [(tp, kazoo.exists_async(paths.consumer_owner_path(self.group, tp.topic, tp.partition)))
+                 for tp in partitions]
+        pending = []
+        for tp, result in reads:
+            stat = result.get()
+            if stat is not None and stat.ephemeralOwner == session:
+                pending.append((tp, kazoo.delete_async(paths.consumer_owner_path(self.group, tp.topic,
+                                                                                 tp.partition), stat.version)))
+            else:
+                self._uncertain_owners.discard(tp)
+        self._settle_deletes(pending)
+
+    def _settle_deletes(self, pending) -> None:
+        error = None
+        for tp, result in pending:
             try:
                 result.get()
             except NoNodeError:
                 pass
+            except _ZK_ERRORS as e:
+                self._uncertain_owners.add(tp)
+                error = error or e
+                continue
+            self._uncertain_owners.discard(tp)
+        if error is not None:
+            raise error
 
     def _assignment_context(self) -> AssignmentContext:
         kazoo = self.zk.kazoo
@@ -565,20 +604,13 @@ class ZookeeperConsumerConnector:
         log.info("%sowns %d partitions", self._prefix, len(created))
         return True
 
-    def _delete_owners(self, partitions: Sequence[TopicPartition]) -> None:
-        kazoo = self.zk.kazoo
-        pending = [kazoo.delete_async(paths.consumer_owner_path(self.group, tp.topic, tp.partition))
-                   for tp in partitions]
-        for result in pending:
-            try:
-                result.get()
-            except NoNodeError:
-                pass
-
     def _create_owners(self, decision: Mapping[TopicPartition, ConsumerThreadId],
                        created: list[TopicPartition]) -> list[TopicPartition]:
         kazoo = self.zk.kazoo
         session = self.zk.session_id
+        # Until every answer is in, any of these may exist without our knowing it (an error below leaves them
+        # uncertain, and the next release deletes those our session holds).
+        self._uncertain_owners.update(decision)
         pending = [(tp, str(thread), kazoo.create_async(paths.consumer_owner_path(self.group, tp.topic,
                                                                                    tp.partition),
                                                          str(thread).encode(), ephemeral=True))
@@ -588,18 +620,24 @@ class ZookeeperConsumerConnector:
             try:
                 result.get()
                 created.append(tp)
+                continue
             except NodeExistsError:
-                # Ours already if a create succeeded but its answer was lost with the connection (0.8.2's
-                # createEphemeralPathExpectConflict); we also check the session, which 0.8.2 could not.
-                try:
-                    data, stat = kazoo.get(paths.consumer_owner_path(self.group, tp.topic, tp.partition))
-                except NoNodeError:
-                    conflicts.append(tp)
-                    continue
-                if data.decode(errors="replace") == thread and stat.ephemeralOwner == session:
-                    created.append(tp)
-                else:
-                    conflicts.append(tp)
+                pass
+            # Ours already if a create succeeded but its answer was lost with the connection (0.8.2's
+            # createEphemeralPathExpectConflict); we also check the session, which 0.8.2 could not.
+            path = paths.consumer_owner_path(self.group, tp.topic, tp.partition)
+            try:
+                data, stat = kazoo.get(path)
+            except NoNodeError:
+                conflicts.append(tp)
+                continue
+            if stat.ephemeralOwner != session:
+                conflicts.append(tp)
+                continue
+            if data.decode(errors="replace") != thread:
+                kazoo.set(path, thread.encode(), stat.version)  # ours, left by an earlier attempt
+            created.append(tp)
+        self._uncertain_owners.difference_update(decision)
         return conflicts
 
     def _superseded(self) -> bool:

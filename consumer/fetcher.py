@@ -18,6 +18,9 @@ import threading
 import zlib
 from collections.abc import Iterable
 
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import BrokerInfo, Cluster, MetadataClient, NoBrokersAvailable
 from zkbroker.protocol.api import ApiKey
@@ -163,7 +166,8 @@ class ConsumerFetcherManager:
                     if cluster is not None:
                         leaders = {tp: b for tp in wanted
                                    if (b := cluster.leader_for(tp.topic, tp.partition)) is not None}
-                except (NoBrokersAvailable, OSError, ProtocolError, ValueError) as e:
+                except (NoBrokersAvailable, OSError, ProtocolError, ValueError, KazooException,
+                        KazooTimeoutError) as e:  # ZooKeeper or brokers out of reach: try again after the backoff
                     log.warning("[%s], Failed to find leader for %s: %s", self.consumer_id,
                                 ",".join(map(str, sorted(wanted))), e)
             with self._lock:

@@ -180,7 +180,9 @@ def read_values(path: Path) -> list[str]:
 
 
 class ZkProxy:
-    """A TCP proxy in front of ZooKeeper that can cut every connection (and refuse new ones) and heal."""
+    """A TCP proxy in front of ZooKeeper that can cut every connection (and refuse new ones) and heal, and can
+    first black-hole them (bytes are dropped, connections stay open), so requests sent meanwhile are in flight,
+    unanswered, when the cut comes."""
 
     def __init__(self, target: str) -> None:
         host, port = target.rsplit(":", 1)
@@ -191,6 +193,7 @@ class ZkProxy:
         self.server.listen(16)
         self.port = self.server.getsockname()[1]
         self._cut = threading.Event()
+        self._blackhole = threading.Event()
         self._closed = False
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
@@ -219,14 +222,14 @@ class ZkProxy:
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while True:
                 data = source.recv(65536)
                 if not data:
                     break
-                sink.sendall(data)
+                if not self._blackhole.is_set():
+                    sink.sendall(data)
         except OSError:
             pass
         for s in (source, sink):
@@ -234,6 +237,9 @@ class ZkProxy:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def blackhole(self) -> None:
+        self._blackhole.set()
 
     def cut(self) -> None:
         self._cut.set()
@@ -248,6 +254,7 @@ class ZkProxy:
                 s.close()
 
     def heal(self) -> None:
+        self._blackhole.clear()
         self._cut.clear()
 
     def close(self) -> None:

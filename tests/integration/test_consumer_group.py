@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+from kazoo.exceptions import ConnectionLoss
 
 from tests.integration.consumers import (
     FAST_CONSUMER,
@@ -174,6 +176,65 @@ def test_zookeeper_connection_loss_during_a_rebalance_leaves_no_stale_owner(
                  "every partition to be consumed after the recovery")
     finally:
         proxy.close()
+
+
+def test_an_owner_znode_whose_delete_was_lost_is_released_once_reconnected(zk, zk_connect, zookeeper, brokers):
+    """A consumer's release whose deletes get no answer (the connection dropped; its session lives on) leaves
+    its owner znodes behind. Forgotten, they would block those partitions for every other member as long as
+    the session lives; the connector remembers them and its next rebalance deletes the ones its session holds.
+    The lost answers are forced by calling the release while A's connection swallows its requests, then
+    cutting it."""
+    from consumer.connector import ZookeeperConsumerConnector
+
+    (broker,) = brokers(1)
+    create_topic(zk_connect, "stuck", 4, 1, [broker])
+    proxy = ZkProxy(zookeeper.connect_string)
+    chroot = zk_connect[zk_connect.index("/"):]
+    settings = FAST_CONSUMER | {"group.id": "g", "auto.commit.enable": False}
+    a = ZookeeperConsumerConnector(settings | {"zookeeper.connect": proxy.address + chroot,
+                                               "zookeeper.session.timeout.ms": 6000})
+    b = None
+    try:
+        a.create_message_streams({"stuck": 1})
+        assert len(a.owned_partitions()) == 4
+        with a._rebalance_lock:  # the watcher thread stays out of the way
+            proxy.blackhole()
+            release = ThreadResult(a._release_ownership)
+            time.sleep(0.3)  # the deletes are sent, and swallowed
+            proxy.cut()
+            assert isinstance(release.error(10), ConnectionLoss)
+        assert sorted(owners(zk, "g", "stuck")) == [0, 1, 2, 3]  # still there: the deletes never arrived
+        proxy.heal()
+        b = ZookeeperConsumerConnector(settings | {"zookeeper.connect": zk_connect, "consumer.id": "b"})
+        b.create_message_streams({"stuck": 1})  # raises if A's znodes block B past its retries
+        owned = wait_settled(zk, "g", "stuck", 4, expected_members=2, timeout_s=30)
+        assert sum(thread.startswith("g_b-") for thread in owned.values()) == 2  # taken over from A
+        _assert_live_owners(zk, "g", "stuck", owned)
+    finally:
+        for connector in (b, a):
+            if connector is not None:
+                connector.shutdown()
+        proxy.close()
+
+
+class ThreadResult:
+    """Run fn on a thread; error() waits for it and returns what it raised (None if nothing)."""
+
+    def __init__(self, fn) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            self._error = e
+
+    def error(self, timeout_s: float) -> BaseException | None:
+        self._thread.join(timeout_s)
+        assert not self._thread.is_alive(), f"still running after {timeout_s} s"
+        return self._error
 
 
 def _assert_live_owners(zk, group: str, topic: str, owned: dict[int, str]) -> None:
