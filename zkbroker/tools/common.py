@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import re
@@ -16,6 +17,19 @@ TOOL_ZK_TIMEOUT_MS = 30000
 
 class ToolError(Exception):
     """Bad input or a refused operation: the message is the one sentence the user sees."""
+
+
+def integer(args: argparse.Namespace, name: str, flag: str | None = None) -> int | None:
+    """The integer option `name` (its argparse dest), None if not given; Kafka's message, naming `flag` (the dest
+    with dashes unless given), if not a number."""
+    value = getattr(args, name)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        flag = flag or name.replace("_", "-")
+        raise ToolError(f'Option "[{flag}]" needs an integer, not "{value}"') from None
 
 
 @contextlib.contextmanager

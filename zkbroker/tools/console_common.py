@@ -3,7 +3,6 @@ properties files, separators given with escapes, and integer options."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable
 
 from zkbroker.config import ConfigError, parse_properties
@@ -40,13 +39,3 @@ def separator(props: dict[str, str], name: str, default: str) -> bytes:
 
 def flag_true(props: dict[str, str], name: str) -> bool:
     return props.get(name, "").strip().lower() == "true"
-
-
-def integer(args: argparse.Namespace, name: str, flag: str) -> int | None:
-    value = getattr(args, name)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ToolError(f'Option "[{flag}]" needs an integer, not "{value}"') from None

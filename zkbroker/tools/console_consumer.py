@@ -27,8 +27,8 @@ from consumer.connector import ConsumerRebalanceFailed, ZookeeperConsumerConnect
 from consumer.stream import ConsumerTimeout
 from consumer.subscription import Blacklist, Whitelist
 from zkbroker.config import ConfigError
-from zkbroker.tools.common import ToolError, zookeeper
-from zkbroker.tools.console_common import flag_true, integer, key_values, properties_file, separator
+from zkbroker.tools.common import ToolError, integer, zookeeper
+from zkbroker.tools.console_common import flag_true, key_values, properties_file, separator
 from zkbroker.zk import paths
 
 DEFAULT_FORMATTER = "kafka.tools.DefaultMessageFormatter"

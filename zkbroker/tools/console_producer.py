@@ -19,8 +19,8 @@ import sys
 
 from zkbroker.client.producer import Producer
 from zkbroker.config import ConfigError
-from zkbroker.tools.common import ToolError
-from zkbroker.tools.console_common import flag_true, integer, key_values
+from zkbroker.tools.common import ToolError, integer
+from zkbroker.tools.console_common import flag_true, key_values
 
 DEFAULT_ENCODER = "kafka.serializer.DefaultEncoder"
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"

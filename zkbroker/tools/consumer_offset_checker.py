@@ -23,8 +23,7 @@ import argparse
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.tools.common import ToolError, zookeeper
-from zkbroker.tools.console_common import integer
+from zkbroker.tools.common import ToolError, integer, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, LeaderIsrState, TopicAssignment, ZnodeFormatError, decode_offset

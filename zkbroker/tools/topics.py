@@ -25,7 +25,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker import admin
 from zkbroker.config import TOPIC_CONFIGS, validate_topic_config
-from zkbroker.tools.common import ToolError, topic_filter, zookeeper
+from zkbroker.tools.common import ToolError, integer, topic_filter, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
@@ -107,16 +107,6 @@ def _check_args(args: argparse.Namespace) -> str:
     return action
 
 
-def _int_option(args: argparse.Namespace, name: str) -> int | None:
-    value = getattr(args, name)
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise ToolError(f"Option {_option(name)} needs an integer, not \"{value}\"") from None
-
-
 def _configs_to_add(args: argparse.Namespace) -> dict[str, str]:
     """parseTopicConfigsToBeAdded: each `name=value`, validated as a topic override."""
     out = {}
@@ -157,8 +147,8 @@ def _create(args: argparse.Namespace) -> int:
         with zookeeper(args.zookeeper) as zk:
             admin.write_topic(zk, topic, assignment, configs)
     else:
-        partitions = _int_option(args, "partitions")
-        replication_factor = _int_option(args, "replication_factor")
+        partitions = integer(args, "partitions")
+        replication_factor = integer(args, "replication_factor")
         for name, value in (("partitions", partitions), ("replication_factor", replication_factor)):
             if value is None:
                 raise ToolError(f"Missing required argument {_option(name)}")
@@ -170,7 +160,7 @@ def _create(args: argparse.Namespace) -> int:
 
 def _alter(args: argparse.Namespace) -> int:
     added, deleted = _configs_to_add(args), _configs_to_delete(args)
-    partitions = _int_option(args, "partitions")
+    partitions = integer(args, "partitions")
     with zookeeper(args.zookeeper) as zk:
         topics = _matching(zk, args.topic)
         if not topics:
