@@ -19,51 +19,21 @@ cleanly. `--config key=value` passes consumer settings (repeatable).
 
 from __future__ import annotations
 
-import argparse
-import signal
 import sys
-import threading
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from example_consumer import messages, parse_args
 
-from consumer.connector import ConsumerRebalanceFailed, ZookeeperConsumerConnector  # noqa: E402
-from zkbroker import logconfig  # noqa: E402
-
-
-def stop_on_sigterm(stream) -> None:
-    """SIGTERM ends the stream, so the loop finishes the message in hand, sees StopIteration and shuts the
-    connector down cleanly. Ending it from a thread: the handler runs on the main thread, wherever that is
-    (perhaps inside the stream's own lock, or waiting for a ZooKeeper answer), and must not act there."""
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stream.shut_down).start())
+from consumer.connector import ZookeeperConsumerConnector
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zookeeper", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--out", required=True, help="file the processed messages are appended to")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    args = parser.parse_args()
-    config = dict(kv.split("=", 1) for kv in args.config)
-    config.update({"zookeeper.connect": args.zookeeper, "group.id": args.group, "auto.commit.enable": "true",
-                   "offsets.commit.owned.only": "true"})
-    logconfig.configure("INFO")  # Kafka-style log lines on stderr: rebalances, owners, offsets
-
+    args, config = parse_args(__doc__.splitlines()[0], "--out", "file the processed messages are appended to")
+    config.update({"auto.commit.enable": "true", "offsets.commit.owned.only": "true"})
     connector = ZookeeperConsumerConnector(config)
     try:
         stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
-        stop_on_sigterm(stream)
         with open(args.out, "a", buffering=1) as out:
-            while True:
-                try:
-                    message = next(stream)
-                except ConsumerRebalanceFailed as e:
-                    print(e, file=sys.stderr)
-                    continue
-                except StopIteration:
-                    break
+            for message in messages(stream):
                 # Handing the message out marked it consumed: commit first. A partition whose commit was
                 # refused has a new owner already, which starts at the last committed offset: leave it to it.
                 if (message.topic, message.partition) in connector.commit_offsets():

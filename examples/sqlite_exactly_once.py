@@ -15,19 +15,14 @@ SIGTERM or Ctrl-C stops cleanly. `--config key=value` passes consumer settings (
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
 import sqlite3
 import sys
-import threading
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from example_consumer import messages, parse_args
 
-from consumer.assignors import TopicPartition  # noqa: E402
-from consumer.connector import EARLIEST, ConsumerRebalanceFailed, ZookeeperConsumerConnector  # noqa: E402
-from zkbroker import logconfig  # noqa: E402
+from consumer.assignors import TopicPartition
+from consumer.connector import EARLIEST, ZookeeperConsumerConnector
 
 log = logging.getLogger("sqlite_exactly_once")
 
@@ -95,39 +90,14 @@ class SqliteSink:
             db.close()
 
 
-def stop_on_sigterm(stream) -> None:
-    """SIGTERM ends the stream, so the loop finishes the message in hand, sees StopIteration and shuts the
-    connector down cleanly. Ending it from a thread: the handler runs on the main thread, wherever that is
-    (perhaps inside the stream's own lock, or waiting for a ZooKeeper answer), and must not act there."""
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stream.shut_down).start())
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zookeeper", required=True)
-    parser.add_argument("--group", required=True)
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--db", required=True, help="the SQLite file holding the records and their offsets")
-    parser.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    args = parser.parse_args()
-    config = dict(kv.split("=", 1) for kv in args.config)
-    config.update({"zookeeper.connect": args.zookeeper, "group.id": args.group,
-                   "auto.commit.enable": "false"})  # the offsets live in the store, not in ZooKeeper
-    logconfig.configure("INFO")  # Kafka-style log lines on stderr: rebalances, owners, offsets
-
+    args, config = parse_args(__doc__.splitlines()[0], "--db", "the SQLite file holding the records and their offsets")
+    config["auto.commit.enable"] = "false"  # the offsets live in the store, not in ZooKeeper
     sink = SqliteSink(args.db)
     connector = ZookeeperConsumerConnector(config, listener=sink)
     try:
         stream = connector.create_message_streams({args.topic: 1})[args.topic][0]
-        stop_on_sigterm(stream)
-        while True:
-            try:
-                message = next(stream)
-            except ConsumerRebalanceFailed as e:
-                print(e, file=sys.stderr)
-                continue
-            except StopIteration:
-                break
+        for message in messages(stream):
             sink.store(message)
     finally:
         connector.shutdown()
