@@ -495,9 +495,7 @@ class ZookeeperConsumerConnector:
             log.info("%sReleasing partition ownership", self._prefix)
         owned, self._registry, self._owners = list(self._registry), {}, {}
         self._delete_owners(owned)
-        uncertain = sorted(self._uncertain_owners)
-        if uncertain:
-            self._delete_own_owners(uncertain)
+        self._delete_own_owners(sorted(self._uncertain_owners))
 
     def _delete_owners(self, partitions: Sequence[TopicPartition]) -> None:
         """Delete owner znodes we created. One whose delete gets no answer is remembered as uncertain, and
@@ -523,7 +521,8 @@ class ZookeeperConsumerConnector:
                 self._uncertain_owners.discard(tp)
         self._settle_deletes(pending)
 
-    def _settle_deletes(self, pending) -> None:
+    def _settle_deletes(self, pending: list[tuple[TopicPartition, Any]]) -> None:
+        """Wait for these deletes; each answered one is certain now, each unanswered one uncertain."""
         error = None
         for tp, result in pending:
             try:
