@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from zkbroker.log.log_config import LogConfig
 from zkbroker.zk.znodes import BrokerRegistration
 
 TopicPartition = tuple[str, int]
@@ -38,8 +39,8 @@ class ControllerContext:
     # AR: the assigned replicas of every partition, head = preferred replica (from /brokers/topics/<t>).
     assignments: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     leadership: dict[TopicPartition, LeaderIsrAndZkVersion] = field(default_factory=dict)
-    # Per-topic overrides that the controller's decisions need (unclean.leader.election.enable).
-    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Each topic's settings, with its overrides, for the controller's decisions (unclean.leader.election.enable).
+    topic_configs: dict[str, LogConfig] = field(default_factory=dict)
     # RAR of every partition being reassigned (/admin/reassign_partitions).
     partitions_being_reassigned: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
     partitions_undergoing_preferred_election: set[TopicPartition] = field(default_factory=set)

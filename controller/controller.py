@@ -65,6 +65,7 @@ from controller.replica_state import ReplicaState, ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
 from zkbroker.gc_pause import gc_paused
+from zkbroker.log.log_config import topic_log_config
 from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.zk import paths
@@ -73,7 +74,6 @@ from zkbroker.zk.client import SessionListener, ZkClient
 from zkbroker.zk.znodes import (
     BrokerRegistration,
     TopicAssignment,
-    TopicConfig,
     ZnodeFormatError,
     decode_config_change,
     decode_preferred_election,
@@ -94,10 +94,6 @@ def _ids(ids) -> str:
 
 def _tps(partitions) -> str:
     return ", ".join(f"[{t},{p}]" for t, p in sorted(partitions))
-
-
-def _parse_bool(value: str) -> bool:
-    return value.strip().lower() == "true"
 
 
 class _Ticker(threading.Thread):
@@ -494,11 +490,7 @@ class KafkaController(SessionListener):
         self._set_topic_config(topic, self.zk.get(paths.topic_config_path(topic))[0])
 
     def _set_topic_config(self, topic: str, config: bytes | None) -> None:
-        try:
-            self.context.topic_configs[topic] = TopicConfig.decode(config).config if config else {}
-        except ZnodeFormatError as e:
-            self.log.error("Ignoring unreadable config of topic %s: %s", topic, e)
-            self.context.topic_configs[topic] = {}
+        self.context.topic_configs[topic] = topic_log_config(self.config, topic, config)
 
     def stop_watching_topic(self, topic: str) -> None:
         self.zk.unsubscribe(paths.topic_path(topic), self._on_topic_data)
@@ -525,8 +517,8 @@ class KafkaController(SessionListener):
             return set()
 
     def unclean_election_enabled(self, topic: str) -> bool:
-        override = self.context.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
-        return _parse_bool(override) if override is not None else self.config["unclean.leader.election.enable"]
+        config = self.context.topic_configs.get(topic)
+        return config.unclean_leader_election_enable if config else self.config["unclean.leader.election.enable"]
 
     # ---- requests to brokers ------------------------------------------------------------------------------
 

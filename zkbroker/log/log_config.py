@@ -3,18 +3,25 @@
 The keys, their checks and their defaults live in one table, `zkbroker.config.TOPIC_CONFIGS`; this is a
 typed view of one row of values, so the log reads `config.segment_bytes` rather than string keys. Field
 names are the topic keys with dots turned into underscores. `LogConfig()` holds the broker defaults;
-`LogConfig.of(broker_config.topic_config(overrides))` a topic's settings on a given broker.
+`LogConfig.of(broker_config.topic_config(overrides))` a topic's settings on a given broker, and
+`topic_log_config` the same from what the topic's `/config/topics/<t>` znode holds: the one reader of that
+znode for the broker's logs and the controller alike.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS
+from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig, validate_topic_config
+from zkbroker.zk import paths
+from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
+
+log = logging.getLogger("zkbroker.log.LogConfig")
 
 
 def _broker_default(name: str) -> Any:
@@ -77,3 +84,29 @@ class LogConfig:
         if self.segment_jitter_ms == 0:
             return 0
         return (rng or random).randrange(min(self.segment_jitter_ms, self.segment_ms))
+
+
+def topic_log_config(broker: KafkaConfig, topic: str, znode: bytes | None) -> LogConfig:
+    """A topic's settings on this broker: the broker's defaults with the overrides held in the topic's
+    `/config/topics/<t>` znode (its data, None or empty when there is none) on top.
+
+    Each override takes the check of `kafka-topics --config`. One that fails it (written to ZooKeeper by hand
+    or by another tool) is logged as an error naming the topic and the key, and the broker's value stands in
+    for it: one topic's typo must not stop a broker from starting or a partition from opening. An unreadable
+    znode leaves every key at the broker's value."""
+    try:
+        overrides = TopicConfig.decode(znode, paths.topic_config_path(topic)).config if znode else {}
+    except ZnodeFormatError as e:
+        log.error("Ignoring unreadable config of topic %s: %s", topic, e)
+        overrides = {}
+    config = broker.topic_config({})
+    for name, raw in overrides.items():
+        try:
+            config |= validate_topic_config({name: raw})
+        except ConfigError as e:
+            if name in TOPIC_CONFIGS:
+                log.error("Topic %s keeps the broker's %s=%s: its override is invalid. %s", topic, name,
+                          config[name], e)
+            else:
+                log.error("Topic %s: ignoring its override %s=%s. %s", topic, name, raw, e)
+    return LogConfig.of(config)

@@ -43,8 +43,6 @@ log = logging.getLogger("zkbroker.server.KafkaApis")
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 
-LATEST, EARLIEST = -1, -2
-
 
 class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
@@ -120,29 +118,21 @@ class KafkaApis:
         return encode_response(header, {"topics": results, "throttle_time_ms": 0})
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
-        """acks=-1: answer when every ISR member has the records (HW past them), or REQUEST_TIMED_OUT.
-
-        If the ISR shrank below min.insync.replicas meanwhile, the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        — and, as in 0.8.2, the records stay in the leader's log.
-        """
+        """acks=-1 (0.8.2's DelayedProduce): each partition answers once its leader says enough replicas have
+        the records (`Partition.check_enough_replicas_reach_offset`); those still waiting at the timeout answer
+        REQUEST_TIMED_OUT."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout_ms, 0) / 1000.0
         pending = list(waits)
         while True:
-            for row, partition, _ in pending:
-                # Leadership moved while we waited: answer at once, so the client can go elsewhere. 0.8.2's
-                # DelayedProduce answered NOT_LEADER_FOR_PARTITION, which clients read as "not written" and
-                # resend — but the records are in our log and may survive on the new leader (a duplicate).
-                # REQUEST_TIMED_OUT says what is true: written, outcome unknown.
-                if not partition.is_leader or self.replica_manager.partitions.get(
-                        (partition.topic, partition.partition)) is not partition:
-                    row["error_code"] = ErrorCode.REQUEST_TIMED_OUT
-            pending = [w for w in pending if w[0]["error_code"] == ErrorCode.NONE]
-            done = [w for w in pending if w[1].high_watermark >= w[2]]
-            pending = [w for w in pending if w[1].high_watermark < w[2]]
-            for row, partition, _ in done:
-                if len(partition.isr) < partition.log.config.min_insync_replicas:
-                    row["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            waiting = []
+            for row, partition, required_offset in pending:
+                answer = partition.check_enough_replicas_reach_offset(required_offset)
+                if answer is None:
+                    waiting.append((row, partition, required_offset))
+                else:
+                    row["error_code"] = answer
+            pending = waiting
             if not pending:
                 return
             remaining = deadline - loop.time()
@@ -225,14 +215,7 @@ class KafkaApis:
         error, p = self.replica_manager.leader_partition(topic, partition)
         if p is None:
             return error, None
-        if timestamp == EARLIEST:
-            return ErrorCode.NONE, p.log.log_start_offset
-        # Consumers see the log only up to the high watermark (0.8.2 filtered offsets above it).
-        limit = p.log_end_offset if replica_id >= 0 else p.high_watermark
-        if timestamp == LATEST:
-            return ErrorCode.NONE, limit
-        offset = p.log.offset_before(timestamp)
-        return ErrorCode.NONE, limit if offset is None else min(offset, limit)
+        return ErrorCode.NONE, p.offset_for_timestamp(timestamp, from_follower=replica_id >= 0)
 
     # ---- Metadata -----------------------------------------------------------------------------------------
 

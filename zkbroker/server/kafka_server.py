@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from controller.controller import KafkaController
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
+from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
@@ -37,7 +38,7 @@ from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration, TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
@@ -108,15 +109,8 @@ class KafkaServer:
 
     def _open_logs(self, bridge: LoopBridge) -> LogManager:
         """Load (and after a crash, recover) every log, with each topic's overrides from ZooKeeper."""
-        topic_configs = {}
-        for topic in self.zk.get_children(paths.CONFIG_TOPICS):
-            data, _ = self.zk.get(paths.topic_config_path(topic))
-            try:
-                overrides = TopicConfig.decode(data).config if data else {}
-            except ZnodeFormatError as e:
-                log.error("Ignoring unreadable config of topic %s: %s", topic, e)
-                overrides = {}
-            topic_configs[topic] = self.config.topic_config(overrides)
+        topic_configs = {topic: topic_log_config(self.config, topic, self.zk.get(paths.topic_config_path(topic))[0])
+                         for topic in self.zk.get_children(paths.CONFIG_TOPICS)}
         return LogManager(self.config.log_dirs, self.config.topic_config({}), topic_configs,
                           schedule=self._scheduler(bridge))
 

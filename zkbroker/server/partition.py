@@ -4,6 +4,11 @@ Holds what the controller last told us (leader, leader epoch, ISR, replicas, the
 the controller epoch) and, as leader, the high watermark: the offset below which every ISR member has
 the messages, so consumers may read them. HW = min LEO over the ISR and never moves backwards. Followers'
 LEOs arrive with their replica fetches (the replication issue); a single-replica partition's HW is its LEO.
+
+As leader it owns the append rules, as 0.8.2's appendMessagesToLeader and checkEnoughReplicasReachOffset:
+the min.insync.replicas check before an acks=-1 append, the append itself (the log assigns the offsets), the
+HW move after it, and the answer an acks=-1 produce waits for. It also answers the reads a leader serves
+(consumers up to the HW, followers to the log end) and ListOffsets.
 """
 
 from __future__ import annotations
@@ -13,7 +18,11 @@ import time
 from dataclasses import dataclass, field
 
 from zkbroker.log.leader_epoch import LeaderEpochCache
-from zkbroker.log.log import Log
+from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
+from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError
+from zkbroker.protocol.fetch_response import FileRange
+from zkbroker.protocol.message_set import AppendInfo
+from zkbroker.topic_partition import TopicPartition
 
 
 @dataclass
@@ -45,6 +54,10 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
 
     @property
     def log_end_offset(self) -> int:
@@ -149,9 +162,62 @@ class Partition:
             return True
         return False
 
-    def appended(self) -> None:
-        """After an append as leader: advance the HW if the ISR allows, and wake waiting requests."""
+    def append_messages_to_leader(self, records: bytes | bytearray | memoryview, required_acks: int) -> AppendInfo:
+        """A produce request's message set, appended as leader (0.8.2's appendMessagesToLeader): the log numbers
+        the messages from its end; then the HW moves if the ISR allows, and waiting requests look again.
+
+        Raises NotEnoughReplicasError when `required_acks` is -1 and the ISR is smaller than the topic's
+        min.insync.replicas, and whatever `Log.append` raises for a set it refuses; either way nothing is
+        written."""
+        if required_acks == -1:
+            min_isr = self.log.config.min_insync_replicas
+            if len(self.isr) < min_isr:
+                raise NotEnoughReplicasError(f"Number of insync replicas for partition [{self.topic},{self.partition}] "
+                                             f"is [{len(self.isr)}], below required minimum [{min_isr}]")
+        info = self.log.append(records)
         self.maybe_increment_high_watermark()
+        self.wake_waiters()
+        return info
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> int | None:
+        """The answer to an acks=-1 produce whose messages end before `required_offset` (0.8.2's
+        checkEnoughReplicasReachOffset); None while it must wait (the HW is below that offset).
+
+        NONE once every ISR member has the messages; NOT_ENOUGH_REPLICAS_AFTER_APPEND if by then the ISR has
+        shrunk below min.insync.replicas (as in 0.8.2, the messages stay in the log). REQUEST_TIMED_OUT at once
+        if this broker no longer leads the partition, so the client can go elsewhere: 0.8.2 answered
+        NOT_LEADER_FOR_PARTITION, which clients read as "not written" and resend, but the messages are in our
+        log and may survive on the new leader (a duplicate); REQUEST_TIMED_OUT says what is true: written,
+        outcome unknown."""
+        if not self.is_leader:
+            return ErrorCode.REQUEST_TIMED_OUT
+        if self.high_watermark < required_offset:
+            return None
+        if len(self.isr) < self.log.config.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    def read(self, offset: int, max_bytes: int, from_follower: bool) -> FileRange:
+        """The messages from `offset` a leader serves: up to the HW for a consumer, to the log end for a follower.
+        Raises OffsetOutOfRangeError for an offset outside the log."""
+        return self.log.read(offset, max_bytes, None if from_follower else self.high_watermark).records
+
+    def offset_for_timestamp(self, timestamp: int, from_follower: bool) -> int:
+        """ListOffsets on the leader: the log start for EARLIEST_TIME; otherwise at most the end a reader may see
+        (the HW for a consumer, as 0.8.2 filtered offsets above it; the log end for a follower): that end for
+        LATEST_TIME, else the base offset of the last segment written at or before `timestamp`."""
+        if timestamp == EARLIEST_TIME:
+            return self.log.log_start_offset
+        limit = self.log_end_offset if from_follower else self.high_watermark
+        if timestamp == LATEST_TIME:
+            return limit
+        offset = self.log.offset_before(timestamp)
+        return limit if offset is None else min(offset, limit)
+
+    def forget(self) -> None:
+        """This broker no longer holds the partition (its log deleted, or the broker shutting down): forget who
+        leads it, as 0.8.2's Partition.delete does, and wake waiting requests, which then answer at once."""
+        self.leader_id = -1
         self.wake_waiters()
 
     def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:

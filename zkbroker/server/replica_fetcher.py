@@ -19,9 +19,11 @@ from dataclasses import dataclass
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.config import KafkaConfig
+from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.partition import Partition
+from zkbroker.topic_partition import TopicPartition
 
 log = logging.getLogger("zkbroker.server.ReplicaFetcherThread")
 
@@ -31,7 +33,6 @@ ERROR_BACKOFF_S = 1.0
 # broker's fetchers fetch no data (a follower that has "not fetched yet"), so integration tests can order
 # replication steps deterministically (the KIP-101 scenarios). Unset, it costs nothing.
 PAUSE_FILE_VARIABLE = "ZKBROKER_TEST_PAUSE_FETCHERS_FILE"
-LATEST, EARLIEST = -1, -2
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class ReplicaFetcher:
         self.broker_id = config.broker_id
         self.source = source
         self.name = f"ReplicaFetcherThread-0-{source.broker_id}"
-        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.partitions: dict[TopicPartition, Partition] = {}
         self._max_bytes = config["replica.fetch.max.bytes"]
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
@@ -60,10 +61,10 @@ class ReplicaFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, partition: Partition) -> None:
-        self.partitions[(partition.topic, partition.partition)] = partition
+        self.partitions[partition.topic_partition] = partition
         self._wake.set()
 
-    def remove(self, tp: tuple[str, int]) -> None:
+    def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
 
     async def stop(self) -> None:
@@ -97,7 +98,7 @@ class ReplicaFetcher:
         # Every fetch names every partition we follow from this broker (as 0.8.2's did), so this loop and the
         # one over the answer run for thousands of partitions twice a second even when idle: keep them lean.
         max_bytes = self._max_bytes
-        wanted: dict[tuple[str, int], tuple[Partition, int]] = {}
+        wanted: dict[TopicPartition, tuple[Partition, int]] = {}
         by_topic: dict[str, list] = {}
         for tp, partition in self.partitions.items():
             offset = partition.log.log_end_offset
@@ -138,7 +139,7 @@ class ReplicaFetcher:
             partition.high_watermark = high_watermark
 
     async def _handle_offset_out_of_range(self, partition: Partition) -> None:
-        leader_end = await self._leader_offset(partition, LATEST)
+        leader_end = await self._leader_offset(partition, LATEST_TIME)
         ours = partition.log_end_offset
         if leader_end < ours:
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
@@ -147,7 +148,7 @@ class ReplicaFetcher:
                         self.source.broker_id, leader_end)
             partition.truncate_to(leader_end)
         else:
-            leader_start = await self._leader_offset(partition, EARLIEST)
+            leader_start = await self._leader_offset(partition, EARLIEST_TIME)
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
                         "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
                         ours, self.source.broker_id, leader_start)
@@ -191,14 +192,14 @@ class ReplicaFetcherManager:
         self.fetchers: dict[SourceBroker, ReplicaFetcher] = {}
 
     def add_partition(self, partition: Partition, source: SourceBroker) -> None:
-        self.remove_partition((partition.topic, partition.partition))
+        self.remove_partition(partition.topic_partition)
         fetcher = self.fetchers.get(source)
         if fetcher is None:
             fetcher = ReplicaFetcher(self.config, source)
             self.fetchers[source] = fetcher
         fetcher.add(partition)
 
-    def remove_partition(self, tp: tuple[str, int]) -> None:
+    def remove_partition(self, tp: TopicPartition) -> None:
         for fetcher in self.fetchers.values():
             fetcher.remove(tp)
 

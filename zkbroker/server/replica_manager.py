@@ -27,6 +27,7 @@ from zkbroker.gc_pause import gc_paused
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
 from zkbroker.log.log import OffsetOutOfRangeError
+from zkbroker.log.log_config import LogConfig, topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, ProtocolError
@@ -35,9 +36,10 @@ from zkbroker.protocol.message_set import AppendInfo
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.partition import Partition
 from zkbroker.server.replica_fetcher import ReplicaFetcherManager, SourceBroker
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import LeaderIsrState, TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import LeaderIsrState
 
 log = logging.getLogger("zkbroker.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -45,8 +47,6 @@ state_change_log = logging.getLogger("state.change.logger")
 # 0.8.2's StaleLeaderEpochCode. Kafka 0.9 reused 13 for NETWORK_EXCEPTION; only our own controller reads
 # LeaderAndIsr responses, so we keep 0.8.2's meaning there.
 STALE_LEADER_EPOCH = 13
-
-TopicPartition = tuple[str, int]
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 
@@ -111,32 +111,31 @@ class ReplicaManager:
         if self._stale_controller("LeaderAndIsr", request):
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
         started = time.monotonic()
-        # The overrides of the topics we open partitions of, read once per topic and all at once (again for
+        # The configs of the topics we open partitions of, read once per topic and all at once (again for
         # any topic that another request made new meanwhile); then the request applies in one step of the
         # event loop, without yielding.
-        overrides: dict[str, dict[str, str]] = {}
+        configs: dict[str, LogConfig] = {}
         while missing := {s.topic for s in request.partition_states
                           if (s.topic, s.partition) not in self.partitions and self.broker_id in s.replicas
-                          and s.topic not in overrides}:
-            overrides.update(await self._topic_overrides_many(missing))
+                          and s.topic not in configs}:
+            configs.update(await self._topic_configs(missing))
             # A newer controller's request may have been applied while we waited for ZooKeeper.
             if self._stale_controller("LeaderAndIsr", request):
                 return ErrorCode.STALE_CONTROLLER_EPOCH, []
         with gc_paused():
-            results = self._apply_leader_and_isr(request, overrides)
+            results = self._apply_leader_and_isr(request, configs)
         log.info("Broker %d handled LeaderAndIsr from controller %d epoch %d for %d partitions in %.0f ms",
                  self.broker_id, request.controller_id, request.controller_epoch, len(results),
                  (time.monotonic() - started) * 1000.0)
         return ErrorCode.NONE, results
 
-    def _apply_leader_and_isr(self, request: Any, overrides: dict[str, dict[str, str]]) -> list[tuple[str, int, int]]:
-        configs: dict[str, Any] = {}
+    def _apply_leader_and_isr(self, request: Any, configs: dict[str, LogConfig]) -> list[tuple[str, int, int]]:
         few = per_partition_level(len(request.partition_states)) == logging.INFO
         info, warning = (logging.INFO, logging.WARNING) if few else (logging.DEBUG, logging.DEBUG)
         counts = {"stale": 0, "not a replica": 0, "leader": 0, "follower": 0}
         results = []
         for state in request.partition_states:
-            tp = (state.topic, state.partition)
+            tp = TopicPartition(state.topic, state.partition)
             current = self.partitions.get(tp)
             if current is not None and state.leader_epoch <= current.leader_epoch:
                 state_change_log.log(
@@ -156,9 +155,7 @@ class ReplicaManager:
                 continue
             partition = current
             if partition is None:
-                if tp[0] not in configs:
-                    configs[tp[0]] = self.config.topic_config(overrides[tp[0]])
-                partition = self._open_partition(*tp, configs[tp[0]])
+                partition = self._open_partition(tp, configs[tp.topic])
             if state.leader == self.broker_id:
                 self.fetcher_manager.remove_partition(tp)
                 partition.make_leader(state.leader_epoch, tuple(state.isr), tuple(state.replicas),
@@ -192,7 +189,7 @@ class ReplicaManager:
 
     def _follow(self, partition: Partition, leader: int, live_leaders) -> None:
         """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader."""
-        tp = (partition.topic, partition.partition)
+        tp = partition.topic_partition
         self.fetcher_manager.remove_partition(tp)
         if partition.epoch_cache is not None:
             partition.needs_epoch_truncation = True  # the fetcher asks the leader first (KIP-101)
@@ -207,15 +204,15 @@ class ReplicaManager:
             return
         self.fetcher_manager.add_partition(partition, SourceBroker(source.broker_id, source.host, source.port))
 
-    def _open_partition(self, topic: str, partition: int, config: Any) -> Partition:
-        log_ = self.log_manager.get_or_create_log(topic, partition, config)
-        p = Partition(topic, partition, self.broker_id, log_)
+    def _open_partition(self, tp: TopicPartition, config: LogConfig) -> Partition:
+        log_ = self.log_manager.get_or_create_log(*tp, config)
+        p = Partition(*tp, self.broker_id, log_)
         if self.leader_epoch_mode:
             p.epoch_cache = LeaderEpochCache(log_.dir)
             p.epoch_cache.truncate_from_end(log_.log_end_offset)  # recovery may have cut the log's tail
         # 0.8.2: the HW restarts from the checkpoint, never beyond the log end.
-        p.high_watermark = min(self._checkpointed_hws.get((topic, partition), 0), log_.log_end_offset)
-        self.partitions[(topic, partition)] = p
+        p.high_watermark = min(self._checkpointed_hws.get(tp, 0), log_.log_end_offset)
+        self.partitions[tp] = p
         return p
 
     def checkpoint_high_watermarks(self) -> None:
@@ -245,21 +242,18 @@ class ReplicaManager:
                 self._hw_snapshot_written = snapshot
         return write
 
-    async def _topic_overrides_many(self, topics: set[str]) -> dict[str, dict[str, str]]:
-        """Each topic's overrides (`/config/topics/<t>`), the reads pipelined."""
+    async def _topic_configs(self, topics: set[str]) -> dict[str, LogConfig]:
+        """Each topic's settings (with its `/config/topics/<t>` overrides), the reads pipelined."""
         ordered = sorted(topics)
-        return dict(zip(ordered, await asyncio.gather(*(self._topic_overrides(t) for t in ordered))))
+        znodes = await asyncio.gather(*(self._topic_config_znode(t) for t in ordered))
+        return {t: topic_log_config(self.config, t, znode) for t, znode in zip(ordered, znodes)}
 
-    async def _topic_overrides(self, topic: str) -> dict[str, str]:
+    async def _topic_config_znode(self, topic: str) -> bytes | None:
         try:
             data, _ = await self.bridge.wait_for(self.zk.kazoo.get_async(paths.topic_config_path(topic)))
         except NoNodeError:
-            return {}
-        try:
-            return TopicConfig.decode(data).config
-        except ZnodeFormatError as e:
-            log.error("Ignoring unreadable config of topic %s: %s", topic, e)
-            return {}
+            return None
+        return data
 
     def stop_replicas(self, request: Any) -> tuple[int, list[tuple[str, int, int]]]:
         """Apply a StopReplica request: forget the partitions; delete their logs when asked to."""
@@ -275,15 +269,17 @@ class ReplicaManager:
         return ErrorCode.NONE, results
 
     def _stop_replica(self, topic: str, partition_id: int, request: Any, level: int) -> tuple[str, int, int]:
-        tp = (topic, partition_id)
+        tp = TopicPartition(topic, partition_id)
         self.fetcher_manager.remove_partition(tp)
         # 0.8.2 forgets the partition only when deleting it; a stopped replica keeps its HW, so the checkpoint at
         # shutdown still holds it.
-        partition = self.partitions.pop(tp, None) if request.delete_partitions else self.partitions.get(tp)
-        if partition is not None:
-            partition.wake_waiters()
         if request.delete_partitions:
+            partition = self.partitions.pop(tp, None)
+            if partition is not None:
+                partition.forget()
             self.log_manager.delete_log(*tp)
+        elif (partition := self.partitions.get(tp)) is not None:
+            partition.wake_waiters()
         state_change_log.log(level, "Broker %d stopped replica [%s,%d]%s per StopReplica from controller %d epoch %d",
                              self.broker_id, *tp, " and deleted its log" if request.delete_partitions else "",
                              request.controller_id, request.controller_epoch)
@@ -305,20 +301,14 @@ class ReplicaManager:
             return AppendResult(error)
         if records is None:
             return AppendResult(ErrorCode.NONE, p.log_end_offset, None, p)
-        min_isr = p.log.config.min_insync_replicas
-        if acks == -1 and len(p.isr) < min_isr:
-            log.warning("Number of insync replicas for partition [%s,%d] is [%d], below required minimum [%d]",
-                        topic, partition, len(p.isr), min_isr)
-            return AppendResult(ErrorCode.NOT_ENOUGH_REPLICAS, partition=p)
         try:
-            info = p.log.append(records)
+            info = p.append_messages_to_leader(records, acks)
         except ProtocolError as e:
             log.warning("Rejected a message set for [%s,%d]: %s", topic, partition, e)
             return AppendResult(e.error_code, partition=p)
         except BrokerResponseError as e:
             log.warning("Rejected a message set for [%s,%d]: %s", topic, partition, e)
             return AppendResult(e.errno, partition=p)
-        p.appended()
         return AppendResult(ErrorCode.NONE, info.first_offset, info, p)
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> ReadResult:
@@ -326,12 +316,11 @@ class ReplicaManager:
         error, p = self.leader_partition(topic, partition)
         if p is None:
             return ReadResult(error)
-        from_follower = replica_id >= 0
         try:
-            data = p.log.read(offset, max_bytes, None if from_follower else p.high_watermark)
+            records = p.read(offset, max_bytes, from_follower=replica_id >= 0)
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
-        return ReadResult(ErrorCode.NONE, p.high_watermark, data.records, p)
+        return ReadResult(ErrorCode.NONE, p.high_watermark, records, p)
 
     def end_offset_for_epoch(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch on the leader: (error code, end offset of `epoch` in our log)."""
@@ -404,5 +393,5 @@ class ReplicaManager:
         await self.fetcher_manager.shutdown()
         self.checkpoint_high_watermarks()
         for p in self.partitions.values():
-            p.wake_waiters()
+            p.forget()
         self.partitions.clear()
