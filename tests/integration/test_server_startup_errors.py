@@ -1,4 +1,5 @@
-"""Bad configuration and an unreachable ZooKeeper end `zkbroker server` with one clear sentence."""
+"""Bad configuration and an unreachable ZooKeeper end `zkbroker server` with one clear sentence; a bad topic
+override in ZooKeeper does not: it is logged, naming the topic and the key, and the broker's value applies."""
 
 from __future__ import annotations
 
@@ -77,5 +78,23 @@ def test_unknown_key_is_warned_about_not_ignored(tmp_path, zk_connect):
     broker = Broker(tmp_path, 1, zk_connect, some_typo_key="1").start()
     try:
         wait_for(lambda: broker.log_lines(r"WARNING .*some\.typo\.key"), 15, "a warning naming the unknown key")
+    finally:
+        broker.cleanup()
+
+
+def test_a_bad_topic_override_in_zookeeper_is_logged_and_the_broker_value_applies(tmp_path, zk_connect, zk):
+    from tests.integration.harness import Broker, create_topic, wait_for_leaders
+
+    broker = Broker(tmp_path, 1, zk_connect).start()
+    try:
+        create_topic(zk_connect, "orders", 1, 1, [broker])
+        # Written by hand (`zkbroker topics` refuses it): a segment size that is not a number.
+        zk.client.set("/config/topics/orders", b'{"version":1,"config":{"segment.bytes":"big"}}')
+        assert broker.terminate() == 0
+        broker.start()  # it opens the topic's log at start, then its partition on the controller's request
+        wait_for_leaders([broker], "orders", 1)
+        assert broker.log_lines(r"ERROR .*Topic orders: ignoring its override of segment\.bytes, the broker's "
+                                r"log\.segment\.bytes applies instead\. Invalid value 'big'")
+        assert "Traceback" not in broker.log()
     finally:
         broker.cleanup()

@@ -105,8 +105,8 @@ def topic_log_config(broker: KafkaConfig, topic: str, znode: bytes | None) -> Lo
             config |= validate_topic_config({name: raw})
         except ConfigError as e:
             if name in TOPIC_CONFIGS:
-                log.error("Topic %s keeps the broker's %s=%s: its override is invalid. %s", topic, name,
-                          config[name], e)
+                log.error("Topic %s: ignoring its override of %s, the broker's %s applies instead. %s", topic, name,
+                          TOPIC_CONFIGS[name].fallback, e)
             else:
                 log.error("Topic %s: ignoring its override %s=%s. %s", topic, name, raw, e)
     return LogConfig.of(config)

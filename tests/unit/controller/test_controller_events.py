@@ -119,6 +119,15 @@ def test_a_per_topic_override_changed_through_config_changes_reaches_the_control
     assert not h.controller.unclean_election_enabled("t")
 
 
+def test_a_bad_per_topic_override_leaves_the_broker_value_in_force(monkeypatch):
+    # "no" is not a boolean to the config table: the broker's value (true) stands, and the error is logged.
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1,))})
+    h.zk.put(paths.topic_config_path("t"), b'{"version":1,"config":{"unclean.leader.election.enable":"no"}}')
+    h.zk.put(f"{paths.CONFIG_CHANGES}/config_change_0000000000", encode_config_change("t"))
+    h.process(TopicConfigChange())
+    assert h.controller.unclean_election_enabled("t")
+
+
 def test_stale_state_written_by_a_newer_controller_epoch_aborts_the_election(monkeypatch):
     h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1, 2))})
     h.put_state("t", 0, 1, (1, 2), leader_epoch=7, controller_epoch=3)
