@@ -45,6 +45,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from zkbroker.fsync import fsync_directory
+
 from .assignors import ConsumerThreadId, TopicPartition
 
 __all__ = ["IngestConfig", "IngestResult", "Manifest", "OutputLayout", "add_command", "run_ingest"]
@@ -178,7 +180,7 @@ class OutputLayout:
             f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, self.manifest(manifest.batch))
-        _fsync_dir(self.meta)
+        fsync_directory(self.meta)
 
     def publish(self, batch: int) -> bool:
         """Move a committed batch's data from staging to `batch=<n>`; False if it is not (or no longer) there."""
@@ -190,17 +192,9 @@ class OutputLayout:
             os.rename(staging, final)
         except FileNotFoundError:
             return final.exists()
-        _fsync_dir(self.root)
+        fsync_directory(self.root)
         self.owner(batch).unlink(missing_ok=True)
         return True
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _data_bytes(path: Path) -> int:

@@ -19,11 +19,13 @@ import re
 import threading
 from collections.abc import Mapping
 
+from zkbroker.fsync import fsync_directory
+from zkbroker.topic_partition import TopicPartition
+
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT_FILE = "replication-offset-checkpoint"
 CURRENT_VERSION = 0
 
-TopicPartition = tuple[str, int]
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what Java's parseInt takes: no blanks, no underscores
 
 
@@ -59,7 +61,7 @@ class OffsetCheckpoint:
             finally:
                 os.close(fd)
             os.replace(temp, self.path)
-            _fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
 
     def read(self) -> dict[TopicPartition, int]:
         """The offsets in the file; an empty file, or one with only a version line, holds none."""
@@ -83,7 +85,7 @@ class OffsetCheckpoint:
             if len(pieces) != 3:
                 raise CheckpointError(f"Malformed line in offset checkpoint file {self.path}: '{line}'.")
             topic, partition, offset = pieces
-            offsets[(topic, self._int(partition, "partition"))] = self._int(offset, "offset")
+            offsets[TopicPartition(topic, self._int(partition, "partition"))] = self._int(offset, "offset")
         if len(offsets) != expected:
             raise CheckpointError(
                 f"Expected {expected} entries but found only {len(offsets)} in offset checkpoint file {self.path}."
@@ -95,10 +97,3 @@ class OffsetCheckpoint:
             raise CheckpointError(f"Malformed {what} '{text}' in offset checkpoint file {self.path}.")
         return int(text)
 
-
-def _fsync_directory(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -13,48 +13,14 @@ from dataclasses import dataclass
 
 from zkbroker.protocol.fetch_response import FileRange
 
-UNKNOWN_SEGMENT_BASE_OFFSET = -1
-UNKNOWN_FILE_POSITION = -1
-
 
 @dataclass(frozen=True, slots=True)
 class LogOffsetMetadata:
     """An offset, and where it lies: the base offset of its segment and its byte position in that segment."""
 
     message_offset: int
-    segment_base_offset: int = UNKNOWN_SEGMENT_BASE_OFFSET
-    relative_position_in_segment: int = UNKNOWN_FILE_POSITION
-
-    @property
-    def message_offset_only(self) -> bool:
-        return (
-            self.segment_base_offset == UNKNOWN_SEGMENT_BASE_OFFSET
-            and self.relative_position_in_segment == UNKNOWN_FILE_POSITION
-        )
-
-    def on_older_segment(self, that: LogOffsetMetadata) -> bool:
-        self._require_position(that)
-        return self.segment_base_offset < that.segment_base_offset
-
-    def on_same_segment(self, that: LogOffsetMetadata) -> bool:
-        self._require_position(that)
-        return self.segment_base_offset == that.segment_base_offset
-
-    def precedes(self, that: LogOffsetMetadata) -> bool:
-        return self.message_offset < that.message_offset
-
-    def offset_diff(self, that: LogOffsetMetadata) -> int:
-        return self.message_offset - that.message_offset
-
-    def position_diff(self, that: LogOffsetMetadata) -> int:
-        """Bytes from `that` to this offset; both must lie on the same segment."""
-        if not self.on_same_segment(that):
-            raise ValueError(f"{self} cannot compare its segment position with {that}: not on the same segment")
-        return self.relative_position_in_segment - that.relative_position_in_segment
-
-    def _require_position(self, that: LogOffsetMetadata) -> None:
-        if self.message_offset_only:
-            raise ValueError(f"{self} cannot compare its segment info with {that}: it only has the message offset")
+    segment_base_offset: int
+    relative_position_in_segment: int
 
     def __str__(self) -> str:
         return f"{self.message_offset} [{self.segment_base_offset} : {self.relative_position_in_segment}]"

@@ -51,6 +51,7 @@ from zkbroker.protocol import message_set
 from zkbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import LOG_OVERHEAD, AppendInfo
+from zkbroker.topic_partition import TopicPartition
 
 from .fetch_data import UNKNOWN_OFFSET_METADATA, FetchDataInfo, LogOffsetMetadata
 from .log_config import LogConfig
@@ -88,12 +89,12 @@ def run_now(name: str, task: Callable[[], object], delay_ms: int) -> None:
     task()
 
 
-def parse_topic_partition_name(name: str) -> tuple[str, int]:
+def parse_topic_partition_name(name: str) -> TopicPartition:
     """`my-topic-3` -> ("my-topic", 3)."""
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"Log directory name {name!r} is not of the form topic-partition")
-    return topic, int(partition)
+    return TopicPartition(topic, int(partition))
 
 
 class Log:

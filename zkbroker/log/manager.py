@@ -24,7 +24,9 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .checkpoint import RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint, TopicPartition
+from zkbroker.topic_partition import TopicPartition
+
+from .checkpoint import RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint
 from .log import CLEAN_SHUTDOWN_FILE, Log, Schedule, parse_topic_partition_name, run_now, system_clock
 from .log_config import LogConfig
 from .segment import Clock
@@ -138,7 +140,7 @@ class LogManager:
         logger.info("Logs loading complete.")
 
     def _open_log(self, path: str, topic_partition: TopicPartition, recovery_point: int) -> Log:
-        config = self.topic_configs.get(topic_partition[0], self.default_config)
+        config = self.topic_configs.get(topic_partition.topic, self.default_config)
         return Log(path, config, recovery_point, clock=self._clock, schedule=self._schedule, rng=self._rng)
 
     # -- the logs -----------------------------------------------------------------------------------------

@@ -82,10 +82,3 @@ class BrokerRegistrar(SessionListener):
                          "session, hence I will backoff for this node to be deleted by Zookeeper and retry",
                          data.decode(errors="replace"), path)
                 time.sleep(min(1.0, self.zk.session_timeout_ms / 4000.0))
-
-    def deregister(self) -> None:
-        """Remove our node at clean shutdown so the controller learns at once (closing the session also would)."""
-        path = paths.broker_path(self.broker_id)
-        _, stat = self.zk.get(path)
-        if stat is not None and stat.ephemeralOwner == self.zk.session_id:
-            self.zk.kazoo.delete(path, version=stat.version)

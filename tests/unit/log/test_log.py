@@ -447,7 +447,9 @@ def test_convert_to_offset_metadata(make_log, records):
     assert (metadata.message_offset, metadata.segment_base_offset, metadata.relative_position_in_segment) == (
         1, 0, MESSAGE,
     )
-    assert log.log_end_offset_metadata.position_diff(metadata) == 2 * MESSAGE
+    end = log.log_end_offset_metadata
+    assert end.segment_base_offset == metadata.segment_base_offset
+    assert end.relative_position_in_segment - metadata.relative_position_in_segment == 2 * MESSAGE
     assert log.convert_to_offset_metadata(9).message_offset == -1
 
 
