@@ -45,7 +45,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from zkbroker.fsync import fsync_directory
+from zkbroker.fsync import fsync_path
 
 from .assignors import ConsumerThreadId, TopicPartition
 
@@ -180,7 +180,7 @@ class OutputLayout:
             f.flush()
             os.fsync(f.fileno())
         os.rename(tmp, self.manifest(manifest.batch))
-        fsync_directory(self.meta)
+        fsync_path(self.meta)
 
     def publish(self, batch: int) -> bool:
         """Move a committed batch's data from staging to `batch=<n>`; False if it is not (or no longer) there."""
@@ -192,7 +192,7 @@ class OutputLayout:
             os.rename(staging, final)
         except FileNotFoundError:
             return final.exists()
-        fsync_directory(self.root)
+        fsync_path(self.root)
         self.owner(batch).unlink(missing_ok=True)
         return True
 

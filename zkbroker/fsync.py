@@ -1,7 +1,9 @@
-"""fsync of a directory: what makes a rename or a new file in it durable (the file's own fsync does not).
+"""fsync by path, for a file or a directory: a directory's fsync is what makes a rename or a new file in it
+durable (the file's own fsync does not).
 
-The one helper for every writer that replaces a file by renaming a fsynced temporary over it: the offset
-checkpoints of the log directories and the Spark ingest job's manifests and published batches.
+The one helper for the writers that replace a file by renaming a fsynced temporary over it (the offset
+checkpoints of the log directories, the Spark ingest job's manifests and published batches) and for the
+offset index, which is written through a memory map rather than a file object.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import os
 
 
-def fsync_directory(path: str | os.PathLike[str]) -> None:
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """Raises FileNotFoundError if nothing is at `path`."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

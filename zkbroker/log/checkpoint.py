@@ -19,7 +19,7 @@ import re
 import threading
 from collections.abc import Mapping
 
-from zkbroker.fsync import fsync_directory
+from zkbroker.fsync import fsync_path
 from zkbroker.topic_partition import TopicPartition
 
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
@@ -61,7 +61,7 @@ class OffsetCheckpoint:
             finally:
                 os.close(fd)
             os.replace(temp, self.path)
-            fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+            fsync_path(os.path.dirname(os.path.abspath(self.path)))
 
     def read(self) -> dict[TopicPartition, int]:
         """The offsets in the file; an empty file, or one with only a version line, holds none."""

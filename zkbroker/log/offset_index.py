@@ -15,6 +15,8 @@ import mmap
 import os
 import struct
 
+from zkbroker.fsync import fsync_path
+
 logger = logging.getLogger(__name__)
 
 ENTRY_SIZE = 8
@@ -179,13 +181,9 @@ class OffsetIndex:
     def flush(self) -> None:
         """fsync the file: that writes the pages dirtied through any mapping of it, and its length."""
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            fsync_path(self.path)
         except FileNotFoundError:  # renamed for deletion meanwhile
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            pass
 
     def close(self) -> None:
         self.trim_to_valid_size()
