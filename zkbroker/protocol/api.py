@@ -6,7 +6,8 @@ Server side::
     request = decode_request(header, frame, body_offset)     # a struct, see schemas/
     out = encode_response(header, {...})                      # size + header v0 + body
 
-Client side (our producer, consumer, controller channel and follower fetchers)::
+Client side, under ``client_codec.ClientCodec`` (which every client connection drives: our
+producer, consumers, controller channel and follower fetchers)::
 
     out = encode_request(ApiKey.METADATA, 1, correlation_id, "zkbroker", {"topics": None})
     correlation_id, response = decode_response(ApiKey.METADATA, 1, frame)
@@ -216,8 +217,12 @@ def decode_response(
 
 
 def expects_response(api_key: int, request: Any) -> bool:
-    """False only for Produce with acks=0: the broker then sends no response at all."""
-    return not (api_key == ApiKey.PRODUCE and request.acks == 0)
+    """False only for Produce with acks=0: the broker then sends no response at all. ``request``
+    is a decoded struct or the dict a client encodes."""
+    if api_key != ApiKey.PRODUCE:
+        return True
+    acks = request["acks"] if isinstance(request, dict) else request.acks
+    return acks != 0
 
 
 def _api_keys(versions: dict[int, tuple[int, int]]) -> list[tuple[int, int, int]]:
