@@ -77,11 +77,11 @@ class ApiKey(enum.IntEnum):
     OFFSETS_FOR_LEADER_EPOCH = 23
 
 
-#: What ApiVersions advertises by default: exactly DESIGN §3 (wire-protocol.md §3, set R).
+#: What ApiVersions advertises by default: 0.8.2's APIs at the versions clients of 0.8.2-0.10 use.
 #: Never advertise Metadata >= 4 or Produce >= 3: clients then infer 0.11 and need APIs we lack.
 #:
-#: ControlledShutdown advertises 0-1. DESIGN §3 names version 1 (the standard request header,
-#: what our brokers send), but a real 0.8.2 broker sends version 0 with its non-standard header
+#: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
+#: but a real 0.8.2 broker sends version 0 with its non-standard header
 #: (no client_id), and we parse both, so min 0 is the truth. No client ever asks for key 7, so
 #: advertising it costs nothing.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
