@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.context import LeaderIsrAndZkVersion, TopicPartition
+from zkbroker.client.connection import receive_response
 from zkbroker.protocol.api import ApiKey, request_schema
-from zkbroker.protocol.client_codec import ClientCodec, Response
+from zkbroker.protocol.client_codec import ClientCodec
 from zkbroker.protocol.errors import ProtocolError
 from zkbroker.zk.znodes import BrokerRegistration
 
@@ -74,7 +75,7 @@ class _RequestSendThread(threading.Thread):
         self._client_id = f"controller-{controller_id}"
         self._stopped = threading.Event()
         self._sock: socket.socket | None = None
-        self._codec = ClientCodec(self._client_id)  # the current connection's
+        self._codec: ClientCodec | None = None  # the current connection's
 
     def stop(self) -> None:
         self._stopped.set()
@@ -127,8 +128,8 @@ class _RequestSendThread(threading.Thread):
             for request in pending:
                 if request.written_on is not sock:
                     self._write(sock, codec, request)
-            response = self._read_response(sock, codec)
-            request = pending.popleft()  # the codec answers the oldest request written: this one
+            response = receive_response(sock, codec, str(self.broker.broker_id))
+            request = pending.popleft()  # answers come in the order written, which is pending's order
             if request.callback is not None:
                 try:
                     request.callback(response.body)
@@ -141,14 +142,6 @@ class _RequestSendThread(threading.Thread):
         sock.sendall(codec.send_encoded(payload.api_key, payload.api_version, body))
         sock.sendall(body)
         request.written_on = sock
-
-    def _read_response(self, sock: socket.socket, codec: ClientCodec) -> Response:
-        while (response := codec.next_response()) is None:
-            received = sock.recv_into(codec.get_buffer())
-            if not received:
-                raise ConnectionError(f"broker {self.broker.broker_id} closed the connection")
-            codec.buffer_updated(received)
-        return response
 
     def _connect(self) -> socket.socket:
         if self._sock is None:

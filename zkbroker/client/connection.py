@@ -1,7 +1,8 @@
 """BrokerConnection: one blocking connection to a broker, requests answered in order (Kafka's BlockingChannel).
 
 The consumers, the metadata client, the broker's controlled shutdown, the admin tools and tests speak through
-it. Requests, framing and the correlation-id check are the sans-I/O ClientCodec's; this module only moves bytes.
+it. Requests, framing and the correlation-id check are the sans-I/O ClientCodec's; this module only moves bytes,
+and `receive_response` is the blocking read the controller's channel uses too.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from zkbroker.protocol.client_codec import ClientCodec
+from zkbroker.protocol.client_codec import ClientCodec, Response
 
 
 class BrokerConnection:
@@ -59,12 +60,18 @@ class BrokerConnection:
             sock.sendall(out)
             if not codec.in_flight:
                 return None
-            while (response := codec.next_response()) is None:
-                received = sock.recv_into(codec.get_buffer())
-                if not received:
-                    raise ConnectionError(f"broker {self.host}:{self.port} closed the connection")
-                codec.buffer_updated(received)
+            response = receive_response(sock, codec, f"{self.host}:{self.port}")
         except BaseException:  # interrupted too: an answer left unread would pass for the next request's
             self.close()
             raise
         return response.body
+
+
+def receive_response(sock: socket.socket, codec: ClientCodec, broker: str) -> Response:
+    """Block on `sock` until `codec` has the next response whole; ConnectionError if `broker` closes first."""
+    while (response := codec.next_response()) is None:
+        received = sock.recv_into(codec.get_buffer())
+        if not received:
+            raise ConnectionError(f"broker {broker} closed the connection")
+        codec.buffer_updated(received)
+    return response
