@@ -14,7 +14,6 @@ import functools
 import logging
 import queue
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -22,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.context import LeaderIsrAndZkVersion, TopicPartition
-from zkbroker.protocol.api import ApiKey, decode_response, request_schema
-from zkbroker.protocol.errors import ProtocolError, RemoteProtocolError
-from zkbroker.protocol.headers import encode_request_header
+from zkbroker.client.connection import receive_response
+from zkbroker.protocol.api import ApiKey, request_schema
+from zkbroker.protocol.client_codec import ClientCodec
+from zkbroker.protocol.errors import ProtocolError
 from zkbroker.zk.znodes import BrokerRegistration
 
 log = logging.getLogger("controller.ControllerChannelManager")
@@ -32,8 +32,6 @@ log = logging.getLogger("controller.ControllerChannelManager")
 RETRY_BACKOFF_S = 0.3
 
 Callback = Callable[[Any], None]
-
-_SIZE = struct.Struct(">i")
 
 
 class Payload:
@@ -58,7 +56,6 @@ class Payload:
 class _Request:
     payload: Payload
     callback: Callback | None = None
-    correlation_id: int = -1
     written_on: socket.socket | None = None
 
 
@@ -78,7 +75,7 @@ class _RequestSendThread(threading.Thread):
         self._client_id = f"controller-{controller_id}"
         self._stopped = threading.Event()
         self._sock: socket.socket | None = None
-        self._correlation_id = 0
+        self._codec: ClientCodec | None = None  # the current connection's
 
     def stop(self) -> None:
         self._stopped.set()
@@ -123,57 +120,35 @@ class _RequestSendThread(threading.Thread):
     def _exchange(self, pending: collections.deque[_Request]) -> None:
         """Write what is not written on the current connection yet, then read the answers in order."""
         sock = self._connect()
+        codec = self._codec
         while pending:
             if not self._take(pending, block=False):
                 self._stopped.set()
                 return
             for request in pending:
                 if request.written_on is not sock:
-                    self._write(sock, request)
-            request = pending[0]
-            correlation_id, response = decode_response(request.payload.api_key, request.payload.api_version,
-                                                       self._read_frame(sock))
-            if correlation_id != request.correlation_id:
-                raise RemoteProtocolError(f"correlation id {correlation_id} does not match the request's "
-                                          f"{request.correlation_id}")
-            pending.popleft()
+                    self._write(sock, codec, request)
+            response = receive_response(sock, codec, str(self.broker.broker_id))
+            request = pending.popleft()  # answers come in the order written, which is pending's order
             if request.callback is not None:
                 try:
-                    request.callback(response)
+                    request.callback(response.body)
                 except Exception:
                     log.exception("Error in the callback of a request to broker %d", self.broker.broker_id)
 
-    def _write(self, sock: socket.socket, request: _Request) -> None:
-        self._correlation_id += 1
-        request.correlation_id = self._correlation_id
+    def _write(self, sock: socket.socket, codec: ClientCodec, request: _Request) -> None:
         payload = request.payload
-        header = encode_request_header(payload.api_key, payload.api_version, request.correlation_id,
-                                       self._client_id)
         body = payload.encoded()
-        sock.sendall(_SIZE.pack(len(header) + len(body)) + header)
+        sock.sendall(codec.send_encoded(payload.api_key, payload.api_version, body))
         sock.sendall(body)
         request.written_on = sock
-
-    def _read_frame(self, sock: socket.socket) -> bytes:
-        (size,) = _SIZE.unpack(self._read_exactly(sock, 4))
-        return self._read_exactly(sock, size)
-
-    def _read_exactly(self, sock: socket.socket, n: int) -> bytes:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            read = sock.recv_into(view[got:])
-            if read == 0:
-                raise ConnectionError(f"broker {self.broker.broker_id} closed the connection")
-            got += read
-        return bytes(buf)
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
             sock = socket.create_connection((self.broker.host, self.broker.port), timeout=self.timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._sock = sock
+            self._codec = ClientCodec(self._client_id)
             if self._stopped.is_set():
                 self._close()
                 raise ConnectionError("the send thread is stopping")

@@ -1,4 +1,4 @@
-"""The `zkbroker` console script: Kafka 0.8.2's tools under one command (DESIGN §6).
+"""The `zkbroker` console script: Kafka 0.8.2's broker and tools under one command (README: Command line).
 
 Every failure ends in one clear sentence on stderr and a non-zero exit; `--verbose` adds the traceback.
 """
@@ -12,10 +12,6 @@ import sys
 from collections.abc import Callable
 
 from zkbroker import logconfig
-
-
-class CommandError(Exception):
-    """A user-facing failure: its message is the one sentence printed."""
 
 
 def _server(args: argparse.Namespace) -> int:

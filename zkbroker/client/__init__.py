@@ -1,2 +1,2 @@
-"""Our Kafka client side: connections, cluster metadata, and the producer (partitioner, accumulator, sender),
-used by the controller channel, the consumers, the lab and the tools."""
+"""Our Kafka client side: connections (thin drivers of protocol.client_codec), cluster metadata, and the
+producer (partitioner, accumulator, sender), used by the broker, the consumers, the lab and the tools."""

@@ -1,18 +1,17 @@
 """AsyncBrokerConnection: one connection to a broker for asyncio code (the replica fetchers).
 
-Requests go out and answers come back strictly in turn; the codec is the sans-I/O one.
+Requests go out and answers come back strictly in turn; requests, framing and the correlation-id check are
+the sans-I/O ClientCodec's, this module only moves bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import struct
 from typing import Any
 
-from zkbroker.protocol.api import decode_response, encode_request
-from zkbroker.protocol.errors import RemoteProtocolError
+from zkbroker.protocol.client_codec import ClientCodec
 
-_SIZE = struct.Struct(">i")
+_READ_BYTES = 1 << 20  # at most this much of what the stream holds per read
 
 
 class AsyncBrokerConnection:
@@ -23,29 +22,33 @@ class AsyncBrokerConnection:
         self.timeout_s = timeout_s
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._correlation_id = 0
+        self._codec: ClientCodec | None = None
 
     async def send(self, api_key: int, api_version: int, body: Any) -> Any:
         if self._writer is None:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port), self.timeout_s)
-        self._correlation_id += 1
-        correlation_id = self._correlation_id
+            self._codec = ClientCodec(self.client_id)
+        reader, writer, codec = self._reader, self._writer, self._codec
+        out = codec.send(api_key, api_version, body)
         try:
-            self._writer.write(encode_request(api_key, api_version, correlation_id, self.client_id, body))
-            await self._writer.drain()
-            (size,) = _SIZE.unpack(await asyncio.wait_for(self._reader.readexactly(4), self.timeout_s))
-            frame = await asyncio.wait_for(self._reader.readexactly(size), self.timeout_s)
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            async with asyncio.timeout(self.timeout_s):
+                writer.write(out)
+                await writer.drain()
+                while (response := codec.next_response()) is None:
+                    data = await reader.read(_READ_BYTES)
+                    if not data:
+                        raise ConnectionError("closed")
+                    codec.receive_data(data)
+        except (OSError, TimeoutError):
             self.close()
             raise ConnectionError(f"lost the connection to broker {self.host}:{self.port}") from None
-        got, response = decode_response(api_key, api_version, frame)
-        if got != correlation_id:
+        except BaseException:  # cancelled too: an answer left unread would pass for the next request's
             self.close()
-            raise RemoteProtocolError(f"correlation id {got} does not match the request's {correlation_id}")
-        return response
+            raise
+        return response.body
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-        self._reader = self._writer = None
+        self._reader = self._writer = self._codec = None

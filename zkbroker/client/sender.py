@@ -24,27 +24,27 @@ import struct
 import threading
 import time
 import zlib
-from collections import deque
 from dataclasses import dataclass, field
 
 from zkbroker.client.accumulator import ProduceBatch, RecordAccumulator
 from zkbroker.client.metadata import BrokerInfo, Metadata, NoBrokersAvailable
-from zkbroker.protocol.api import ApiKey, decode_response, encode_request
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.client_codec import ClientCodec
 from zkbroker.protocol.compression import CODEC_NONE
 from zkbroker.protocol.errors import (
     BrokerResponseError,
     NetworkExceptionError,
-    ProtocolError,
+    RemoteProtocolError,
     RequestTimedOutError,
     for_code,
 )
 from zkbroker.protocol.message_set import build_message_set
+from zkbroker.topic_partition import TopicPartition
 
 __all__ = ["Sender", "message_set"]
 
 log = logging.getLogger("zkbroker.client.Sender")
 
-_SIZE = struct.Struct(">i")
 _PRODUCE_VERSION = 0  # 0.8.2's ProducerRequest; the records are magic-0 message sets
 _IDLE_POLL_S = 0.1
 
@@ -75,22 +75,21 @@ def message_set(records: list[tuple[bytes | None, bytes | None]]) -> bytes:
 
 @dataclass
 class _InFlight:
-    correlation_id: int
-    batches: dict[tuple[str, int], ProduceBatch]
+    """What the sender attaches to a Produce request in its connection's codec."""
+
+    batches: dict[TopicPartition, ProduceBatch]
     sent_at: float
 
 
 @dataclass
 class _Connection:
-    """One non-blocking connection to a broker and its in-flight requests."""
+    """One non-blocking connection to a broker; its codec holds the in-flight requests."""
 
     node: BrokerInfo
     sock: socket.socket
+    codec: ClientCodec
     connected: bool = False
     out: bytearray = field(default_factory=bytearray)
-    inbuf: bytearray = field(default_factory=bytearray)
-    in_flight: deque[_InFlight] = field(default_factory=deque)
-    correlation_id: int = 0
 
 
 class Sender(threading.Thread):
@@ -200,7 +199,7 @@ class Sender(threading.Thread):
         return reachable
 
     def _in_flight_count(self) -> int:
-        return sum(len(c.in_flight) for c in self._connections.values())
+        return sum(c.codec.in_flight for c in self._connections.values())
 
     # ---- connections --------------------------------------------------------------------------------------
 
@@ -214,7 +213,7 @@ class Sender(threading.Thread):
                 return False
             self._connect(broker)
             return False
-        return conn.connected and len(conn.in_flight) < self.max_in_flight
+        return conn.connected and conn.codec.in_flight < self.max_in_flight
 
     def _connect(self, broker: BrokerInfo) -> None:
         sock = socket.socket(socket.AF_INET6 if ":" in broker.host else socket.AF_INET, socket.SOCK_STREAM)
@@ -224,7 +223,7 @@ class Sender(threading.Thread):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
         if self.receive_buffer_bytes > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
-        conn = _Connection(broker, sock)
+        conn = _Connection(broker, sock, ClientCodec(self.client_id))
         try:
             host = socket.gethostbyname(broker.host) if ":" not in broker.host else broker.host
             code = sock.connect_ex((host, broker.port))
@@ -250,8 +249,7 @@ class Sender(threading.Thread):
         conn.sock.close()
         self._backoff_until[conn.node.node_id] = time.monotonic() + self.reconnect_backoff_s
         now = time.monotonic()
-        while conn.in_flight:
-            request = conn.in_flight.popleft()
+        for request in conn.codec.abandon():
             for batch in request.batches.values():
                 if retry:
                     self._fail_or_retry(batch, error, now)
@@ -270,13 +268,11 @@ class Sender(threading.Thread):
             topics.setdefault(batch.topic, []).append({"partition": batch.partition, "records": records})
         body = {"acks": self.acks, "timeout_ms": self.ack_timeout_ms,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
-        conn.correlation_id += 1
-        conn.out += encode_request(ApiKey.PRODUCE, _PRODUCE_VERSION, conn.correlation_id, self.client_id, body)
-        if self.acks == 0:
+        request = _InFlight({TopicPartition(b.topic, b.partition): b for b in batches}, now)
+        conn.out += conn.codec.send(ApiKey.PRODUCE, _PRODUCE_VERSION, body, request)
+        if self.acks == 0:  # no response will come
             for batch in batches:
                 self._complete(batch, -1, None)
-        else:
-            conn.in_flight.append(_InFlight(conn.correlation_id, {(b.topic, b.partition): b for b in batches}, now))
         self._write(conn)
 
     def _write(self, conn: _Connection) -> None:
@@ -326,39 +322,23 @@ class Sender(threading.Thread):
             pass
 
     def _read(self, conn: _Connection) -> None:
+        codec = conn.codec
         try:
-            data = conn.sock.recv(1 << 20)
+            received = conn.sock.recv_into(codec.get_buffer())
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
             self._close(conn, NetworkExceptionError(f"receiving from broker {conn.node} failed: {e}"))
             return
-        if not data:
+        if not received:
             self._close(conn, NetworkExceptionError(f"broker {conn.node} closed the connection"))
             return
-        conn.inbuf += data
-        while len(conn.inbuf) >= 4:
-            (size,) = _SIZE.unpack_from(conn.inbuf)
-            if len(conn.inbuf) < 4 + size:
-                return
-            frame = bytes(conn.inbuf[4 : 4 + size])
-            del conn.inbuf[: 4 + size]
-            if not conn.in_flight:
-                self._close(conn, NetworkExceptionError(f"unexpected response from broker {conn.node}"))
-                return
-            request = conn.in_flight.popleft()
-            try:
-                correlation_id, response = decode_response(ApiKey.PRODUCE, _PRODUCE_VERSION, frame)
-            except ProtocolError as e:
-                conn.in_flight.appendleft(request)
-                self._close(conn, NetworkExceptionError(f"bad response from broker {conn.node}: {e}"))
-                return
-            if correlation_id != request.correlation_id:
-                conn.in_flight.appendleft(request)
-                self._close(conn, NetworkExceptionError(
-                    f"correlation id {correlation_id} from broker {conn.node} does not match {request.correlation_id}"))
-                return
-            self._handle_response(request, response)
+        try:
+            codec.buffer_updated(received)
+            while (response := codec.next_response()) is not None:
+                self._handle_response(response.context, response.body)
+        except RemoteProtocolError as e:
+            self._close(conn, NetworkExceptionError(f"bad response from broker {conn.node}: {e}"))
 
     def _handle_response(self, request: _InFlight, response) -> None:
         now = time.monotonic()
@@ -392,7 +372,7 @@ class Sender(threading.Thread):
 
     def _check_request_timeouts(self, now: float) -> None:
         for conn in list(self._connections.values()):
-            if conn.in_flight and now - conn.in_flight[0].sent_at > self.in_flight_timeout_s:
+            if conn.codec.in_flight and now - conn.codec.oldest_context().sent_at > self.in_flight_timeout_s:
                 self._close(conn, NetworkExceptionError(
                     f"no response from broker {conn.node} within {self.in_flight_timeout_s * 1000:.0f} ms"))
 

@@ -1,4 +1,4 @@
-"""`zkbroker lab ...`: the lab commands of DESIGN §7 and their terminal output."""
+"""`zkbroker lab ...`: the lab commands (README: The lab) and their terminal output."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkbroker.lab.cluster import LabCluster
+from zkbroker.zk import paths
+from zkbroker.zk.znodes import ControllerRegistration, LeaderIsrState, decode_controller_epoch
 
 SESSION_TIMEOUT_MS = 3000
 TOPIC = "demo"
@@ -61,19 +63,32 @@ class Story:
         self.records_in = threading.Event()
         self._scenario_labs: dict[str, LabCluster] = {}
 
-    def get(self, path: str) -> str | None:
+    def raw(self, path: str) -> bytes | None:
         try:
-            return self.zk.get(path)[0].decode()
+            return self.zk.get(path)[0]
         except NoNodeError:
             return None
 
+    def get(self, path: str) -> str | None:
+        """A znode's text, as the story quotes it."""
+        data = self.raw(path)
+        return None if data is None else data.decode()
+
     def controller(self) -> int | None:
-        data = self.get("/controller")
-        return json.loads(data)["brokerid"] if data else None
+        data = self.raw(paths.CONTROLLER)
+        return ControllerRegistration.decode(data).broker_id if data else None
+
+    def controller_epoch(self) -> int:
+        data = self.raw(paths.CONTROLLER_EPOCH)
+        return decode_controller_epoch(data) if data else 0
+
+    def leader(self, partition: int) -> int:
+        data = self.raw(paths.partition_state_path(TOPIC, partition))
+        return LeaderIsrState.decode(data).leader if data else -1
 
     def registered(self) -> list[int]:
         try:
-            return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
+            return sorted(int(c) for c in self.zk.get_children(paths.BROKER_IDS))
         except NoNodeError:
             return []
 
@@ -107,9 +122,8 @@ class Story:
             zk.close()
 
     def wait_state(self, partition: int, avoid_leader: int | None = None) -> str:
-        path = f"/brokers/topics/{TOPIC}/partitions/{partition}/state"
-        self.wait(lambda: self.get(path) and json.loads(self.get(path))["leader"] not in (-1, avoid_leader), 15)
-        return self.get(path)
+        self.wait(lambda: self.leader(partition) not in (-1, avoid_leader), 15)
+        return self.get(paths.partition_state_path(TOPIC, partition))
 
     def produce(self, cluster) -> None:
         from kafka import KafkaProducer
@@ -142,10 +156,10 @@ class Story:
 
     def owners(self, group: str) -> dict[int, str]:
         try:
-            children = self.zk.get_children(f"/consumers/{group}/owners/{TOPIC}")
+            children = self.zk.get_children(paths.consumer_owners_path(group, TOPIC))
         except NoNodeError:
             return {}
-        return {int(p): self.get(f"/consumers/{group}/owners/{TOPIC}/{p}") or "" for p in children}
+        return {int(p): self.get(paths.consumer_owner_path(group, TOPIC, int(p))) or "" for p in children}
 
     def consumer_group(self, cluster) -> None:
         from consumer.connector import ZookeeperConsumerConnector
@@ -166,8 +180,9 @@ class Story:
             second = ZookeeperConsumerConnector({**config, "consumer.id": "b"})
             streams.append(second.create_message_streams({TOPIC: 1})[TOPIC][0])
             self.wait(lambda: sorted(set(self.owners(group).values())) == [f"{group}_a-0", f"{group}_b-0"], 30)
-            show(f"/consumers/{group}/ids", ", ".join(sorted(self.zk.get_children(f"/consumers/{group}/ids"))))
-            show(f"/consumers/{group}/ids/{group}_a", self.get(f"/consumers/{group}/ids/{group}_a"))
+            ids, first_id = paths.consumer_ids_path(group), paths.consumer_id_path(group, f"{group}_a")
+            show(ids, ", ".join(sorted(self.zk.get_children(ids))))
+            show(first_id, self.get(first_id))
             for partition, owner in sorted(self.owners(group).items()):
                 show(f".../owners/{TOPIC}/{partition}", owner)
             counts = [0, 0]
@@ -219,12 +234,12 @@ class Story:
         self.zk.start(timeout=10)
         show("ZooKeeper", cluster.zookeeper)
         for b in cluster.brokers:
-            show(f"/brokers/ids/{b.id}", self.get(f"/brokers/ids/{b.id}") or "(missing)")
+            show(paths.broker_path(b.id), self.get(paths.broker_path(b.id)) or "(missing)")
         first = self.controller()
-        show("/controller", self.get("/controller"))
-        show("/controller_epoch", self.get("/controller_epoch"))
+        show(paths.CONTROLLER, self.get(paths.CONTROLLER))
+        show(paths.CONTROLLER_EPOCH, self.get(paths.CONTROLLER_EPOCH))
         say(f"""Broker {first} created /controller first, so it is the controller. It bumped /controller_epoch to
-            {self.get('/controller_epoch')}; every request a controller sends carries this epoch, so brokers can
+            {self.controller_epoch()}; every request a controller sends carries this epoch, so brokers can
             ignore a controller that has been replaced.""")
         self.quote_log(first, r"incremented epoch to")
 
@@ -234,7 +249,7 @@ class Story:
             each partition as its leader, writes the partition's state znode, and tells the brokers with
             LeaderAndIsr and UpdateMetadata requests.""")
         self.create_topic()
-        show(f"/brokers/topics/{TOPIC}", self.get(f"/brokers/topics/{TOPIC}"))
+        show(paths.topic_path(TOPIC), self.get(paths.topic_path(TOPIC)))
         for partition in range(3):
             show(f".../partitions/{partition}/state", self.wait_state(partition))
 
@@ -254,17 +269,19 @@ class Story:
         say(f"""Killing broker {first} with SIGKILL: no goodbye, its TCP connection simply breaks. ZooKeeper
             keeps its session (and so its ephemeral znodes) until the session timeout,
             {SESSION_TIMEOUT_MS} ms, passes without a heartbeat.""")
-        epoch_before = int(self.get("/controller_epoch"))
-        leaders_before = {p: json.loads(self.wait_state(p))["leader"] for p in range(3)}
+        epoch_before = self.controller_epoch()
+        for partition in range(3):
+            self.wait_state(partition)
+        leaders_before = {p: self.leader(p) for p in range(3)}
         self.lab.kill(first)
         took = self.wait(lambda: self.controller() not in (None, first)
-                         and int(self.get("/controller_epoch") or 0) > epoch_before, SESSION_TIMEOUT_MS / 1000 + 10)
+                         and self.controller_epoch() > epoch_before, SESSION_TIMEOUT_MS / 1000 + 10)
         second = self.controller()
-        show("/controller", self.get("/controller"))
-        show("/controller_epoch", self.get("/controller_epoch"))
+        show(paths.CONTROLLER, self.get(paths.CONTROLLER))
+        show(paths.CONTROLLER_EPOCH, self.get(paths.CONTROLLER_EPOCH))
         say(f"""{took:.1f} s after the kill, ZooKeeper expired broker {first}'s session and deleted /controller
             and /brokers/ids/{first}. The survivors were watching /controller; broker {second} won the new race
-            and raised the epoch to {self.get('/controller_epoch')}.""")
+            and raised the epoch to {self.controller_epoch()}.""")
         self.quote_log(second, r"incremented epoch to|Currently active brokers", last=2)
         for partition in range(3):
             show(f".../partitions/{partition}/state", self.wait_state(partition, avoid_leader=first))
@@ -276,8 +293,8 @@ class Story:
 
         chapter("6. The old controller comes back as an ordinary broker")
         self.lab.start(first)
-        show("/brokers/ids", ", ".join(map(str, self.registered())))
-        show("/controller", self.get("/controller"))
+        show(paths.BROKER_IDS, ", ".join(map(str, self.registered())))
+        show(paths.CONTROLLER, self.get(paths.CONTROLLER))
         say(f"""Broker {first} registered again, found /controller taken by broker {second}, and now just
             watches it. There is still exactly one controller.""")
         self.quote_log(second, rf"Broker {first} started")
@@ -288,14 +305,14 @@ class Story:
             alive but silent, so its session expires.""")
         self.lab.pause(paused)
         took = self.wait(lambda: paused not in self.registered(), SESSION_TIMEOUT_MS / 1000 + 10)
-        show("/brokers/ids", ", ".join(map(str, self.registered())))
+        show(paths.BROKER_IDS, ", ".join(map(str, self.registered())))
         say(f"""After {took:.1f} s /brokers/ids/{paused} vanished and the controller declared broker {paused}
             failed, although the process never crashed.""")
         self.quote_log(second, rf"Broker {paused} failed")
         say(f"Resuming broker {paused} with SIGCONT.")
         self.lab.resume(paused)
         took = self.wait(lambda: paused in self.registered(), 15)
-        show("/brokers/ids", ", ".join(map(str, self.registered())))
+        show(paths.BROKER_IDS, ", ".join(map(str, self.registered())))
         say(f"""Within {took:.1f} s it learned its session had expired, opened a new one and registered again;
             the controller saw it start.""")
         self.quote_log(paused, r"re-registering broker info")
@@ -421,8 +438,8 @@ class Story:
                                           sorted(json.loads((output / "_zkkafka" / "1.json").read_text())["ranges"],
                                                  key=lambda r: r[1])))
         for partition in range(3):
-            show(f"/consumers/demo-spark/offsets/{TOPIC}/{partition}",
-                 self.get(f"/consumers/demo-spark/offsets/{TOPIC}/{partition}") or "(none)")
+            show(paths.consumer_offset_path("demo-spark", TOPIC, partition),
+                 self.get(paths.consumer_offset_path("demo-spark", TOPIC, partition)) or "(none)")
         counts = spark.read.parquet(str(output)).groupBy("partition").count().orderBy("partition").collect()
         show("Spark, per partition", ", ".join(f"p{row['partition']}: {row['count']}" for row in counts))
         again = run_ingest(config, spark=spark)
@@ -451,11 +468,11 @@ SCENARIO_TOPIC = "kafka-1211"
 
 
 def _leader_isr(zk) -> tuple[int, list[int]]:
-    data, stat = zk.get(f"/brokers/topics/{SCENARIO_TOPIC}/partitions/0/state")
+    data, stat = zk.get(paths.partition_state_path(SCENARIO_TOPIC, 0))
     if stat is None:
         return -1, []
-    state = json.loads(data)
-    return state["leader"], state["isr"]
+    state = LeaderIsrState.decode(data)
+    return state.leader, list(state.isr)
 
 
 def _produce_one(port: int, value: bytes) -> None:

@@ -1,2 +1,3 @@
 """The sans-I/O Kafka wire codec: frames, headers, per-(api_key, version) schemas, message
-sets (magic 0 and 1) and Kafka's error codes. Bytes in, structs out; no sockets anywhere."""
+sets (magic 0 and 1), Kafka's error codes and the client side of a connection (client_codec).
+Bytes in, structs out; no sockets anywhere."""

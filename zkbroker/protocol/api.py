@@ -6,7 +6,8 @@ Server side::
     request = decode_request(header, frame, body_offset)     # a struct, see schemas/
     out = encode_response(header, {...})                      # size + header v0 + body
 
-Client side (our producer, consumer, controller channel and follower fetchers)::
+Client side, under ``client_codec.ClientCodec`` (which every client connection drives: our
+producer, consumers, controller channel and follower fetchers)::
 
     out = encode_request(ApiKey.METADATA, 1, correlation_id, "zkbroker", {"topics": None})
     correlation_id, response = decode_response(ApiKey.METADATA, 1, frame)
@@ -76,11 +77,11 @@ class ApiKey(enum.IntEnum):
     OFFSETS_FOR_LEADER_EPOCH = 23
 
 
-#: What ApiVersions advertises by default: exactly DESIGN §3 (wire-protocol.md §3, set R).
+#: What ApiVersions advertises by default: 0.8.2's APIs at the versions clients of 0.8.2-0.10 use.
 #: Never advertise Metadata >= 4 or Produce >= 3: clients then infer 0.11 and need APIs we lack.
 #:
-#: ControlledShutdown advertises 0-1. DESIGN §3 names version 1 (the standard request header,
-#: what our brokers send), but a real 0.8.2 broker sends version 0 with its non-standard header
+#: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
+#: but a real 0.8.2 broker sends version 0 with its non-standard header
 #: (no client_id), and we parse both, so min 0 is the truth. No client ever asks for key 7, so
 #: advertising it costs nothing.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
@@ -216,8 +217,12 @@ def decode_response(
 
 
 def expects_response(api_key: int, request: Any) -> bool:
-    """False only for Produce with acks=0: the broker then sends no response at all."""
-    return not (api_key == ApiKey.PRODUCE and request.acks == 0)
+    """False only for Produce with acks=0: the broker then sends no response at all. ``request``
+    is a decoded struct or the dict a client encodes."""
+    if api_key != ApiKey.PRODUCE:
+        return True
+    acks = request["acks"] if isinstance(request, dict) else request.acks
+    return acks != 0
 
 
 def _api_keys(versions: dict[int, tuple[int, int]]) -> list[tuple[int, int, int]]:

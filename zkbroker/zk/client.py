@@ -201,9 +201,6 @@ class ZkClient:
             if listener is None or not sub.listeners:
                 del self._subs[(path, kind)]
 
-    def unsubscribe_all(self) -> None:
-        self._subs.clear()
-
     def _subscribe(self, path: str, kind: str, listener: Callable) -> _Subscription:
         sub = self._subs.get((path, kind))
         if sub is None:
