@@ -21,10 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.context import LeaderIsrAndZkVersion, TopicPartition
+from controller.context import LeaderIsrAndZkVersion
 from zkbroker.protocol.api import ApiKey, decode_response, request_schema
 from zkbroker.protocol.errors import ProtocolError, RemoteProtocolError
 from zkbroker.protocol.headers import encode_request_header
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk.znodes import BrokerRegistration
 
 log = logging.getLogger("controller.ControllerChannelManager")
