@@ -83,7 +83,8 @@ class LeadershipWriter:
                 decision = decide(key, current)
                 if decision is None:
                     continue
-                emit(decision.lines)
+                if decision.lines:
+                    emit(decision.lines)
                 if decision.leadership is not None:
                     decided.append((key, decision))
             versions = self.set_many([

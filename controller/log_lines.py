@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 STATE_CHANGE = "state.change.logger"
 CONTROLLER = "controller.KafkaController"
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine:
+class LogLine(NamedTuple):
+    """One line, immutable; a tuple because decisions about 100,000 partitions make this many."""
+
     logger: str
     level: int
     msg: str
@@ -30,6 +31,21 @@ def controller_line(controller_id: int, level: int, msg: str, *args) -> LogLine:
     return LogLine(CONTROLLER, level, "[Controller %d]: " + msg, (controller_id, *args))
 
 
+_loggers: dict[str, logging.Logger] = {}
+
+
+def _logger(name: str) -> logging.Logger:
+    logger = _loggers.get(name)
+    if logger is None:
+        logger = _loggers[name] = logging.getLogger(name)
+    return logger
+
+
+def enabled(logger: str, level: int) -> bool:
+    """Whether a line at `level` would be written: drivers ask before having thousands of lines made."""
+    return _logger(logger).isEnabledFor(level)
+
+
 def emit(lines: Iterable[LogLine]) -> None:
     for line in lines:
-        logging.getLogger(line.logger).log(line.level, line.msg, *line.args)
+        _logger(line.logger).log(line.level, line.msg, *line.args)

@@ -114,10 +114,12 @@ def valid_moves(ctx: ControllerContext, states: Mapping[TopicPartition, Partitio
 
 
 def marked_lines(ctx: ControllerContext, moved: list[tuple[TopicPartition, PartitionState]],
-                 target: PartitionState, level: int) -> list[LogLine]:
-    """-> OFFLINE / NON_EXISTENT: one line per partition (at `level`), and a summary when that is not INFO."""
+                 target: PartitionState, level: int, per_partition: bool = True) -> list[LogLine]:
+    """-> OFFLINE / NON_EXISTENT: one line per partition (at `level`; none unless `per_partition`), and a
+    summary when that level is not INFO."""
     lines = [LogLine(STATE_CHANGE, level, "Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
-                     (ctx.controller_id, ctx.epoch, *tp, current.value, target.value)) for tp, current in moved]
+                     (ctx.controller_id, ctx.epoch, *tp, current.value, target.value))
+             for tp, current in moved if per_partition]
     if level != logging.INFO:
         lines.append(LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d changed the state of %d partitions "
                              "to %s", (ctx.controller_id, ctx.epoch, len(moved), target.value)))
@@ -177,20 +179,21 @@ def unclean_line(ctx: ControllerContext, tp: TopicPartition, election: Election)
 
 
 def online_lines(ctx: ControllerContext, moved: list[tuple[TopicPartition, PartitionState]],
-                 elected: Mapping[TopicPartition, Election]) -> list[LogLine]:
-    """-> ONLINE: a line per partition that got its leader (INFO up to 100 partitions), then summaries."""
+                 elected: Mapping[TopicPartition, Election], per_partition: bool = True) -> list[LogLine]:
+    """-> ONLINE: a line per partition that got its leader (at per_partition_level; none unless
+    `per_partition`), and a summary when that level is not INFO."""
     level = per_partition_level(len(elected))
     lines = [LogLine(STATE_CHANGE, level, "Controller %d epoch %d changed partition [%s,%d] from %s to "
                      "OnlinePartition with leader %d", (ctx.controller_id, ctx.epoch, *tp, current.value,
                                                         elected[tp].leader))
-             for tp, current in moved if tp in elected]
+             for tp, current in moved if per_partition and tp in elected]
     if level != logging.INFO:
         leaders: dict[int, int] = {}
         for election in elected.values():
             leaders[election.leader] = leaders.get(election.leader, 0) + 1
         lines.append(LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d changed %d partitions to "
                              "OnlinePartition; new leaders: %s",
-                             (ctx.controller_id, ctx.epoch, len(lines),
+                             (ctx.controller_id, ctx.epoch, sum(tp in elected for tp, _ in moved),
                               ", ".join(f"broker {b}: {n}" for b, n in sorted(leaders.items())))))
     return lines
 

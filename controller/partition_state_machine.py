@@ -17,7 +17,7 @@ from controller.channel import RequestBatch
 from controller.context import ControllerContext
 from controller.leader_selector import Election
 from controller.leadership_writer import LeadershipWriter, encode_leadership
-from controller.log_lines import emit
+from controller.log_lines import STATE_CHANGE, emit, enabled
 from controller.partition_state import PartitionState, Selector
 from controller.zk_writes import FencedWriter
 from zkbroker.logconfig import per_partition_level
@@ -64,7 +64,8 @@ class PartitionStateMachine:
                 self._topics_with_partitions_path.discard(tp[0])
             else:
                 self.states[tp] = target
-        emit(decide.marked_lines(self.ctx, valid, target, per_partition_level(len(valid))))
+        level = per_partition_level(len(valid))
+        emit(decide.marked_lines(self.ctx, valid, target, level, enabled(STATE_CHANGE, level)))
 
     def remove(self, tp: TopicPartition) -> None:
         self.states.pop(tp, None)
@@ -78,7 +79,8 @@ class PartitionStateMachine:
                                             if current is not PartitionState.NEW], selector))
         for tp in elected:
             self.states[tp] = PartitionState.ONLINE
-        emit(decide.online_lines(self.ctx, partitions, elected))
+        emit(decide.online_lines(self.ctx, partitions, elected,
+                                 enabled(STATE_CHANGE, per_partition_level(len(elected)))))
 
     def _initialize_leaders(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Election]:
         """NEW -> ONLINE: the `state` znodes are created (they must not exist), with their missing parents."""

@@ -80,24 +80,33 @@ def _ids(ids) -> str:
     return ",".join(map(str, ids))
 
 
+_ANNOUNCE = ReplicaMove(announce=True)
+_MARK_ONLY = ReplicaMove()
+
+
 def _to_new(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
     leadership = ctx.leadership.get(tp)
     if leadership is not None and leadership.leader == broker_id:
         return ReplicaMove(False, lines=(LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d cannot move "
                                                  "replica %d of [%s,%d] to NewReplica as it is being requested to "
                                                  "become leader", (ctx.controller_id, ctx.epoch, broker_id, *tp)),))
-    return ReplicaMove(announce=True)
+    return _ANNOUNCE
 
 
 def _to_online(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
     if current is not S.NEW:
-        return ReplicaMove(announce=True)
+        return _ANNOUNCE
     assigned = ctx.assignments[tp]
-    return ReplicaMove(assigned=None if broker_id in assigned else (*assigned, broker_id))
+    return _MARK_ONLY if broker_id in assigned else ReplicaMove(assigned=(*assigned, broker_id))
+
+
+_STOP = ReplicaMove(stop_replica=False)
+_STOP_AND_LEAVE_ISR = ReplicaMove(stop_replica=False, leave_isr=True)
+_STOP_AND_DELETE = ReplicaMove(stop_replica=True)
 
 
 def _to_offline(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
-    return ReplicaMove(stop_replica=False, leave_isr=ctx.leadership.get(tp) is not None)
+    return _STOP if ctx.leadership.get(tp) is None else _STOP_AND_LEAVE_ISR
 
 
 def _to_non_existent(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
@@ -105,14 +114,12 @@ def _to_non_existent(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
     return ReplicaMove(assigned=tuple(r for r in ctx.assignments[tp] if r != broker_id))
 
 
-_MARK_ONLY = ReplicaMove()
-
 #: The effects of reaching each state (the rule above says from where).
 _EFFECTS: dict[ReplicaState, Callable[[ControllerContext, TopicPartition, int, ReplicaState], ReplicaMove]] = {
     S.NEW: _to_new,
     S.ONLINE: _to_online,
     S.OFFLINE: _to_offline,
-    S.DELETION_STARTED: lambda ctx, tp, broker_id, current: ReplicaMove(stop_replica=True),
+    S.DELETION_STARTED: lambda ctx, tp, broker_id, current: _STOP_AND_DELETE,
     S.DELETION_SUCCESSFUL: lambda ctx, tp, broker_id, current: _MARK_ONLY,
     S.DELETION_INELIGIBLE: lambda ctx, tp, broker_id, current: _MARK_ONLY,
     S.NON_EXISTENT: _to_non_existent,

@@ -4,13 +4,14 @@ writer, the decisions' lines logged."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from controller import replica_state as decide
 from controller.channel import RequestBatch, StopReplicaCallback
 from controller.context import ControllerContext
 from controller.leadership_writer import LeadershipWriter
-from controller.log_lines import emit
+from controller.log_lines import STATE_CHANGE, emit, enabled
 from controller.replica_state import PartitionReplica, ReplicaState
 from zkbroker.logconfig import per_partition_level
 from zkbroker.topic_partition import TopicPartition
@@ -38,6 +39,7 @@ class ReplicaStateMachine:
         # replicas going OFFLINE leave their ISRs together, after the loop (one read and batched writes).
         ctx = self.ctx
         batch = self.requests()
+        logged = enabled(STATE_CHANGE, logging.DEBUG)
         announce: dict[TopicPartition, list[int]] = {}
         leaving_isr: list[tuple[TopicPartition, int]] = []
         for replica in sorted(replicas):
@@ -61,7 +63,8 @@ class ReplicaStateMachine:
                 self.states.pop(replica, None)
             else:
                 self.states[replica] = target
-            emit((decide.moved_line(ctx, replica, current, target),))
+            if logged:
+                emit((decide.moved_line(ctx, replica, current, target),))
         for tp, brokers in announce.items():
             leadership = ctx.leadership.get(tp)
             if leadership is not None:
@@ -84,12 +87,14 @@ class ReplicaStateMachine:
             lambda key, current: decide.remove_from_isr(ctx, *key, current, unclean[key[0][0]], level),
             lambda key, current: decide.isr_newer_epoch_line(ctx, *key, current))
         batch = self.requests()
+        logged = enabled(STATE_CHANGE, level)
         for (tp, broker_id), (_, state) in written.written.items():
             ctx.leadership[tp] = state
             if not self.is_partition_to_be_deleted(tp):
                 assigned = ctx.assignments[tp]
                 batch.add_leader_and_isr([r for r in assigned if r != broker_id], tp, state, assigned)
-            emit((decide.removed_from_isr_line(ctx, tp, broker_id, state, level),))
+            if logged:
+                emit((decide.removed_from_isr_line(ctx, tp, broker_id, state, level),))
         emit(decide.removed_from_isrs_summary(ctx, [b for _, b in replicas], len(written.written), level))
 
     # ---- queries (topic deletion) ----------------------------------------------------------------------------
