@@ -40,8 +40,9 @@ class PartitionStateMachine:
         self._topics_with_partitions_path: set[str] = set()
 
     def initialize(self) -> None:
+        live = self.ctx.live_broker_ids
         for tp in self.ctx.assignments:
-            self.states[tp] = decide.initial_state(self.ctx, tp)
+            self.states[tp] = decide.initial_state(self.ctx.leadership.get(tp), live)
 
     def trigger_online_partition_state_change(self, skip_topic: Callable[[str], bool]) -> None:
         """Try to bring every NEW or OFFLINE partition online (except those of topics `skip_topic` names: the

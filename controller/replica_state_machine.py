@@ -29,9 +29,10 @@ class ReplicaStateMachine:
         self.states: dict[PartitionReplica, ReplicaState] = {}
 
     def initialize(self) -> None:
+        live = self.ctx.live_broker_ids
         for (topic, partition), replicas in self.ctx.assignments.items():
             for r in replicas:
-                self.states[(topic, partition, r)] = decide.initial_state(self.ctx, r)
+                self.states[(topic, partition, r)] = decide.initial_state(live, r)
 
     def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState,
                              stop_replica_callback: StopReplicaCallback | None = None) -> None:

@@ -39,7 +39,8 @@ def test_an_unknown_partition_is_non_existent_and_moves_are_sorted():
 def test_initial_state_at_failover_new_without_state_online_with_a_live_leader_else_offline():
     ctx = context(live=(1, 2), assignments={("t", 0): (1,), ("t", 1): (2,), ("t", 2): (3,)},
                   leaderships={("t", 1): leadership(2, (2,)), ("t", 2): leadership(3, (3,))})
-    assert [decide.initial_state(ctx, ("t", p)) for p in range(3)] == [P.NEW, P.ONLINE, P.OFFLINE]
+    assert [decide.initial_state(ctx.leadership.get(("t", p)), ctx.live_broker_ids) for p in range(3)] == [
+        P.NEW, P.ONLINE, P.OFFLINE]
 
 
 def test_new_to_online_leads_with_the_first_live_replica_at_epoch_zero_to_be_created_at_version_zero():
