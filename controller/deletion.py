@@ -19,6 +19,7 @@ election touches it; it is retried when the broker returns or the other operatio
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -40,6 +41,47 @@ _MAX_ROUNDS = 10
 
 def _names(items: Iterable) -> str:
     return ",".join(str(i) for i in sorted(items))
+
+
+# ---- the decisions (pure) -----------------------------------------------------------------------------------
+
+
+class Progress(enum.Enum):
+    """Where a queued topic's deletion stands, from its replicas' states (doWork's checks, in its order)."""
+
+    COMPLETE = "every replica deleted"
+    IN_PROGRESS = "StopReplica (delete) sent, not all answered"
+    FAILED = "some replicas could not be deleted: retry them"
+    WAITING = "none of the above"
+
+
+def progress(states: Iterable[ReplicaState | None]) -> Progress:
+    states = list(states)
+    if all(s is ReplicaState.DELETION_SUCCESSFUL for s in states):
+        return Progress.COMPLETE
+    if ReplicaState.DELETION_STARTED in states:
+        return Progress.IN_PROGRESS
+    if ReplicaState.DELETION_INELIGIBLE in states:
+        return Progress.FAILED
+    return Progress.WAITING
+
+
+def split_for_deletion(replicas: list[PartitionReplica], live_or_shutting_down: set[int],
+                       deleted: set[PartitionReplica]) -> tuple[list[PartitionReplica], list[PartitionReplica]]:
+    """The replicas on dead brokers (they cannot be deleted now), and those to delete (live, not deleted yet)."""
+    dead = [r for r in replicas if r[2] not in live_or_shutting_down]
+    to_delete = [r for r in replicas if r[2] in live_or_shutting_down and r not in deleted]
+    return dead, to_delete
+
+
+def stop_replica_errors(partitions: list[TopicPartition], response: Any) -> set[TopicPartition]:
+    """The partitions a StopReplica (delete) answer failed for: every one on an error of the whole request."""
+    if response.error_code != 0:
+        return set(partitions)
+    return {(p.topic, p.partition) for p in response.partitions if p.error_code != 0}
+
+
+# ---- the driver ---------------------------------------------------------------------------------------------
 
 
 class TopicDeletionManager:
@@ -129,10 +171,7 @@ class TopicDeletionManager:
 
     def on_stop_replica_response(self, broker_id: int, partitions: list[TopicPartition], response: Any) -> None:
         """A StopReplica (delete=true) answer: 0.8.2's deleteTopicStopReplicaCallback."""
-        if response.error_code != 0:
-            in_error = set(partitions)
-        else:
-            in_error = {(p.topic, p.partition) for p in response.partitions if p.error_code != 0}
+        in_error = stop_replica_errors(partitions, response)
         self.fail_replica_deletion([(t, p, broker_id) for t, p in sorted(in_error)])
         deleted = [(t, p, broker_id) for t, p in partitions if (t, p) not in in_error and self.is_queued(t)]
         if deleted:
@@ -153,15 +192,16 @@ class TopicDeletionManager:
         if self.topics_to_be_deleted:
             self._info("Handling deletion for topics %s", _names(self.topics_to_be_deleted))
         for topic in sorted(self.topics_to_be_deleted):
-            if rsm.are_all_replicas_deleted(topic):
+            where = progress(rsm.states.get(r) for r in rsm.replicas_of_topic(topic))
+            if where is Progress.COMPLETE:
                 self._complete_delete_topic(topic)
                 self._info("Deletion of topic %s successfully completed", topic)
                 continue
-            started = rsm.replicas_in_state(topic, ReplicaState.DELETION_STARTED)
-            if started:
+            if where is Progress.IN_PROGRESS:
+                started = rsm.replicas_in_state(topic, ReplicaState.DELETION_STARTED)
                 self._info("Deletion for replicas %s for partition %s of topic %s in progress",
                            _names({r[2] for r in started}), _names({f"[{t},{p}]" for t, p, _ in started}), topic)
-            elif rsm.any_replica_in_state(topic, ReplicaState.DELETION_INELIGIBLE):
+            elif where is Progress.FAILED:
                 self._mark_for_retry(topic)
             if self._eligible(topic):
                 self._info("Deletion of topic %s (re)started", topic)
@@ -195,11 +235,8 @@ class TopicDeletionManager:
     def _start_replica_deletion(self, topic: str) -> None:
         ctx = self.ctx
         rsm = self.replicas
-        replicas = rsm.replicas_of_topic(topic)
-        live = ctx.live_or_shutting_down_broker_ids
-        dead = [r for r in replicas if r[2] not in live]
-        done = set(rsm.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL))
-        retry = [r for r in replicas if r[2] in live and r not in done]
+        dead, retry = split_for_deletion(rsm.replicas_of_topic(topic), ctx.live_or_shutting_down_broker_ids,
+                                         set(rsm.replicas_in_state(topic, ReplicaState.DELETION_SUCCESSFUL)))
         rsm.handle_state_changes(dead, ReplicaState.DELETION_INELIGIBLE)
         rsm.handle_state_changes(retry, ReplicaState.OFFLINE)
         rsm.handle_state_changes(retry, ReplicaState.DELETION_STARTED, self.stop_replica_callback())

@@ -106,10 +106,6 @@ class ReplicaStateMachine:
     def replicas_in_state(self, topic: str, state: ReplicaState) -> list[PartitionReplica]:
         return [r for r in self.replicas_of_topic(topic) if self.states.get(r) is state]
 
-    def are_all_replicas_deleted(self, topic: str) -> bool:
-        replicas = self.replicas_of_topic(topic)
-        return all(self.states.get(r) is ReplicaState.DELETION_SUCCESSFUL for r in replicas)
-
     def any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
         return any(self.states.get(r) is state for r in self.replicas_of_topic(topic))
 
