@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.context import LeaderIsrAndZkVersion, TopicPartition
+from controller.context import LeaderIsrAndZkVersion
 from zkbroker.client.connection import receive_response
 from zkbroker.protocol.api import ApiKey, request_schema
 from zkbroker.protocol.client_codec import ClientCodec
 from zkbroker.protocol.errors import ProtocolError
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk.znodes import BrokerRegistration
 
 log = logging.getLogger("controller.ControllerChannelManager")

@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zkbroker.log.log_config import LogConfig
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk.znodes import BrokerRegistration
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -27,6 +26,8 @@ class LeaderIsrAndZkVersion:
 
 @dataclass
 class ControllerContext:
+    # This controller's broker id and epoch: every decision's log lines name them.
+    controller_id: int = -1
     epoch: int = 0
     epoch_zk_version: int = 0
     # Every registered broker (/brokers/ids), shutting down or not: 0.8.2's liveOrShuttingDownBrokers.
@@ -58,9 +59,6 @@ class ControllerContext:
 
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
         return sorted(tp for tp, replicas in self.assignments.items() if broker_id in replicas)
-
-    def partitions_led_by(self, broker_id: int) -> list[TopicPartition]:
-        return sorted(tp for tp, state in self.leadership.items() if state.leader == broker_id)
 
     def remove_topic(self, topic: str) -> None:
         for tp in self.partitions_of(topic):

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller.channel import ControllerChannelManager, EventTiming, RequestBatch
-from controller.context import ControllerContext, LeaderIsrAndZkVersion, TopicPartition
+from controller.context import ControllerContext
 from controller.deletion import TopicDeletionManager
 from controller.election import ControllerMovedError, ZookeeperLeaderElector
 from controller.events import (
@@ -59,15 +59,19 @@ from controller.events import (
     TopicDataChange,
 )
 from controller.leader_selector import partitions_to_rebalance
-from controller.partition_state import PartitionState, PartitionStateMachine, decode_leadership
+from controller.leadership_writer import LeadershipWriter, read_leaderships
+from controller.partition_state import PartitionState, Selector
+from controller.partition_state_machine import PartitionStateMachine
 from controller.reassignment import PartitionReassigner
-from controller.replica_state import ReplicaState, ReplicaStateMachine
+from controller.replica_state import ReplicaState
+from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
 from zkbroker.gc_pause import gc_paused
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import ErrorCode
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.broker_ids import read_broker_registrations
 from zkbroker.zk.client import SessionListener, ZkClient
@@ -122,14 +126,10 @@ class KafkaController(SessionListener):
         self.log = _Prefixed(logging.getLogger("controller.KafkaController"),
                              {"prefix": f"[Controller {self.broker_id}]: "})
         self.elector = ZookeeperLeaderElector(zk, self.broker_id)
-        self.context = ControllerContext()
-        self.partition_state_machine = PartitionStateMachine(self)
-        self.replica_state_machine = ReplicaStateMachine(self)
-        self.deletion = TopicDeletionManager(self, enabled=False)
-        self.reassigner = PartitionReassigner(self)
         self.channel: ControllerChannelManager | None = None
         self.batch: RequestBatch | None = None
         self.writer: FencedWriter | None = None
+        self._take_context(ControllerContext(controller_id=self.broker_id))
         self.active = False
         self._active_session: int | None = None
         self._rebalance_timer: _Ticker | None = None
@@ -150,6 +150,30 @@ class KafkaController(SessionListener):
             StopReplicaAnswer: self._on_stop_replica_answer,
             ControlledShutdown: self._on_controlled_shutdown,
         }
+
+    def _take_context(self, context: ControllerContext) -> None:
+        """A new context (at failover, at resignation) and the state machines, reassigner and deletion manager
+        that work on it, each given what it needs: the context, the fenced writer and the event's batch."""
+        self.context = context
+        leaderships = None
+        if self.writer is not None:
+            leaderships = LeadershipWriter(functools.partial(read_leaderships, self.zk), self.writer.set_many,
+                                           context.epoch)
+
+        def requests() -> RequestBatch:
+            return self.batch
+
+        self.partition_state_machine = PartitionStateMachine(context, self.zk, self.writer, leaderships, requests,
+                                                             self.unclean_election_enabled)
+        self.replica_state_machine = ReplicaStateMachine(context, leaderships, requests,
+                                                         self.unclean_election_enabled,
+                                                         lambda tp: self.deletion.is_partition_to_be_deleted(tp))
+        self.deletion = TopicDeletionManager(context, self.partition_state_machine, self.replica_state_machine,
+                                             self.writer, requests, self.stop_watching_topic,
+                                             self.stop_replica_callback)
+        self.reassigner = PartitionReassigner(context, self.zk, self.writer, leaderships,
+                                              self.partition_state_machine, self.replica_state_machine,
+                                              self.deletion, requests, self.on_isr_change, self.log)
 
     # ---- lifecycle (any thread) ----------------------------------------------------------------------------
 
@@ -333,8 +357,8 @@ class KafkaController(SessionListener):
             self.log.info("%s", e)
             self.elector.resign()
             return
-        self.context = ControllerContext(epoch=epoch, epoch_zk_version=zk_version)
         self.writer = FencedWriter(self.zk, zk_version)
+        self._take_context(ControllerContext(controller_id=self.broker_id, epoch=epoch, epoch_zk_version=zk_version))
         self.active = True
         self._active_session = self.zk.session_id
         self.log.info("Controller %d incremented epoch to %d", self.broker_id, epoch)
@@ -353,7 +377,7 @@ class KafkaController(SessionListener):
         # (3) the context; reading each topic also watches its data (the AddPartitionsListener, step 7 in 0.8.2)
         ctx.live_brokers = self._read_live_brokers()
         self._load_topics(topics)
-        for tp, state in self.read_leaderships(list(ctx.assignments)).items():
+        for tp, state in read_leaderships(self.zk, list(ctx.assignments)).items():
             if state is not None:
                 ctx.leadership[tp] = state
         self.log.info("Currently active brokers in the cluster: Set(%s)", _ids(ctx.live_brokers))
@@ -370,13 +394,11 @@ class KafkaController(SessionListener):
         self._initialize_topic_deletion(queued)
         self.batch = self._new_batch()
         # (5) replicas: each one on a live broker hears its partition's current leadership
-        self.replica_state_machine = ReplicaStateMachine(self)
         self.replica_state_machine.initialize()
         self.replica_state_machine.handle_state_changes(self._replicas_on(ctx.live_broker_ids), ReplicaState.ONLINE)
         # (6) partitions: NEW/OFFLINE -> ONLINE
-        self.partition_state_machine = PartitionStateMachine(self)
         self.partition_state_machine.initialize()
-        self.partition_state_machine.trigger_online_partition_state_change()
+        self.partition_state_machine.trigger_online_partition_state_change(self.deletion.is_queued)
         self.log.info("Broker %d is ready to serve as the new controller with epoch %d", self.broker_id, epoch)
         # (8) resume what the previous controller left unfinished
         self.reassigner.resume_all()
@@ -416,11 +438,8 @@ class KafkaController(SessionListener):
             self.channel = None
         self.active = False
         self._active_session = None
-        self.context = ControllerContext()
-        self.deletion = TopicDeletionManager(self, enabled=False)
-        self.partition_state_machine = PartitionStateMachine(self)
-        self.replica_state_machine = ReplicaStateMachine(self)
         self.writer = None
+        self._take_context(ControllerContext(controller_id=self.broker_id))
         self.log.info("Broker %d resigned as the controller", self.broker_id)
 
     def _initialize_preferred_replica_election(self, data: bytes | None) -> None:
@@ -449,7 +468,7 @@ class KafkaController(SessionListener):
         self.log.info("List of topics to be deleted: %s", ",".join(queued))
         self.log.info("List of topics ineligible for deletion: %s",
                       ",".join(sorted((dead_replicas | busy) & set(queued))))
-        self.deletion = TopicDeletionManager(self, self.config["delete.topic.enable"], queued, dead_replicas | busy)
+        self.deletion.start(self.config["delete.topic.enable"], queued, dead_replicas | busy)
 
     # ---- reading ZooKeeper --------------------------------------------------------------------------------
 
@@ -494,17 +513,6 @@ class KafkaController(SessionListener):
 
     def stop_watching_topic(self, topic: str) -> None:
         self.zk.unsubscribe(paths.topic_path(topic), self._on_topic_data)
-
-    def read_leadership(self, tp: TopicPartition) -> LeaderIsrAndZkVersion | None:
-        return self.read_leaderships([tp])[tp]
-
-    def read_leaderships(self, partitions: list[TopicPartition]) -> dict[TopicPartition, LeaderIsrAndZkVersion | None]:
-        """Each partition's `state` znode and its zkVersion (None if missing or unreadable), read together."""
-        state_paths = [paths.partition_state_path(*tp) for tp in partitions]
-        out = {}
-        for tp, path, (data, stat) in zip(partitions, state_paths, self.zk.get_many(state_paths)):
-            out[tp] = None if stat is None else decode_leadership(data, stat.version, path)
-        return out
 
     def _read_preferred_election(self, data: bytes | None) -> set[TopicPartition]:
         if data is None:
@@ -564,7 +572,7 @@ class KafkaController(SessionListener):
         self._update_metadata(new_ids)
         replicas = self._replicas_on(new_ids)
         self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE)
-        self.partition_state_machine.trigger_online_partition_state_change()
+        self.partition_state_machine.trigger_online_partition_state_change(self.deletion.is_queued)
         for tp, rar in sorted(ctx.partitions_being_reassigned.items()):
             if new_ids & set(rar):
                 self.reassigner.reassign(tp)
@@ -590,7 +598,7 @@ class KafkaController(SessionListener):
             self.log.info("Electing leaders for %d partitions led by failed brokers %s", len(led), _ids(dead_ids))
         psm = self.partition_state_machine
         psm.handle_state_changes(led, PartitionState.OFFLINE)
-        psm.trigger_online_partition_state_change()
+        psm.trigger_online_partition_state_change(self.deletion.is_queued)
         replicas = self._replicas_on(dead_ids)
         self.replica_state_machine.handle_state_changes(
             [r for r in replicas if not self.deletion.is_queued(r[0])], ReplicaState.OFFLINE)
@@ -731,7 +739,7 @@ class KafkaController(SessionListener):
         self.deletion.mark_ineligible(topics)
         try:
             psm = self.partition_state_machine
-            psm.handle_state_changes(partitions, PartitionState.ONLINE, psm.preferred_selector)
+            psm.handle_state_changes(partitions, PartitionState.ONLINE, Selector.PREFERRED_REPLICA)
         finally:
             level = per_partition_level(len(partitions))
             failed = 0
@@ -788,7 +796,7 @@ class KafkaController(SessionListener):
         led = [tp for tp in replicated if ctx.leadership[tp].leader == broker_id]
         followed = [(*tp, broker_id) for tp in replicated if ctx.leadership[tp].leader != broker_id]
         psm = self.partition_state_machine
-        psm.handle_state_changes(led, PartitionState.ONLINE, psm.controlled_shutdown_selector)
+        psm.handle_state_changes(led, PartitionState.ONLINE, Selector.CONTROLLED_SHUTDOWN)
         self.replica_state_machine.handle_state_changes(followed, ReplicaState.OFFLINE)
         remaining = [tp for tp, s in ctx.leadership.items()
                      if s.leader == broker_id and len(ctx.assignments.get(tp, ())) > 1]

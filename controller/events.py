@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from controller.context import TopicPartition
+from zkbroker.topic_partition import TopicPartition
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-TopicPartition = tuple[str, int]
+from zkbroker.topic_partition import TopicPartition
 
 
 class NoReplicaOnlineError(Exception):

@@ -1,30 +1,30 @@
-"""The partition state machine (Kafka 0.8.2's PartitionStateMachine).
+"""The partition state machine's decisions (Kafka 0.8.2's PartitionStateMachine), without I/O.
 
 States: NEW (assigned, never led), ONLINE (has a live leader), OFFLINE (its leader died), NON_EXISTENT.
 Rule: a transition is valid only from the previous states listed in VALID_PREVIOUS_STATES; anything else is
-a controller bug and is refused loudly.
+a controller bug and is refused loudly (the partition keeps its state).
 
 - NEW -> ONLINE: leader = the first live replica in AR, ISR = the live replicas, leader epoch 0; the `state`
   znode is *created* (it must not exist).
 - OFFLINE/ONLINE -> ONLINE: a leader selector decides (leader_selector.py: offline by default; reassigned,
   preferred replica or controlled shutdown when the caller says so); the `state` znode is written
-  conditionally on the zkVersion read, and the write is dropped if a newer controller epoch is found there
-  (this controller went through a soft failure).
+  conditionally on the zkVersion read, and not at all if a newer controller epoch wrote it
+  (leadership_writer.py).
 - -> OFFLINE and -> NON_EXISTENT: mark only.
-Each leadership change queues LeaderAndIsr to the selector's recipients (and UpdateMetadata to all brokers)
-in the controller's request batch.
+Each leadership change sends LeaderAndIsr to the selector's recipients (and UpdateMetadata to all brokers).
+
+Every function here is pure: (context, the partitions' states, the `state` read) -> (leadership to write,
+who must hear of it, log lines). partition_state_machine.py carries the decisions out.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
-from kazoo.exceptions import NodeExistsError
-
-from controller.context import LeaderIsrAndZkVersion, TopicPartition
+from controller.context import ControllerContext, LeaderIsrAndZkVersion
 from controller.leader_selector import (
     Election,
     LeaderElectionNotNeededError,
@@ -35,14 +35,9 @@ from controller.leader_selector import (
     preferred_replica_leader,
     reassigned_partition_leader,
 )
+from controller.log_lines import STATE_CHANGE, LogLine, controller_line
 from zkbroker.logconfig import per_partition_level
-from zkbroker.zk import paths
-from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
-
-state_change_log = logging.getLogger("state.change.logger")
+from zkbroker.topic_partition import TopicPartition
 
 
 class PartitionState(enum.Enum):
@@ -50,6 +45,10 @@ class PartitionState(enum.Enum):
     ONLINE = "OnlinePartition"
     OFFLINE = "OfflinePartition"
     NON_EXISTENT = "NonExistentPartition"
+
+    # Looked up in the tables once per partition of a decision: members are singletons, so the identity
+    # hash, in C, is right and several times faster than Enum's.
+    __hash__ = object.__hash__
 
 
 VALID_PREVIOUS_STATES = {
@@ -59,262 +58,151 @@ VALID_PREVIOUS_STATES = {
     PartitionState.NON_EXISTENT: {PartitionState.OFFLINE},
 }
 
-#: A leader selector as the state machine calls it: (partition, its current `state`) -> the election.
-Selector = Callable[[TopicPartition, LeaderIsrAndZkVersion], Election]
 
-_WRITE_ATTEMPTS = 3
+class Selector(enum.Enum):
+    """Who elects a leader for an OFFLINE/ONLINE -> ONLINE move (0.8.2's PartitionLeaderSelector classes)."""
+
+    OFFLINE = "offline"
+    REASSIGNED = "reassigned"
+    PREFERRED_REPLICA = "preferred replica"
+    CONTROLLED_SHUTDOWN = "controlled shutdown"
 
 
+# Each selector fed from the context: (context, partition, its `state`, unclean election allowed) -> election.
+_SELECTORS: dict[Selector, Callable[[ControllerContext, TopicPartition, LeaderIsrAndZkVersion, bool], Election]] = {
+    Selector.OFFLINE: lambda ctx, tp, current, unclean: offline_partition_leader(
+        ctx.assignments[tp], current.isr, current.leader_epoch, ctx.live_broker_ids, unclean),
+    Selector.REASSIGNED: lambda ctx, tp, current, unclean: reassigned_partition_leader(
+        ctx.partitions_being_reassigned[tp], current.isr, current.leader_epoch, ctx.live_broker_ids),
+    Selector.PREFERRED_REPLICA: lambda ctx, tp, current, unclean: preferred_replica_leader(
+        ctx.assignments[tp], current.leader, current.isr, current.leader_epoch, ctx.live_broker_ids),
+    Selector.CONTROLLED_SHUTDOWN: lambda ctx, tp, current, unclean: controlled_shutdown_leader(
+        ctx.assignments[tp], current.isr, current.leader_epoch, ctx.live_or_shutting_down_broker_ids,
+        ctx.shutting_down_broker_ids),
+}
 
-class PartitionStateMachine:
-    def __init__(self, controller: KafkaController) -> None:
-        self.controller = controller
-        self.states: dict[TopicPartition, PartitionState] = {}
-        self._topics_with_partitions_path: set[str] = set()
 
-    @property
-    def ctx(self):
-        return self.controller.context
+@dataclass(frozen=True, slots=True)
+class LeaderDecision:
+    """A decision about one partition going ONLINE: the leadership to write and who hears of it (`election`),
+    or nothing to write (`leadership` None) and why, in `lines`. `not_needed`: the preferred replica leads."""
 
-    def initialize(self) -> None:
-        """At failover: no `state` node = NEW; a live leader = ONLINE; otherwise OFFLINE."""
-        live = self.ctx.live_broker_ids
-        for tp in self.ctx.assignments:
-            leadership = self.ctx.leadership.get(tp)
-            if leadership is None:
-                self.states[tp] = PartitionState.NEW
-            elif leadership.leader in live:
-                self.states[tp] = PartitionState.ONLINE
-            else:
-                self.states[tp] = PartitionState.OFFLINE
+    election: Election | None = None
+    leadership: LeaderIsrAndZkVersion | None = None
+    lines: tuple[LogLine, ...] = ()
+    not_needed: bool = False
 
-    def trigger_online_partition_state_change(self) -> None:
-        """Try to bring every NEW or OFFLINE partition online (except those of topics being deleted)."""
-        deletion = self.controller.deletion
-        pending = [tp for tp, s in self.states.items()
-                   if s in (PartitionState.NEW, PartitionState.OFFLINE) and not deletion.is_queued(tp[0])]
-        self.handle_state_changes(pending, PartitionState.ONLINE)
 
-    def handle_state_changes(self, partitions: Iterable[TopicPartition], target: PartitionState,
-                             selector: Selector | None = None) -> None:
-        """Move the partitions to `target`; ONLINE from ONLINE/OFFLINE elects with `selector` (default: the
-        offline selector). Partitions going ONLINE are decided together: their `state` znodes read at once and
-        written in batches (zk_writes.py), each decision still made on the zkVersion its write expects."""
-        valid: list[tuple[TopicPartition, PartitionState]] = []
-        for tp in sorted(partitions):
-            current = self.states.setdefault(tp, PartitionState.NON_EXISTENT)
-            if current not in VALID_PREVIOUS_STATES[target]:
-                state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from "
-                                       "%s to %s failed: not a valid previous state", self.controller.broker_id,
-                                       self.ctx.epoch, *tp, current.value, target.value)
-                continue
+def initial_state(leadership: LeaderIsrAndZkVersion | None, live_broker_ids: set[int]) -> PartitionState:
+    """At failover: no `state` node = NEW; a live leader = ONLINE; otherwise OFFLINE."""
+    if leadership is None:
+        return PartitionState.NEW
+    return PartitionState.ONLINE if leadership.leader in live_broker_ids else PartitionState.OFFLINE
+
+
+def valid_moves(ctx: ControllerContext, states: Mapping[TopicPartition, PartitionState],
+                partitions: Iterable[TopicPartition], target: PartitionState
+                ) -> tuple[list[tuple[TopicPartition, PartitionState]], list[LogLine]]:
+    """The partitions (sorted) that may move to `target`, with their current state; a line for each refused."""
+    valid, refused = [], []
+    for tp in sorted(partitions):
+        current = states.get(tp, PartitionState.NON_EXISTENT)
+        if current in VALID_PREVIOUS_STATES[target]:
             valid.append((tp, current))
-        if target is PartitionState.ONLINE:
-            for tp in self._to_online(valid, selector or self.offline_selector):
-                self.states[tp] = PartitionState.ONLINE
-            return
-        level = per_partition_level(len(valid))
-        for tp, current in valid:
-            if target is PartitionState.NON_EXISTENT:
-                del self.states[tp]
-                self._topics_with_partitions_path.discard(tp[0])
-            else:
-                self.states[tp] = target
-            state_change_log.log(level, "Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
-                                 self.controller.broker_id, self.ctx.epoch, *tp, current.value, target.value)
-        if level != logging.INFO:
-            state_change_log.info("Controller %d epoch %d changed the state of %d partitions to %s",
-                                  self.controller.broker_id, self.ctx.epoch, len(valid), target.value)
-
-    def remove(self, tp: TopicPartition) -> None:
-        self.states.pop(tp, None)
-        self._topics_with_partitions_path.discard(tp[0])
-
-    # ---- the selectors, fed from the context (the decisions themselves are pure) ----------------------------
-
-    def offline_selector(self, tp: TopicPartition, current: LeaderIsrAndZkVersion) -> Election:
-        return offline_partition_leader(self.ctx.assignments[tp], current.isr, current.leader_epoch,
-                                        self.ctx.live_broker_ids, self.controller.unclean_election_enabled(tp[0]))
-
-    def reassigned_selector(self, tp: TopicPartition, current: LeaderIsrAndZkVersion) -> Election:
-        return reassigned_partition_leader(self.ctx.partitions_being_reassigned[tp], current.isr,
-                                           current.leader_epoch, self.ctx.live_broker_ids)
-
-    def preferred_selector(self, tp: TopicPartition, current: LeaderIsrAndZkVersion) -> Election:
-        return preferred_replica_leader(self.ctx.assignments[tp], current.leader, current.isr, current.leader_epoch,
-                                        self.ctx.live_broker_ids)
-
-    def controlled_shutdown_selector(self, tp: TopicPartition, current: LeaderIsrAndZkVersion) -> Election:
-        return controlled_shutdown_leader(self.ctx.assignments[tp], current.isr, current.leader_epoch,
-                                          self.ctx.live_or_shutting_down_broker_ids,
-                                          self.ctx.shutting_down_broker_ids)
-
-    # ---- transitions to ONLINE ----------------------------------------------------------------------------
-
-    def _to_online(self, partitions: list[tuple[TopicPartition, PartitionState]],
-                   selector: Selector) -> list[TopicPartition]:
-        """The partitions that went online (NEW: initial leader; else: elected by `selector`)."""
-        elected = self._initialize_leaders([tp for tp, current in partitions if current is PartitionState.NEW])
-        elected.update(self._elect_leaders([(tp, current) for tp, current in partitions
-                                            if current is not PartitionState.NEW], selector))
-        online = []
-        level = per_partition_level(len(elected))
-        for tp, current in partitions:
-            election = elected.get(tp)
-            if election is not None:
-                state_change_log.log(level, "Controller %d epoch %d changed partition [%s,%d] from %s to "
-                                     "OnlinePartition with leader %d", self.controller.broker_id, self.ctx.epoch, *tp,
-                                     current.value, election.leader)
-                online.append(tp)
-        if level != logging.INFO:
-            leaders: dict[int, int] = {}
-            for election in elected.values():
-                leaders[election.leader] = leaders.get(election.leader, 0) + 1
-            state_change_log.info("Controller %d epoch %d changed %d partitions to OnlinePartition; new leaders: %s",
-                                  self.controller.broker_id, self.ctx.epoch, len(online),
-                                  ", ".join(f"broker {b}: {n}" for b, n in sorted(leaders.items())))
-        return online
-
-    def _failed(self, tp: TopicPartition, current: PartitionState, error: Exception) -> None:
-        state_change_log.error("Controller %d epoch %d initiated state change for partition [%s,%d] from %s to "
-                               "OnlinePartition failed: %s", self.controller.broker_id, self.ctx.epoch, *tp,
-                               current.value, error)
-
-    def _initialize_leaders(self, partitions: list[TopicPartition]) -> dict[TopicPartition, Election]:
-        """NEW -> ONLINE: the `state` znodes are created (they must not exist), with their missing parents."""
-        ctx = self.ctx
-        elections: dict[TopicPartition, Election] = {}
-        for tp in partitions:
-            try:
-                elections[tp] = new_partition_leader(ctx.assignments[tp], ctx.live_broker_ids)
-            except NoReplicaOnlineError as e:
-                self._failed(tp, PartitionState.NEW, e)
-        states = {tp: LeaderIsrAndZkVersion(e.leader, e.leader_epoch, e.isr, ctx.epoch, 0)
-                  for tp, e in elections.items()}
-        created = self._create_states({tp: encode_leadership(state) for tp, state in states.items()})
-        out = {}
-        for tp, election in elections.items():
-            if tp in created:
-                ctx.leadership[tp] = states[tp]
-                self.controller.batch.add_leader_and_isr(election.recipients, tp, states[tp], ctx.assignments[tp])
-                out[tp] = election
-        return out
-
-    def _create_states(self, data: dict[TopicPartition, bytes]) -> set[TopicPartition]:
-        """Create each partition's `state` znode with `partitions/<p>` (normally new) in one fenced operation
-        group; `partitions` itself first, for topics that lack it (looked up once per topic). Returns the
-        partitions whose node was created; an existing one is logged as 0.8.2 does."""
-        if not data:
-            return set()
-        zk, writer = self.controller.zk, self.controller.writer
-        topics = sorted({t for t, _ in data} - self._topics_with_partitions_path)
-        found = zk.get_many([paths.partitions_path(t) for t in topics])
-        missing = [t for t, (_, stat) in zip(topics, found) if stat is None]
-        for result in writer.create_many([(paths.partitions_path(t), b"", ()) for t in missing]):
-            if result is not None and not isinstance(result, NodeExistsError):
-                raise result
-        self._topics_with_partitions_path.update(topics)
-        partitions = list(data)
-        results = writer.create_many([(paths.partition_state_path(*tp), data[tp], [paths.partition_path(*tp)])
-                                      for tp in partitions])
-        created = {tp for tp, result in zip(partitions, results) if result is None}
-        clashed = [tp for tp, result in zip(partitions, results) if isinstance(result, NodeExistsError)]
-        for result in results:
-            if result is not None and not isinstance(result, NodeExistsError):
-                raise result
-        if not clashed:
-            return created
-        # The state is there already (an error), or only its parent is (left by an older controller, which
-        # created the parents and the state separately): create what is missing.
-        found = zk.get_many([paths.partition_state_path(*tp) for tp in clashed]
-                            + [paths.partition_path(*tp) for tp in clashed])
-        retry = []
-        for i, tp in enumerate(clashed):
-            if found[i][1] is not None:
-                self._state_exists(tp)
-            else:
-                retry.append((tp, [] if found[len(clashed) + i][1] is not None else [paths.partition_path(*tp)]))
-        results = writer.create_many([(paths.partition_state_path(*tp), data[tp], parents) for tp, parents in retry])
-        for (tp, _), result in zip(retry, results):
-            if result is None:
-                created.add(tp)
-            elif isinstance(result, NodeExistsError):
-                self._state_exists(tp)
-            else:
-                raise result
-        return created
-
-    def _state_exists(self, tp: TopicPartition) -> None:
-        state_change_log.error("Controller %d epoch %d encountered error while changing partition [%s,%d]'s state "
-                               "from New to Online since LeaderAndIsr path already exists", self.controller.broker_id,
-                               self.ctx.epoch, *tp)
-
-    def _elect_leaders(self, partitions: list[tuple[TopicPartition, PartitionState]],
-                       selector: Selector) -> dict[TopicPartition, Election]:
-        """OFFLINE/ONLINE -> ONLINE: read the `state`s, decide, write each conditionally on the zkVersion read;
-        a partition whose write meets another version (its leader changed the ISR meanwhile) is read and decided
-        again, up to _WRITE_ATTEMPTS times."""
-        ctx = self.ctx
-        previous = dict(partitions)
-        remaining = [tp for tp, _ in partitions]
-        out: dict[TopicPartition, Election] = {}
-        level = per_partition_level(len(partitions))
-        not_needed = 0
-        for _ in range(_WRITE_ATTEMPTS):
-            if not remaining:
-                break
-            decided = []
-            for tp, current in self.controller.read_leaderships(remaining).items():
-                try:
-                    if current is None:
-                        raise NoReplicaOnlineError("its state znode is missing or unreadable")
-                    if current.controller_epoch > ctx.epoch:
-                        state_change_log.error("Controller %d epoch %d aborted leader election for partition "
-                                               "[%s,%d]: its state was written by a newer controller epoch %d",
-                                               self.controller.broker_id, ctx.epoch, *tp, current.controller_epoch)
-                        continue
-                    election = selector(tp, current)
-                except LeaderElectionNotNeededError as e:
-                    state_change_log.log(level, "Controller %d epoch %d left partition [%s,%d] as it is: %s",
-                                         self.controller.broker_id, ctx.epoch, *tp, e)
-                    not_needed += 1
-                    continue
-                except NoReplicaOnlineError as e:
-                    self._failed(tp, previous[tp], e)
-                    continue
-                decided.append((tp, election, LeaderIsrAndZkVersion(election.leader, election.leader_epoch,
-                                                                    election.isr, ctx.epoch, current.zk_version)))
-            versions = self.controller.writer.set_many([
-                (paths.partition_state_path(*tp), encode_leadership(state), state.zk_version)
-                for tp, _, state in decided])
-            remaining = []
-            for (tp, election, state), version in zip(decided, versions):
-                if version is None:
-                    remaining.append(tp)
-                    continue
-                if election.unclean:
-                    self.controller.log.warning(
-                        "No broker in ISR is alive for [%s,%d]. Elect leader %d from live brokers %s. There's "
-                        "potential data loss.", *tp, election.leader, ",".join(map(str, sorted(ctx.live_broker_ids))))
-                state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
-                                              version)
-                ctx.leadership[tp] = state
-                self.controller.batch.add_leader_and_isr(election.recipients, tp, state, ctx.assignments[tp])
-                out[tp] = election
-        if not_needed and level != logging.INFO:
-            state_change_log.info("Controller %d epoch %d left %d partitions as they are: their preferred replica "
-                                  "leads already", self.controller.broker_id, ctx.epoch, not_needed)
-        return out
+        else:
+            refused.append(LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d initiated state change for "
+                                   "partition [%s,%d] from %s to %s failed: not a valid previous state",
+                                   (ctx.controller_id, ctx.epoch, *tp, current.value, target.value)))
+    return valid, refused
 
 
-def encode_leadership(state: LeaderIsrAndZkVersion) -> bytes:
-    return LeaderIsrState(state.leader, state.leader_epoch, state.controller_epoch, state.isr).encode()
+def marked_lines(ctx: ControllerContext, moved: list[tuple[TopicPartition, PartitionState]],
+                 target: PartitionState, level: int, per_partition: bool = True) -> list[LogLine]:
+    """-> OFFLINE / NON_EXISTENT: one line per partition (at `level`; none unless `per_partition`), and a
+    summary when that level is not INFO."""
+    lines = [LogLine(STATE_CHANGE, level, "Controller %d epoch %d changed partition [%s,%d] state from %s to %s",
+                     (ctx.controller_id, ctx.epoch, *tp, current.value, target.value))
+             for tp, current in moved if per_partition]
+    if level != logging.INFO:
+        lines.append(LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d changed the state of %d partitions "
+                             "to %s", (ctx.controller_id, ctx.epoch, len(moved), target.value)))
+    return lines
 
 
-def decode_leadership(data: bytes, zk_version: int, what: str) -> LeaderIsrAndZkVersion | None:
+def _failed(ctx: ControllerContext, tp: TopicPartition, current: PartitionState, error: Exception) -> LogLine:
+    return LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d initiated state change for partition "
+                   "[%s,%d] from %s to OnlinePartition failed: %s", (ctx.controller_id, ctx.epoch, *tp,
+                                                                     current.value, error))
+
+
+def new_leader(ctx: ControllerContext, tp: TopicPartition) -> LeaderDecision:
+    """NEW -> ONLINE: the first leadership, to be created at zkVersion 0."""
     try:
-        s = LeaderIsrState.decode(data, what)
-    except ZnodeFormatError as e:
-        logging.getLogger("controller.KafkaController").error("Ignoring unreadable %s: %s", what, e)
-        return None
-    return LeaderIsrAndZkVersion(s.leader, s.leader_epoch, s.isr, s.controller_epoch, zk_version)
+        election = new_partition_leader(ctx.assignments[tp], ctx.live_broker_ids)
+    except NoReplicaOnlineError as e:
+        return LeaderDecision(lines=(_failed(ctx, tp, PartitionState.NEW, e),))
+    return LeaderDecision(election, LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr,
+                                                          ctx.epoch, 0))
+
+
+def state_exists_line(ctx: ControllerContext, tp: TopicPartition) -> LogLine:
+    return LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d encountered error while changing partition "
+                   "[%s,%d]'s state from New to Online since LeaderAndIsr path already exists",
+                   (ctx.controller_id, ctx.epoch, *tp))
+
+
+def elect_leader(ctx: ControllerContext, selector: Selector, tp: TopicPartition, previous: PartitionState,
+                 current: LeaderIsrAndZkVersion | None, unclean_allowed: bool, level: int) -> LeaderDecision:
+    """OFFLINE/ONLINE -> ONLINE: the selector's election on the `state` read, to be written conditionally on
+    its zkVersion; none when no replica may lead (the partition keeps its leadership) or none is needed."""
+    try:
+        if current is None:
+            raise NoReplicaOnlineError("its state znode is missing or unreadable")
+        election = _SELECTORS[selector](ctx, tp, current, unclean_allowed)
+    except LeaderElectionNotNeededError as e:
+        return LeaderDecision(lines=(LogLine(STATE_CHANGE, level, "Controller %d epoch %d left partition [%s,%d] as "
+                                             "it is: %s", (ctx.controller_id, ctx.epoch, *tp, e)),), not_needed=True)
+    except NoReplicaOnlineError as e:
+        return LeaderDecision(lines=(_failed(ctx, tp, previous, e),))
+    return LeaderDecision(election, LeaderIsrAndZkVersion(election.leader, election.leader_epoch, election.isr,
+                                                          ctx.epoch, current.zk_version))
+
+
+def newer_epoch_line(ctx: ControllerContext, tp: TopicPartition, current: LeaderIsrAndZkVersion) -> LogLine:
+    return LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d aborted leader election for partition "
+                   "[%s,%d]: its state was written by a newer controller epoch %d",
+                   (ctx.controller_id, ctx.epoch, *tp, current.controller_epoch))
+
+
+def unclean_line(ctx: ControllerContext, tp: TopicPartition, election: Election) -> LogLine:
+    """Said once an unclean election is written: the new leader may lack messages the ISR had."""
+    return controller_line(ctx.controller_id, logging.WARNING, "No broker in ISR is alive for [%s,%d]. Elect leader "
+                           "%d from live brokers %s. There's potential data loss.", *tp, election.leader,
+                           ",".join(map(str, sorted(ctx.live_broker_ids))))
+
+
+def online_lines(ctx: ControllerContext, moved: list[tuple[TopicPartition, PartitionState]],
+                 elected: Mapping[TopicPartition, Election], per_partition: bool = True) -> list[LogLine]:
+    """-> ONLINE: a line per partition that got its leader (at per_partition_level; none unless
+    `per_partition`), and a summary when that level is not INFO."""
+    level = per_partition_level(len(elected))
+    lines = [LogLine(STATE_CHANGE, level, "Controller %d epoch %d changed partition [%s,%d] from %s to "
+                     "OnlinePartition with leader %d", (ctx.controller_id, ctx.epoch, *tp, current.value,
+                                                        elected[tp].leader))
+             for tp, current in moved if per_partition and tp in elected]
+    if level != logging.INFO:
+        leaders: dict[int, int] = {}
+        for election in elected.values():
+            leaders[election.leader] = leaders.get(election.leader, 0) + 1
+        lines.append(LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d changed %d partitions to "
+                             "OnlinePartition; new leaders: %s",
+                             (ctx.controller_id, ctx.epoch, sum(tp in elected for tp, _ in moved),
+                              ", ".join(f"broker {b}: {n}" for b, n in sorted(leaders.items())))))
+    return lines
+
+
+def not_needed_lines(ctx: ControllerContext, not_needed: int, level: int) -> list[LogLine]:
+    if not not_needed or level == logging.INFO:
+        return []
+    return [LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d left %d partitions as they are: their "
+                    "preferred replica leads already", (ctx.controller_id, ctx.epoch, not_needed))]

@@ -22,18 +22,28 @@ reassignment (0.8.2 ignored it and left it in place).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import enum
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from controller.context import LeaderIsrAndZkVersion, TopicPartition
-from controller.partition_state import PartitionState, encode_leadership
+from controller.channel import RequestBatch
+from controller.context import ControllerContext, LeaderIsrAndZkVersion
+from controller.deletion import TopicDeletionManager
+from controller.leadership_writer import LeadershipWriter
+from controller.log_lines import LogLine, controller_line, emit
+from controller.partition_state import PartitionState, Selector
+from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state import ReplicaState
+from controller.replica_state_machine import ReplicaStateMachine
+from controller.zk_writes import FencedWriter
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
+from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import TopicAssignment, ZnodeFormatError, decode_reassignment, encode_reassignment
 
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
-
-_WRITE_ATTEMPTS = 3
+#: The data watch on the `state` of a partition being reassigned: (path, data, stat).
+IsrListener = Callable[[str, object, object], None]
 
 
 class ReassignmentError(Exception):
@@ -48,14 +58,87 @@ def _ids(ids) -> str:
     return ",".join(map(str, ids))
 
 
-class PartitionReassigner:
-    def __init__(self, controller: KafkaController) -> None:
-        self.controller = controller
-        self.log = controller.log
+# ---- the decisions (pure) -----------------------------------------------------------------------------------
 
-    @property
-    def ctx(self):
-        return self.controller.context
+
+def refusal(ctx: ControllerContext, tp: TopicPartition, rar: tuple[int, ...]) -> str | None:
+    """Why the partition cannot be moved to `rar` (initiateReassignReplicasForTopicPartition), or None."""
+    assigned = ctx.assignments.get(tp)
+    if assigned is None:
+        return f"Attempt to reassign partition {_tp(tp)} that doesn't exist"
+    if not rar or len(set(rar)) != len(rar):
+        return f"The new replicas [{_ids(rar)}] for partition {_tp(tp)} are empty or repeat a broker"
+    if assigned == rar:
+        return (f"Partition {_tp(tp)} to be reassigned is already assigned to replicas {_ids(rar)}. Ignoring request "
+                "for partition reassignment")
+    alive = [r for r in rar if r in ctx.live_broker_ids]
+    if len(alive) != len(rar):
+        return (f"Only {_ids(alive) or 'none'} replicas out of the new set of replicas {_ids(rar)} for partition "
+                f"{_tp(tp)} to be reassigned are alive. Failing partition reassignment")
+    return None
+
+
+class LeaderMove(enum.Enum):
+    """Step 7: what the partition's leadership needs once RAR caught up."""
+
+    ELECT = "elect"  # the leader is not in RAR, or is dead: the reassigned selector elects one from RAR
+    BUMP_EPOCH = "bump epoch"  # the leader stays: leader_epoch + 1 so the brokers take the new AR
+
+
+def leader_move(ctx: ControllerContext, tp: TopicPartition, rar: tuple[int, ...]) -> tuple[LeaderMove, LogLine]:
+    leader = ctx.leadership[tp].leader
+    if leader not in rar:
+        return LeaderMove.ELECT, controller_line(
+            ctx.controller_id, logging.INFO, "Leader %d for partition %s being reassigned, is not in the new list of "
+            "replicas %s. Re-electing leader", leader, _tp(tp), _ids(rar))
+    if leader in ctx.live_broker_ids:
+        return LeaderMove.BUMP_EPOCH, controller_line(
+            ctx.controller_id, logging.INFO, "Leader %d for partition %s being reassigned, is already in the new list "
+            "of replicas %s and is alive", leader, _tp(tp), _ids(rar))
+    return LeaderMove.ELECT, controller_line(
+        ctx.controller_id, logging.INFO, "Leader %d for partition %s being reassigned, is already in the new list of "
+        "replicas %s but is dead", leader, _tp(tp), _ids(rar))
+
+
+@dataclass(frozen=True, slots=True)
+class EpochBump:
+    """updateLeaderEpochAndSendRequest's decision: leader and ISR unchanged, leader_epoch + 1."""
+
+    leadership: LeaderIsrAndZkVersion
+    lines: tuple[LogLine, ...] = ()
+
+
+def bump_leader_epoch(ctx: ControllerContext, current: LeaderIsrAndZkVersion | None) -> EpochBump | None:
+    if current is None:
+        return None
+    return EpochBump(LeaderIsrAndZkVersion(current.leader, current.leader_epoch + 1, current.isr, ctx.epoch,
+                                           current.zk_version))
+
+
+def epoch_bump_newer_epoch_line(ctx: ControllerContext, tp: TopicPartition,
+                                current: LeaderIsrAndZkVersion) -> LogLine:
+    return controller_line(ctx.controller_id, logging.ERROR, "Aborting leader epoch update of partition %s: its state "
+                           "was written by a newer controller epoch %d", _tp(tp), current.controller_epoch)
+
+
+# ---- the driver ---------------------------------------------------------------------------------------------
+
+
+class PartitionReassigner:
+    def __init__(self, ctx: ControllerContext, zk: ZkClient, writer: FencedWriter | None,
+                 leaderships: LeadershipWriter | None, partitions: PartitionStateMachine,
+                 replicas: ReplicaStateMachine, deletion: TopicDeletionManager, requests: Callable[[], RequestBatch],
+                 on_isr_change: IsrListener, log: logging.LoggerAdapter) -> None:
+        self.ctx = ctx
+        self.zk = zk
+        self.writer = writer
+        self.leaderships = leaderships
+        self.partitions = partitions
+        self.replicas = replicas
+        self.deletion = deletion
+        self.requests = requests
+        self.on_isr_change = on_isr_change
+        self.log = log
 
     # ---- /admin/reassign_partitions --------------------------------------------------------------------------
 
@@ -68,7 +151,7 @@ class PartitionReassigner:
             moves = decode_reassignment(data)
         except ZnodeFormatError as e:
             self.log.error("Ignoring unreadable %s and deleting it: %s", paths.REASSIGN_PARTITIONS, e)
-            self.controller.writer.delete(paths.REASSIGN_PARTITIONS)
+            self.writer.delete(paths.REASSIGN_PARTITIONS)
             return None
         return {(m.topic, m.partition): m.replicas for m in moves}
 
@@ -95,7 +178,7 @@ class PartitionReassigner:
         for tp, rar in sorted((requested or {}).items()):
             if tp in self.ctx.partitions_being_reassigned:
                 continue
-            if self.controller.deletion.is_queued(tp[0]):
+            if self.deletion.is_queued(tp[0]):
                 self.log.error("Skipping reassignment of partition %s for topic %s since it is currently being "
                                "deleted", _tp(tp), tp[0])
                 self.remove_partition(tp)
@@ -104,29 +187,15 @@ class PartitionReassigner:
 
     def initiate(self, tp: TopicPartition, rar: tuple[int, ...]) -> None:
         """initiateReassignReplicasForTopicPartition."""
-        try:
-            assigned = self.ctx.assignments.get(tp)
-            if assigned is None:
-                raise ReassignmentError(f"Attempt to reassign partition {_tp(tp)} that doesn't exist")
-            if not rar or len(set(rar)) != len(rar):
-                raise ReassignmentError(f"The new replicas [{_ids(rar)}] for partition {_tp(tp)} are empty or repeat "
-                                        "a broker")
-            if assigned == rar:
-                raise ReassignmentError(f"Partition {_tp(tp)} to be reassigned is already assigned to replicas "
-                                        f"{_ids(rar)}. Ignoring request for partition reassignment")
-            alive = [r for r in rar if r in self.ctx.live_broker_ids]
-            if len(alive) != len(rar):
-                raise ReassignmentError(f"Only {_ids(alive) or 'none'} replicas out of the new set of replicas "
-                                        f"{_ids(rar)} for partition {_tp(tp)} to be reassigned are alive. Failing "
-                                        "partition reassignment")
-        except ReassignmentError as e:
-            self.log.error("Error completing reassignment of partition %s: %s", _tp(tp), e)
+        error = refusal(self.ctx, tp, rar)
+        if error is not None:
+            self.log.error("Error completing reassignment of partition %s: %s", _tp(tp), error)
             self.remove_partition(tp)
             return
         self.log.info("Handling reassignment of partition %s to new replicas %s", _tp(tp), _ids(rar))
-        self.controller.zk.subscribe_data_changes(paths.partition_state_path(*tp), self.controller.on_isr_change)
+        self.zk.subscribe_data_changes(paths.partition_state_path(*tp), self.on_isr_change)
         self.ctx.partitions_being_reassigned[tp] = rar
-        self.controller.deletion.mark_ineligible({tp[0]})
+        self.deletion.mark_ineligible({tp[0]})
         self.reassign(tp)
 
     def on_isr_changed(self, tp: TopicPartition) -> None:
@@ -134,7 +203,7 @@ class PartitionReassigner:
         rar = self.ctx.partitions_being_reassigned.get(tp)
         if rar is None:
             return
-        current = self.controller.read_leadership(tp)
+        current = self.leaderships.read([tp])[tp]
         if current is None:
             self.log.error("Error handling reassignment of partition %s to replicas %s as its state is missing",
                            _tp(tp), _ids(rar))
@@ -160,7 +229,7 @@ class PartitionReassigner:
 
     def on_partition_reassignment(self, tp: TopicPartition) -> None:
         rar = self.ctx.partitions_being_reassigned[tp]
-        rsm = self.controller.replica_state_machine
+        rsm = self.replicas
         if not self._replicas_in_isr(tp, rar):
             oar = self.ctx.assignments[tp]
             new_replicas = [r for r in rar if r not in oar]
@@ -186,38 +255,30 @@ class PartitionReassigner:
         self.log.info("Removed partition %s from the list of reassigned partitions in zookeeper", _tp(tp))
         leadership = self.ctx.leadership.get(tp)                                              # 12
         if leadership is not None:
-            self.controller.batch.add_update_metadata(self.ctx.live_or_shutting_down_broker_ids,
+            self.requests().add_update_metadata(self.ctx.live_or_shutting_down_broker_ids,
                                                       {tp: (leadership, self.ctx.assignments[tp])})
-        self.controller.deletion.resume({tp[0]})
+        self.deletion.resume({tp[0]})
 
     def _replicas_in_isr(self, tp: TopicPartition, replicas: tuple[int, ...]) -> bool:
-        current = self.controller.read_leadership(tp)
+        current = self.leaderships.read([tp])[tp]
         return current is not None and all(r in current.isr for r in replicas)
 
     def _move_leader_if_required(self, tp: TopicPartition, rar: tuple[int, ...]) -> None:
-        current_leader = self.ctx.leadership[tp].leader
+        move, line = leader_move(self.ctx, tp, rar)
         old_and_new = self.ctx.assignments[tp]
         self.ctx.assignments[tp] = rar
-        psm = self.controller.partition_state_machine
-        if current_leader not in rar:
-            self.log.info("Leader %d for partition %s being reassigned, is not in the new list of replicas %s. "
-                          "Re-electing leader", current_leader, _tp(tp), _ids(rar))
-            psm.handle_state_changes([tp], PartitionState.ONLINE, psm.reassigned_selector)
-        elif current_leader in self.ctx.live_broker_ids:
-            self.log.info("Leader %d for partition %s being reassigned, is already in the new list of replicas %s "
-                          "and is alive", current_leader, _tp(tp), _ids(rar))
-            self._update_leader_epoch_and_send(tp, old_and_new, rar)
+        emit((line,))
+        if move is LeaderMove.ELECT:
+            self.partitions.handle_state_changes([tp], PartitionState.ONLINE, Selector.REASSIGNED)
         else:
-            self.log.info("Leader %d for partition %s being reassigned, is already in the new list of replicas %s "
-                          "but is dead", current_leader, _tp(tp), _ids(rar))
-            psm.handle_state_changes([tp], PartitionState.ONLINE, psm.reassigned_selector)
+            self._update_leader_epoch_and_send(tp, old_and_new, rar)
 
     def _update_assigned_replicas(self, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
         """Write the topic's assignment with this partition's new replica list (its other partitions as known)."""
         topic = tp[0]
         assignment = {p: self.ctx.assignments[(t, p)] for t, p in self.ctx.partitions_of(topic)}
         assignment[tp[1]] = tuple(replicas)
-        if self.controller.writer.set(paths.topic_path(topic), TopicAssignment(assignment).encode(), -1) is None:
+        if self.writer.set(paths.topic_path(topic), TopicAssignment(assignment).encode(), -1) is None:
             raise ReassignmentError(f"Topic {topic} doesn't exist")
         self.ctx.assignments[tp] = tuple(replicas)
         self.log.info("Updated assigned replicas for partition %s being reassigned to %s", _tp(tp), _ids(replicas))
@@ -225,47 +286,39 @@ class PartitionReassigner:
     def _update_leader_epoch_and_send(self, tp: TopicPartition, recipients, new_assigned: tuple[int, ...]) -> None:
         """updateLeaderEpochAndSendRequest: leader_epoch + 1 with leader and ISR unchanged, so the brokers
         accept the LeaderAndIsr that carries the new replica list."""
-        for _ in range(_WRITE_ATTEMPTS):
-            current = self.controller.read_leadership(tp)
-            if current is None:
-                break
-            if current.controller_epoch > self.ctx.epoch:
-                self.log.error("Aborting leader epoch update of partition %s: its state was written by a newer "
-                               "controller epoch %d", _tp(tp), current.controller_epoch)
-                return
-            state = LeaderIsrAndZkVersion(current.leader, current.leader_epoch + 1, current.isr, self.ctx.epoch,
-                                          current.zk_version)
-            version = self.controller.writer.set(paths.partition_state_path(*tp), encode_leadership(state),
-                                                 current.zk_version)
-            if version is None:
-                continue
-            state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch, version)
-            self.ctx.leadership[tp] = state
-            self.controller.batch.add_leader_and_isr(recipients, tp, state, new_assigned)
-            self.log.info("Updated leader epoch for partition %s to %d", _tp(tp), state.leader_epoch)
+        written = self.leaderships.update([tp], lambda key: key,
+                                          lambda key, current: bump_leader_epoch(self.ctx, current),
+                                          lambda key, current: epoch_bump_newer_epoch_line(self.ctx, key, current))
+        if tp in written.newer_epoch:
             return
-        self.log.error("Failed to send LeaderAndIsr request with new assigned replica list %s for partition %s being "
-                       "reassigned", _ids(new_assigned), _tp(tp))
+        if tp not in written.written:
+            self.log.error("Failed to send LeaderAndIsr request with new assigned replica list %s for partition %s "
+                           "being reassigned", _ids(new_assigned), _tp(tp))
+            return
+        state = written.written[tp][1]
+        self.ctx.leadership[tp] = state
+        self.requests().add_leader_and_isr(recipients, tp, state, new_assigned)
+        self.log.info("Updated leader epoch for partition %s to %d", _tp(tp), state.leader_epoch)
 
     def remove_partition(self, tp: TopicPartition) -> None:
         """removePartitionFromReassignedPartitions: stop watching its ISR, rewrite the node without it."""
         if tp in self.ctx.partitions_being_reassigned:
-            self.controller.zk.unsubscribe(paths.partition_state_path(*tp), self.controller.on_isr_change)
-        data, _ = self.controller.zk.get(paths.REASSIGN_PARTITIONS)
+            self.zk.unsubscribe(paths.partition_state_path(*tp), self.on_isr_change)
+        data, _ = self.zk.get(paths.REASSIGN_PARTITIONS)
         try:
             remaining = [m for m in decode_reassignment(data) if (m.topic, m.partition) != tp] if data else []
         except ZnodeFormatError:
             remaining = []
         if remaining:
-            self.controller.writer.upsert(paths.REASSIGN_PARTITIONS, encode_reassignment(remaining))
+            self.writer.upsert(paths.REASSIGN_PARTITIONS, encode_reassignment(remaining))
         else:
-            self.controller.writer.delete(paths.REASSIGN_PARTITIONS)
+            self.writer.delete(paths.REASSIGN_PARTITIONS)
             self.log.info("No more partitions need to be reassigned. Deleting zk path %s", paths.REASSIGN_PARTITIONS)
         self.ctx.partitions_being_reassigned.pop(tp, None)
 
     def stop_watching(self) -> None:
         for tp in self.ctx.partitions_being_reassigned:
-            self.controller.zk.unsubscribe(paths.partition_state_path(*tp), self.controller.on_isr_change)
+            self.zk.unsubscribe(paths.partition_state_path(*tp), self.on_isr_change)
 
 
 def _tps(partitions) -> str:

@@ -1,4 +1,5 @@
-"""The replica state machine (Kafka 0.8.2's ReplicaStateMachine): one state per (topic, partition, broker).
+"""The replica state machine's decisions (Kafka 0.8.2's ReplicaStateMachine), without I/O: one state per
+(topic, partition, broker).
 
 Rule: a transition is valid only from the previous states listed in VALID_PREVIOUS_STATES; anything else is
 a controller bug and is refused loudly (the replica keeps its state).
@@ -20,24 +21,20 @@ a controller bug and is refused loudly (the replica keeps its state).
 
 Replica states live only in the controller; they are rebuilt at failover: a replica on a live broker is
 ONLINE, one on a dead broker DELETION_INELIGIBLE (as 0.8.2's initializeReplicaState).
+
+Every function here is pure; replica_state_machine.py carries the decisions out.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from controller.context import LeaderIsrAndZkVersion, TopicPartition
-from controller.partition_state import encode_leadership
-from zkbroker.logconfig import per_partition_level
-from zkbroker.zk import paths
-
-if TYPE_CHECKING:
-    from controller.controller import KafkaController
-
-state_change_log = logging.getLogger("state.change.logger")
+from controller.context import ControllerContext, LeaderIsrAndZkVersion
+from controller.log_lines import STATE_CHANGE, LogLine, controller_line
+from zkbroker.topic_partition import TopicPartition
 
 #: (topic, partition, broker id): Kafka's PartitionAndReplica.
 PartitionReplica = tuple[str, int, int]
@@ -52,6 +49,10 @@ class ReplicaState(enum.Enum):
     DELETION_INELIGIBLE = "ReplicaDeletionIneligible"
     NON_EXISTENT = "NonExistentReplica"
 
+    # Looked up in the tables once per replica of a decision (tens of thousands): members are singletons, so
+    # the identity hash, in C, is right and several times faster than Enum's.
+    __hash__ = object.__hash__
+
 
 S = ReplicaState
 VALID_PREVIOUS_STATES = {
@@ -64,180 +65,155 @@ VALID_PREVIOUS_STATES = {
     S.NON_EXISTENT: {S.DELETION_SUCCESSFUL},
 }
 
-_WRITE_ATTEMPTS = 3
 
-StopReplicaCallback = Callable[[int, list[TopicPartition], Any], None]
+@dataclass(frozen=True, slots=True)
+class ReplicaMove:
+    """What one replica's transition asks for: refused (`accepted` False), or accepted with its effects —
+    LeaderAndIsr with the partition's current leadership (`announce`), StopReplica (`stop_replica`: its
+    delete flag), leaving the ISR (`leave_isr`), the partition's new AR in memory (`assigned`)."""
+
+    accepted: bool = True
+    announce: bool = False
+    stop_replica: bool | None = None
+    leave_isr: bool = False
+    assigned: tuple[int, ...] | None = None
+    lines: tuple[LogLine, ...] = ()
 
 
 def _ids(ids) -> str:
     return ",".join(map(str, ids))
 
 
-class ReplicaStateMachine:
-    def __init__(self, controller: KafkaController) -> None:
-        self.controller = controller
-        self.states: dict[PartitionReplica, ReplicaState] = {}
+_ANNOUNCE = ReplicaMove(announce=True)
+_MARK_ONLY = ReplicaMove()
 
-    @property
-    def ctx(self):
-        return self.controller.context
 
-    def initialize(self) -> None:
-        live = self.ctx.live_broker_ids
-        for (topic, partition), replicas in self.ctx.assignments.items():
-            for r in replicas:
-                self.states[(topic, partition, r)] = S.ONLINE if r in live else S.DELETION_INELIGIBLE
+def _to_new(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
+    leadership = ctx.leadership.get(tp)
+    if leadership is not None and leadership.leader == broker_id:
+        return ReplicaMove(False, lines=(LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d cannot move "
+                                                 "replica %d of [%s,%d] to NewReplica as it is being requested to "
+                                                 "become leader", (ctx.controller_id, ctx.epoch, broker_id, *tp)),))
+    return _ANNOUNCE
 
-    def handle_state_changes(self, replicas: Iterable[PartitionReplica], target: ReplicaState,
-                             stop_replica_callback: StopReplicaCallback | None = None) -> None:
-        # LeaderAndIsr for replicas becoming NEW or ONLINE is gathered per partition: one batch entry each;
-        # replicas going OFFLINE leave their ISRs together, after the loop (one read and batched writes).
-        announce: dict[TopicPartition, list[int]] = {}
-        leaving_isr: list[tuple[TopicPartition, int]] = []
-        for replica in sorted(replicas):
-            current = self.states.get(replica, S.NON_EXISTENT)
-            topic, partition, broker_id = replica
-            tp = (topic, partition)
-            if current not in VALID_PREVIOUS_STATES[target]:
-                state_change_log.error("Controller %d epoch %d initiated state change of replica %d for partition "
-                                       "[%s,%d] from %s to %s failed: not a valid previous state",
-                                       self.controller.broker_id, self.ctx.epoch, broker_id, *tp, current.value,
-                                       target.value)
-                continue
-            if tp not in self.ctx.assignments:
-                state_change_log.error("Controller %d epoch %d cannot change the state of replica %d of unknown "
-                                       "partition [%s,%d]", self.controller.broker_id, self.ctx.epoch, broker_id, *tp)
-                continue
-            if not self._transition(replica, current, target, announce, leaving_isr, stop_replica_callback):
-                continue
-            if target is S.NON_EXISTENT:
-                self.states.pop(replica, None)
-            else:
-                self.states[replica] = target
-            state_change_log.debug("Controller %d epoch %d changed state of replica %d for partition [%s,%d] from %s "
-                                   "to %s", self.controller.broker_id, self.ctx.epoch, broker_id, *tp, current.value,
-                                   target.value)
-        for tp, brokers in announce.items():
-            leadership = self.ctx.leadership.get(tp)
-            if leadership is not None:
-                self.controller.batch.add_leader_and_isr(brokers, tp, leadership, self.ctx.assignments[tp])
-        self.remove_replicas_from_isr(leaving_isr)
 
-    def _transition(self, replica: PartitionReplica, current: ReplicaState, target: ReplicaState,
-                    announce: dict[TopicPartition, list[int]], leaving_isr: list[tuple[TopicPartition, int]],
-                    callback: StopReplicaCallback | None) -> bool:
-        topic, partition, broker_id = replica
-        tp = (topic, partition)
-        batch = self.controller.batch
-        if target is S.NEW:
-            leadership = self.ctx.leadership.get(tp)
-            if leadership is not None and leadership.leader == broker_id:
-                state_change_log.error("Controller %d epoch %d cannot move replica %d of [%s,%d] to NewReplica as "
-                                       "it is being requested to become leader", self.controller.broker_id,
-                                       self.ctx.epoch, broker_id, *tp)
-                return False
-            announce.setdefault(tp, []).append(broker_id)
-        elif target is S.ONLINE:
-            if current is S.NEW:
-                if broker_id not in self.ctx.assignments[tp]:
-                    self.ctx.assignments[tp] = (*self.ctx.assignments[tp], broker_id)
-            else:
-                announce.setdefault(tp, []).append(broker_id)
-        elif target is S.OFFLINE:
-            batch.add_stop_replica([broker_id], tp, delete=False)
-            if self.ctx.leadership.get(tp) is not None:
-                leaving_isr.append((tp, broker_id))
-        elif target is S.DELETION_STARTED:
-            batch.add_stop_replica([broker_id], tp, delete=True, callback=callback)
-        elif target is S.NON_EXISTENT:
-            self.ctx.assignments[tp] = tuple(r for r in self.ctx.assignments[tp] if r != broker_id)
-        return True
+def _to_online(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
+    if current is not S.NEW:
+        return _ANNOUNCE
+    assigned = ctx.assignments[tp]
+    return _MARK_ONLY if broker_id in assigned else ReplicaMove(assigned=(*assigned, broker_id))
 
-    def remove_replicas_from_isr(self, replicas: list[tuple[TopicPartition, int]]) -> None:
-        """0.8.2's removeReplicaFromIsr for each (partition, broker), in order: a partition that loses two
-        replicas is written twice, one after the other; different partitions are read together and written in
-        batches."""
-        waves: list[list[tuple[TopicPartition, int]]] = []
-        seen: dict[TopicPartition, int] = {}
-        for tp, broker_id in replicas:
-            n = seen[tp] = seen.get(tp, -1) + 1
-            if n == len(waves):
-                waves.append([])
-            waves[n].append((tp, broker_id))
-        for wave in waves:
-            self._remove_from_isr(wave)
 
-    def _remove_from_isr(self, replicas: list[tuple[TopicPartition, int]]) -> None:
-        """Drop each replica from its partition's ISR (leader -1 if it led; 0.8.2 keeps the last ISR member when
-        unclean election is off), leader_epoch + 1, written conditionally on the zkVersion read (read again and
-        retried on a mismatch); the other assigned replicas hear of it, unless the partition is being deleted.
-        At most one replica per partition."""
-        controller = self.controller
-        remaining = list(replicas)
-        level = per_partition_level(len(replicas))
-        logged = state_change_log.isEnabledFor(level)
-        removed = 0
-        for _ in range(_WRITE_ATTEMPTS):
-            if not remaining:
-                break
-            current_states = controller.read_leaderships([tp for tp, _ in remaining])
-            decided = []
-            for tp, broker_id in remaining:
-                current = current_states[tp]
-                if current is None or broker_id not in current.isr:
-                    continue
-                if current.controller_epoch > self.ctx.epoch:
-                    state_change_log.error("Controller %d epoch %d aborted removing replica %d from the ISR of "
-                                           "[%s,%d]: its state was written by a newer controller epoch %d",
-                                           controller.broker_id, self.ctx.epoch, broker_id, *tp,
-                                           current.controller_epoch)
-                    continue
-                isr = tuple(r for r in current.isr if r != broker_id)
-                if not isr and not controller.unclean_election_enabled(tp[0]):
-                    controller.log.log(level, "Retaining last ISR %d of partition [%s,%d] since unclean leader "
-                                       "election is disabled", broker_id, *tp)
-                    isr = current.isr
-                leader = -1 if current.leader == broker_id else current.leader
-                decided.append((tp, broker_id, LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr,
-                                                                     self.ctx.epoch, current.zk_version)))
-            versions = controller.writer.set_many([
-                (paths.partition_state_path(*tp), encode_leadership(state), state.zk_version)
-                for tp, _, state in decided])
-            remaining = []
-            for (tp, broker_id, state), version in zip(decided, versions):
-                if version is None:
-                    remaining.append((tp, broker_id))
-                    continue
-                state = LeaderIsrAndZkVersion(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
-                                              version)
-                self.ctx.leadership[tp] = state
-                if not controller.deletion.is_partition_to_be_deleted(tp):
-                    assigned = self.ctx.assignments[tp]
-                    controller.batch.add_leader_and_isr([r for r in assigned if r != broker_id], tp, state, assigned)
-                if logged:
-                    state_change_log.log(level, "Controller %d epoch %d removed broker %d from the ISR of [%s,%d]: "
-                                         "leader %d, ISR %s", controller.broker_id, self.ctx.epoch, broker_id, *tp,
-                                         state.leader, _ids(state.isr))
-                removed += 1
-        if removed and level != logging.INFO:
-            state_change_log.info("Controller %d epoch %d removed brokers %s from the ISRs of %d partitions",
-                                  controller.broker_id, self.ctx.epoch, _ids(sorted({b for _, b in replicas})), removed)
+_STOP = ReplicaMove(stop_replica=False)
+_STOP_AND_LEAVE_ISR = ReplicaMove(stop_replica=False, leave_isr=True)
+_STOP_AND_DELETE = ReplicaMove(stop_replica=True)
 
-    # ---- queries (topic deletion) ----------------------------------------------------------------------------
 
-    def replicas_of_topic(self, topic: str) -> list[PartitionReplica]:
-        return [(t, p, r) for (t, p), replicas in self.ctx.assignments.items() if t == topic for r in replicas]
+def _to_offline(ctx: ControllerContext, tp: TopicPartition, broker_id: int, current: ReplicaState) -> ReplicaMove:
+    return _STOP if ctx.leadership.get(tp) is None else _STOP_AND_LEAVE_ISR
 
-    def replicas_in_state(self, topic: str, state: ReplicaState) -> list[PartitionReplica]:
-        return [r for r in self.replicas_of_topic(topic) if self.states.get(r) is state]
 
-    def are_all_replicas_deleted(self, topic: str) -> bool:
-        replicas = self.replicas_of_topic(topic)
-        return all(self.states.get(r) is S.DELETION_SUCCESSFUL for r in replicas)
+def _to_non_existent(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
+                     current: ReplicaState) -> ReplicaMove:
+    return ReplicaMove(assigned=tuple(r for r in ctx.assignments[tp] if r != broker_id))
 
-    def any_replica_in_state(self, topic: str, state: ReplicaState) -> bool:
-        return any(self.states.get(r) is state for r in self.replicas_of_topic(topic))
 
-    def forget_topic(self, topic: str) -> None:
-        for replica in [r for r in self.states if r[0] == topic]:
-            del self.states[replica]
+#: The effects of reaching each state (the rule above says from where).
+_EFFECTS: dict[ReplicaState, Callable[[ControllerContext, TopicPartition, int, ReplicaState], ReplicaMove]] = {
+    S.NEW: _to_new,
+    S.ONLINE: _to_online,
+    S.OFFLINE: _to_offline,
+    S.DELETION_STARTED: lambda ctx, tp, broker_id, current: _STOP_AND_DELETE,
+    S.DELETION_SUCCESSFUL: lambda ctx, tp, broker_id, current: _MARK_ONLY,
+    S.DELETION_INELIGIBLE: lambda ctx, tp, broker_id, current: _MARK_ONLY,
+    S.NON_EXISTENT: _to_non_existent,
+}
+
+
+def initial_state(live_broker_ids: set[int], broker_id: int) -> ReplicaState:
+    """At failover: a replica on a live broker is ONLINE, one on a dead broker DELETION_INELIGIBLE."""
+    return S.ONLINE if broker_id in live_broker_ids else S.DELETION_INELIGIBLE
+
+
+def move(ctx: ControllerContext, replica: PartitionReplica, current: ReplicaState,
+         target: ReplicaState) -> ReplicaMove:
+    """One replica's transition from `current` to `target`: refused, or accepted with its effects."""
+    topic, partition, broker_id = replica
+    tp = (topic, partition)
+    if current not in VALID_PREVIOUS_STATES[target]:
+        return ReplicaMove(False, lines=(LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d initiated "
+                                                 "state change of replica %d for partition [%s,%d] from %s to %s "
+                                                 "failed: not a valid previous state",
+                                                 (ctx.controller_id, ctx.epoch, broker_id, *tp, current.value,
+                                                  target.value)),))
+    if tp not in ctx.assignments:
+        return ReplicaMove(False, lines=(LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d cannot change "
+                                                 "the state of replica %d of unknown partition [%s,%d]",
+                                                 (ctx.controller_id, ctx.epoch, broker_id, *tp)),))
+    return _EFFECTS[target](ctx, tp, broker_id, current)
+
+
+def moved_line(ctx: ControllerContext, replica: PartitionReplica, current: ReplicaState,
+               target: ReplicaState) -> LogLine:
+    topic, partition, broker_id = replica
+    return LogLine(STATE_CHANGE, logging.DEBUG, "Controller %d epoch %d changed state of replica %d for partition "
+                   "[%s,%d] from %s to %s", (ctx.controller_id, ctx.epoch, broker_id, topic, partition,
+                                             current.value, target.value))
+
+
+@dataclass(frozen=True, slots=True)
+class IsrShrink:
+    """A replica leaving its partition's ISR: the leadership to write, and the lines said on deciding."""
+
+    leadership: LeaderIsrAndZkVersion
+    lines: tuple[LogLine, ...] = ()
+
+
+def remove_from_isr(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
+                    current: LeaderIsrAndZkVersion | None, unclean_allowed: bool, level: int) -> IsrShrink | None:
+    """0.8.2's removeReplicaFromIsr on the `state` read: drop the replica from the ISR (leader -1 if it led;
+    the last ISR member stays when unclean election is off), leader_epoch + 1; None if it is not in the ISR."""
+    if current is None or broker_id not in current.isr:
+        return None
+    isr = tuple(r for r in current.isr if r != broker_id)
+    lines = ()
+    if not isr and not unclean_allowed:
+        lines = (controller_line(ctx.controller_id, level, "Retaining last ISR %d of partition [%s,%d] since unclean "
+                                 "leader election is disabled", broker_id, *tp),)
+        isr = current.isr
+    leader = -1 if current.leader == broker_id else current.leader
+    return IsrShrink(LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr, ctx.epoch, current.zk_version),
+                     lines)
+
+
+def isr_newer_epoch_line(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
+                         current: LeaderIsrAndZkVersion) -> LogLine:
+    return LogLine(STATE_CHANGE, logging.ERROR, "Controller %d epoch %d aborted removing replica %d from the ISR of "
+                   "[%s,%d]: its state was written by a newer controller epoch %d",
+                   (ctx.controller_id, ctx.epoch, broker_id, *tp, current.controller_epoch))
+
+
+def removed_from_isr_line(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
+                          state: LeaderIsrAndZkVersion, level: int) -> LogLine:
+    return LogLine(STATE_CHANGE, level, "Controller %d epoch %d removed broker %d from the ISR of [%s,%d]: leader "
+                   "%d, ISR %s", (ctx.controller_id, ctx.epoch, broker_id, *tp, state.leader, _ids(state.isr)))
+
+
+def removed_from_isrs_summary(ctx: ControllerContext, brokers: list[int], removed: int, level: int) -> list[LogLine]:
+    if not removed or level == logging.INFO:
+        return []
+    return [LogLine(STATE_CHANGE, logging.INFO, "Controller %d epoch %d removed brokers %s from the ISRs of %d "
+                    "partitions", (ctx.controller_id, ctx.epoch, _ids(sorted(set(brokers))), removed))]
+
+
+def isr_waves(replicas: list[tuple[TopicPartition, int]]) -> list[list[tuple[TopicPartition, int]]]:
+    """0.8.2 removes each (partition, broker) in order: a partition that loses two replicas is written twice,
+    one after the other. Wave n holds each partition's n-th removal, so a wave has one per partition."""
+    waves: list[list[tuple[TopicPartition, int]]] = []
+    seen: dict[TopicPartition, int] = {}
+    for tp, broker_id in replicas:
+        n = seen[tp] = seen.get(tp, -1) + 1
+        if n == len(waves):
+            waves.append([])
+        waves[n].append((tp, broker_id))
+    return waves

@@ -1,6 +1,8 @@
-"""An in-memory ZooKeeper tree, a fenced writer on it and a recording channel, so the real KafkaController can be
-driven event by event without ZooKeeper or brokers: `ControllerHarness` runs the real failover, then tests
-call `process(event)` and read the znodes and the requests sent."""
+"""An in-memory ZooKeeper tree, a fenced writer on it and a recording channel, so the real KafkaController (the
+thin driver of the controller's decisions) can be driven event by event without ZooKeeper or brokers:
+`ControllerHarness` runs the real failover, then tests call `process(event)` and read the znodes and the
+requests sent. The decisions themselves are tested without any of this (test_partition_state.py,
+test_replica_state.py, test_leadership_writer.py)."""
 
 from __future__ import annotations
 
@@ -68,16 +70,11 @@ class FakeZk:
             if path in watches:
                 watches[path] = [w for w in watches[path] if listener is not None and w != listener]
 
-    def ensure_path(self, path: str) -> None:
-        self.put(path, b"", keep=True)
-
     # ---- for tests ----
-    def put(self, path: str, data: bytes, keep: bool = False) -> None:
+    def put(self, path: str, data: bytes) -> None:
         parts = path.strip("/").split("/")
         for i in range(1, len(parts)):
             self.nodes.setdefault("/" + "/".join(parts[:i]), (b"", 0))
-        if keep and path in self.nodes:
-            return
         version = self.nodes[path][1] + 1 if path in self.nodes else 0
         self.nodes[path] = (data, version)
 
@@ -96,14 +93,6 @@ class FakeWriter:
         self.zk = zk
         self.writes = 0
 
-    def create(self, path: str, data: bytes, parents=()) -> int:
-        if any(p in self.zk.nodes for p in (*parents, path)):
-            raise NodeExistsError()
-        for parent in parents:
-            self.zk.nodes[parent] = (b"", 0)
-        self.zk.nodes[path] = (data, 0)
-        return 0
-
     def set(self, path: str, data: bytes, expected_version: int) -> int | None:
         if path not in self.zk.nodes:
             return None
@@ -116,11 +105,13 @@ class FakeWriter:
     def create_many(self, items) -> list:
         out = []
         for path, data, parents in items:
-            try:
-                self.create(path, data, parents)
-                out.append(None)
-            except NodeExistsError as e:
-                out.append(e)
+            if any(p in self.zk.nodes for p in (*parents, path)):
+                out.append(NodeExistsError())
+                continue
+            for parent in parents:
+                self.zk.nodes[parent] = (b"", 0)
+            self.zk.nodes[path] = (data, 0)
+            out.append(None)
         return out
 
     def set_many(self, items) -> list:
@@ -151,19 +142,18 @@ class FakeChannel:
 
     def __init__(self, *args) -> None:
         self.sent: list[Sent] = []
-        self.brokers: set[int] = set()
 
     def add_broker(self, broker) -> None:
-        self.brokers.add(broker.broker_id)
+        """Requests are recorded whoever they go to."""
 
     def remove_broker(self, broker_id: int) -> None:
-        self.brokers.discard(broker_id)
+        """Requests are recorded whoever they go to."""
 
     def send(self, broker_id, api_key, api_version, body, callback=None, payload=None) -> None:
         self.sent.append(Sent(broker_id, api_key, body, callback))
 
     def shutdown(self) -> None:
-        self.brokers.clear()
+        """Nothing runs."""
 
 
 class ControllerHarness:
@@ -173,7 +163,7 @@ class ControllerHarness:
                  states: dict[tuple[str, int], tuple[int, tuple[int, ...]]] | None = None, **config: str) -> None:
         self.zk = FakeZk()
         for path in paths.COMMON_PATHS:
-            self.zk.ensure_path(path)
+            self.zk.put(path, b"")
         self.zk.put(paths.CONTROLLER_EPOCH, b"1")
         for b in brokers:
             self.register(b)

@@ -17,6 +17,7 @@ from controller.events import (
     TopicConfigChange,
     TopicDataChange,
 )
+from controller.leadership_writer import read_leaderships
 from controller.partition_state import PartitionState
 from controller.replica_state import ReplicaState
 from tests.unit.controller.fakes import ControllerHarness
@@ -220,7 +221,7 @@ def test_auto_rebalance_moves_leaders_back_when_a_brokers_imbalance_exceeds_the_
     h.process(AutoLeaderRebalance())
     assert _state(h, ("t", 0))[0] == 2  # broker 1's imbalance is 1/2, not above 50%
     h.put_state("t", 1, 2, (2, 1))
-    h.controller.context.leadership[("t", 1)] = h.controller.read_leadership(("t", 1))
+    h.controller.context.leadership[("t", 1)] = read_leaderships(h.zk, [("t", 1)])[("t", 1)]
     h.process(AutoLeaderRebalance())
     assert (_state(h, ("t", 0))[0], _state(h, ("t", 1))[0]) == (1, 1)
     assert paths.PREFERRED_REPLICA_ELECTION not in h.zk.nodes

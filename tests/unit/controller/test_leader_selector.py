@@ -59,6 +59,11 @@ def test_reassigned_selector_fails_when_no_reassigned_replica_is_in_sync():
         reassigned_partition_leader((4, 5), isr=(1, 4), leader_epoch=0, live={1, 5})
 
 
+def test_reassigned_selector_fails_on_an_empty_reassignment():
+    with pytest.raises(NoReplicaOnlineError, match="List of reassigned replicas is empty"):
+        reassigned_partition_leader((), isr=(1,), leader_epoch=0, live={1})
+
+
 def test_preferred_selector_moves_leadership_to_the_head_of_the_assignment():
     election = preferred_replica_leader((2, 1, 3), leader=1, isr=(1, 3, 2), leader_epoch=6, live={1, 2, 3})
     assert (election.leader, election.leader_epoch, election.isr, election.recipients) == (2, 7, (1, 3, 2), (2, 1, 3))
