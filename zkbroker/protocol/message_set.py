@@ -286,6 +286,15 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _check_size(size: int, max_message_bytes: int | None, pos: int) -> None:
+    if max_message_bytes is not None and size > max_message_bytes:
+        raise InvalidMessageError(
+            f"message of {size} bytes is larger than {max_message_bytes}",
+            pos,
+            error_code=ErrorCode.MESSAGE_TOO_LARGE,
+        )
+
+
 def _entry_head(
     view: memoryview, pos: int, n: int, max_message_bytes: int | None, verify_crc: bool
 ) -> tuple[int, int, int, int] | None:
@@ -300,12 +309,7 @@ def _entry_head(
         raise InvalidMessageError(f"message with corrupt size {size}", pos)
     if end > n:
         return None
-    if max_message_bytes is not None and size > max_message_bytes:
-        raise InvalidMessageError(
-            f"message of {size} bytes is larger than {max_message_bytes}",
-            pos,
-            error_code=ErrorCode.MESSAGE_TOO_LARGE,
-        )
+    _check_size(size, max_message_bytes, pos)
     crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
     if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
         raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
@@ -558,12 +562,7 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
     for pos in entry_starts(view):
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)
         end = pos + LOG_OVERHEAD + size
-        if max_message_bytes is not None and size > max_message_bytes:
-            raise InvalidMessageError(
-                f"message of {size} bytes is larger than {max_message_bytes}",
-                pos,
-                error_code=ErrorCode.MESSAGE_TOO_LARGE,
-            )
+        _check_size(size, max_message_bytes, pos)
         crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
         layout = 1 if magic else 0
         if size < MIN_MESSAGE_SIZE[layout]:
