@@ -11,7 +11,13 @@
   write whichever the magic asks for and accept either when reading.
 
 Snappy and LZ4 blocks come from ``cramjam`` (one Rust-backed wheel for both); LZ4 frames are
-assembled here because the broken checksum is not something a frame library will write.
+assembled here because the broken checksum is not something a frame library will write, and read
+with the ``lz4`` package's streaming frame decompressor (once the checksum is put right).
+
+Decompression is bounded: :func:`decompress` takes ``max_bytes`` and never holds more than that
+much inflated output -- gzip and LZ4 stream into the bound (``max_length``), snappy checks each
+block's declared length before inflating it -- and raises :class:`InflationBoundExceeded` when a
+value would inflate past it (a decompression bomb: a few hundred KB that inflate to gigabytes).
 """
 
 from __future__ import annotations
@@ -19,12 +25,16 @@ from __future__ import annotations
 import struct
 import zlib
 
-from .errors import LocalProtocolError, RemoteProtocolError
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 try:
     import cramjam
 except ImportError:  # gzip still works; snappy and lz4 say what is missing when used
     cramjam = None
+try:
+    import lz4.frame as lz4_frame
+except ImportError:  # reading lz4 says what is missing when used
+    lz4_frame = None
 
 __all__ = [
     "CODEC_GZIP",
@@ -32,6 +42,7 @@ __all__ = [
     "CODEC_NONE",
     "CODEC_SNAPPY",
     "CODEC_NAMES",
+    "InflationBoundExceeded",
     "compress",
     "decompress",
     "xxh32",
@@ -44,6 +55,18 @@ CODEC_LZ4 = 3
 CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", CODEC_LZ4: "lz4"}
 
 Buffer = bytes | bytearray | memoryview
+
+#: Output asked of a streaming decompressor at a time: what it allocates at once.
+_CHUNK = 1024 * 1024
+_UNBOUNDED = 1 << 62
+
+
+class InflationBoundExceeded(RemoteProtocolError):
+    """A compressed value would inflate past the bound its reader allows (MESSAGE_TOO_LARGE)."""
+
+    def __init__(self, codec: str, max_bytes: int) -> None:
+        super().__init__(f"{codec}: inflates past {max_bytes} bytes", error_code=ErrorCode.MESSAGE_TOO_LARGE)
+        self.max_bytes = max_bytes
 
 
 def _cramjam(codec: str, local: bool) -> object:
@@ -123,8 +146,9 @@ def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_decompress(data: Buffer) -> bytes:
-    lz4 = _cramjam("lz4", local=False).lz4  # type: ignore[attr-defined]
+def _lz4_decompress(data: Buffer, max_bytes: int) -> bytes:
+    if lz4_frame is None:
+        raise RemoteProtocolError("lz4 needs the lz4 package")
     frame = bytearray(data)
     if len(frame) < 7 or frame[:4] != _LZ4_MAGIC:
         raise RemoteProtocolError("lz4: not an LZ4 frame")
@@ -134,10 +158,23 @@ def _lz4_decompress(data: Buffer) -> bytes:
         raise RemoteProtocolError("lz4: truncated frame header")
     # Accept the pre-KIP-57 checksum by rewriting the header checksum to the correct one.
     frame[end] = (xxh32(frame[4:end]) >> 8) & 0xFF
+    decompressor = lz4_frame.LZ4FrameDecompressor()
+    out = []
+    total = 0
+    pending = bytes(frame)
     try:
-        return bytes(lz4.decompress(bytes(frame)))
-    except cramjam.DecompressionError as exc:
+        while not decompressor.eof:
+            chunk = decompressor.decompress(pending, max_length=min(_CHUNK, max_bytes - total + 1))
+            pending = b""
+            total += len(chunk)
+            if total > max_bytes:
+                raise InflationBoundExceeded("lz4", max_bytes)
+            out.append(chunk)
+            if not chunk and decompressor.needs_input and not decompressor.eof:
+                raise RemoteProtocolError("lz4: truncated frame")
+    except RuntimeError as exc:  # what the lz4 package raises for a corrupt frame
         raise RemoteProtocolError(f"lz4: {exc}") from None
+    return b"".join(out)
 
 
 # -- snappy ---------------------------------------------------------------------------------------
@@ -157,24 +194,28 @@ def _snappy_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block(snappy: object, block: memoryview) -> bytes:
+def _snappy_block(snappy: object, block: memoryview, room: int, max_bytes: int) -> bytes:
     # A raw block starts with its uncompressed length; no snappy op expands more than ~22x, so a
-    # larger claim is corrupt, and refusing it first keeps a forged length from allocating.
+    # larger claim is corrupt, and refusing it first keeps a forged length from allocating. A claim
+    # past the room left under the bound is refused before inflating too.
     try:
         declared = snappy.decompress_raw_len(block)  # type: ignore[attr-defined]
         if declared > 32 * len(block) + 64:
             raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
+        if declared > room:
+            raise InflationBoundExceeded("snappy", max_bytes)
         return bytes(snappy.decompress_raw(block))  # type: ignore[attr-defined]
     except cramjam.DecompressionError as exc:
         raise RemoteProtocolError(f"snappy: {exc}") from None
 
 
-def _snappy_decompress(data: Buffer) -> bytes:
+def _snappy_decompress(data: Buffer, max_bytes: int) -> bytes:
     snappy = _cramjam("snappy", local=False).snappy  # type: ignore[attr-defined]
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_HEADER[:8]:
-        return _snappy_block(snappy, view)
+        return _snappy_block(snappy, view, max_bytes, max_bytes)
     out = []
+    total = 0
     pos = 16
     while pos < len(view):
         if pos + 4 > len(view):
@@ -183,7 +224,9 @@ def _snappy_decompress(data: Buffer) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(view):
             raise RemoteProtocolError("snappy: truncated xerial block")
-        out.append(_snappy_block(snappy, view[pos : pos + size]))
+        block = _snappy_block(snappy, view[pos : pos + size], max_bytes - total, max_bytes)
+        total += len(block)
+        out.append(block)
         pos += size
     return b"".join(out)
 
@@ -204,25 +247,39 @@ def compress(codec: int, data: Buffer, magic: int = 1) -> bytes:
     raise LocalProtocolError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: Buffer) -> bytes:
-    """Decompress a wrapper message's value; RemoteProtocolError if it does not decompress."""
-    if codec == CODEC_GZIP:
-        out = []
-        rest = bytes(data)
-        if not rest:
-            raise RemoteProtocolError("gzip: empty stream")
-        try:
-            while rest:  # a gzip stream may hold several members (Java reads them all)
-                decompressor = zlib.decompressobj(47)  # gzip or zlib header, detected
-                out.append(decompressor.decompress(rest))
-                if not decompressor.eof:
+def _gzip_decompress(data: Buffer, max_bytes: int) -> bytes:
+    out = []
+    total = 0
+    rest = bytes(data)
+    if not rest:
+        raise RemoteProtocolError("gzip: empty stream")
+    try:
+        while rest:  # a gzip stream may hold several members (Java reads them all)
+            decompressor = zlib.decompressobj(47)  # gzip or zlib header, detected
+            while not decompressor.eof:
+                chunk = decompressor.decompress(rest, min(_CHUNK, max_bytes - total + 1))
+                rest = decompressor.unconsumed_tail
+                total += len(chunk)
+                if total > max_bytes:
+                    raise InflationBoundExceeded("gzip", max_bytes)
+                out.append(chunk)
+                if not chunk and not rest and not decompressor.eof:
                     raise RemoteProtocolError("gzip: truncated stream")
-                rest = decompressor.unused_data
-        except zlib.error as exc:
-            raise RemoteProtocolError(f"gzip: {exc}") from None
-        return b"".join(out)
+            rest = decompressor.unused_data
+    except zlib.error as exc:
+        raise RemoteProtocolError(f"gzip: {exc}") from None
+    return b"".join(out)
+
+
+def decompress(codec: int, data: Buffer, max_bytes: int | None = None) -> bytes:
+    """Decompress a wrapper message's value, holding at most ``max_bytes`` of output (no bound when
+    None); RemoteProtocolError if it does not decompress, its InflationBoundExceeded if it would
+    inflate past the bound."""
+    bound = _UNBOUNDED if max_bytes is None else max_bytes
+    if codec == CODEC_GZIP:
+        return _gzip_decompress(data, bound)
     if codec == CODEC_SNAPPY:
-        return _snappy_decompress(data)
+        return _snappy_decompress(data, bound)
     if codec == CODEC_LZ4:
-        return _lz4_decompress(data)
+        return _lz4_decompress(data, bound)
     raise RemoteProtocolError(f"unknown compression codec {codec}")
