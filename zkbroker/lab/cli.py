@@ -1,22 +1,24 @@
-"""`zkbroker lab ...`: the lab commands of DESIGN §7 and their terminal output."""
+"""`zkbroker lab ...`: the lab commands of DESIGN §7 and §10 and their terminal output."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from zkbroker.lab.cluster import LabCluster
+from zkbroker.lab.cluster import ENSEMBLE_SIZES, LabCluster
 
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     lab = commands.add_parser("lab", help="run a local cluster for failover scenarios and teaching")
     actions = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str, run, broker: bool = False) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, run, process: bool = False) -> argparse.ArgumentParser:
         p = actions.add_parser(name, help=help_text)
         p.add_argument("--dir", required=True, help="the lab's directory (holds cluster.json and logs)")
-        if broker:
-            p.add_argument("--broker", type=int, required=True, metavar="ID")
+        if process:
+            which = p.add_mutually_exclusive_group(required=True)
+            which.add_argument("--broker", type=int, metavar="ID")
+            which.add_argument("--zookeeper", type=int, metavar="N", help="a ZooKeeper server, by its myid")
         p.set_defaults(run=run)
         return p
 
@@ -24,26 +26,32 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--zookeeper", default="auto", metavar="auto|HOST:PORT",
                     help="auto starts a real ZooKeeper; otherwise use this one (a fresh chroot is added)")
+    up.add_argument("--zookeepers", type=int, default=1, choices=ENSEMBLE_SIZES, metavar="1|3|5",
+                    help="how many ZooKeeper servers the lab runs (3 or 5: a real ensemble)")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a server.properties setting for every broker (repeatable)")
     up.add_argument("--base-port", type=int, default=None, metavar="P",
                     help="brokers listen on P, P+1, ... (default 9092..., or free ports if those are taken)")
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    action("kill", "SIGKILL one broker", _kill, broker=True)
-    action("pause", "SIGSTOP one broker (past the session timeout it looks dead, like a long GC pause)",
-           _pause, broker=True)
-    action("resume", "SIGCONT a paused broker", _resume, broker=True)
-    action("start", "start a stopped or killed broker again", _start, broker=True)
-    action("stop", "stop one broker cleanly (SIGTERM)", _stop, broker=True)
-    action("down", "stop every broker and the lab's ZooKeeper", _down)
+    action("kill", "SIGKILL one broker or ZooKeeper server", _kill, process=True)
+    action("pause", "SIGSTOP one broker or ZooKeeper server (a broker paused past its session timeout looks "
+           "dead, like a long GC pause)", _pause, process=True)
+    action("resume", "SIGCONT a paused broker or ZooKeeper server", _resume, process=True)
+    action("start", "start a stopped or killed broker or ZooKeeper server again", _start, process=True)
+    action("stop", "stop one broker cleanly (SIGTERM), or one ZooKeeper server", _stop, process=True)
+    action("down", "stop every broker and the lab's ZooKeeper servers", _down)
 
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
-    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port)
+    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
+                     zookeepers=args.zookeepers)
     status = lab.status()
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
+    if len(status["zookeepers"]) > 1:
+        for z in status["zookeepers"]:
+            print(f"ZooKeeper server {z['id']}: {z['host']}:{z['port']} (pid {z['pid']}), {z['role']}")
     for b in cluster.brokers:
         print(f"Broker {b.id}: {b.host}:{b.port} (pid {b.pid})")
     print(f"Controller: broker {status['controller']} at epoch {status['controller_epoch']}")
@@ -62,13 +70,22 @@ def _status(args: argparse.Namespace) -> int:
 
 def format_status(status: dict) -> str:
     controller = status["controller"]
-    lines = [f"ZooKeeper:  {status['zookeeper']}",
-             "Controller: " + (f"broker {controller} (epoch {status['controller_epoch']})"
-                               if controller is not None else "none elected")]
+    lines = [f"ZooKeeper:  {status['zookeeper']}"]
+    if status["zookeeper_reachable"]:
+        lines.append("Controller: " + (f"broker {controller} (epoch {status['controller_epoch']})"
+                                       if controller is not None else "none elected"))
+    else:
+        lines.append("Controller: unknown (no ZooKeeper quorum answers)")
+    if status["zookeepers"]:
+        rows = [("ZOOKEEPER", "HOST", "PORT", "PID", "PROCESS", "ROLE")]
+        for z in status["zookeepers"]:
+            rows.append((str(z["id"]), z["host"], str(z["port"]), str(z["pid"] or "-"), z["process"], z["role"]))
+        lines += [""] + _table(rows)
     rows = [("BROKER", "HOST", "PORT", "PID", "PROCESS", "REGISTERED", "ROLE")]
     for b in status["brokers"]:
+        registered = {True: "yes", False: "no", None: "unknown"}[b["registered"]]
         rows.append((str(b["id"]), b["host"], str(b["port"]), str(b["pid"] or "-"), b["process"],
-                     "yes" if b["registered"] else "no", "controller" if b["id"] == controller else ""))
+                     registered, "controller" if b["id"] == controller else ""))
     lines += [""] + _table(rows)
     if status["topics"]:
         rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR")]
@@ -88,32 +105,58 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def _kill(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).kill(args.broker)
-    print(f"Killed broker {b.id} (pid {b.pid}) with SIGKILL.")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z = lab.kill_zookeeper(args.zookeeper)
+        print(f"Killed ZooKeeper server {z.id} (pid {z.pid}) with SIGKILL.")
+    else:
+        b = lab.kill(args.broker)
+        print(f"Killed broker {b.id} (pid {b.pid}) with SIGKILL.")
     return 0
 
 
 def _pause(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).pause(args.broker)
-    print(f"Paused broker {b.id} (pid {b.pid}) with SIGSTOP.")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z = lab.pause_zookeeper(args.zookeeper)
+        print(f"Paused ZooKeeper server {z.id} (pid {z.pid}) with SIGSTOP.")
+    else:
+        b = lab.pause(args.broker)
+        print(f"Paused broker {b.id} (pid {b.pid}) with SIGSTOP.")
     return 0
 
 
 def _resume(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).resume(args.broker)
-    print(f"Resumed broker {b.id} (pid {b.pid}) with SIGCONT.")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z = lab.resume_zookeeper(args.zookeeper)
+        print(f"Resumed ZooKeeper server {z.id} (pid {z.pid}) with SIGCONT.")
+    else:
+        b = lab.resume(args.broker)
+        print(f"Resumed broker {b.id} (pid {b.pid}) with SIGCONT.")
     return 0
 
 
 def _start(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).start(args.broker)
-    print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z, serving = lab.start_zookeeper(args.zookeeper)
+        print(f"Started ZooKeeper server {z.id} on {z.host}:{z.port} (pid {z.pid}); "
+              + ("it serves." if serving else "it waits for a majority of the ensemble to run."))
+    else:
+        b = lab.start(args.broker)
+        print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).stop(args.broker)
-    print(f"Stopped broker {b.id} (pid {b.pid}).")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z = lab.stop_zookeeper(args.zookeeper)
+        print(f"Stopped ZooKeeper server {z.id} (pid {z.pid}).")
+    else:
+        b = lab.stop(args.broker)
+        print(f"Stopped broker {b.id} (pid {b.pid}).")
     return 0
 
 
