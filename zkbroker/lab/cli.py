@@ -28,6 +28,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                     help="auto starts a real ZooKeeper; otherwise use this one (a fresh chroot is added)")
     up.add_argument("--zookeepers", type=int, default=1, choices=ENSEMBLE_SIZES, metavar="1|3|5",
                     help="how many ZooKeeper servers the lab runs (3 or 5: a real ensemble)")
+    up.add_argument("--network", action="store_true",
+                    help="each broker and ZooKeeper server in a network namespace of its own on a lab bridge, "
+                         "so `lab partition` can cut links (needs root)")
+    up.add_argument("--subnet", metavar="CIDR", help="the lab network's addresses (default: a free 10.213.N.0/24)")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a server.properties setting for every broker (repeatable)")
     up.add_argument("--base-port", type=int, default=None, metavar="P",
@@ -40,13 +44,24 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     action("resume", "SIGCONT a paused broker or ZooKeeper server", _resume, process=True)
     action("start", "start a stopped or killed broker or ZooKeeper server again", _start, process=True)
     action("stop", "stop one broker cleanly (SIGTERM), or one ZooKeeper server", _stop, process=True)
-    action("down", "stop every broker and the lab's ZooKeeper servers", _down)
+    partition = action("partition", "drop traffic between NODE and each --from node (needs lab up --network)",
+                       _partition)
+    partition.add_argument("node", metavar="NODE", help=NODE_HELP)
+    partition.add_argument("--from", dest="peers", required=True, metavar="NODE[,NODE...]")
+    partition.add_argument("--one-way", action="store_true", help="drop only what NODE sends to them")
+    heal = action("heal", "remove the partitions involving NODE (every partition without NODE)", _heal)
+    heal.add_argument("node", metavar="NODE", nargs="?", help=NODE_HELP)
+    action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
+
+
+NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
+             "this shell included)")
 
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
     cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
-                     zookeepers=args.zookeepers)
+                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet)
     status = lab.status()
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
     if len(status["zookeepers"]) > 1:
@@ -55,6 +70,9 @@ def _up(args: argparse.Namespace) -> int:
     for b in cluster.brokers:
         print(f"Broker {b.id}: {b.host}:{b.port} (pid {b.pid})")
     print(f"Controller: broker {status['controller']} at epoch {status['controller_epoch']}")
+    if status["network"]:
+        print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']} "
+              f"(clients reach it from {status['network']['clients']})")
     print(f"Cluster description: {lab.cluster_file}")
     return 0
 
@@ -87,6 +105,9 @@ def format_status(status: dict) -> str:
         rows.append((str(b["id"]), b["host"], str(b["port"]), str(b["pid"] or "-"), b["process"],
                      registered, "controller" if b["id"] == controller else ""))
     lines += [""] + _table(rows)
+    if status["network"]:
+        lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
+        lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
     if status["topics"]:
         rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR")]
         for t in status["topics"]:
@@ -157,6 +178,22 @@ def _stop(args: argparse.Namespace) -> int:
     else:
         b = lab.stop(args.broker)
         print(f"Stopped broker {b.id} (pid {b.pid}).")
+    return 0
+
+
+def _partition(args: argparse.Namespace) -> int:
+    peers = [peer.strip() for peer in args.peers.split(",") if peer.strip()]
+    partition = LabCluster(args.dir).partition(args.node, peers, args.one_way)
+    print(f"Partitioned: {partition.describe()}.")
+    return 0
+
+
+def _heal(args: argparse.Namespace) -> int:
+    healed = LabCluster(args.dir).heal(args.node)
+    for partition in healed:
+        print(f"Healed: {partition.describe()}.")
+    if not healed:
+        print("Nothing to heal.")
     return 0
 
 

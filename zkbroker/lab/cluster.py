@@ -35,6 +35,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkbroker import timeline
+from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
 from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import (
@@ -124,7 +125,8 @@ class LabCluster:
     # ---- up / down ----------------------------------------------------------------------------------------
 
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
-           base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1) -> ClusterFile:
+           base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
+           subnet: str | None = None) -> ClusterFile:
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
         if zookeepers not in ENSEMBLE_SIZES:
@@ -133,6 +135,13 @@ class LabCluster:
         if zookeepers > 1 and zookeeper != "auto":
             raise LabError("--zookeepers starts the lab's own ensemble; "
                            "it cannot be combined with --zookeeper HOST:PORT")
+        if network and zookeeper != "auto":
+            raise LabError("--network puts the lab's own ZooKeeper in the lab network; "
+                           "it cannot be combined with --zookeeper HOST:PORT")
+        if subnet is not None and not network:
+            raise LabError("--subnet chooses the lab network's addresses; it needs --network")
+        if network:
+            _check_network_privilege()
         if self.cluster_file.exists() and self._anything_running(self.load()):
             raise LabError(f"A lab cluster is already running in {self.dir}; "
                            f"stop it with `zkbroker lab down --dir {self.dir}`")
@@ -140,9 +149,15 @@ class LabCluster:
         overrides = _parse_overrides(config)
         cluster = ClusterFile("", None)
         chroot = f"/zkbroker-{secrets.token_hex(4)}"
+        self.save(cluster)  # from here on `down` finds (and undoes) whatever part of the lab exists
         try:
+            addresses = {}
+            if network:
+                addresses = self.network.create(subnet, list(range(1, zookeepers + 1)),
+                                                list(range(1, brokers + 1))).addresses
+                self._record("network_created", subnet=self.network.load().subnet)
             if zookeeper == "auto":
-                self._start_zookeepers(cluster, zookeepers)
+                self._start_zookeepers(cluster, zookeepers, addresses)
                 zk_hosts = ",".join(f"{z.host}:{z.port}" for z in cluster.zookeepers)
                 cluster.zookeeper_pid = cluster.zookeepers[0].pid if zookeepers == 1 else None
             else:
@@ -151,17 +166,19 @@ class LabCluster:
             self.save(cluster)
             with _zk(zk_hosts) as zk:
                 zk.ensure_path(chroot)
-            ports = _choose_ports(brokers, base_port)
+            # In the lab network every broker has an address of its own, so all can use the same port.
+            ports = [base_port or DEFAULT_BASE_PORT] * brokers if network else _choose_ports(brokers, base_port)
             for broker_id, port in zip(range(1, brokers + 1), ports):
-                cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, port, overrides))
+                host = addresses.get(broker_node(broker_id), HOST)
+                cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, host, port,
+                                                                 overrides))
             self.save(cluster)
             for entry in cluster.brokers:
                 entry.pid = self._spawn_broker(entry)
             self.save(cluster)
             self._wait_usable(cluster, [b.id for b in cluster.brokers], timeout_s)
         except BaseException:
-            if self.cluster_file.exists():
-                self.down()
+            self.down()
             raise
         self._record_zookeeper_roles(cluster)
         return cluster
@@ -169,22 +186,27 @@ class LabCluster:
     def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
         return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")
 
-    def _start_zookeepers(self, cluster: ClusterFile, count: int) -> None:
-        """Start the lab's ZooKeeper servers, recording each in `cluster` (and cluster.json) once it runs."""
+    def _start_zookeepers(self, cluster: ClusterFile, count: int, addresses: dict[str, str]) -> None:
+        """Start the lab's ZooKeeper servers, recording each in `cluster` (and cluster.json) once it runs.
+        In the lab network (`addresses`) each has an address of its own and ZooKeeper's usual ports."""
         from zkbroker.lab.zookeeper import QuorumPeer, ZooKeeperServer, find_zookeeper, start_ensemble
 
         install = find_zookeeper()
         if count == 1:
+            node = zookeeper_node(1)
             server = ZooKeeperServer(data_dir=str(self._zookeeper_dir(1, False)), tick_time_ms=LAB_TICK_TIME_MS,
-                                     install=install)
+                                     install=install, host=addresses.get(node, HOST),
+                                     port=2181 if addresses else None, wrapper=self.network.wrapper(node))
             servers = [server]
             server.start()
         else:
             used: set[int] = set()
-            peers = tuple(QuorumPeer(i, HOST, *(_free_port_not_in(used) for _ in range(3)))
+            peers = tuple(QuorumPeer(i, addresses[zookeeper_node(i)], 2181, 2888, 3888) if addresses
+                          else QuorumPeer(i, HOST, *(_free_port_not_in(used) for _ in range(3)))
                           for i in range(1, count + 1))
             servers = [ZooKeeperServer(install, data_dir=self._zookeeper_dir(peer.id, True),
-                                       tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers) for peer in peers]
+                                       tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers,
+                                       wrapper=self.network.wrapper(zookeeper_node(peer.id))) for peer in peers]
             start_ensemble(servers)
         for server_id, server in enumerate(servers, start=1):
             server.detach()
@@ -197,7 +219,8 @@ class LabCluster:
                 self._record("process_started", node=f"zookeeper:{server_id}", pid=server.pid)
 
     def down(self) -> None:
-        """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper servers."""
+        """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper servers, then
+        remove the lab network's namespaces, veths, bridge and rules."""
         cluster = self.load()
         for entry in cluster.brokers:
             if entry.pid is not None:
@@ -212,12 +235,42 @@ class LabCluster:
         if container.exists():
             stop_container(container.read_text().strip(), timeout=10.0)
             container.unlink()
+        if self.network.load() is not None:
+            self.network.destroy()
         self.cluster_file.unlink(missing_ok=True)
         self._record("lab_down")
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
         pids = [b.pid for b in cluster.brokers] + [z.pid for z in cluster.zookeepers] + [cluster.zookeeper_pid]
         return any(pid is not None and process_state(pid) != "dead" for pid in pids)
+
+    # ---- the lab network -------------------------------------------------------------------------------------
+
+    @property
+    def network(self) -> LabNetwork:
+        return LabNetwork(self.dir)
+
+    def partition(self, node: str, peers: list[str], one_way: bool = False) -> Partition:
+        """Drop traffic between `node` and each of `peers` (only what `node` sends, with `one_way`)."""
+        self.load()
+        partition = Partition(node, tuple(peers), one_way)
+        try:
+            self.network.partition(partition)
+        except NetworkError as e:
+            raise LabError(str(e)) from None
+        self._record("fault_applied", fault="partition", node=node, peers=list(peers), one_way=one_way)
+        return partition
+
+    def heal(self, node: str | None = None) -> list[Partition]:
+        """Remove every partition, or those involving `node`; returns those removed."""
+        self.load()
+        try:
+            healed = self.network.heal(node)
+        except NetworkError as e:
+            raise LabError(str(e)) from None
+        for p in healed:
+            self._record("fault_healed", fault="partition", node=p.node, peers=list(p.peers), one_way=p.one_way)
+        return healed
 
     # ---- the timeline ---------------------------------------------------------------------------------------
 
@@ -332,7 +385,8 @@ class LabCluster:
         data_dir = self._zookeeper_dir(server_id, ensemble)
         peers = read_peers((data_dir / "zoo.cfg").read_text(), {z.id: z.port for z in cluster.zookeepers})
         server = ZooKeeperServer(find_zookeeper(), port=entry.port, data_dir=data_dir, host=entry.host,
-                                 tick_time_ms=LAB_TICK_TIME_MS, myid=server_id if ensemble else None, peers=peers)
+                                 tick_time_ms=LAB_TICK_TIME_MS, myid=server_id if ensemble else None, peers=peers,
+                                 wrapper=self.network.wrapper(zookeeper_node(server_id)))
         running = 1 + sum(1 for z in cluster.zookeepers
                           if z.id != server_id and z.pid is not None and process_state(z.pid) == "running")
         quorum = running > len(cluster.zookeepers) // 2
@@ -360,29 +414,30 @@ class LabCluster:
                        timeout_s, interval_s=0.1)
         self._record_zookeeper_roles(cluster)
 
-    def _write_broker_config(self, zk_connect: str, broker_id: int, port: int,
+    def _write_broker_config(self, zk_connect: str, broker_id: int, host: str, port: int,
                              overrides: dict[str, str]) -> BrokerEntry:
         broker_dir = self.dir / f"broker-{broker_id}"
         broker_dir.mkdir(parents=True, exist_ok=True)
         props = {
             "broker.id": str(broker_id),
             "port": str(port),
-            "host.name": HOST,
-            "advertised.host.name": HOST,
+            "host.name": host,
+            "advertised.host.name": host,
             "log.dirs": str(broker_dir / "data"),
             "zookeeper.connect": zk_connect,
         }
         props.update(overrides)
         config = broker_dir / "server.properties"
         config.write_text("# written by `zkbroker lab up`\n" + "".join(f"{k}={v}\n" for k, v in props.items()))
-        return BrokerEntry(broker_id, HOST, int(props["port"]), None, str(config))
+        return BrokerEntry(broker_id, host, int(props["port"]), None, str(config))
 
     def _spawn_broker(self, entry: BrokerEntry) -> int:
         log_path = Path(entry.config).parent / "server.log"
         env = {**os.environ, timeline.ENV_VAR: str(self.timeline_file)}
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "zkbroker", "server", entry.config],
+                [*self.network.wrapper(broker_node(entry.id)), sys.executable, "-m", "zkbroker", "server",
+                 entry.config],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd=str(self.dir), env=env)
         self._record("process_started", node=f"broker:{entry.id}", pid=proc.pid)
@@ -417,6 +472,7 @@ class LabCluster:
         cluster = self.load()
         out: dict = {"zookeeper": cluster.zookeeper, "zookeeper_pid": cluster.zookeeper_pid,
                      "zookeepers": self._record_zookeeper_roles(cluster), "zookeeper_reachable": True,
+                     "network": self._network_status(),
                      "controller": None, "controller_epoch": None, "brokers": [], "topics": []}
         try:
             with _zk(cluster.zookeeper, timeout_s=5.0 if cluster.zookeepers else 10.0) as zk:
@@ -427,6 +483,13 @@ class LabCluster:
             out["zookeeper_reachable"] = False
             out["brokers"] = [_broker_row(entry, None) for entry in cluster.brokers]
         return out
+
+    def _network_status(self) -> dict | None:
+        state = self.network.load()
+        if state is None:
+            return None
+        return {"subnet": state.subnet, "bridge": state.bridge, "clients": state.addresses[CLIENTS],
+                "partitions": [p.describe() for p in state.partitions]}
 
     def _zookeeper_status(self, zk: KazooClient, cluster: ClusterFile, out: dict) -> None:
         registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
@@ -451,6 +514,15 @@ def _broker_row(entry: BrokerEntry, registered: set[int] | None) -> dict:
     return {"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid, "process": state,
             "registered": entry.id in registered if known else None,
             "alive": state == "running" and entry.id in registered if known else None}
+
+
+def _check_network_privilege() -> None:
+    from zkbroker.lab.network import check_privilege
+
+    try:
+        check_privilege()
+    except NetworkError as e:
+        raise LabError(str(e)) from None
 
 
 _SIGNAL_EVENTS = {signal.SIGKILL: "process_killed", signal.SIGSTOP: "process_paused",
