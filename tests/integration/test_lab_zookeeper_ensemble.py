@@ -81,6 +81,12 @@ def test_one_zookeeper_server_of_three_down_changes_nothing(lab_dir):
     assert sorted(roles(lab_dir).values()) == ["follower", "follower", "leader"]
     assert registrations(cluster) == sessions
 
+    words = ok("timeline", "--dir", str(lab_dir))
+    assert f"zookeeper:{leader} killed with SIGKILL" in words
+    assert f"ZooKeeper server {leader} is down (does not answer)" in words
+    killed_at = words.index(f"zookeeper:{leader} killed with SIGKILL")
+    assert "is leader (LEADING)" in words[killed_at:]  # the ensemble's new leader, as the lab saw it
+
 
 def test_two_zookeeper_servers_of_three_down_brokers_serve_on_and_recover(lab_dir):
     cluster = start_lab(lab_dir)

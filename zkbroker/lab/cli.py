@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from zkbroker.lab.cluster import ENSEMBLE_SIZES, LabCluster
+from zkbroker import timeline
+from zkbroker.lab.cluster import ENSEMBLE_SIZES, LabCluster, LabError
+from zkbroker.lab.narration import format_line
 
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
@@ -51,6 +53,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     partition.add_argument("--one-way", action="store_true", help="drop only what NODE sends to them")
     heal = action("heal", "remove the partitions involving NODE (every partition without NODE)", _heal)
     heal.add_argument("node", metavar="NODE", nargs="?", help=NODE_HELP)
+    timeline_ = action("timeline", "print the lab's timeline (DIR/timeline.jsonl), one line an event", _timeline)
+    timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
+    timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
     action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
 
 
@@ -194,6 +199,19 @@ def _heal(args: argparse.Namespace) -> int:
         print(f"Healed: {partition.describe()}.")
     if not healed:
         print("Nothing to heal.")
+    return 0
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    path = timeline.path_in(args.dir)
+    if not path.exists() and not args.follow:
+        raise LabError(f"No timeline in {args.dir} (no {timeline.FILE_NAME}); a lab writes one from `lab up` on")
+    events = timeline.follow(path) if args.follow else timeline.read(path)
+    try:
+        for event in events:
+            print(json.dumps(event) if args.json else format_line(event), flush=args.follow)
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
