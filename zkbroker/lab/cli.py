@@ -40,12 +40,12 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                     help="brokers listen on P, P+1, ... (default 9092..., or free ports if those are taken)")
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    action("kill", "SIGKILL one broker or ZooKeeper server", _kill, process=True)
+    action("kill", "SIGKILL one broker or ZooKeeper server", _signal_command, process=True)
     action("pause", "SIGSTOP one broker or ZooKeeper server (a broker paused past its session timeout looks "
-           "dead, like a long GC pause)", _pause, process=True)
-    action("resume", "SIGCONT a paused broker or ZooKeeper server", _resume, process=True)
+           "dead, like a long GC pause)", _signal_command, process=True)
+    action("resume", "SIGCONT a paused broker or ZooKeeper server", _signal_command, process=True)
     action("start", "start a stopped or killed broker or ZooKeeper server again", _start, process=True)
-    action("stop", "stop one broker cleanly (SIGTERM), or one ZooKeeper server", _stop, process=True)
+    action("stop", "stop one broker cleanly (SIGTERM), or one ZooKeeper server", _signal_command, process=True)
     partition = action("partition", "drop traffic between NODE and each --from node (needs lab up --network)",
                        _partition)
     partition.add_argument("node", metavar="NODE", help=NODE_HELP)
@@ -130,37 +130,25 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-def _kill(args: argparse.Namespace) -> int:
+def _signal_command(args: argparse.Namespace) -> int:
+    """kill, pause, resume and stop, of a broker or a ZooKeeper server."""
+    on_broker, on_zookeeper, done, how = _SIGNAL_COMMANDS[args.lab_command]
     lab = LabCluster(args.dir)
     if args.zookeeper is not None:
-        z = lab.kill_zookeeper(args.zookeeper)
-        print(f"Killed ZooKeeper server {z.id} (pid {z.pid}) with SIGKILL.")
+        z = on_zookeeper(lab, args.zookeeper)
+        print(f"{done} ZooKeeper server {z.id} (pid {z.pid}){how}.")
     else:
-        b = lab.kill(args.broker)
-        print(f"Killed broker {b.id} (pid {b.pid}) with SIGKILL.")
+        b = on_broker(lab, args.broker)
+        print(f"{done} broker {b.id} (pid {b.pid}){how}.")
     return 0
 
 
-def _pause(args: argparse.Namespace) -> int:
-    lab = LabCluster(args.dir)
-    if args.zookeeper is not None:
-        z = lab.pause_zookeeper(args.zookeeper)
-        print(f"Paused ZooKeeper server {z.id} (pid {z.pid}) with SIGSTOP.")
-    else:
-        b = lab.pause(args.broker)
-        print(f"Paused broker {b.id} (pid {b.pid}) with SIGSTOP.")
-    return 0
-
-
-def _resume(args: argparse.Namespace) -> int:
-    lab = LabCluster(args.dir)
-    if args.zookeeper is not None:
-        z = lab.resume_zookeeper(args.zookeeper)
-        print(f"Resumed ZooKeeper server {z.id} (pid {z.pid}) with SIGCONT.")
-    else:
-        b = lab.resume(args.broker)
-        print(f"Resumed broker {b.id} (pid {b.pid}) with SIGCONT.")
-    return 0
+_SIGNAL_COMMANDS = {
+    "kill": (LabCluster.kill, LabCluster.kill_zookeeper, "Killed", " with SIGKILL"),
+    "pause": (LabCluster.pause, LabCluster.pause_zookeeper, "Paused", " with SIGSTOP"),
+    "resume": (LabCluster.resume, LabCluster.resume_zookeeper, "Resumed", " with SIGCONT"),
+    "stop": (LabCluster.stop, LabCluster.stop_zookeeper, "Stopped", ""),
+}
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -172,17 +160,6 @@ def _start(args: argparse.Namespace) -> int:
     else:
         b = lab.start(args.broker)
         print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
-    return 0
-
-
-def _stop(args: argparse.Namespace) -> int:
-    lab = LabCluster(args.dir)
-    if args.zookeeper is not None:
-        z = lab.stop_zookeeper(args.zookeeper)
-        print(f"Stopped ZooKeeper server {z.id} (pid {z.pid}).")
-    else:
-        b = lab.stop(args.broker)
-        print(f"Stopped broker {b.id} (pid {b.pid}).")
     return 0
 
 

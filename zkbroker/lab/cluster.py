@@ -297,6 +297,7 @@ class LabCluster:
             servers.append({"id": z.id, "host": z.host, "port": z.port, "pid": z.pid, "process": process,
                             "role": role})
         return servers
+
     # ---- one broker ----------------------------------------------------------------------------------------
 
     def kill(self, broker_id: int) -> BrokerEntry:
