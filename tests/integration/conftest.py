@@ -69,4 +69,4 @@ def lab_dir(tmp_path):
 
     yield tmp_path / "lab"
     if (tmp_path / "lab" / "cluster.json").exists():
-        lab("down", "--dir", str(tmp_path / "lab"))
+        lab("down", "--dir", str(tmp_path / "lab"), timeout_s=240)  # a loaded machine stops slowly

@@ -126,6 +126,9 @@ def test_a_follower_cut_off_from_its_leader_leaves_the_isr_after_the_lag_time_an
 
     ok("partition", "--dir", str(lab_dir), f"broker:{follower}", "--from", f"broker:{leader}")
     cut_at = next(e["ts"] for e in timeline.read(lab_dir / "timeline.jsonl") if e["kind"] == "fault_applied")
+    # Writes go on, as in Kafka's replication_replica_failure_test: acks=all waits for the cut-off follower
+    # until the leader drops it from the ISR, then is acknowledged.
+    assert produce_all(bootstrap(lab_dir), TOPIC, [b"during"]) == ([b"during"], [])
     shrunk = wait_for(lambda: (s := status(lab_dir)) and follower not in partitions(s, TOPIC)[0][2] and s,
                       LAG_MS / 1000 + 30, "the follower out of the ISR")
     view = ZkView(cluster_json(lab_dir)["zookeeper"])
@@ -140,4 +143,11 @@ def test_a_follower_cut_off_from_its_leader_leaves_the_isr_after_the_lag_time_an
 
     ok("heal", "--dir", str(lab_dir))
     wait_for(lambda: follower in partitions(status(lab_dir), TOPIC)[0][2], 60, "the follower back in the ISR")
+
+    # `clients` is everything outside the lab, this test included.
+    ok("partition", "--dir", str(lab_dir), "clients", "--from", f"broker:{leader}")
+    with pytest.raises(OSError):
+        produce_to(broker_entry(lab_dir, leader), [b"from-outside"], timeout_ms=1000)
+    ok("heal", "--dir", str(lab_dir), "clients")
+    assert produce_to(broker_entry(lab_dir, leader), [b"from-outside"]) == ErrorCode.NONE
     down_and_check_nothing_left(lab_dir)

@@ -222,6 +222,15 @@ class LabCluster:
         """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper servers, then
         remove the lab network's namespaces, veths, bridge and rules."""
         cluster = self.load()
+        try:
+            self._stop_processes(cluster)
+        finally:  # whatever happened to the processes, the namespaces, veths, bridge and rules go
+            if self.network.load() is not None:
+                self.network.destroy()
+        self.cluster_file.unlink(missing_ok=True)
+        self._record("lab_down")
+
+    def _stop_processes(self, cluster: ClusterFile) -> None:
         for entry in cluster.brokers:
             if entry.pid is not None:
                 stop_process(entry.pid, timeout_s=10.0)
@@ -235,10 +244,6 @@ class LabCluster:
         if container.exists():
             stop_container(container.read_text().strip(), timeout=10.0)
             container.unlink()
-        if self.network.load() is not None:
-            self.network.destroy()
-        self.cluster_file.unlink(missing_ok=True)
-        self._record("lab_down")
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
         pids = [b.pid for b in cluster.brokers] + [z.pid for z in cluster.zookeepers] + [cluster.zookeeper_pid]

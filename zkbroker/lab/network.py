@@ -278,8 +278,10 @@ class LabNetwork:
 
 
 def _delete_link(name: str) -> None:
-    if subprocess.run(["ip", "link", "show", name], capture_output=True).returncode == 0:
-        _run(["ip", "link", "del", name])
+    """Delete a link if it is there; it may vanish meanwhile, with the namespace holding its peer."""
+    done = subprocess.run(["ip", "link", "del", name], capture_output=True, text=True, timeout=30)
+    if done.returncode != 0 and "Cannot find device" not in done.stderr:
+        raise NetworkError(f"`ip link del {name}` failed: {done.stderr.strip()}")
 
 
 def _run(command: list[str], stdin: str | None = None) -> str:
