@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from zkbroker.lab.narration import clock
 from zkbroker.topic_partition import TopicPartition
 
-VERDICTS = ("lost", "divergent", "duplicated", "stuck", "unavailable", "ok")  # gravest first
-
 
 @dataclass(frozen=True)
 class Attempt:
