@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -153,3 +155,25 @@ def test_a_follower_cut_off_from_its_leader_leaves_the_isr_after_the_lag_time_an
     ok("heal", "--dir", str(lab_dir), "clients")
     assert produce_to(broker_entry(lab_dir, leader), [b"from-outside"]) == ErrorCode.NONE
     down_and_check_nothing_left(lab_dir)
+
+
+def test_ctrl_c_during_lab_up_leaves_nothing_behind(lab_dir):
+    up = subprocess.Popen([sys.executable, "-m", "zkbroker", "lab", "up", "--dir", str(lab_dir), "--network",
+                           "--brokers", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Interrupt once the network exists and the brokers are being started.
+        started = wait_for(lambda: (lab_dir / "network.json").exists() and (lab_dir / "cluster.json").exists()
+                           and (c := cluster_json(lab_dir))["brokers"] and all(b["pid"] for b in c["brokers"])
+                           and c, 60, "lab up to start the brokers", interval_s=0.01)
+        state = json.loads((lab_dir / "network.json").read_text())
+        up.send_signal(signal.SIGINT)
+        assert up.wait(120) != 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+    pids = [b["pid"] for b in started["brokers"]] + [z["pid"] for z in started["zookeepers"]]
+    assert all(process_state(pid) == "dead" for pid in pids)
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in namespaces for ns in state["namespaces"].values())
+    assert state["bridge"] not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert not (lab_dir / "cluster.json").exists() and not (lab_dir / "network.json").exists()
