@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper clean
+.PHONY: demo test unit integration bench lint zookeeper network-tools clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,16 +16,22 @@ $(STAMP): setup.cfg pyproject.toml
 zookeeper: $(STAMP)
 	@$(PY) -m zkbroker.lab.zookeeper ensure
 
+# The lab network (`lab up --network`, partitions) needs root, iproute2 and nftables; as root we install them.
+network-tools:
+	@if [ "$$(id -u)" = 0 ] && ! command -v nft >/dev/null && command -v apt-get >/dev/null; then \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 nftables >/dev/null; fi
+
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
-test: $(STAMP) zookeeper lint
+test: $(STAMP) zookeeper network-tools lint
 	$(PY) -m pytest tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper
+integration: $(STAMP) zookeeper network-tools
 	$(PY) -m pytest tests/integration
 
 lint: $(STAMP)

@@ -60,3 +60,13 @@ def brokers(tmp_path, zk_connect):
     yield make
     for broker in made:
         broker.cleanup()
+
+
+@pytest.fixture
+def lab_dir(tmp_path):
+    """A directory for a `zkbroker lab`; whatever lab runs there at the end is brought down."""
+    from tests.integration.lab_support import lab
+
+    yield tmp_path / "lab"
+    if (tmp_path / "lab" / "cluster.json").exists():
+        lab("down", "--dir", str(tmp_path / "lab"), timeout_s=240)  # a loaded machine stops slowly

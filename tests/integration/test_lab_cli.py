@@ -9,39 +9,19 @@ import sys
 import pytest
 
 from tests.integration.harness import ZkView, wait_for
+from tests.integration.lab_support import lab, ok, status
 from zkbroker.lab.processes import process_state
 
 pytestmark = pytest.mark.integration
-
-
-def lab(*args: str, timeout_s: float = 90) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "zkbroker", "lab", *args], capture_output=True, text=True,
-                            timeout=timeout_s)
-    return result
-
-
-def ok(*args: str) -> str:
-    result = lab(*args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def status(directory) -> dict:
-    return json.loads(ok("status", "--dir", str(directory), "--json"))
-
-
-@pytest.fixture
-def lab_dir(tmp_path):
-    yield tmp_path / "lab"
-    if (tmp_path / "lab" / "cluster.json").exists():
-        lab("down", "--dir", str(tmp_path / "lab"))
 
 
 def test_lab_with_its_own_zookeeper_up_status_down(lab_dir):
     out = ok("up", "--dir", str(lab_dir), "--brokers", "2", "--config", "zookeeper.session.timeout.ms=2000")
     assert "Controller: broker" in out
     cluster = json.loads((lab_dir / "cluster.json").read_text())
-    assert list(cluster) == ["zookeeper", "zookeeper_pid", "brokers"]
+    assert list(cluster) == ["zookeeper", "zookeeper_pid", "zookeepers", "brokers"]
+    zk_port = int(cluster["zookeeper"].split("/")[0].split(":")[1])
+    assert cluster["zookeepers"] == [{"id": 1, "host": "127.0.0.1", "port": zk_port, "pid": cluster["zookeeper_pid"]}]
     assert cluster["zookeeper"].startswith("127.0.0.1:") and "/zkbroker-" in cluster["zookeeper"]
     assert process_state(cluster["zookeeper_pid"]) == "running"  # it outlived the `lab up` command
     for i, b in enumerate(cluster["brokers"], start=1):

@@ -1,22 +1,26 @@
-"""`zkbroker lab ...`: the lab commands (README: The lab) and their terminal output."""
+"""`zkbroker lab ...`: the lab commands (README: The lab, Failover lab) and their terminal output."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from zkbroker.lab.cluster import LabCluster
+from zkbroker import timeline
+from zkbroker.lab.cluster import ENSEMBLE_SIZES, LabCluster, LabError
+from zkbroker.lab.narration import format_line
 
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     lab = commands.add_parser("lab", help="run a local cluster for failover scenarios and teaching")
     actions = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str, run, broker: bool = False) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, run, process: bool = False) -> argparse.ArgumentParser:
         p = actions.add_parser(name, help=help_text)
         p.add_argument("--dir", required=True, help="the lab's directory (holds cluster.json and logs)")
-        if broker:
-            p.add_argument("--broker", type=int, required=True, metavar="ID")
+        if process:
+            which = p.add_mutually_exclusive_group(required=True)
+            which.add_argument("--broker", type=int, metavar="ID")
+            which.add_argument("--zookeeper", type=int, metavar="N", help="a ZooKeeper server, by its myid")
         p.set_defaults(run=run)
         return p
 
@@ -24,29 +28,56 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--zookeeper", default="auto", metavar="auto|HOST:PORT",
                     help="auto starts a real ZooKeeper; otherwise use this one (a fresh chroot is added)")
+    up.add_argument("--zookeepers", type=int, default=1, choices=ENSEMBLE_SIZES, metavar="1|3|5",
+                    help="how many ZooKeeper servers the lab runs (3 or 5: a real ensemble)")
+    up.add_argument("--network", action="store_true",
+                    help="each broker and ZooKeeper server in a network namespace of its own on a lab bridge, "
+                         "so `lab partition` can cut links (needs root)")
+    up.add_argument("--subnet", metavar="CIDR", help="the lab network's addresses (default: a free 10.213.N.0/24)")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a server.properties setting for every broker (repeatable)")
     up.add_argument("--base-port", type=int, default=None, metavar="P",
                     help="brokers listen on P, P+1, ... (default 9092..., or free ports if those are taken)")
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    action("kill", "SIGKILL one broker", _kill, broker=True)
-    action("pause", "SIGSTOP one broker (past the session timeout it looks dead, like a long GC pause)",
-           _pause, broker=True)
-    action("resume", "SIGCONT a paused broker", _resume, broker=True)
-    action("start", "start a stopped or killed broker again", _start, broker=True)
-    action("stop", "stop one broker cleanly (SIGTERM)", _stop, broker=True)
-    action("down", "stop every broker and the lab's ZooKeeper", _down)
+    action("kill", "SIGKILL one broker or ZooKeeper server", _signal_command, process=True)
+    action("pause", "SIGSTOP one broker or ZooKeeper server (a broker paused past its session timeout looks "
+           "dead, like a long GC pause)", _signal_command, process=True)
+    action("resume", "SIGCONT a paused broker or ZooKeeper server", _signal_command, process=True)
+    action("start", "start a stopped or killed broker or ZooKeeper server again", _start, process=True)
+    action("stop", "stop one broker cleanly (SIGTERM), or one ZooKeeper server", _signal_command, process=True)
+    partition = action("partition", "drop traffic between NODE and each --from node (needs lab up --network)",
+                       _partition)
+    partition.add_argument("node", metavar="NODE", help=NODE_HELP)
+    partition.add_argument("--from", dest="peers", required=True, metavar="NODE[,NODE...]")
+    partition.add_argument("--one-way", action="store_true", help="drop only what NODE sends to them")
+    heal = action("heal", "remove the partitions involving NODE (every partition without NODE)", _heal)
+    heal.add_argument("node", metavar="NODE", nargs="?", help=NODE_HELP)
+    timeline_ = action("timeline", "print the lab's timeline (DIR/timeline.jsonl), one line an event", _timeline)
+    timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
+    timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
+    action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
+
+
+NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
+             "this shell included)")
 
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
-    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port)
+    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
+                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet)
     status = lab.status()
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
+    if len(status["zookeepers"]) > 1:
+        for z in status["zookeepers"]:
+            print(f"ZooKeeper server {z['id']}: {z['host']}:{z['port']} (pid {z['pid']}), {z['role']}")
     for b in cluster.brokers:
         print(f"Broker {b.id}: {b.host}:{b.port} (pid {b.pid})")
     print(f"Controller: broker {status['controller']} at epoch {status['controller_epoch']}")
+    if status["network"]:
+        print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']} "
+              f"(clients reach it from {status['network']['clients']})")
     print(f"Cluster description: {lab.cluster_file}")
     return 0
 
@@ -62,14 +93,26 @@ def _status(args: argparse.Namespace) -> int:
 
 def format_status(status: dict) -> str:
     controller = status["controller"]
-    lines = [f"ZooKeeper:  {status['zookeeper']}",
-             "Controller: " + (f"broker {controller} (epoch {status['controller_epoch']})"
-                               if controller is not None else "none elected")]
+    lines = [f"ZooKeeper:  {status['zookeeper']}"]
+    if status["zookeeper_reachable"]:
+        lines.append("Controller: " + (f"broker {controller} (epoch {status['controller_epoch']})"
+                                       if controller is not None else "none elected"))
+    else:
+        lines.append("Controller: unknown (no ZooKeeper quorum answers)")
+    if status["zookeepers"]:
+        rows = [("ZOOKEEPER", "HOST", "PORT", "PID", "PROCESS", "ROLE")]
+        for z in status["zookeepers"]:
+            rows.append((str(z["id"]), z["host"], str(z["port"]), str(z["pid"] or "-"), z["process"], z["role"]))
+        lines += [""] + _table(rows)
     rows = [("BROKER", "HOST", "PORT", "PID", "PROCESS", "REGISTERED", "ROLE")]
     for b in status["brokers"]:
+        registered = {True: "yes", False: "no", None: "unknown"}[b["registered"]]
         rows.append((str(b["id"]), b["host"], str(b["port"]), str(b["pid"] or "-"), b["process"],
-                     "yes" if b["registered"] else "no", "controller" if b["id"] == controller else ""))
+                     registered, "controller" if b["id"] == controller else ""))
     lines += [""] + _table(rows)
+    if status["network"]:
+        lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
+        lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
     if status["topics"]:
         rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR")]
         for t in status["topics"]:
@@ -87,33 +130,65 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
-def _kill(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).kill(args.broker)
-    print(f"Killed broker {b.id} (pid {b.pid}) with SIGKILL.")
+def _signal_command(args: argparse.Namespace) -> int:
+    """kill, pause, resume and stop, of a broker or a ZooKeeper server."""
+    on_broker, on_zookeeper, done, how = _SIGNAL_COMMANDS[args.lab_command]
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z = on_zookeeper(lab, args.zookeeper)
+        print(f"{done} ZooKeeper server {z.id} (pid {z.pid}){how}.")
+    else:
+        b = on_broker(lab, args.broker)
+        print(f"{done} broker {b.id} (pid {b.pid}){how}.")
     return 0
 
 
-def _pause(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).pause(args.broker)
-    print(f"Paused broker {b.id} (pid {b.pid}) with SIGSTOP.")
-    return 0
-
-
-def _resume(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).resume(args.broker)
-    print(f"Resumed broker {b.id} (pid {b.pid}) with SIGCONT.")
-    return 0
+_SIGNAL_COMMANDS = {
+    "kill": (LabCluster.kill, LabCluster.kill_zookeeper, "Killed", " with SIGKILL"),
+    "pause": (LabCluster.pause, LabCluster.pause_zookeeper, "Paused", " with SIGSTOP"),
+    "resume": (LabCluster.resume, LabCluster.resume_zookeeper, "Resumed", " with SIGCONT"),
+    "stop": (LabCluster.stop, LabCluster.stop_zookeeper, "Stopped", ""),
+}
 
 
 def _start(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).start(args.broker)
-    print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
+    lab = LabCluster(args.dir)
+    if args.zookeeper is not None:
+        z, serving = lab.start_zookeeper(args.zookeeper)
+        print(f"Started ZooKeeper server {z.id} on {z.host}:{z.port} (pid {z.pid}); "
+              + ("it serves." if serving else "it waits for a majority of the ensemble to run."))
+    else:
+        b = lab.start(args.broker)
+        print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
     return 0
 
 
-def _stop(args: argparse.Namespace) -> int:
-    b = LabCluster(args.dir).stop(args.broker)
-    print(f"Stopped broker {b.id} (pid {b.pid}).")
+def _partition(args: argparse.Namespace) -> int:
+    peers = [peer.strip() for peer in args.peers.split(",") if peer.strip()]
+    partition = LabCluster(args.dir).partition(args.node, peers, args.one_way)
+    print(f"Partitioned: {partition.describe()}.")
+    return 0
+
+
+def _heal(args: argparse.Namespace) -> int:
+    healed = LabCluster(args.dir).heal(args.node)
+    for partition in healed:
+        print(f"Healed: {partition.describe()}.")
+    if not healed:
+        print("Nothing to heal.")
+    return 0
+
+
+def _timeline(args: argparse.Namespace) -> int:
+    path = timeline.path_in(args.dir)
+    if not path.exists() and not args.follow:
+        raise LabError(f"No timeline in {args.dir} (no {timeline.FILE_NAME}); a lab writes one from `lab up` on")
+    events = timeline.follow(path) if args.follow else timeline.read(path)
+    try:
+        for event in events:
+            print(json.dumps(event) if args.json else format_line(event), flush=args.follow)
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

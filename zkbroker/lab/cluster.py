@@ -1,19 +1,26 @@
-"""The lab cluster: a real ZooKeeper and broker processes on 127.0.0.1, described by `DIR/cluster.json`.
+"""The lab cluster: a real ZooKeeper (one server or an ensemble) and broker processes on 127.0.0.1,
+described by `DIR/cluster.json`.
 
 `up` returns only when every broker is registered and a controller is elected. The processes are
 detached (their own sessions, output to files under DIR), so they outlive the command that started them;
 every later command finds them again through `cluster.json`, whose format is a contract (README: The lab):
 
     {"zookeeper": "127.0.0.1:2181/zkbroker-<id>", "zookeeper_pid": 123,
+     "zookeepers": [{"id": 1, "host": "127.0.0.1", "port": 2181, "pid": 123}],
      "brokers": [{"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 456,
                   "config": "DIR/broker-1/server.properties"}]}
 
-`zookeeper_pid` is null when the lab did not start ZooKeeper itself (`--zookeeper HOST:PORT`).
+`zookeepers` lists the servers the lab started, numbered by their myid (DESIGN §10), and the `zookeeper`
+connect string names every one of them, chroot last. `zookeeper_pid` is the pid of a lone server, null for
+an ensemble (each member's pid is in `zookeepers`) and when the lab did not start ZooKeeper itself
+(`--zookeeper HOST:PORT`, when `zookeepers` is empty). Everything the lab does is also appended to
+`DIR/timeline.jsonl` (zkbroker/timeline.py), and the brokers are started with ZKBROKER_TIMELINE naming it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -27,6 +34,8 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkbroker import timeline
+from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
 from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import (
@@ -40,6 +49,7 @@ from zkbroker.zk.znodes import (
 HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9092
 LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
+ENSEMBLE_SIZES = (1, 3, 5)
 
 
 class LabError(RuntimeError):
@@ -56,9 +66,18 @@ class BrokerEntry:
 
 
 @dataclass
+class ZooKeeperEntry:
+    id: int  # the server's myid
+    host: str
+    port: int
+    pid: int | None
+
+
+@dataclass
 class ClusterFile:
     zookeeper: str
     zookeeper_pid: int | None
+    zookeepers: list[ZooKeeperEntry] = field(default_factory=list)
     brokers: list[BrokerEntry] = field(default_factory=list)
 
     def broker(self, broker_id: int) -> BrokerEntry:
@@ -67,6 +86,16 @@ class ClusterFile:
                 return entry
         raise LabError(f"There is no broker {broker_id} in this lab (brokers: "
                        f"{', '.join(str(b.id) for b in self.brokers)})")
+
+    def zookeeper_server(self, server_id: int) -> ZooKeeperEntry:
+        for entry in self.zookeepers:
+            if entry.id == server_id:
+                return entry
+        if not self.zookeepers:
+            raise LabError("This lab did not start its ZooKeeper (it uses --zookeeper HOST:PORT), "
+                           "so it cannot stop or start it")
+        raise LabError(f"There is no ZooKeeper server {server_id} in this lab (servers: "
+                       f"{', '.join(str(z.id) for z in self.zookeepers)})")
 
 
 class LabCluster:
@@ -85,6 +114,7 @@ class LabCluster:
         except json.JSONDecodeError as e:
             raise LabError(f"{self.cluster_file} is not valid JSON: {e}") from None
         return ClusterFile(raw["zookeeper"], raw.get("zookeeper_pid"),
+                           [ZooKeeperEntry(**z) for z in raw.get("zookeepers", [])],
                            [BrokerEntry(**b) for b in raw.get("brokers", [])])
 
     def save(self, cluster: ClusterFile) -> None:
@@ -95,28 +125,54 @@ class LabCluster:
     # ---- up / down ----------------------------------------------------------------------------------------
 
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
-           base_port: int | None = None, timeout_s: float = 60.0) -> ClusterFile:
+           base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
+           subnet: str | None = None) -> ClusterFile:
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
+        if zookeepers not in ENSEMBLE_SIZES:
+            raise LabError(f"--zookeepers takes {', '.join(map(str, ENSEMBLE_SIZES))} (an odd ensemble), "
+                           f"not {zookeepers}")
+        if zookeepers > 1 and zookeeper != "auto":
+            raise LabError("--zookeepers starts the lab's own ensemble; "
+                           "it cannot be combined with --zookeeper HOST:PORT")
+        if network and zookeeper != "auto":
+            raise LabError("--network puts the lab's own ZooKeeper in the lab network; "
+                           "it cannot be combined with --zookeeper HOST:PORT")
+        if subnet is not None and not network:
+            raise LabError("--subnet chooses the lab network's addresses; it needs --network")
+        if network:
+            _check_network_privilege()
         if self.cluster_file.exists() and self._anything_running(self.load()):
             raise LabError(f"A lab cluster is already running in {self.dir}; "
                            f"stop it with `zkbroker lab down --dir {self.dir}`")
         self.dir.mkdir(parents=True, exist_ok=True)
         overrides = _parse_overrides(config)
-        zookeeper_pid = None
-        if zookeeper == "auto":
-            zk_hosts, zookeeper_pid = self._start_zookeeper()
-        else:
-            zk_hosts = zookeeper.split("/", 1)[0]
+        cluster = ClusterFile("", None)
         chroot = f"/zkbroker-{secrets.token_hex(4)}"
-        with _zk(zk_hosts) as zk:
-            zk.ensure_path(chroot)
-        cluster = ClusterFile(zk_hosts + chroot, zookeeper_pid)
-        ports = _choose_ports(brokers, base_port)
-        for broker_id, port in zip(range(1, brokers + 1), ports):
-            cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, port, overrides))
-        self.save(cluster)
+        self.save(cluster)  # from here on `down` finds (and undoes) whatever part of the lab exists
         try:
+            addresses = {}
+            if network:
+                addresses = self.network.create(subnet, list(range(1, zookeepers + 1)),
+                                                list(range(1, brokers + 1))).addresses
+                self._record("network_created", subnet=self.network.load().subnet)
+            if zookeeper == "auto":
+                self._start_zookeepers(cluster, zookeepers, addresses)
+                zk_hosts = ",".join(f"{z.host}:{z.port}" for z in cluster.zookeepers)
+                cluster.zookeeper_pid = cluster.zookeepers[0].pid if zookeepers == 1 else None
+            else:
+                zk_hosts = zookeeper.split("/", 1)[0]
+            cluster.zookeeper = zk_hosts + chroot
+            self.save(cluster)
+            with _zk(zk_hosts) as zk:
+                zk.ensure_path(chroot)
+            # In the lab network every broker has an address of its own, so all can use the same port.
+            ports = [base_port or DEFAULT_BASE_PORT] * brokers if network else _choose_ports(brokers, base_port)
+            for broker_id, port in zip(range(1, brokers + 1), ports):
+                host = addresses.get(broker_node(broker_id), HOST)
+                cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, host, port,
+                                                                 overrides))
+            self.save(cluster)
             for entry in cluster.brokers:
                 entry.pid = self._spawn_broker(entry)
             self.save(cluster)
@@ -124,39 +180,128 @@ class LabCluster:
         except BaseException:
             self.down()
             raise
+        self._record_zookeeper_roles(cluster)
         return cluster
 
-    def _start_zookeeper(self) -> tuple[str, int]:
-        from zkbroker.lab.zookeeper import ZooKeeperServer, find_zookeeper
+    def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
+        return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")
 
-        server = ZooKeeperServer(data_dir=str(self.dir / "zookeeper"), tick_time_ms=LAB_TICK_TIME_MS,
-                                 install=find_zookeeper())
-        server.start()
-        server.detach()
-        if server.container_id:  # a Docker ZooKeeper has no pid of ours; `down` stops it by container id
-            (self.dir / "zookeeper").mkdir(parents=True, exist_ok=True)
-            (self.dir / "zookeeper" / "container-id").write_text(server.container_id)
-        return server.connect_string, server.pid
+    def _start_zookeepers(self, cluster: ClusterFile, count: int, addresses: dict[str, str]) -> None:
+        """Start the lab's ZooKeeper servers, recording each in `cluster` (and cluster.json) once it runs.
+        In the lab network (`addresses`) each has an address of its own and ZooKeeper's usual ports."""
+        from zkbroker.lab.zookeeper import QuorumPeer, ZooKeeperServer, find_zookeeper, start_ensemble
+
+        install = find_zookeeper()
+        if count == 1:
+            node = zookeeper_node(1)
+            server = ZooKeeperServer(data_dir=str(self._zookeeper_dir(1, False)), tick_time_ms=LAB_TICK_TIME_MS,
+                                     install=install, host=addresses.get(node, HOST),
+                                     port=2181 if addresses else None, wrapper=self.network.wrapper(node))
+            servers = [server]
+            server.start()
+        else:
+            used: set[int] = set()
+            peers = tuple(QuorumPeer(i, addresses[zookeeper_node(i)], 2181, 2888, 3888) if addresses
+                          else QuorumPeer(i, HOST, *(_free_port_not_in(used) for _ in range(3)))
+                          for i in range(1, count + 1))
+            servers = [ZooKeeperServer(install, data_dir=self._zookeeper_dir(peer.id, True),
+                                       tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers,
+                                       wrapper=self.network.wrapper(zookeeper_node(peer.id))) for peer in peers]
+            start_ensemble(servers)
+        for server_id, server in enumerate(servers, start=1):
+            server.detach()
+            host, port = server.connect_string.rsplit(":", 1)
+            cluster.zookeepers.append(ZooKeeperEntry(server_id, host, int(port), server.pid))
+            if server.container_id:  # a Docker ZooKeeper has no pid of ours; `down` stops it by container id
+                (self.dir / "zookeeper").mkdir(parents=True, exist_ok=True)
+                (self.dir / "zookeeper" / "container-id").write_text(server.container_id)
+            if server.pid is not None:
+                self._record("process_started", node=f"zookeeper:{server_id}", pid=server.pid)
 
     def down(self) -> None:
-        """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper."""
+        """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper servers, then
+        remove the lab network's namespaces, veths, bridge and rules."""
         cluster = self.load()
+        try:
+            self._stop_processes(cluster)
+        finally:  # whatever happened to the processes, the namespaces, veths, bridge and rules go
+            if self.network.load() is not None:
+                self.network.destroy()
+        self.cluster_file.unlink(missing_ok=True)
+        self._record("lab_down")
+
+    def _stop_processes(self, cluster: ClusterFile) -> None:
         for entry in cluster.brokers:
             if entry.pid is not None:
                 stop_process(entry.pid, timeout_s=10.0)
         from zkbroker.lab.zookeeper import stop_container, stop_pid
 
-        if cluster.zookeeper_pid is not None:
-            stop_pid(cluster.zookeeper_pid, timeout=10.0)
+        for pid in {z.pid for z in cluster.zookeepers} | {cluster.zookeeper_pid}:
+            if pid is not None:
+                signal_process(pid, signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
+                stop_pid(pid, timeout=10.0)
         container = self.dir / "zookeeper" / "container-id"
         if container.exists():
             stop_container(container.read_text().strip(), timeout=10.0)
             container.unlink()
-        self.cluster_file.unlink(missing_ok=True)
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
-        pids = [b.pid for b in cluster.brokers] + [cluster.zookeeper_pid]
+        pids = [b.pid for b in cluster.brokers] + [z.pid for z in cluster.zookeepers] + [cluster.zookeeper_pid]
         return any(pid is not None and process_state(pid) != "dead" for pid in pids)
+
+    # ---- the lab network -------------------------------------------------------------------------------------
+
+    @property
+    def network(self) -> LabNetwork:
+        return LabNetwork(self.dir)
+
+    def partition(self, node: str, peers: list[str], one_way: bool = False) -> Partition:
+        """Drop traffic between `node` and each of `peers` (only what `node` sends, with `one_way`)."""
+        self.load()
+        partition = Partition(node, tuple(peers), one_way)
+        try:
+            self.network.partition(partition)
+        except NetworkError as e:
+            raise LabError(str(e)) from None
+        self._record("fault_applied", fault="partition", node=node, peers=list(peers), one_way=one_way)
+        return partition
+
+    def heal(self, node: str | None = None) -> list[Partition]:
+        """Remove every partition, or those involving `node`; returns those removed."""
+        self.load()
+        try:
+            healed = self.network.heal(node)
+        except NetworkError as e:
+            raise LabError(str(e)) from None
+        for p in healed:
+            self._record("fault_healed", fault="partition", node=p.node, peers=list(p.peers), one_way=p.one_way)
+        return healed
+
+    # ---- the timeline ---------------------------------------------------------------------------------------
+
+    @property
+    def timeline_file(self) -> Path:
+        return timeline.path_in(self.dir)
+
+    def _record(self, kind: str, source: str = "lab", **fields: object) -> None:
+        timeline.append(self.timeline_file, source, kind, **fields)
+
+    def _record_zookeeper_roles(self, cluster: ClusterFile) -> list[dict]:
+        """Ask each of the lab's ZooKeeper servers its role; append a `zookeeper_role` event for each role
+        that differs from the last one the timeline holds for that server. Returns every server's state."""
+        from zkbroker.lab.zookeeper import server_role
+
+        last = {e.get("server"): e.get("role") for e in timeline.read(self.timeline_file)
+                if e.get("kind") == "zookeeper_role"}
+        servers = []
+        for z in cluster.zookeepers:
+            process = process_state(z.pid) if z.pid is not None else "unknown"
+            role = "down" if process in ("dead", "paused") else server_role(z.port, z.host, timeout=1.0)
+            if last.get(z.id) != role:
+                self._record("zookeeper_role", source=f"zookeeper:{z.id}", server=z.id, role=role)
+            servers.append({"id": z.id, "host": z.host, "port": z.port, "pid": z.pid, "process": process,
+                            "role": role})
+        return servers
 
     # ---- one broker ----------------------------------------------------------------------------------------
 
@@ -171,10 +316,8 @@ class LabCluster:
 
     def _signal(self, broker_id: int, sig: signal.Signals) -> BrokerEntry:
         entry = self.load().broker(broker_id)
-        if entry.pid is None or not signal_process(entry.pid, sig):
-            raise LabError(f"Broker {broker_id} is not running")
-        if sig == signal.SIGKILL:
-            wait_until(lambda: process_state(entry.pid) == "dead", 5.0)
+        _send(f"Broker {broker_id}", entry.pid, sig)
+        self._record(_SIGNAL_EVENTS[sig], node=f"broker:{broker_id}", pid=entry.pid, signal=sig.name)
         return entry
 
     def stop(self, broker_id: int, timeout_s: float = 30.0) -> BrokerEntry:
@@ -183,6 +326,7 @@ class LabCluster:
         if entry.pid is None or process_state(entry.pid) == "dead":
             raise LabError(f"Broker {broker_id} is not running")
         stop_process(entry.pid, timeout_s=timeout_s)
+        self._record("process_stopped", node=f"broker:{broker_id}", pid=entry.pid, signal="SIGTERM")
         return entry
 
     def start(self, broker_id: int, timeout_s: float = 60.0) -> BrokerEntry:
@@ -196,30 +340,113 @@ class LabCluster:
         self._wait_usable(cluster, [broker_id], timeout_s)
         return entry
 
-    def _write_broker_config(self, zk_connect: str, broker_id: int, port: int,
+    # ---- one ZooKeeper server -------------------------------------------------------------------------------
+
+    def kill_zookeeper(self, server_id: int) -> ZooKeeperEntry:
+        return self._signal_zookeeper(server_id, signal.SIGKILL)
+
+    def pause_zookeeper(self, server_id: int) -> ZooKeeperEntry:
+        return self._signal_zookeeper(server_id, signal.SIGSTOP)
+
+    def resume_zookeeper(self, server_id: int) -> ZooKeeperEntry:
+        return self._signal_zookeeper(server_id, signal.SIGCONT)
+
+    def _signal_zookeeper(self, server_id: int, sig: signal.Signals) -> ZooKeeperEntry:
+        cluster = self.load()
+        entry = cluster.zookeeper_server(server_id)
+        _send(f"ZooKeeper server {server_id}", entry.pid, sig)
+        self._record(_SIGNAL_EVENTS[sig], node=f"zookeeper:{server_id}", pid=entry.pid, signal=sig.name)
+        self._settle_zookeeper_roles(cluster)
+        return entry
+
+    def stop_zookeeper(self, server_id: int, timeout_s: float = 10.0) -> ZooKeeperEntry:
+        """Stop one ZooKeeper server with SIGTERM."""
+        from zkbroker.lab.zookeeper import stop_pid
+
+        cluster = self.load()
+        entry = cluster.zookeeper_server(server_id)
+        if entry.pid is None or process_state(entry.pid) == "dead":
+            raise LabError(f"ZooKeeper server {server_id} is not running")
+        signal_process(entry.pid, signal.SIGCONT)
+        stop_pid(entry.pid, timeout=timeout_s)
+        self._record("process_stopped", node=f"zookeeper:{server_id}", pid=entry.pid, signal="SIGTERM")
+        self._settle_zookeeper_roles(cluster)
+        return entry
+
+    def start_zookeeper(self, server_id: int, timeout_s: float = 60.0) -> tuple[ZooKeeperEntry, bool]:
+        """Start a stopped or killed ZooKeeper server again with its data dir (its znodes, its sessions).
+
+        Returns the entry and whether it serves: a member of an ensemble serves only once a majority of the
+        ensemble runs, so it is awaited only then.
+        """
+        from zkbroker.lab.zookeeper import ZooKeeperServer, find_zookeeper, read_peers
+
+        cluster = self.load()
+        entry = cluster.zookeeper_server(server_id)
+        if entry.pid is None:
+            raise LabError(f"ZooKeeper server {server_id} runs in Docker; the lab cannot start it again")
+        if process_state(entry.pid) != "dead":
+            raise LabError(f"ZooKeeper server {server_id} is already running (pid {entry.pid})")
+        ensemble = len(cluster.zookeepers) > 1
+        data_dir = self._zookeeper_dir(server_id, ensemble)
+        peers = read_peers((data_dir / "zoo.cfg").read_text(), {z.id: z.port for z in cluster.zookeepers})
+        server = ZooKeeperServer(find_zookeeper(), port=entry.port, data_dir=data_dir, host=entry.host,
+                                 tick_time_ms=LAB_TICK_TIME_MS, myid=server_id if ensemble else None, peers=peers,
+                                 wrapper=self.network.wrapper(zookeeper_node(server_id)))
+        running = 1 + sum(1 for z in cluster.zookeepers
+                          if z.id != server_id and z.pid is not None and process_state(z.pid) == "running")
+        quorum = running > len(cluster.zookeepers) // 2
+        if quorum:
+            server.start(timeout_s)
+        else:
+            server.launch()
+        server.detach()
+        entry.pid = server.pid
+        if len(cluster.zookeepers) == 1:
+            cluster.zookeeper_pid = entry.pid
+        self.save(cluster)
+        self._record("process_started", node=f"zookeeper:{server_id}", pid=entry.pid)
+        self._settle_zookeeper_roles(cluster)
+        return entry, quorum
+
+    def _settle_zookeeper_roles(self, cluster: ClusterFile, timeout_s: float = 10.0) -> None:
+        """After a ZooKeeper fault, give the ensemble a moment to elect (when a majority runs) and record the
+        roles it ends with."""
+        from zkbroker.lab.zookeeper import server_role
+
+        alive = [z for z in cluster.zookeepers if z.pid is not None and process_state(z.pid) == "running"]
+        if len(alive) > len(cluster.zookeepers) // 2:
+            wait_until(lambda: all(server_role(z.port, z.host, 1.0) not in ("looking", "down") for z in alive),
+                       timeout_s, interval_s=0.1)
+        self._record_zookeeper_roles(cluster)
+
+    def _write_broker_config(self, zk_connect: str, broker_id: int, host: str, port: int,
                              overrides: dict[str, str]) -> BrokerEntry:
         broker_dir = self.dir / f"broker-{broker_id}"
         broker_dir.mkdir(parents=True, exist_ok=True)
         props = {
             "broker.id": str(broker_id),
             "port": str(port),
-            "host.name": HOST,
-            "advertised.host.name": HOST,
+            "host.name": host,
+            "advertised.host.name": host,
             "log.dirs": str(broker_dir / "data"),
             "zookeeper.connect": zk_connect,
         }
         props.update(overrides)
         config = broker_dir / "server.properties"
         config.write_text("# written by `zkbroker lab up`\n" + "".join(f"{k}={v}\n" for k, v in props.items()))
-        return BrokerEntry(broker_id, HOST, int(props["port"]), None, str(config))
+        return BrokerEntry(broker_id, host, int(props["port"]), None, str(config))
 
     def _spawn_broker(self, entry: BrokerEntry) -> int:
         log_path = Path(entry.config).parent / "server.log"
+        env = {**os.environ, timeline.ENV_VAR: str(self.timeline_file)}
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "zkbroker", "server", entry.config],
+                [*self.network.wrapper(broker_node(entry.id)), sys.executable, "-m", "zkbroker", "server",
+                 entry.config],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=str(self.dir))
+                start_new_session=True, cwd=str(self.dir), env=env)
+        self._record("process_started", node=f"broker:{entry.id}", pid=proc.pid)
         return proc.pid
 
     def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float) -> None:
@@ -245,29 +472,85 @@ class LabCluster:
     # ---- status --------------------------------------------------------------------------------------------
 
     def status(self) -> dict:
-        """Controller and epoch, each broker (process state, registration) and each partition's leader/ISR."""
+        """Each ZooKeeper server's role, the controller and epoch, each broker (process state, registration)
+        and each partition's leader/ISR. Without a ZooKeeper quorum only what the processes tell is known:
+        `zookeeper_reachable` is false and `registered` null."""
         cluster = self.load()
         out: dict = {"zookeeper": cluster.zookeeper, "zookeeper_pid": cluster.zookeeper_pid,
+                     "zookeepers": self._record_zookeeper_roles(cluster), "zookeeper_reachable": True,
+                     "network": self._network_status(),
                      "controller": None, "controller_epoch": None, "brokers": [], "topics": []}
-        with _zk(cluster.zookeeper) as zk:
-            registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
-            data = _get(zk, paths.CONTROLLER)
-            if data is not None:
-                try:
-                    out["controller"] = ControllerRegistration.decode(data).broker_id
-                except ZnodeFormatError:
-                    pass
-            epoch = _get(zk, paths.CONTROLLER_EPOCH)
-            if epoch is not None:
-                out["controller_epoch"] = decode_controller_epoch(epoch)
-            for entry in cluster.brokers:
-                state = process_state(entry.pid) if entry.pid is not None else "dead"
-                out["brokers"].append({"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid,
-                                       "process": state, "registered": entry.id in registered,
-                                       "alive": state == "running" and entry.id in registered})
-            for topic in _children(zk, paths.BROKER_TOPICS):
-                out["topics"].append(_topic_status(zk, topic))
+        try:
+            with _zk(cluster.zookeeper, timeout_s=5.0 if cluster.zookeepers else 10.0) as zk:
+                self._zookeeper_status(zk, cluster, out)
+        except LabError:
+            if not cluster.zookeepers:
+                raise
+            out["zookeeper_reachable"] = False
+            out["brokers"] = [_broker_row(entry, None) for entry in cluster.brokers]
         return out
+
+    def _network_status(self) -> dict | None:
+        state = self.network.load()
+        if state is None:
+            return None
+        return {"subnet": state.subnet, "bridge": state.bridge, "clients": state.addresses[CLIENTS],
+                "partitions": [p.describe() for p in state.partitions]}
+
+    def _zookeeper_status(self, zk: KazooClient, cluster: ClusterFile, out: dict) -> None:
+        registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
+        data = _get(zk, paths.CONTROLLER)
+        if data is not None:
+            try:
+                out["controller"] = ControllerRegistration.decode(data).broker_id
+            except ZnodeFormatError:
+                pass
+        epoch = _get(zk, paths.CONTROLLER_EPOCH)
+        if epoch is not None:
+            out["controller_epoch"] = decode_controller_epoch(epoch)
+        out["brokers"] = [_broker_row(entry, registered) for entry in cluster.brokers]
+        for topic in _children(zk, paths.BROKER_TOPICS):
+            out["topics"].append(_topic_status(zk, topic))
+
+
+def _broker_row(entry: BrokerEntry, registered: set[int] | None) -> dict:
+    """A broker's line of `status`; `registered` is None when ZooKeeper cannot be asked."""
+    state = process_state(entry.pid) if entry.pid is not None else "dead"
+    known = registered is not None
+    return {"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid, "process": state,
+            "registered": entry.id in registered if known else None,
+            "alive": state == "running" and entry.id in registered if known else None}
+
+
+def _check_network_privilege() -> None:
+    from zkbroker.lab.network import check_privilege
+
+    try:
+        check_privilege()
+    except NetworkError as e:
+        raise LabError(str(e)) from None
+
+
+_SIGNAL_EVENTS = {signal.SIGKILL: "process_killed", signal.SIGSTOP: "process_paused",
+                  signal.SIGCONT: "process_resumed"}
+
+
+def _send(what: str, pid: int | None, sig: signal.Signals) -> None:
+    if pid is None or not signal_process(pid, sig):
+        raise LabError(f"{what} is not running")
+    if sig == signal.SIGKILL:
+        wait_until(lambda: process_state(pid) == "dead", 5.0)
+
+
+def _free_port_not_in(used: set[int]) -> int:
+    """A free port on HOST that no other server of the ensemble was given."""
+    while True:
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in used:
+            used.add(port)
+            return port
 
 
 def _topic_status(zk: KazooClient, topic: str) -> dict:
@@ -287,12 +570,14 @@ def _topic_status(zk: KazooClient, topic: str) -> dict:
 class _zk:
     """A short-lived kazoo client for one lab command."""
 
-    def __init__(self, connect: str) -> None:
-        self.client = KazooClient(hosts=connect, timeout=10.0)
+    def __init__(self, connect: str, timeout_s: float = 10.0) -> None:
+        # kazoo warns of every refused connection; a lab command reports the one outcome instead.
+        self.client = KazooClient(hosts=connect, timeout=10.0, logger=_QUIET_KAZOO)
+        self.timeout_s = timeout_s
 
     def __enter__(self) -> KazooClient:
         try:
-            self.client.start(timeout=10.0)
+            self.client.start(timeout=self.timeout_s)
         except Exception as e:
             raise LabError(f"Cannot reach the lab's ZooKeeper at {self.client.hosts}: {e}") from None
         return self.client
@@ -300,6 +585,11 @@ class _zk:
     def __exit__(self, *exc) -> None:
         self.client.stop()
         self.client.close()
+
+
+_QUIET_KAZOO = logging.getLogger("zkbroker.lab.kazoo")
+_QUIET_KAZOO.addHandler(logging.NullHandler())
+_QUIET_KAZOO.propagate = False
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:

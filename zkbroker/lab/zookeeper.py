@@ -1,4 +1,4 @@
-"""The ZooKeeper launcher: finds an Apache ZooKeeper and runs a standalone server on 127.0.0.1.
+"""The ZooKeeper launcher: finds an Apache ZooKeeper and runs a standalone server or an ensemble member.
 
 Kafka 0.8.2 keeps all cluster metadata in ZooKeeper, so the lab, the demo and the integration tests run a
 real ZooKeeper server, never a fake. It comes from, in this order:
@@ -36,6 +36,7 @@ DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_CONF = Path("/etc/zookeeper/conf")
 DOCKER_IMAGE = "zookeeper:3.8"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+QUORUM_MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"  # an ensemble member
 LOG_FILE = "zookeeper.log"  # ZooKeeper's own log, in its data dir
 OUT_FILE = "zookeeper.out"  # the JVM's stdout and stderr, in its data dir
 
@@ -212,14 +213,41 @@ def apt_install_zookeeper() -> bool:
 # -- configuration (pure) -------------------------------------------------------------------------------
 
 
-def zoo_cfg(port: int, data_dir: Path, tick_time_ms: int = 2000, max_session_timeout_ms: int = 60000) -> str:
-    """The zoo.cfg of a standalone lab server on 127.0.0.1."""
+@dataclass(frozen=True)
+class QuorumPeer:
+    """One member of an ensemble as every member's zoo.cfg names it: ``server.ID=HOST:QUORUM:ELECTION``."""
+
+    id: int  # its myid, 1..N
+    host: str
+    client_port: int
+    quorum_port: int  # followers connect to the leader here
+    election_port: int  # leader election
+
+    def cfg_line(self) -> str:
+        return f"server.{self.id}={self.host}:{self.quorum_port}:{self.election_port}"
+
+
+_PEER_LINE = re.compile(r"^server\.(\d+)=([^:\s]+):(\d+):(\d+)$", re.MULTILINE)
+
+
+def read_peers(cfg: str, client_ports: Mapping[int, int]) -> tuple[QuorumPeer, ...]:
+    """The ensemble a zoo.cfg describes (empty for a standalone server); zoo.cfg names each member's quorum
+    and election ports, ``client_ports`` (by myid) the client ports."""
+    return tuple(QuorumPeer(int(i), host, client_ports[int(i)], int(q), int(e))
+                 for i, host, q, e in _PEER_LINE.findall(cfg))
+
+
+def zoo_cfg(port: int, data_dir: Path, tick_time_ms: int = 2000, max_session_timeout_ms: int = 60000,
+            host: str = "127.0.0.1", peers: tuple[QuorumPeer, ...] = ()) -> str:
+    """The zoo.cfg of a lab server listening on ``host``: standalone, or a member of the ensemble ``peers``."""
+    # A follower has initLimit ticks to sync with a new leader and syncLimit ticks to answer it afterwards.
+    ensemble = ["initLimit=20", "syncLimit=10", *(peer.cfg_line() for peer in peers)] if peers else []
     return "\n".join(
         [
             f"tickTime={tick_time_ms}",
             f"dataDir={data_dir}",
             f"clientPort={port}",
-            "clientPortAddress=127.0.0.1",
+            f"clientPortAddress={host}",
             # ZooKeeper clamps a client's requested session timeout into [min, max]: min is its own
             # default (2 ticks), max must let brokers keep their 6-30 s zookeeper.session.timeout.ms.
             f"minSessionTimeout={2 * tick_time_ms}",
@@ -227,6 +255,7 @@ def zoo_cfg(port: int, data_dir: Path, tick_time_ms: int = 2000, max_session_tim
             "maxClientCnxns=0",  # many brokers and clients from one IP; 0 means no limit
             "admin.enableServer=false",  # the Jetty admin server needs another port and more jars
             "4lw.commands.whitelist=*",  # `ruok`/`conf`/`srvr`/`mntr` for readiness checks and lab status
+            *ensemble,
             "",
         ]
     )
@@ -261,7 +290,7 @@ def _logback_xml(log_file: Path) -> str:
     )
 
 
-def java_command(install: ZooKeeperInstall, data_dir: Path) -> list[str]:
+def java_command(install: ZooKeeperInstall, data_dir: Path, ensemble: bool = False) -> list[str]:
     """The command line that runs ``data_dir/zoo.cfg``, logging to ``data_dir/zookeeper.log``."""
     return [
         install.java or "java",
@@ -271,7 +300,7 @@ def java_command(install: ZooKeeperInstall, data_dir: Path) -> list[str]:
         f"-Dlogback.configurationFile={data_dir / 'logback.xml'}",
         "-cp",
         os.pathsep.join(install.classpath),
-        MAIN_CLASS,
+        QUORUM_MAIN_CLASS if ensemble else MAIN_CLASS,
         str(data_dir / "zoo.cfg"),
     ]
 
@@ -289,6 +318,23 @@ def four_letter_word(word: str, port: int, host: str = "127.0.0.1", timeout: flo
     return b"".join(chunks).decode(errors="replace")
 
 
+def server_role(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> str:
+    """What ``srvr`` says the server is: ``leader``, ``follower``, ``standalone`` or ``observer``;
+    ``looking`` while it answers but serves nothing (no quorum yet); ``down`` when it does not answer."""
+    try:
+        answer = four_letter_word("srvr", port, host, timeout)
+    except OSError:
+        return "down"
+    return parse_srvr_mode(answer)
+
+
+def parse_srvr_mode(answer: str) -> str:
+    match = re.search(r"^Mode: (\w+)", answer, re.MULTILINE)
+    if match:
+        return match.group(1)
+    return "looking" if "not currently serving" in answer else "down"
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -296,8 +342,11 @@ def _free_port() -> int:
 
 
 class ZooKeeperServer:
-    """A standalone ZooKeeper server on 127.0.0.1 with its own data dir: a local JVM, or a container when
-    ``install`` is the Docker image (then ``pid`` is None and ``container_id`` names it).
+    """A ZooKeeper server with its own data dir: a local JVM, or a container when ``install`` is the Docker
+    image (then ``pid`` is None and ``container_id`` names it). Standalone on ``host`` (127.0.0.1 by
+    default); with ``peers`` (which include itself, as ``myid``) a member of an ensemble, listening on its
+    peer's host and client port. ``wrapper`` prefixes the JVM's command line (``ip netns exec NS`` runs it in a network
+    namespace; the JVM keeps its own pid, since ``ip netns exec`` execs it).
 
     It is stopped (and a temporary data dir removed) when the interpreter exits, unless :meth:`detach` was
     called. Usable as a context manager::
@@ -314,10 +363,26 @@ class ZooKeeperServer:
         data_dir: str | Path | None = None,
         tick_time_ms: int = 2000,
         max_session_timeout_ms: int = 60000,
+        host: str = "127.0.0.1",
+        myid: int | None = None,
+        peers: tuple[QuorumPeer, ...] = (),
+        wrapper: tuple[str, ...] = (),
     ) -> None:
         self.install = install or find_zookeeper()
         self.tick_time_ms = tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
+        self.myid = myid
+        self.peers = peers
+        self.wrapper = wrapper
+        me = next((peer for peer in peers if peer.id == myid), None)
+        if peers and me is None:
+            raise ValueError(f"myid {myid} is not one of the ensemble's servers {[p.id for p in peers]}")
+        if peers and self.install.kind == "docker":
+            raise ZooKeeperNotFound("An ensemble needs a local ZooKeeper (the Debian package or ZOOKEEPER_HOME), "
+                                    "not the Docker image.")
+        self.host = me.host if me else host
+        if me is not None:
+            port = me.client_port
         self._port = port
         self._port_fixed = port is not None
         self._temp_data_dir = data_dir is None and self.install.kind != "docker"
@@ -382,6 +447,23 @@ class ZooKeeperServer:
                 )
             time.sleep(0.1 if self._port_fixed else 0)
 
+    def launch(self) -> None:
+        """Start the process without waiting for it to serve: an ensemble member serves only once a
+        majority of its peers runs, so :func:`start_ensemble` launches them all before waiting."""
+        if not self._port_fixed:
+            raise RuntimeError("launch() needs a fixed port (an ensemble member's); use start()")
+        if not self._at_exit_registered:
+            atexit.register(self.close)
+            self._at_exit_registered = True
+        self._runner.launch(self.port)
+
+    def wait_serving(self, timeout: float = 30.0) -> ZooKeeperServer:
+        """Wait until a launched server serves requests; :class:`ZooKeeperStartError` otherwise."""
+        if not self._wait_until_serving(time.monotonic() + timeout):
+            raise ZooKeeperStartError(f"ZooKeeper could not bind {self.host}:{self.port}; "
+                                      f"end of its log:\n{self._runner.log_tail()}")
+        return self
+
     def _wait_until_serving(self, deadline: float) -> bool:
         while True:
             if self._runner.serving(self.port):
@@ -393,7 +475,7 @@ class ZooKeeperServer:
             if time.monotonic() >= deadline:
                 self._runner.terminate(5.0)
                 # On a loaded machine the JVM may report the failed bind just as time runs out: say so.
-                what = (f"could not bind 127.0.0.1:{self.port}" if self._runner.bind_failed()
+                what = (f"could not bind {self.host}:{self.port}" if self._runner.bind_failed()
                         else f"did not answer on {self.connect_string} in time")
                 raise ZooKeeperStartError(f"ZooKeeper {what}; end of its log:\n{self._runner.log_tail()}")
             time.sleep(0.02)
@@ -444,13 +526,14 @@ class ZooKeeperServer:
 
 
 class _JavaProcess:
-    """Runs ZooKeeperServerMain in a JVM of its own session, logging into the data dir."""
+    """Runs ZooKeeperServerMain (QuorumPeerMain in an ensemble) in a JVM of its own session, logging into
+    the data dir."""
 
-    host = "127.0.0.1"
     container_id = None
 
     def __init__(self, server: ZooKeeperServer) -> None:
         self._server = server
+        self.host = server.host
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_offset = (0, 0)
 
@@ -462,7 +545,10 @@ class _JavaProcess:
         server, data_dir = self._server, self._server.data_dir
         assert data_dir is not None
         data_dir.mkdir(parents=True, exist_ok=True)
-        (data_dir / "zoo.cfg").write_text(zoo_cfg(port, data_dir, server.tick_time_ms, server.max_session_timeout_ms))
+        (data_dir / "zoo.cfg").write_text(zoo_cfg(port, data_dir, server.tick_time_ms, server.max_session_timeout_ms,
+                                                  server.host, server.peers))
+        if server.peers:
+            (data_dir / "myid").write_text(f"{server.myid}\n")
         (data_dir / "log4j.properties").write_text(_log4j_properties(data_dir / LOG_FILE))
         (data_dir / "logback.xml").write_text(_logback_xml(data_dir / LOG_FILE))
         self._log_offset = _size(data_dir / LOG_FILE), _size(data_dir / OUT_FILE)
@@ -470,7 +556,7 @@ class _JavaProcess:
             # A session of its own keeps the terminal's Ctrl-C away from it (we stop it ourselves) and lets
             # a detached server survive the command that started it.
             self._proc = subprocess.Popen(
-                java_command(server.install, data_dir),
+                [*server.wrapper, *java_command(server.install, data_dir, ensemble=bool(server.peers))],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -481,7 +567,8 @@ class _JavaProcess:
     def serving(self, port: int) -> bool:
         # `conf` (not just `ruok`) proves the answer comes from *our* server: it names our data dir.
         try:
-            return f"dataDir={self._server.data_dir}/version-2\n" in four_letter_word("conf", port, timeout=0.5)
+            answer = four_letter_word("conf", port, self.host, timeout=0.5)
+            return f"dataDir={self._server.data_dir}/version-2\n" in answer
         except OSError:
             return False
 
@@ -622,6 +709,20 @@ class _DockerContainer:
             return self._start_error or "(no container)"
         stdout, stderr = self._container.get_logs()
         return "\n".join((stdout + stderr).decode(errors="replace").splitlines()[-lines:])
+
+
+def start_ensemble(servers: list[ZooKeeperServer], timeout: float = 60.0) -> None:
+    """Launch every member, then wait until each serves (they elect a leader once a majority runs)."""
+    try:
+        for server in servers:
+            server.launch()
+        deadline = time.monotonic() + timeout
+        for server in servers:
+            server.wait_serving(max(0.0, deadline - time.monotonic()))
+    except BaseException:
+        for server in servers:
+            server.close()
+        raise
 
 
 def stop_pid(pid: int, timeout: float = 10.0) -> bool:

@@ -12,11 +12,15 @@ from zkbroker.lab.zookeeper import (
     DOCKER_IMAGE,
     JVM_FLAGS,
     MAIN_CLASS,
+    QUORUM_MAIN_CLASS,
+    QuorumPeer,
     ZooKeeperInstall,
     ZooKeeperNotFound,
     find_java,
     find_zookeeper,
     java_command,
+    parse_srvr_mode,
+    read_peers,
     zoo_cfg,
 )
 
@@ -250,3 +254,27 @@ def test_java_command_logs_to_the_data_dir(tmp_path: Path) -> None:
     assert f"-Dlog4j.configuration=file:{tmp_path / 'log4j.properties'}" in command
     assert f"-Dlogback.configurationFile={tmp_path / 'logback.xml'}" in command
     assert command[-4:] == ["-cp", "/etc/zk:/j/zookeeper.jar", MAIN_CLASS, str(tmp_path / "zoo.cfg")]
+
+
+def test_zoo_cfg_for_an_ensemble_member_names_every_peer(tmp_path: Path) -> None:
+    peers = (QuorumPeer(1, "10.0.0.2", 2181, 2888, 3888), QuorumPeer(2, "10.0.0.3", 2181, 2888, 3888))
+
+    cfg = zoo_cfg(2181, tmp_path, 500, host="10.0.0.2", peers=peers)
+
+    assert "clientPortAddress=10.0.0.2" in cfg.splitlines()
+    assert "server.1=10.0.0.2:2888:3888" in cfg.splitlines() and "server.2=10.0.0.3:2888:3888" in cfg.splitlines()
+    assert read_peers(cfg, {1: 2181, 2: 2182}) == (peers[0], QuorumPeer(2, "10.0.0.3", 2182, 2888, 3888))
+    assert read_peers(zoo_cfg(2181, tmp_path), {}) == ()
+
+
+def test_an_ensemble_member_runs_quorum_peer_main(tmp_path: Path) -> None:
+    install = ZooKeeperInstall("debian", "3.8.0", "/j/zookeeper.jar", ("/j/zookeeper.jar",), "/usr/bin/java")
+
+    assert java_command(install, tmp_path, ensemble=True)[-2] == QUORUM_MAIN_CLASS
+
+
+def test_srvr_mode_is_the_role() -> None:
+    assert parse_srvr_mode("Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.0/0\nMode: leader\nNode count: 5\n") \
+        == "leader"
+    assert parse_srvr_mode("Mode: standalone\n") == "standalone"
+    assert parse_srvr_mode("This ZooKeeper instance is not currently serving requests\n") == "looking"

@@ -1,0 +1,140 @@
+"""The scenario TOML schema: a good file loads whole; anything unknown fails with the file, the line and the
+names allowed there."""
+
+from __future__ import annotations
+
+import pytest
+
+from zkbroker.lab.scenario import CONDITIONS, STEPS, ScenarioError, load_scenario, parse_scenario
+
+KAFKA_1211 = '''\
+name = "kafka-1211"
+source = "KAFKA-1211"
+summary = "An acknowledged write lost by high-watermark truncation"
+
+[cluster]
+brokers = 2
+config = { "zookeeper.session.timeout.ms" = 3000 }
+
+[modes."0.8"]
+config = { "replication.truncation" = "high-watermark", "unclean.leader.election.enable" = true }
+expect = "lost"
+
+[modes.fixed]
+config = { "replication.truncation" = "leader-epoch" }
+expect = "ok"
+max_unavailable_ms = 20000
+
+[[steps]]
+action = "create_topic"
+topic = "t"
+replicas = [[2, 1]]
+narrate = "One partition on brokers 2 (leader) and 1"
+
+[[steps]]
+action = "produce"
+topic = "t"
+count = 2
+acks = "all"
+narrate = "m1 and m2 are acknowledged once both replicas have them"
+
+[[steps]]
+action = "kill"
+broker = 1
+narrate = "Broker 1 crashes before its next fetch brings it the new HW"
+
+[[steps]]
+action = "wait"
+condition = "isr_excludes"
+topic = "t"
+partition = 0
+broker = 1
+timeout_ms = 20000
+
+[[steps]]
+action = "partition"
+node = "broker:2"
+from = ["zookeeper"]
+mode = "0.8"
+'''
+
+
+def scenario_with_step(step: str) -> str:
+    return KAFKA_1211 + "\n[[steps]]\n" + step
+
+
+def fails(text: str, match: str) -> str:
+    with pytest.raises(ScenarioError, match=match) as failure:
+        parse_scenario(text, "s.toml")
+    return str(failure.value)
+
+
+def test_a_scenario_loads_with_its_cluster_modes_and_steps(tmp_path):
+    path = tmp_path / "kafka-1211.toml"
+    path.write_text(KAFKA_1211)
+    scenario = load_scenario(path)
+    assert (scenario.name, scenario.source, scenario.brokers, scenario.zookeepers) == ("kafka-1211", "KAFKA-1211",
+                                                                                        2, 1)
+    assert scenario.config == {"zookeeper.session.timeout.ms": "3000"}
+    assert scenario.modes["0.8"].config == {"replication.truncation": "high-watermark",
+                                            "unclean.leader.election.enable": "true"}
+    assert (scenario.modes["0.8"].expect, scenario.modes["fixed"].expect) == ("lost", "ok")
+    assert scenario.modes["fixed"].max_unavailable_ms == 20000
+    assert [s.action for s in scenario.steps] == ["create_topic", "produce", "kill", "wait", "partition"]
+    produce = scenario.steps[1]
+    assert produce.fields == {"topic": "t", "count": 2, "acks": "all"}
+    assert produce.narrate == "m1 and m2 are acknowledged once both replicas have them"
+    assert produce.line == 25  # its `action =` line
+    assert scenario.steps[4].mode == "0.8" and scenario.file == str(path)
+
+
+def test_an_unknown_step_names_the_file_the_line_and_the_steps():
+    message = fails(scenario_with_step('action = "explode"\nbroker = 1\n'), "unknown step 'explode'")
+    line = KAFKA_1211.count("\n") + 3
+    assert message.startswith(f"s.toml:{line}: ")
+    assert message.endswith("allowed: " + ", ".join(STEPS))
+
+
+def test_an_unknown_field_of_a_step_names_its_line_and_the_fields_of_that_step():
+    message = fails(scenario_with_step('action = "kill"\nbroker = 1\nsignal = "SIGTERM"\n'),
+                    "unknown field of a kill step 'signal'")
+    assert message.startswith(f"s.toml:{KAFKA_1211.count(chr(10)) + 5}: ")
+    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper")
+
+
+def test_an_unknown_top_level_or_cluster_field_names_its_line():
+    message = fails(KAFKA_1211.replace("brokers = 2", "brokers = 2\nbrokres = 3"), "unknown field 'brokres'")
+    assert message.startswith("s.toml:7: ") and message.endswith("allowed: brokers, zookeepers, network, config")
+    message = fails("title = 'x'\n" + KAFKA_1211, "unknown field 'title'")
+    assert message.startswith("s.toml:1: ") and "allowed: name, source, summary" in message
+
+
+def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_ones():
+    assert fails(KAFKA_1211.replace('[modes.fixed]', '[modes."0.9"]'), "unknown mode '0.9'").startswith("s.toml:13:")
+    message = fails(KAFKA_1211.replace('expect = "ok"', 'expect = "fine"'), "unknown verdict 'fine'")
+    assert message.startswith("s.toml:15: ")
+    message = fails(scenario_with_step('action = "wait"\ncondition = "sunny"\n'), "unknown condition 'sunny'")
+    assert message.endswith(", ".join(CONDITIONS))
+    fails(scenario_with_step('action = "fault"\npoint = "nap"\nbroker = 1\n'), "unknown fault point 'nap'")
+
+
+def test_types_required_fields_and_one_process_are_checked():
+    fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = "two"\n'), "count must be an integer")
+    fails(scenario_with_step('action = "produce"\ntopic = "t"\n'), "missing 'count'")
+    fails(scenario_with_step('action = "kill"\n'), "names one process: broker or zookeeper")
+    fails(scenario_with_step('action = "kill"\nbroker = 1\nzookeeper = 2\n'), "names one process")
+    fails(scenario_with_step('action = "sleep"\nms = true\n'), "ms must be an integer")
+    fails(scenario_with_step('action = "heal"\nmode = "fixed "\n'), "mode 'fixed ' is not one of")
+    fails(KAFKA_1211.replace("brokers = 2", "zookeepers = 2"), "zookeepers must be one of 1, 3, 5")
+
+
+def test_one_mode_needs_a_reason_and_bad_toml_names_its_line():
+    one_mode = KAFKA_1211.split("[modes.fixed]")[0] + KAFKA_1211.split('max_unavailable_ms = 20000\n')[1]
+    fails(one_mode, "says why in why_one_mode")
+    assert parse_scenario('why_one_mode = "no fix exists"\n' + one_mode).why_one_mode == "no fix exists"
+    assert fails(KAFKA_1211 + "\n[[steps]\n", "not valid TOML").startswith(f"s.toml:{KAFKA_1211.count(chr(10)) + 2}:")
+
+
+def test_a_missing_file_is_one_sentence(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read the scenario"):
+        load_scenario(tmp_path / "nope.toml")

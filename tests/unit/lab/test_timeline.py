@@ -1,0 +1,111 @@
+"""DIR/timeline.jsonl: DESIGN §10's shape, safe appends from many processes, and the plain-words lines."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+
+import pytest
+
+from zkbroker import timeline
+from zkbroker.lab.narration import clock, describe, format_line
+
+
+def test_an_event_is_one_line_with_ts_source_kind_then_its_fields(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    before = time.time() * 1000 - 0.1  # ts is rounded to 0.1 ms
+    timeline.append(path, "broker:2", "truncated", topic="t", partition=0, **{"from": 42, "to": 41},
+                    reason="high-watermark truncation on becoming a follower")
+    (line,) = path.read_text().splitlines()
+    event = json.loads(line)
+    assert list(event) == ["ts", "source", "kind", "topic", "partition", "from", "to", "reason"]
+    assert before <= event["ts"] <= time.time() * 1000
+    assert (event["source"], event["kind"], event["to"]) == ("broker:2", "truncated", 41)
+    with pytest.raises(ValueError, match="ts"):
+        timeline.encode("lab", "x", {"ts": 1})
+
+
+def test_emit_writes_only_inside_a_lab(tmp_path, monkeypatch):
+    path = tmp_path / "timeline.jsonl"
+    monkeypatch.delenv(timeline.ENV_VAR, raising=False)
+    timeline.emit("broker:1", "hw_moved", topic="t", partition=0, **{"from": 1, "to": 2})
+    assert not path.exists()
+    monkeypatch.setenv(timeline.ENV_VAR, str(path))
+    timeline.emit("broker:1", "hw_moved", topic="t", partition=0, **{"from": 1, "to": 2})
+    assert [e["kind"] for e in timeline.read(path)] == ["hw_moved"]
+
+
+def _append_many(path: str, source: str, count: int) -> None:
+    for i in range(count):
+        timeline.append(path, source, "produce_acked", topic="t", partition=0, offset=i, acks=-1,
+                        padding="x" * 3000)  # long lines: a torn or interleaved write would show
+
+
+def test_several_processes_append_whole_lines(tmp_path):
+    path = str(tmp_path / "timeline.jsonl")
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_append_many, args=(path, f"client:{n}", 200)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    events = timeline.read(path)
+    assert len(events) == 800
+    for n in range(4):
+        assert [e["offset"] for e in events if e["source"] == f"client:{n}"] == list(range(200))
+
+
+def test_read_leaves_out_a_line_still_being_written(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    timeline.append(path, "lab", "lab_down")
+    with open(path, "a") as f:
+        f.write('{"ts": 1, "source": "la')
+    assert [e["kind"] for e in timeline.read(path)] == ["lab_down"]
+
+
+def test_follow_yields_what_is_there_then_what_comes(tmp_path):
+    path = tmp_path / "timeline.jsonl"
+    timeline.append(path, "lab", "process_started", node="broker:1", pid=10)
+    events = timeline.follow(path, poll_s=0.01)
+    assert next(events)["pid"] == 10
+    timeline.append(path, "lab", "process_killed", node="broker:1", pid=10, signal="SIGKILL")
+    assert next(events)["kind"] == "process_killed"
+
+
+@pytest.mark.parametrize(("event", "words"), [
+    ({"kind": "truncated", "topic": "t", "partition": 0, "from": 42, "to": 41,
+      "reason": "high-watermark truncation on becoming a follower"},
+     "Truncating log t-0 to offset 41 (from 42): high-watermark truncation on becoming a follower"),
+    ({"kind": "isr_changed", "topic": "t", "partition": 0, "broker": 1, "from": [1, 2, 3], "isr": [1]},
+     "Partition [t,0] on broker 1: Shrinking ISR for partition [t,0] from 1,2,3 to 1"),
+    ({"kind": "isr_changed", "topic": "t", "partition": 0, "from": [1], "isr": [1, 2]},
+     "Partition [t,0]: Expanding ISR for partition [t,0] from 1 to 1,2"),
+    ({"kind": "broker_registered", "broker": 2, "session": 255, "host": "10.0.0.2", "port": 9092},
+     "Registered broker 2 at path /brokers/ids/2 with address 10.0.0.2:9092. (session 0xff)"),
+    ({"kind": "controller_elected", "broker": 3, "epoch": 7},
+     "[Controller 3]: Broker 3 starting become controller state transition; Controller 3 incremented epoch to 7"),
+    ({"kind": "leader_changed", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 5, "isr": [2, 3],
+      "zk_version": 9}, "Partition [t,1]: leader 2, leader epoch 5, ISR 2,3, zkVersion 9"),
+    ({"kind": "produce_acked", "topic": "t", "partition": 0, "offset": 41, "acks": -1},
+     "Partition [t,0]: offset 41 acknowledged (acks=-1)"),
+    ({"kind": "fault_applied", "fault": "partition", "node": "broker:2", "peers": ["zookeeper"], "one_way": False},
+     "Applied partition: broker:2 cut off from zookeeper (both directions)"),
+    ({"kind": "fault_healed", "fault": "partition", "node": "broker:2", "peers": ["broker:1"], "one_way": True},
+     "Healed partition: broker:2 cut off from broker:1 (what it sends is dropped)"),
+    ({"kind": "zookeeper_role", "server": 2, "role": "leader"}, "ZooKeeper server 2 is leader (LEADING)"),
+    ({"kind": "zookeeper_role", "server": 3, "role": "down"}, "ZooKeeper server 3 is down (does not answer)"),
+    ({"kind": "process_killed", "node": "zookeeper:1", "pid": 12, "signal": "SIGKILL"},
+     "zookeeper:1 killed with SIGKILL (pid 12)"),
+    ({"kind": "something_new", "a": 1, "b": [1, 2]}, "something_new a=1 b=1,2"),
+    ({"kind": "truncated", "topic": "t"}, "truncated topic=t"),  # fields missing: shown as they are
+])
+def test_events_in_plain_words(event, words):
+    assert describe({"ts": 0, "source": "lab", **event}) == words
+
+
+def test_a_line_is_the_time_the_source_and_the_words():
+    ts = 1795467553765.2
+    line = format_line({"ts": ts, "source": "broker:2", "kind": "lab_down"})
+    assert line.startswith(f"{clock(ts)} broker:2      Lab stopped")
+    assert clock(ts).endswith(".765")

@@ -1,0 +1,230 @@
+"""The checker (DESIGN §10): what a run's history says about safety and availability, as pure logic.
+
+Inputs are what the runner collects: every produce attempt with its acknowledgement (or error), each
+partition's records as read from every replica's log, its high watermark and final leader, and the
+timeline. Every record value is unique within a run (the producers number them), so a record is found by
+its bytes wherever it ended up. The report names:
+
+- acknowledged-but-lost records, each with the timeline event that lost it (a truncation covering its
+  offset, or the election of a leader that never had it);
+- duplicates (one value at several offsets of what a consumer reads);
+- unacknowledged records that were stored anyway (no anomaly for acks=all; Jepsen counts them);
+- replica divergence below the high watermark (two replicas holding different bytes at one offset);
+- unavailability windows: gaps between acknowledgements on a partition, longer than a threshold, while
+  writes to it were attempted; and partitions left with no leader or with writes never acknowledged.
+
+The verdict is `ok` or the gravest anomaly: lost, divergent, duplicated, stuck, unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from zkbroker.lab.narration import clock
+from zkbroker.topic_partition import TopicPartition
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One record a producer tried to write: acked_at/offset set when acknowledged, failed_at/error when the
+    producer gave up on it (neither: still unanswered when the run ended)."""
+
+    topic: str
+    partition: int
+    value: bytes
+    sent_at: float  # epoch ms
+    acked_at: float | None = None
+    offset: int | None = None
+    failed_at: float | None = None
+    error: str | None = None
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.acked_at is not None
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition at the end of a run: each replica's log ({offset: value}), the HW and the leader
+    (None when the partition has none)."""
+
+    topic: str
+    partition: int
+    high_watermark: int
+    leader: int | None
+    replicas: Mapping[int, Mapping[int, bytes]]
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def readable(self) -> dict[int, bytes]:
+        """What a consumer reads: the leader's log below the HW (nothing without a leader)."""
+        log = self.replicas.get(self.leader, {}) if self.leader is not None else {}
+        return {offset: value for offset, value in log.items() if offset < self.high_watermark}
+
+
+@dataclass(frozen=True)
+class Loss:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes
+    cause: str
+
+    def as_json(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset, "cause": self.cause}
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    topic: str
+    partition: int
+    value: bytes
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    topic: str
+    partition: int
+    offset: int
+    values: Mapping[int, bytes | None]  # broker -> what its log holds at the offset
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time during which writes to a partition were attempted and none was acknowledged; `end` is None
+    when the run ended before an acknowledgement came."""
+
+    topic: str
+    partition: int
+    start: float
+    end: float | None
+    attempts: int
+
+    def length_ms(self, run_end: float) -> float:
+        return (self.end if self.end is not None else run_end) - self.start
+
+
+@dataclass
+class Report:
+    acknowledged: int = 0
+    losses: list[Loss] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    unacknowledged_stored: list[Attempt] = field(default_factory=list)
+    divergences: list[Divergence] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    leaderless: list[TopicPartition] = field(default_factory=list)
+    run_end: float = 0.0
+
+    @property
+    def unavailable_ms_max(self) -> float:
+        return max((w.length_ms(self.run_end) for w in self.windows), default=0.0)
+
+    def verdict(self, max_unavailable_ms: float | None = None) -> str:
+        if self.losses:
+            return "lost"
+        if self.divergences:
+            return "divergent"
+        if self.duplicates:
+            return "duplicated"
+        if self.leaderless or any(w.end is None for w in self.windows):
+            return "stuck"
+        if max_unavailable_ms is not None and self.unavailable_ms_max > max_unavailable_ms:
+            return "unavailable"
+        return "ok"
+
+    def as_json(self, max_unavailable_ms: float | None = None) -> dict:
+        """The per-run fields of `lab scenario run --json` that the checker decides (DESIGN §10)."""
+        return {"verdict": self.verdict(max_unavailable_ms), "acknowledged": self.acknowledged,
+                "lost": len(self.losses), "duplicated": len(self.duplicates), "divergent": len(self.divergences),
+                "unavailable_ms_max": round(self.unavailable_ms_max),
+                "losses": [loss.as_json() for loss in self.losses]}
+
+
+def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], events: Sequence[dict] = (),
+          gap_ms: float = 1000.0) -> Report:
+    """Check one run. `gap_ms`: a pause between acknowledgements shorter than this is not unavailability."""
+    states = {state.tp: state for state in partitions}
+    run_end = max([a.sent_at for a in attempts] + [a.acked_at or a.failed_at or 0 for a in attempts]
+                  + [e["ts"] for e in events], default=0.0)
+    report = Report(acknowledged=sum(1 for a in attempts if a.acknowledged), run_end=run_end)
+    by_partition: dict[TopicPartition, list[Attempt]] = {}
+    for attempt in attempts:
+        by_partition.setdefault(TopicPartition(attempt.topic, attempt.partition), []).append(attempt)
+
+    for tp, state in sorted(states.items()):
+        readable = state.readable()
+        where: dict[bytes, list[int]] = {}
+        for offset, value in sorted(readable.items()):
+            where.setdefault(value, []).append(offset)
+        report.duplicates += [Duplicate(tp.topic, tp.partition, value, tuple(offsets))
+                              for value, offsets in where.items() if len(offsets) > 1]
+        report.divergences += _divergences(state)
+        if state.leader is None:
+            report.leaderless.append(tp)
+        for attempt in by_partition.get(tp, []):
+            if attempt.acknowledged and attempt.value not in where and state.leader is not None:
+                report.losses.append(Loss(tp.topic, tp.partition, attempt.offset if attempt.offset is not None
+                                          else -1, attempt.value, _cause(attempt, state, events)))
+            elif not attempt.acknowledged and attempt.value in where:
+                report.unacknowledged_stored.append(attempt)
+    for tp, tp_attempts in sorted(by_partition.items()):
+        report.windows += _windows(tp, tp_attempts, gap_ms)
+    return report
+
+
+def _divergences(state: PartitionState) -> list[Divergence]:
+    """Offsets below the HW that every replica has written but not with the same bytes."""
+    out = []
+    logs = dict(state.replicas)
+    below = set().union(*(set(log) for log in logs.values())) if logs else set()
+    for offset in sorted(o for o in below if o < state.high_watermark):
+        values = {broker: log.get(offset) for broker, log in sorted(logs.items())}
+        present = {v for v in values.values() if v is not None}
+        if len(present) > 1:
+            out.append(Divergence(state.topic, state.partition, offset, values))
+    return out
+
+
+def _windows(tp: TopicPartition, attempts: list[Attempt], gap_ms: float) -> list[Window]:
+    acks = sorted(a.acked_at for a in attempts if a.acked_at is not None)
+    first_send = min(a.sent_at for a in attempts)
+    windows = []
+    # Between the first send (or an ack) and the next ack, was some write waiting longer than gap_ms?
+    for start, end in zip([first_send, *acks], [*acks, None]):
+        waiting = [a for a in attempts if a.sent_at >= start and (end is None or a.sent_at < end)
+                   and (a.acked_at is None or end is None or a.acked_at >= end)]
+        if not waiting:
+            continue
+        opened = min(a.sent_at for a in waiting)
+        if end is None:
+            if any(a.acked_at is None for a in waiting):
+                windows.append(Window(tp.topic, tp.partition, opened, None, len(waiting)))
+        elif end - opened > gap_ms:
+            windows.append(Window(tp.topic, tp.partition, opened, end, len(waiting)))
+    return windows
+
+
+def _cause(attempt: Attempt, state: PartitionState, events: Sequence[dict]) -> str:
+    """The timeline event that lost an acknowledged record, in words."""
+    offset = attempt.offset
+    name = f"{state.topic}-{state.partition} offset {offset}"
+    later = [e for e in events if e["ts"] >= (attempt.acked_at or 0) and e.get("topic") == state.topic
+             and e.get("partition") == state.partition]
+    truncations = [e for e in later if e["kind"] == "truncated" and offset is not None
+                   and e.get("to", 0) <= offset < e.get("from", offset + 1)]
+    if truncations:
+        on_leader = [e for e in truncations if e.get("source") == f"broker:{state.leader}"]
+        event = (on_leader or truncations)[-1]
+        broker = event["source"].partition(":")[2]
+        return f"{name} truncated on broker {broker} at {clock(event['ts'])}: {event.get('reason', 'truncation')}"
+    elections = [e for e in later if e["kind"] == "leader_changed"
+                 and attempt.value not in state.replicas.get(e.get("leader"), {}).values()]
+    if elections:
+        event = elections[0]
+        return (f"{name} was never on broker {event['leader']}, elected leader at {clock(event['ts'])} "
+                f"(leader epoch {event.get('leader_epoch')})")
+    return f"{name}: no event in the timeline explains the loss"

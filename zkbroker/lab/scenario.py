@@ -1,0 +1,268 @@
+"""Scenarios as data: the TOML schema of a failover-lab scenario and its loader (DESIGN §10).
+
+A scenario names its source, gives the cluster's shape, a configuration and an expected verdict per mode
+(`0.8` and `fixed`), and a list of steps, each with a narration line:
+
+    name = "kafka-1211"
+    source = "KAFKA-1211"
+    summary = "An acknowledged write lost by high-watermark truncation"
+
+    [cluster]
+    brokers = 2
+    config = { "zookeeper.session.timeout.ms" = "3000" }
+
+    [modes."0.8"]
+    config = { "replication.truncation" = "high-watermark" }
+    expect = "lost"
+
+    [modes.fixed]
+    config = { "replication.truncation" = "leader-epoch" }
+    expect = "ok"
+
+    [[steps]]
+    action = "produce"
+    topic = "t"
+    count = 2
+    acks = "all"
+    narrate = "m1 and m2 are acknowledged once both replicas have them"
+
+A scenario with one mode says why in `why_one_mode`. Anything the schema does not know fails to load with
+the file, the line and the names allowed there: a misspelt field must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, before it joined the standard library
+    import tomli as tomllib
+
+MODES = ("0.8", "fixed")
+VERDICTS = ("ok", "lost", "divergent", "duplicated", "stuck", "unavailable", "slow")
+ENSEMBLE_SIZES = (1, 3, 5)
+
+# What a wait or expect step can test, on ZooKeeper's state or a broker's.
+CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
+              "isr_contains", "isr_excludes", "isr_size", "zookeeper_quorum", "zookeeper_quorum_lost")
+# The lab control interface's fault points (issue 12, item 5).
+FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr", "delay_next_leader_and_isr",
+                "drop_next_update_metadata", "hold_controller_queue", "release_controller_queue",
+                "stop_before_zookeeper_write", "stop_after_zookeeper_write")
+
+_INT = (int,)
+_STR = (str,)
+_TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" (a broker) / "leader" (ZooKeeper)
+_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET}
+_COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
+
+# action -> ({field: allowed types}, required fields)
+STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
+    "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
+                      "config": (dict,)}, ("topic",)),
+    "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "client": _STR},
+                ("topic", "count")),
+    "kill": (_PROCESS, ()),
+    "pause": (_PROCESS, ()),
+    "resume": (_PROCESS, ()),
+    "start": (_PROCESS, ()),
+    "stop": (_PROCESS, ()),
+    "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
+    "heal": ({"node": _STR}, ()),
+    "fault": ({"point": _STR, "broker": _TARGET, "path": _STR}, ("point", "broker")),
+    "wait": ({"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
+              "timeout_ms": _INT}, ("condition",)),
+    "expect": ({"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT},
+               ("condition",)),
+    "sleep": ({"ms": _INT}, ("ms",)),
+}
+_PROCESS_ACTIONS = ("kill", "pause", "resume", "start", "stop")
+
+_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "cluster": (dict,),
+        "modes": (dict,), "steps": (list,)}
+_CLUSTER = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,)}
+_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT}
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message starts with `FILE:LINE:`."""
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    fields: dict[str, Any]
+    narrate: str = ""
+    mode: str | None = None  # a step of one mode only
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    config: dict[str, str]
+    expect: str
+    max_unavailable_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    source: str
+    summary: str
+    brokers: int
+    zookeepers: int
+    network: bool
+    config: dict[str, str]
+    modes: dict[str, ModeSpec]
+    steps: list[Step] = field(default_factory=list)
+    why_one_mode: str | None = None
+    file: str = ""
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read the scenario ({e.strerror})") from None
+    return parse_scenario(text, str(path))
+
+
+def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        line = re.search(r"at line (\d+)", str(e))
+        raise ScenarioError(f"{filename}:{line.group(1) if line else 1}: not valid TOML: {e}") from None
+    check = _Checker(text, filename)
+
+    check.fields(doc, _TOP, ())
+    for key in ("name", "source", "summary"):
+        check.require(doc, key, ())
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", doc["name"]):
+        check.fail((), "name", f"name {doc['name']!r} must be lower-case letters, digits, dots and dashes")
+
+    cluster = doc.get("cluster", {})
+    check.fields(cluster, _CLUSTER, ("cluster",))
+    zookeepers = cluster.get("zookeepers", 1)
+    if zookeepers not in ENSEMBLE_SIZES:
+        check.fail(("cluster",), "zookeepers", f"zookeepers must be one of {', '.join(map(str, ENSEMBLE_SIZES))}")
+    if cluster.get("brokers", 3) < 1:
+        check.fail(("cluster",), "brokers", "a scenario needs at least one broker")
+
+    modes_doc = doc.get("modes", {})
+    unknown = [m for m in modes_doc if m not in MODES]
+    if unknown:
+        check.fail(("modes", unknown[0]), None, f"unknown mode {unknown[0]!r}; allowed: {', '.join(MODES)}")
+    if not modes_doc:
+        check.fail((), None, "a scenario needs at least one of [modes.\"0.8\"] and [modes.fixed]")
+    modes = {}
+    for mode, spec in modes_doc.items():
+        check.fields(spec, _MODE, ("modes", mode))
+        check.require(spec, "expect", ("modes", mode))
+        if spec["expect"] not in VERDICTS:
+            check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
+        modes[mode] = ModeSpec(_settings(spec.get("config", {})), spec["expect"], spec.get("max_unavailable_ms"))
+    if len(modes) == 1 and "why_one_mode" not in doc:
+        check.fail((), None, "a scenario with one mode says why in why_one_mode")
+
+    steps = []
+    for index, step in enumerate(doc.get("steps", [])):
+        steps.append(_step(check, index, step, modes))
+    return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
+                    cluster.get("network", False), _settings(cluster.get("config", {})), modes, steps,
+                    doc.get("why_one_mode"), filename)
+
+
+def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec]) -> Step:
+    where = ("steps", index)
+    if not isinstance(step, dict):
+        check.fail(where, None, "each step is a [[steps]] table")
+    check.require(step, "action", where)
+    action = step["action"]
+    if action not in STEPS:
+        check.fail(where, "action", f"unknown step {action!r}; allowed: {', '.join(STEPS)}")
+    allowed, required = STEPS[action]
+    check.fields(step, {**_COMMON, **allowed}, where, what=f"field of a {action} step")
+    for key in required:
+        check.require(step, key, where)
+    if action in _PROCESS_ACTIONS and ("broker" in step) == ("zookeeper" in step):
+        check.fail(where, "action", f"a {action} step names one process: broker or zookeeper")
+    if step.get("mode") is not None and step["mode"] not in modes:
+        check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
+    if action in ("wait", "expect") and step["condition"] not in CONDITIONS:
+        check.fail(where, "condition", f"unknown condition {step['condition']!r}; allowed: {', '.join(CONDITIONS)}")
+    if action == "fault" and step["point"] not in FAULT_POINTS:
+        check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    fields = {k: v for k, v in step.items() if k not in _COMMON}
+    return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
+
+
+def _settings(config: dict) -> dict[str, str]:
+    """server.properties values as the lab's --config takes them (TOML's true/3000 become "true"/"3000")."""
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")  # a dotted key's parts; "0.8" stays whole
+
+
+class _Checker:
+    """Schema checks that fail with FILE:LINE: and the allowed names. tomllib keeps no positions, so the line
+    is found in the text: the table's header (the i-th for an array of tables), then the key within it."""
+
+    def __init__(self, text: str, filename: str) -> None:
+        self.lines = text.splitlines()
+        self.filename = filename
+
+    def fields(self, table: dict, allowed: dict[str, tuple[type, ...]], where: tuple, what: str = "field") -> None:
+        for key, value in table.items():
+            if key not in allowed:
+                self.fail(where, key, f"unknown {what} {key!r}; allowed: {', '.join(allowed)}")
+            types = allowed[key]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                names = " or ".join(_TYPE_NAMES[t] for t in types)
+                self.fail(where, key, f"{key} must be {names}, not {value!r}")
+
+    def require(self, table: dict, key: str, where: tuple) -> None:
+        if key not in table:
+            self.fail(where, None, f"missing {key!r}")
+
+    def fail(self, where: tuple, key: str | None, message: str) -> None:
+        raise ScenarioError(f"{self.filename}:{self.line(where, key)}: {message}")
+
+    def line(self, where: tuple, key: str | None) -> int:
+        start, end = self._block(where)
+        if key is not None:
+            pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+            for number in range(start, end):
+                if pattern.match(self.lines[number]):
+                    return number + 1
+        return start if where else 1  # the header's own line (1-based: the block starts after it)
+
+    def _block(self, where: tuple) -> tuple[int, int]:
+        """[first line, end) of the table at `where` (0-based), after its header; the top level before any."""
+        names = tuple(str(part) for part in where if not isinstance(part, int))
+        occurrence = next((part for part in where if isinstance(part, int)), 0)
+        start = 0 if not where else None
+        seen = 0
+        for number, text in enumerate(self.lines):
+            match = _HEADER.match(text)
+            if not match:
+                continue
+            if start is not None:
+                return start, number
+            header = tuple(part.strip("\"'") for part in _KEY_PART.findall(match.group(2)))
+            if header == names:
+                if seen == occurrence:
+                    start = number + 1
+                seen += 1
+        return (start if start is not None else 0), len(self.lines)
+
+
+_TYPE_NAMES = {int: "an integer", str: "a string", bool: "true or false", list: "a list", dict: "a table"}
