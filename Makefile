@@ -1,12 +1,13 @@
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
-# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py).
+# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py);
+# `make test` also installs the real tools the tests drive, kcat and docker-compose (see tests/real_tools.py).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper clean
+.PHONY: demo test unit integration bench lint zookeeper tools clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,16 +17,19 @@ $(STAMP): setup.cfg pyproject.toml
 zookeeper: $(STAMP)
 	@$(PY) -m zkbroker.lab.zookeeper ensure
 
+tools: $(STAMP)
+	@$(PY) -m tests.real_tools ensure
+
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
-test: $(STAMP) zookeeper lint
+test: $(STAMP) zookeeper tools lint
 	$(PY) -m pytest tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper
+integration: $(STAMP) zookeeper tools
 	$(PY) -m pytest tests/integration
 
 lint: $(STAMP)

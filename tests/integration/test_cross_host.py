@@ -11,7 +11,6 @@ bootstrapped from one broker and then ignored the registered hosts (connecting t
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import uuid
@@ -22,6 +21,7 @@ from consumer.simple import SimpleConsumer
 from tests.integration.clients import PYTHON_CLIENTS, Received
 from tests.integration.harness import Broker, create_topic
 from tests.integration.test_real_clients import assert_read_back, keyed_records
+from tests.real_tools import require
 from zkbroker.client.producer import Producer
 
 pytestmark = pytest.mark.integration
@@ -98,8 +98,7 @@ def test_our_producer_and_simple_consumer_reach_every_leader(cluster, zk_connect
 
 @pytest.mark.timeout(120)
 def test_kcat_bootstrapped_from_one_broker_reaches_every_leader(cluster):
-    kcat = shutil.which("kcat")
-    assert kcat, "kcat is not installed (Debian package kcat; `make test` installs it)"
+    kcat = require("kcat")
     serving, topic = cluster
     records = keyed_records(N_RECORDS, seed=13, text=True)
     lines = b"".join(k + b"\t" + v + b"\n" for k, v in records)

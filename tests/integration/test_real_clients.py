@@ -14,7 +14,6 @@ import base64
 import json
 import random
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 
 from tests.integration.clients import PYTHON_CLIENTS, ClientConfig, Received
 from tests.integration.harness import Broker, create_topic, list_offset, wait_for, wait_for_leaders
+from tests.real_tools import require
 from zkbroker.protocol.message_set import build_message_set, iter_entries, iter_messages
 
 pytestmark = pytest.mark.integration
@@ -144,9 +144,7 @@ def test_client_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(cl
 
 @pytest.mark.timeout(120)
 def test_kcat_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(brokers, zk_connect):
-    kcat = shutil.which("kcat")
-    if kcat is None:
-        pytest.skip("kcat is not installed (Debian package kcat)")
+    kcat = require("kcat")
     (broker,) = brokers(1)
     topic = new_topic()
     create_topic(zk_connect, topic, 3, 1, [broker])
