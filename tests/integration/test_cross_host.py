@@ -20,7 +20,7 @@ import pytest
 from consumer.simple import SimpleConsumer
 from tests.integration.clients import PYTHON_CLIENTS, Received
 from tests.integration.harness import Broker, create_topic
-from tests.integration.test_real_clients import assert_read_back, keyed_records
+from tests.integration.test_real_clients import assert_read_back, kcat_read_all, keyed_records
 from tests.real_tools import require
 from zkbroker.client.producer import Producer
 
@@ -106,12 +106,6 @@ def test_kcat_bootstrapped_from_one_broker_reaches_every_leader(cluster):
     done = subprocess.run([kcat, "-P", "-b", serving[0].bootstrap, "-t", topic, "-K", "\t", "-X", "acks=all"],
                           input=lines, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    done = subprocess.run([kcat, "-C", "-b", serving[1].bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-                           "-f", "%p\t%o\t%k\t%s\n"], capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    received = []
-    for line in done.stdout.splitlines():
-        p, o, k, v = line.split(b"\t")
-        received.append(Received(int(p), int(o), k, v))
+    received = kcat_read_all(kcat, serving[1].bootstrap, topic)
     assert {r.partition for r in received} == set(range(PARTITIONS))
     assert_read_back(records, received)

@@ -114,6 +114,19 @@ def new_topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def kcat_read_all(kcat: str, bootstrap: str, topic: str) -> list[Received]:
+    """Every record of every partition, read with kcat: -o beginning on every partition is kcat's assign()
+    from offset 0; -e stops at the end (the high watermark) of each."""
+    done = subprocess.run([kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+                           "-f", "%p\t%o\t%k\t%s\n"], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    received = []
+    for line in done.stdout.splitlines():
+        p, o, k, v = line.split(b"\t")
+        received.append(Received(int(p), int(o), k, v))
+    return received
+
+
 def round_trip(client: ClientConfig, broker: Broker, topic: str, records) -> None:
     quarter = len(records) // len(CODECS)
     acked: list[tuple[int, int]] = []
@@ -156,15 +169,7 @@ def test_kcat_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(brok
                                "-X", "acks=1", "-X", "linger.ms=5"],
                               input=lines, capture_output=True, timeout=60)
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    # -o beginning on every partition is kcat's assign() from offset 0; -e stops at the end of each.
-    done = subprocess.run([kcat, "-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-                           "-f", "%p\t%o\t%k\t%s\n"], capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    received = []
-    for line in done.stdout.splitlines():
-        p, o, k, v = line.split(b"\t")
-        received.append(Received(int(p), int(o), k, v))
-    assert_read_back(records, received)
+    assert_read_back(records, kcat_read_all(kcat, broker.bootstrap, topic))
     assert codecs_in_log(broker, topic, 3) == set(CODECS)
 
 
