@@ -1,12 +1,13 @@
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
-# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py).
+# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py);
+# `make test` also installs the real tools the tests drive, kcat, docker-compose, nft and ip (see tests/real_tools.py).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper network-tools clean
+.PHONY: demo test unit integration bench lint zookeeper tools clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,22 +17,20 @@ $(STAMP): setup.cfg pyproject.toml
 zookeeper: $(STAMP)
 	@$(PY) -m zkbroker.lab.zookeeper ensure
 
-# The lab network (`lab up --network`, partitions) needs root, iproute2 and nftables; as root we install them.
-network-tools:
-	@if [ "$$(id -u)" = 0 ] && ! command -v nft >/dev/null && command -v apt-get >/dev/null; then \
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 nftables >/dev/null; fi
+# The real tools the suite drives (kcat, docker-compose; nft and ip for the lab network), from Debian's packages.
+tools: $(STAMP)
+	@$(PY) -m tests.real_tools ensure
 
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
-test: $(STAMP) zookeeper network-tools lint
+test: $(STAMP) zookeeper tools lint
 	$(PY) -m pytest tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper network-tools
+integration: $(STAMP) zookeeper tools
 	$(PY) -m pytest tests/integration
 
 lint: $(STAMP)

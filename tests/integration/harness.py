@@ -55,6 +55,7 @@ class Broker:
                  # A controlled shutdown that cannot move leadership (the last broker of a test) retries quickly.
                  "controlled.shutdown.retry.backoff.ms": CONTROLLED_SHUTDOWN_BACKOFF_MS}
         props.update({k.replace("_", "."): v for k, v in overrides.items()})
+        self.host = str(props["host.name"])  # where the broker listens (a loopback alias in cross-host tests)
         self.config = self.dir / "server.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         self.log_path = self.dir / "server.log"
@@ -113,11 +114,11 @@ class Broker:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     def connection(self, timeout_s: float = 10.0) -> BrokerConnection:
         """A raw protocol connection (zkbroker's own BlockingChannel) to this broker."""
-        return BrokerConnection("127.0.0.1", self.port, client_id="test", timeout_s=timeout_s).connect()
+        return BrokerConnection(self.host, self.port, client_id="test", timeout_s=timeout_s).connect()
 
     def partition_dir(self, topic: str, partition: int) -> Path:
         return self.dir / "data" / f"{topic}-{partition}"

@@ -14,7 +14,6 @@ import base64
 import json
 import random
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 
 from tests.integration.clients import PYTHON_CLIENTS, ClientConfig, Received
 from tests.integration.harness import Broker, create_topic, list_offset, wait_for, wait_for_leaders
+from tests.real_tools import require
 from zkbroker.protocol.message_set import build_message_set, iter_entries, iter_messages
 
 pytestmark = pytest.mark.integration
@@ -114,6 +114,19 @@ def new_topic(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def kcat_read_all(kcat: str, bootstrap: str, topic: str) -> list[Received]:
+    """Every record of every partition, read with kcat: -o beginning on every partition is kcat's assign()
+    from offset 0; -e stops at the end (the high watermark) of each."""
+    done = subprocess.run([kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+                           "-f", "%p\t%o\t%k\t%s\n"], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    received = []
+    for line in done.stdout.splitlines():
+        p, o, k, v = line.split(b"\t")
+        received.append(Received(int(p), int(o), k, v))
+    return received
+
+
 def round_trip(client: ClientConfig, broker: Broker, topic: str, records) -> None:
     quarter = len(records) // len(CODECS)
     acked: list[tuple[int, int]] = []
@@ -144,9 +157,7 @@ def test_client_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(cl
 
 @pytest.mark.timeout(120)
 def test_kcat_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(brokers, zk_connect):
-    kcat = shutil.which("kcat")
-    if kcat is None:
-        pytest.skip("kcat is not installed (Debian package kcat)")
+    kcat = require("kcat")
     (broker,) = brokers(1)
     topic = new_topic()
     create_topic(zk_connect, topic, 3, 1, [broker])
@@ -158,15 +169,7 @@ def test_kcat_round_trips_100k_keyed_records_with_every_codec_byte_for_byte(brok
                                "-X", "acks=1", "-X", "linger.ms=5"],
                               input=lines, capture_output=True, timeout=60)
         assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    # -o beginning on every partition is kcat's assign() from offset 0; -e stops at the end of each.
-    done = subprocess.run([kcat, "-C", "-b", broker.bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-                           "-f", "%p\t%o\t%k\t%s\n"], capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-    received = []
-    for line in done.stdout.splitlines():
-        p, o, k, v = line.split(b"\t")
-        received.append(Received(int(p), int(o), k, v))
-    assert_read_back(records, received)
+    assert_read_back(records, kcat_read_all(kcat, broker.bootstrap, topic))
     assert codecs_in_log(broker, topic, 3) == set(CODECS)
 
 

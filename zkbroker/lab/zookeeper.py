@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkbroker.lab.debian import AptGetFailed, apt_get_install
+
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_CONF = Path("/etc/zookeeper/conf")
 DOCKER_IMAGE = "zookeeper:3.8"
@@ -192,22 +194,12 @@ def docker_daemon_answers(environ: Mapping[str, str] = os.environ, timeout: floa
 
 def apt_install_zookeeper() -> bool:
     """Install Debian's ``zookeeper`` package if we may (root, Debian/Ubuntu, apt-get); False if we may not."""
-    if os.geteuid() != 0 or not Path("/etc/debian_version").exists() or shutil.which("apt-get") is None:
-        return False
-    print("Installing ZooKeeper: apt-get install zookeeper (Debian package)...", file=sys.stderr, flush=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "zookeeper"]):
-        try:
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-        except subprocess.TimeoutExpired:
-            done = subprocess.CompletedProcess(command, 1, "", "timed out after 900 s")
-        if done.returncode != 0:
-            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise ZooKeeperNotFound(
-                f"`{' '.join(command)}` failed ({last[0]}): install ZooKeeper yourself, "
-                f"set ZOOKEEPER_HOME, or {_DOCKER_SENTENCE}."
-            )
-    return True
+    try:
+        return apt_get_install(["zookeeper"])
+    except AptGetFailed as error:
+        raise ZooKeeperNotFound(
+            f"{error}: install ZooKeeper yourself, set ZOOKEEPER_HOME, or {_DOCKER_SENTENCE}."
+        ) from None
 
 
 # -- configuration (pure) -------------------------------------------------------------------------------

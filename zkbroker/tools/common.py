@@ -1,4 +1,6 @@
-"""What the admin tools share: the ZooKeeper session, the topic filter, and Kafka's ways of printing."""
+"""What the admin tools share: the ZooKeeper session, the topic filter, Kafka's ways of printing, and reading
+listed znodes that may hold strangers (another client's foreign znode, unreadable data): each is skipped with
+one line on stderr naming it, and the tool shows everything else."""
 
 from __future__ import annotations
 
@@ -6,10 +8,14 @@ import argparse
 import contextlib
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from zkbroker import admin
+from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
+from zkbroker.zk.znodes import TopicAssignment, ZnodeFormatError
 
 # Kafka 0.8.2's tools open their ZkClient with 30 s session and connection timeouts.
 TOOL_ZK_TIMEOUT_MS = 30000
@@ -72,3 +78,54 @@ def read_json_file(path: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise ToolError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+
+
+# ---- strangers among the listed znodes --------------------------------------------------------------------------
+
+def skip_znode(path: str, why: str) -> None:
+    """Say, in one line on stderr, that the znode at `path` is left out and why."""
+    print(f"WARNING: skipping znode {path}: {why}", file=sys.stderr)
+
+
+def topic_names(zk: ZkClient, parent: str = paths.BROKER_TOPICS) -> list[str]:
+    """The children of `parent` (every topic, or a group's owners or offsets) that are legal topic names,
+    sorted; another (a foreign znode, such as one named `b'peers'`) is skipped with a warning."""
+    names = []
+    for name in zk.get_children(parent):
+        try:
+            admin.validate_topic_name(name)
+        except admin.AdminError as e:
+            skip_znode(f"{parent}/{name}", str(e))
+            continue
+        names.append(name)
+    return sorted(names)
+
+
+def read_partitions(zk: ZkClient, topic: str) -> dict[int, tuple[int, ...]] | None:
+    """The topic's partition -> replicas, None when it does not exist or is unreadable (warned). A partition
+    entry we cannot read (a non-integer id, replicas that are not broker ids) is skipped with a warning, and
+    the topic's other partitions are kept."""
+    path = paths.topic_path(topic)
+    data, stat = zk.get(path)
+    if stat is None:
+        return None
+    try:
+        return TopicAssignment.decode(data, path).partitions
+    except ZnodeFormatError as e:
+        error = e
+    try:
+        entries = json.loads(data or b"").get("partitions")
+    except (ValueError, AttributeError):
+        entries = None
+    if not isinstance(entries, dict):
+        skip_znode(path, str(error))
+        return None
+    partitions: dict[int, tuple[int, ...]] = {}
+    for key, replicas in entries.items():
+        # One entry at a time through the one decoder of the znode, so each is judged as the broker judges it.
+        try:
+            one = json.dumps({"partitions": {key: replicas}}).encode()
+            partitions.update(TopicAssignment.decode(one, path).partitions)
+        except ZnodeFormatError as e:
+            skip_znode(path, f"{e}; the topic's other partitions are shown")
+    return partitions

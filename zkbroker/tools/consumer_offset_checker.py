@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import argparse
 
+from zkbroker import admin
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.tools.common import ToolError, integer, zookeeper
+from zkbroker.tools.common import ToolError, integer, read_partitions, skip_znode, topic_names, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import BrokerRegistration, LeaderIsrState, TopicAssignment, ZnodeFormatError, decode_offset
+from zkbroker.zk.znodes import BrokerRegistration, LeaderIsrState, ZnodeFormatError, decode_offset
 
 ROW = "%-15s %-30s %-3s %-15s %-15s %-15s %s"
 
@@ -54,20 +55,23 @@ def run(args: argparse.Namespace) -> int:
     with zookeeper(args.zookeeper) as zk:
         if zk.kazoo.exists(paths.consumer_group_path(group)) is None:
             raise ToolError(f"Consumer group {group} does not exist in ZooKeeper")
-        if args.topic:
-            topics = [t for t in args.topic.split(",") if t]
-        else:
-            topics = zk.get_children(paths.consumer_group_path(group) + "/owners")
+        owners = paths.consumer_group_path(group) + "/owners"
+        topics = [t for t in args.topic.split(",") if t] if args.topic else topic_names(zk, owners)
         partitions = {}
         for topic in topics:
-            data, _ = zk.get(paths.topic_path(topic))
-            if data is None:
+            found = read_partitions(zk, topic)
+            if found is not None:
+                partitions[topic] = sorted(found)
+            elif admin.topic_exists(zk, topic):
+                continue  # unreadable: read_partitions said so
+            elif args.topic:
                 raise ToolError(f"Topic {topic} does not exist")
-            partitions[topic] = sorted(TopicAssignment.decode(data, paths.topic_path(topic)).partitions)
+            else:
+                skip_znode(f"{owners}/{topic}", f"topic {topic} does not exist")
         checker = _Checker(zk, group, timeout_s)
         try:
             print(ROW % ("Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"))
-            for topic in sorted(topics):
+            for topic in sorted(partitions):
                 for pid in partitions[topic]:
                     checker.print_partition(topic, pid)
             if args.broker_info:
@@ -89,23 +93,27 @@ class _Checker:
         self._connections: dict[int, BrokerConnection] = {}
 
     def offset(self, topic: str, pid: int) -> str:
-        data, _ = self.zk.get(paths.consumer_offset_path(self.group, topic, pid))
+        path = paths.consumer_offset_path(self.group, topic, pid)
+        data, _ = self.zk.get(path)
         if data is not None:
             try:
                 return str(decode_offset(data))
-            except ZnodeFormatError:
+            except ZnodeFormatError as e:
+                skip_znode(path, str(e))
                 return "unknown"
         if self.zk.kazoo.exists(paths.consumer_offsets_path(self.group, topic)) is not None:
             return "-1"
         return "unknown"
 
     def leader(self, topic: str, pid: int) -> int | None:
-        data, _ = self.zk.get(paths.partition_state_path(topic, pid))
+        path = paths.partition_state_path(topic, pid)
+        data, _ = self.zk.get(path)
         if data is None:
             return None
         try:
             leader = LeaderIsrState.decode(data).leader
-        except ZnodeFormatError:
+        except ZnodeFormatError as e:
+            skip_znode(path, str(e))
             return None
         return leader if leader >= 0 else None
 

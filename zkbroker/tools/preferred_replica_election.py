@@ -20,7 +20,7 @@ import sys
 from kazoo.exceptions import NodeExistsError
 
 from zkbroker import admin
-from zkbroker.tools.common import ToolError, read_json_file, scala_set, tp_string, zookeeper
+from zkbroker.tools.common import ToolError, read_json_file, scala_set, skip_znode, topic_names, tp_string, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import ZnodeFormatError, decode_preferred_election, encode_preferred_election
@@ -86,8 +86,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _all_partitions(zk: ZkClient) -> set[tuple[str, int]]:
     """ZkUtils.getAllPartitions: the partitions that have a `partitions/<p>` node."""
-    return {(topic, int(p)) for topic in admin.all_topics(zk)
-            for p in zk.get_children(paths.partitions_path(topic)) if p.isdigit()}
+    out = set()
+    for topic in topic_names(zk):
+        for child in zk.get_children(paths.partitions_path(topic)):
+            if child.isdigit():
+                out.add((topic, int(child)))
+            else:
+                skip_znode(f"{paths.partitions_path(topic)}/{child}", "not a partition id")
+    return out
 
 
 def _assignment(zk: ZkClient, topic: str) -> dict | None:

@@ -20,7 +20,7 @@ import sys
 from kazoo.exceptions import NodeExistsError
 
 from zkbroker import admin
-from zkbroker.tools.common import ToolError, read_json_file, scala_set, tp_string, zookeeper
+from zkbroker.tools.common import ToolError, read_json_file, read_partitions, scala_set, tp_string, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import PartitionReplicas, ZnodeFormatError, decode_reassignment, encode_reassignment
@@ -100,7 +100,7 @@ def _zk_data(assignment: dict[tuple[str, int], tuple[int, ...]]) -> str:
 def _current_assignment(zk: ZkClient, topics) -> dict[tuple[str, int], tuple[int, ...]]:
     out = {}
     for topic in sorted(set(topics)):
-        for partition, replicas in (admin.read_assignment(zk, topic) or {}).items():
+        for partition, replicas in (read_partitions(zk, topic) or {}).items():
             out[(topic, partition)] = replicas
     return out
 

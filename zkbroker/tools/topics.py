@@ -25,7 +25,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker import admin
 from zkbroker.config import TOPIC_CONFIGS, validate_topic_config
-from zkbroker.tools.common import ToolError, integer, topic_filter, zookeeper
+from zkbroker.tools.common import ToolError, integer, read_partitions, skip_znode, topic_filter, topic_names, zookeeper
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
@@ -129,7 +129,7 @@ def _configs_to_delete(args: argparse.Namespace) -> list[str]:
 
 def _matching(zk: ZkClient, pattern: str | None) -> list[str]:
     """getTopics: every topic, sorted, filtered by --topic when given."""
-    topics = sorted(admin.all_topics(zk))
+    topics = topic_names(zk)
     if pattern is None:
         return topics
     allowed = topic_filter(pattern)
@@ -217,16 +217,17 @@ def _describe(args: argparse.Namespace) -> int:
             raise ToolError(f"Topic {args.topic} doesn't exist!")
         live = set(admin.live_broker_ids(zk))
         for topic in topics:
-            try:
-                assignment = admin.read_assignment(zk, topic)
-            except admin.AdminError as e:
-                print(f"Topic {topic} has an unreadable assignment: {e}", file=sys.stderr)
-                continue
+            assignment = read_partitions(zk, topic)
             if assignment is None:
-                print(f"Topic {topic} doesn't exist!")
-                continue
+                if not admin.topic_exists(zk, topic):
+                    print(f"Topic {topic} doesn't exist!")
+                continue  # else unreadable: read_partitions said so
             if describe_configs:
-                configs = admin.fetch_topic_config(zk, topic)
+                try:
+                    configs = admin.fetch_topic_config(zk, topic)
+                except admin.AdminError as e:
+                    skip_znode(paths.topic_config_path(topic), str(e))
+                    configs = {}
                 if not with_overrides or configs:
                     replication_factor = len(assignment[min(assignment)]) if assignment else 0
                     print(f"Topic:{topic}\tPartitionCount:{len(assignment)}\tReplicationFactor:{replication_factor}"
@@ -250,12 +251,15 @@ def _read_states(zk: ZkClient, topic: str, partitions: list[int]) -> dict[int, t
     pending = {p: zk.kazoo.get_async(paths.partition_state_path(topic, p)) for p in partitions}
     out = {}
     for partition, result in pending.items():
+        out[partition] = (None, ())
         try:
             data, _ = result.get()
             state = LeaderIsrState.decode(data)
             out[partition] = (state.leader, state.isr)
-        except (NoNodeError, ZnodeFormatError):
-            out[partition] = (None, ())
+        except NoNodeError:
+            pass
+        except ZnodeFormatError as e:
+            skip_znode(paths.partition_state_path(topic, partition), str(e))
     return out
 
 
