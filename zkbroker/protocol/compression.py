@@ -11,19 +11,25 @@
   write whichever the magic asks for and accept either when reading.
 
 Snappy and LZ4 blocks come from ``cramjam`` (one Rust-backed wheel for both); LZ4 frames are
-assembled here because the broken checksum is not something a frame library will write.
+assembled here because the broken checksum is not something a frame library will write. Reading needs
+only a *decoder* of raw snappy blocks and standard LZ4 frames -- Kafka's framings (xerial blocks, the
+old header checksum) are undone here -- and falls back to pyarrow's codecs when cramjam is missing: a
+Spark executor that has only pyspark and pyarrow reads every codec (gzip is the standard library's
+``zlib`` in both cases; pyarrow's gzip codec is the same zlib, and wants the decompressed size Kafka
+does not record).
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any, Protocol
 
 from .errors import LocalProtocolError, RemoteProtocolError
 
 try:
     import cramjam
-except ImportError:  # gzip still works; snappy and lz4 say what is missing when used
+except ImportError:  # reading falls back to pyarrow; writing snappy or lz4 says what is missing
     cramjam = None
 
 __all__ = [
@@ -32,7 +38,9 @@ __all__ = [
     "CODEC_NONE",
     "CODEC_SNAPPY",
     "CODEC_NAMES",
+    "Decoder",
     "compress",
+    "decoders",
     "decompress",
     "xxh32",
 ]
@@ -46,10 +54,10 @@ CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", C
 Buffer = bytes | bytearray | memoryview
 
 
-def _cramjam(codec: str, local: bool) -> object:
+def _cramjam(codec: str) -> object:
+    """cramjam, for compressing (decompressing has a fallback: see Decoder)."""
     if cramjam is None:
-        error = LocalProtocolError if local else RemoteProtocolError
-        raise error(f"{codec} needs the cramjam package")
+        raise LocalProtocolError(f"{codec} needs the cramjam package")
     return cramjam
 
 
@@ -107,7 +115,7 @@ _UINT32_LE = struct.Struct("<I")
 
 
 def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
-    lz4 = _cramjam("lz4", local=True).lz4  # type: ignore[attr-defined]
+    lz4 = _cramjam("lz4").lz4  # type: ignore[attr-defined]
     descriptor = bytes((_LZ4_FLG, _LZ4_BD))
     checked = _LZ4_MAGIC + descriptor if broken_checksum else descriptor
     parts = [_LZ4_MAGIC, descriptor, bytes(((xxh32(checked) >> 8) & 0xFF,))]
@@ -123,8 +131,7 @@ def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_decompress(data: Buffer) -> bytes:
-    lz4 = _cramjam("lz4", local=False).lz4  # type: ignore[attr-defined]
+def _lz4_decompress(data: Buffer, decoder: Decoder) -> bytes:
     frame = bytearray(data)
     if len(frame) < 7 or frame[:4] != _LZ4_MAGIC:
         raise RemoteProtocolError("lz4: not an LZ4 frame")
@@ -134,10 +141,7 @@ def _lz4_decompress(data: Buffer) -> bytes:
         raise RemoteProtocolError("lz4: truncated frame header")
     # Accept the pre-KIP-57 checksum by rewriting the header checksum to the correct one.
     frame[end] = (xxh32(frame[4:end]) >> 8) & 0xFF
-    try:
-        return bytes(lz4.decompress(bytes(frame)))
-    except cramjam.DecompressionError as exc:
-        raise RemoteProtocolError(f"lz4: {exc}") from None
+    return decoder.lz4_frame(bytes(frame))
 
 
 # -- snappy ---------------------------------------------------------------------------------------
@@ -148,7 +152,7 @@ _INT32 = struct.Struct(">i")
 
 
 def _snappy_compress(data: Buffer) -> bytes:
-    snappy = _cramjam("snappy", local=True).snappy  # type: ignore[attr-defined]
+    snappy = _cramjam("snappy").snappy  # type: ignore[attr-defined]
     parts = [_XERIAL_HEADER]
     view = memoryview(data)
     for start in range(0, len(view), _XERIAL_BLOCK):
@@ -157,23 +161,29 @@ def _snappy_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block(snappy: object, block: memoryview) -> bytes:
-    # A raw block starts with its uncompressed length; no snappy op expands more than ~22x, so a
-    # larger claim is corrupt, and refusing it first keeps a forged length from allocating.
-    try:
-        declared = snappy.decompress_raw_len(block)  # type: ignore[attr-defined]
-        if declared > 32 * len(block) + 64:
-            raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
-        return bytes(snappy.decompress_raw(block))  # type: ignore[attr-defined]
-    except cramjam.DecompressionError as exc:
-        raise RemoteProtocolError(f"snappy: {exc}") from None
+def _snappy_length(block: memoryview) -> int:
+    """The uncompressed length a raw snappy block starts with (a little-endian base-128 varint)."""
+    length = 0
+    for i, byte in enumerate(block[:5]):
+        length |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            return length
+    raise RemoteProtocolError("snappy: corrupt block length")
 
 
-def _snappy_decompress(data: Buffer) -> bytes:
-    snappy = _cramjam("snappy", local=False).snappy  # type: ignore[attr-defined]
+def _snappy_block(block: memoryview, decoder: Decoder) -> bytes:
+    # No snappy op expands more than ~22x, so a larger claim is corrupt, and refusing it first
+    # keeps a forged length from allocating.
+    declared = _snappy_length(block)
+    if declared > 32 * len(block) + 64:
+        raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
+    return decoder.snappy_block(block, declared)
+
+
+def _snappy_decompress(data: Buffer, decoder: Decoder) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_HEADER[:8]:
-        return _snappy_block(snappy, view)
+        return _snappy_block(view, decoder)
     out = []
     pos = 16
     while pos < len(view):
@@ -183,9 +193,95 @@ def _snappy_decompress(data: Buffer) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(view):
             raise RemoteProtocolError("snappy: truncated xerial block")
-        out.append(_snappy_block(snappy, view[pos : pos + size]))
+        out.append(_snappy_block(view[pos : pos + size], decoder))
         pos += size
     return b"".join(out)
+
+
+# -- decoders: raw snappy blocks and standard LZ4 frames ------------------------------------------
+
+
+class Decoder(Protocol):
+    """What reading needs of a compression library; failures raise RemoteProtocolError."""
+
+    name: str
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        """A raw snappy block whose uncompressed length (from its header) is ``length``."""
+
+    def lz4_frame(self, frame: bytes) -> bytes:
+        """A standard LZ4 frame (header checksum already the correct one)."""
+
+
+class _CramjamDecoder:
+    name = "cramjam"
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        try:
+            return bytes(cramjam.snappy.decompress_raw(block))
+        except cramjam.DecompressionError as exc:
+            raise RemoteProtocolError(f"snappy: {exc}") from None
+
+    def lz4_frame(self, frame: bytes) -> bytes:
+        try:
+            return bytes(cramjam.lz4.decompress(frame))
+        except cramjam.DecompressionError as exc:
+            raise RemoteProtocolError(f"lz4: {exc}") from None
+
+
+class _ArrowDecoder:
+    name = "pyarrow"
+
+    def __init__(self, pa: Any) -> None:
+        self._pa = pa
+        self._snappy = pa.Codec("snappy")
+        self._errors = (OSError, pa.ArrowException)
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        try:
+            return self._snappy.decompress(block, length, asbytes=True)
+        except self._errors as exc:
+            raise RemoteProtocolError(f"snappy: {exc}") from None
+
+    def lz4_frame(self, frame: bytes) -> bytes:
+        pa = self._pa
+        try:
+            return pa.input_stream(pa.py_buffer(frame), compression="lz4").read()
+        except self._errors as exc:
+            raise RemoteProtocolError(f"lz4: {exc}") from None
+
+
+def decoders() -> list[Decoder]:
+    """The decoders this interpreter can use, the preferred (cramjam, the faster) first."""
+    found: list[Decoder] = [_CramjamDecoder()] if cramjam is not None else []
+    try:
+        import pyarrow
+    except ImportError:
+        return found
+    if pyarrow.Codec.is_available("snappy") and pyarrow.Codec.is_available("lz4_frame"):
+        found.append(_ArrowDecoder(pyarrow))
+    return found
+
+
+class _Missing:
+    name = "none"
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        raise RemoteProtocolError("snappy needs the cramjam or the pyarrow package")
+
+    def lz4_frame(self, frame: bytes) -> bytes:
+        raise RemoteProtocolError("lz4 needs the cramjam or the pyarrow package")
+
+
+_decoder: Decoder | None = None
+
+
+def _default_decoder() -> Decoder:
+    # Chosen on first use, not at import: the broker never imports pyarrow unless it must.
+    global _decoder
+    if _decoder is None:
+        _decoder = next(iter(decoders()), _Missing())
+    return _decoder
 
 
 # -- the two entry points -------------------------------------------------------------------------
@@ -204,8 +300,9 @@ def compress(codec: int, data: Buffer, magic: int = 1) -> bytes:
     raise LocalProtocolError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: Buffer) -> bytes:
-    """Decompress a wrapper message's value; RemoteProtocolError if it does not decompress."""
+def decompress(codec: int, data: Buffer, decoder: Decoder | None = None) -> bytes:
+    """Decompress a wrapper message's value; RemoteProtocolError if it does not decompress.
+    ``decoder``: one of :func:`decoders` (default: the first)."""
     if codec == CODEC_GZIP:
         out = []
         rest = bytes(data)
@@ -222,7 +319,7 @@ def decompress(codec: int, data: Buffer) -> bytes:
             raise RemoteProtocolError(f"gzip: {exc}") from None
         return b"".join(out)
     if codec == CODEC_SNAPPY:
-        return _snappy_decompress(data)
+        return _snappy_decompress(data, decoder or _default_decoder())
     if codec == CODEC_LZ4:
-        return _lz4_decompress(data)
+        return _lz4_decompress(data, decoder or _default_decoder())
     raise RemoteProtocolError(f"unknown compression codec {codec}")
