@@ -111,7 +111,7 @@ def _read_partitions(bootstrap: list[tuple[str, int]], topic: str, partitions: l
                      decode: bool) -> int:
     """One process: read the partitions to their ends with the simple consumer; returns records (or bytes)."""
     from consumer.simple import SimpleConsumer
-    from consumer.spark import _fetch_raw
+    from consumer.spark.source import _fetch_raw
 
     total = 0
     with SimpleConsumer(bootstrap, client_id="bench") as consumer:
@@ -266,7 +266,8 @@ def main() -> int:
         undecoded = simple_consumer_rate(meter, broker, "bench", decode=False)
 
         os.environ["PYSPARK_PYTHON"] = sys.executable
-        from consumer.ingest import IngestConfig, run_ingest, spark_session
+        from consumer.spark.ingest import IngestConfig, run_ingest
+        from consumer.spark.session import spark_session
 
         started = time.perf_counter()
         spark = spark_session("local[2]", workdir / "spark.log")

@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     console_consumer.add_command(commands)
     consumer_offset_checker.add_command(commands)
 
-    from consumer import ingest
+    from consumer.spark import ingest
     ingest.add_command(commands)
 
     from zkbroker.lab.cli import add_lab_commands

@@ -390,7 +390,7 @@ class Story:
         self.spark = ThreadPoolExecutor(1, thread_name_prefix="spark-start").submit(self._warm_spark)
 
     def _warm_spark(self):
-        from consumer.ingest import spark_session
+        from consumer.spark.session import spark_session
 
         spark = spark_session("local[2]", self.lab.dir / "spark.log")
         if self.records_in.wait(300):
@@ -403,7 +403,7 @@ class Story:
         return spark
 
     def ingest(self, cluster) -> None:
-        from consumer.ingest import IngestConfig, run_ingest
+        from consumer.spark.ingest import IngestConfig, run_ingest
 
         chapter("9. Into Spark, exactly once")
         output = self.lab.dir / "parquet"

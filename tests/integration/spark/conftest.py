@@ -18,7 +18,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from consumer.ingest import spark_session
+    from consumer.spark.session import spark_session
 
     session = spark_session("local[2]")
     yield session

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import consumer.ingest as ingest
-from consumer.ingest import IngestConfig, IngestError, OutputLayout, run_ingest
+import consumer.spark.ingest as ingest
+from consumer.spark.ingest import IngestConfig, IngestError, run_ingest
+from consumer.spark.output import OutputLayout
 from tests.integration.harness import list_offset, wait_for
 from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows
 from zkbroker.cli import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from consumer.ingest import Manifest, OutputLayout
+from consumer.spark.output import Manifest, OutputLayout
 
 
 def manifest(batch: int) -> Manifest:

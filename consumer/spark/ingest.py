@@ -36,18 +36,21 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from .assignors import ConsumerThreadId, TopicPartition
+from consumer.assignors import ConsumerThreadId
+from zkbroker.topic_partition import TopicPartition
 
-__all__ = ["IngestConfig", "IngestResult", "Manifest", "OutputLayout", "add_command", "run_ingest"]
+from .output import Manifest, OutputLayout, data_bytes
+from .session import has_spark_context, spark_session
+
+__all__ = ["IngestConfig", "IngestError", "IngestResult", "add_command", "run_ingest"]
 
 log = logging.getLogger("consumer.spark_ingest")
 
@@ -70,142 +73,6 @@ def _checkpoint(stage: str) -> None:
     point of the commit: joined, data-written, manifest-written, published."""
     if os.environ.get("ZKBROKER_TEST_CRASH_AT") == stage:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-# ---- the output directory ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """`_zkkafka/<batch>.json`: what batch <batch> holds. ranges: [topic, partition, start, end] (end exclusive)."""
-
-    batch: int
-    group: str
-    consumer: str
-    zookeeper: str
-    format: str
-    ranges: list[list]
-    records: int
-    lost: list[list] = field(default_factory=list)  # [topic, partition, start, end] skipped (failOnDataLoss=false)
-    created: str = ""
-
-    def encode(self) -> bytes:
-        return json.dumps({"version": 1, **asdict(self)}, indent=1).encode()
-
-    @classmethod
-    def decode(cls, data: bytes) -> Manifest:
-        obj = json.loads(data)
-        obj.pop("version", None)
-        return cls(**obj)
-
-
-class OutputLayout:
-    """Where a batch's pieces live under the output directory."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.meta = self.root / "_zkkafka"
-        self.staging_root = self.meta / "staging"
-
-    def manifest(self, batch: int) -> Path:
-        return self.meta / f"{batch}.json"
-
-    def staging(self, batch: int) -> Path:
-        return self.staging_root / str(batch)
-
-    def owner(self, batch: int) -> Path:
-        return self.staging_root / f"{batch}.owner"
-
-    def data(self, batch: int) -> Path:
-        return self.root / f"batch={batch}"
-
-    def manifests(self) -> list[Manifest]:
-        if not self.meta.is_dir():
-            return []
-        out = []
-        for path in self.meta.glob("*.json"):
-            if path.stem.isdigit():
-                out.append(Manifest.decode(path.read_bytes()))
-        return sorted(out, key=lambda m: m.batch)
-
-    def reservations(self) -> dict[int, dict]:
-        """Reserved batches not yet cleaned up: {batch: {"group", "consumer"}}."""
-        if not self.staging_root.is_dir():
-            return {}
-        out = {}
-        for path in self.staging_root.glob("*.owner"):
-            if path.stem.isdigit():
-                try:
-                    out[int(path.stem)] = json.loads(path.read_bytes())
-                except (OSError, ValueError):
-                    continue
-        return out
-
-    def last_batch(self) -> int:
-        numbers = [m.batch for m in self.manifests()] + list(self.reservations())
-        numbers += [int(p.name[6:]) for p in self.root.glob("batch=*") if p.name[6:].isdigit()]
-        return max(numbers, default=0)
-
-    def reserve(self, group: str, consumer: str) -> int:
-        """The next batch number, claimed by creating its owner file atomically (a hard link fails if taken)."""
-        self.staging_root.mkdir(parents=True, exist_ok=True)
-        tmp = self.staging_root / f".owner-{os.getpid()}-{threading.get_ident()}"
-        tmp.write_bytes(json.dumps({"group": group, "consumer": consumer}).encode())
-        try:
-            batch = self.last_batch() + 1
-            while True:
-                try:
-                    os.link(tmp, self.owner(batch))
-                except FileExistsError:
-                    batch += 1
-                    continue
-                if self.manifest(batch).exists() or self.data(batch).exists():
-                    batch += 1  # a batch finished and cleaned up between our look and our link
-                    continue
-                return batch
-        finally:
-            tmp.unlink()
-
-    def release(self, batch: int) -> None:
-        shutil.rmtree(self.staging(batch), ignore_errors=True)
-        self.owner(batch).unlink(missing_ok=True)
-
-    def commit_manifest(self, manifest: Manifest) -> None:
-        """Write the manifest to a temporary file, fsync it, rename it into place, fsync the directory."""
-        tmp = self.meta / f".{manifest.batch}.json.tmp"
-        with open(tmp, "wb") as f:
-            f.write(manifest.encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.rename(tmp, self.manifest(manifest.batch))
-        _fsync_dir(self.meta)
-
-    def publish(self, batch: int) -> bool:
-        """Move a committed batch's data from staging to `batch=<n>`; False if it is not (or no longer) there."""
-        staging, final = self.staging(batch), self.data(batch)
-        if final.exists():
-            self.release(batch)
-            return False
-        try:
-            os.rename(staging, final)
-        except FileNotFoundError:
-            return final.exists()
-        _fsync_dir(self.root)
-        self.owner(batch).unlink(missing_ok=True)
-        return True
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _data_bytes(path: Path) -> int:
-    """Bytes of the data files of a published batch (Hadoop's .crc files and _SUCCESS markers left out)."""
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
 
 
 # ---- the job -----------------------------------------------------------------------------------------------
@@ -287,8 +154,8 @@ class IngestJob:
     # ---- running ------------------------------------------------------------------------------------------
 
     def run(self) -> IngestResult:
-        from .connector import ZookeeperConsumerConnector
-        from .subscription import Whitelist
+        from consumer.connector import ZookeeperConsumerConnector
+        from consumer.subscription import Whitelist
 
         c = self.config
         started = time.monotonic()
@@ -356,7 +223,7 @@ class IngestJob:
             _checkpoint("published")
             self._commit_offsets({TopicPartition(t, p): end for t, p, _, end in ranges})
             path = self.layout.data(batch_committed)
-            return IngestResult(batch_committed, records, len({(t, p) for t, p, _, _ in ranges}), _data_bytes(path),
+            return IngestResult(batch_committed, records, len({(t, p) for t, p, _, _ in ranges}), data_bytes(path),
                                 time.monotonic() - started, path, recovered)
         except BaseException as e:
             if batch is not None and isinstance(e, Exception):
@@ -421,8 +288,8 @@ class IngestJob:
 
     def _plan(self, owned: list[TopicPartition]) -> tuple[list[list], list[list]]:
         """[topic, partition, start, end] per owned partition with records to read, and the ranges lost."""
-        from .fetcher import live_brokers
-        from .simple import SimpleConsumer
+        from consumer.fetcher import live_brokers
+        from consumer.simple import SimpleConsumer
 
         if not owned:
             return [], []
@@ -438,7 +305,7 @@ class IngestJob:
                 start = committed.get(tp)
                 start = earliest if start is None else start
                 if start < earliest:
-                    from .spark import DataLossError, report_data_loss
+                    from .planner import DataLossError, report_data_loss
 
                     try:
                         report_data_loss(self.config.fail_on_data_loss, tp.topic, tp.partition, start, earliest)
@@ -574,67 +441,6 @@ class _Progress(threading.Thread):
         self.stream.flush()
 
 
-# ---- Spark and the command line ----------------------------------------------------------------------------
-
-
-def spark_session(master: str = "local[2]", log_path: Path | None = None):
-    """A SparkSession with the zkkafka source registered: this process's if it has one, else a new one on
-    `master`, whose workers run this interpreter (which has pyarrow and this package). A new one logs errors
-    only; with `log_path` the JVM's own output goes to that file instead of this process's stderr."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
-
-    from .spark import ZkKafkaDataSource
-
-    if not _has_spark_context():
-        if master.startswith("local"):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no warning about the host name's address
-        conf = (SparkConf().setMaster(master).setAppName("zkbroker spark-ingest")
-                .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
-                .set("spark.sql.shuffle.partitions", "4")
-                .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"))
-        if log_path is None:
-            SparkContext(conf=conf)
-        else:
-            from pyspark.java_gateway import launch_gateway
-
-            with open(log_path, "ab") as log_file:
-                gateway = launch_gateway(conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
-            SparkContext(conf=conf, gateway=gateway)
-    spark = SparkSession.builder.getOrCreate()
-    spark.dataSource.register(ZkKafkaDataSource)
-    return spark
-
-
-_LOG4J = """rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = stderr
-appender.stderr.type = Console
-appender.stderr.name = stderr
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
-"""
-
-
-def _quiet_log4j() -> Path:
-    """A log4j2 configuration that lets only errors through, written once per machine."""
-    import tempfile
-
-    path = Path(tempfile.gettempdir()) / "zkbroker-spark-log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(_LOG4J)
-        os.replace(tmp, path)
-    return path
-
-
-def _has_spark_context() -> bool:
-    from pyspark import SparkContext
-
-    return SparkContext._active_spark_context is not None  # what SparkContext.getOrCreate itself checks
-
-
 def run_ingest(config: IngestConfig, spark=None, err=None) -> IngestResult:
     """Run one ingest batch (see the module docstring). `spark`: a session to use (default: spark_session)."""
     if (config.topic is None) == (config.whitelist is None):
@@ -642,7 +448,7 @@ def run_ingest(config: IngestConfig, spark=None, err=None) -> IngestResult:
     if config.format not in FORMATS:
         raise IngestError(f"--format must be one of {', '.join(FORMATS)}, got {config.format}")
     started = time.monotonic()
-    own_session = spark is None and not _has_spark_context()
+    own_session = spark is None and not has_spark_context()
     spark = spark or spark_session(config.master)
     try:
         result = IngestJob(config, spark, err).run()

@@ -1,0 +1,221 @@
+"""Fetched message sets into Arrow record batches of Spark's Kafka schema, without a Python object per message.
+
+A set of uncompressed messages of one format -- what 0.8 producers write without compression -- is decoded
+column by column on little-endian hosts; anything else goes message by message through the codec.
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import struct
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from zkbroker.protocol.message_set import LOG_APPEND_TIME, InvalidMessageError, crc32, iter_messages
+
+__all__ = ["message_set_batch"]
+
+_SIZE = struct.Struct(">i")
+_KEY_LENGTH_AT = {0: 18, 1: 26}  # offset 8, size 4, crc 4, magic 1, attributes 1, [timestamp 8]
+_LITTLE_ENDIAN = sys.byteorder == "little"
+_INT32_MAX = 2**31 - 1
+_NULL_LENGTH = b"\xff\xff\xff\xff"
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def message_set_batch(records, topic: str, partition: int, start: int, end: int,
+                      schema: pa.Schema) -> tuple[pa.RecordBatch | None, int, int]:
+    """The messages of a fetched message set with start <= offset < end, as one record batch of `schema`.
+
+    Returns (batch or None, the offset after the last complete message in the set, how many complete
+    messages the set held). CRCs are checked. A set of uncompressed messages of one format -- what 0.8
+    producers write without compression -- is decoded column by column on little-endian hosts: where the
+    messages start comes from one Python loop over their sizes (or from Arrow, when they all have the same
+    size), and Arrow kernels cut out offsets, keys and values. Anything else (compressed wrappers, formats
+    mixed) goes message by message through the codec's `iter_messages`.
+    """
+    view = memoryview(records).cast("B") if not isinstance(records, memoryview) else records.cast("B")
+    columns = _plain_columns(view) if _LITTLE_ENDIAN else None
+    if columns is None:
+        columns = _general_columns(view)
+    offsets, keys, values, timestamps, ts_types, count = columns
+    if count == 0:
+        return None, start, 0
+    next_offset = offsets[count - 1].as_py() + 1
+    if offsets[0].as_py() < start or offsets[count - 1].as_py() >= end:
+        keep = pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end))
+        offsets, keys, values, timestamps, ts_types = (pc.filter(c, keep) for c in
+                                                       (offsets, keys, values, timestamps, ts_types))
+    rows = len(offsets)
+    if rows == 0:
+        return None, next_offset, count
+    arrays = [keys, values, pa.repeat(pa.scalar(topic, pa.string()), rows),
+              pa.repeat(pa.scalar(partition, pa.int32()), rows), offsets, timestamps, ts_types]
+    if len(schema) > len(arrays):
+        arrays.append(pa.nulls(rows, schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), next_offset, count
+
+
+def _plain_columns(view: memoryview):
+    """Columns of a set of uncompressed messages of one magic and attributes, or None for anything else."""
+    if len(view) > _INT32_MAX:
+        return None  # Arrow's 32-bit offsets
+    found = _uniform_entries(view) or _walk_entries(view)
+    if found is None:
+        return None
+    bounds, starts, stops = found
+    count = len(bounds) - 1
+    buffer = pa.py_buffer(view)
+    entries = pa.Array.from_buffers(pa.binary(), count, [None, bounds.buffers()[1], buffer])
+    magic, attributes = view[16], view[17]
+    same_head = pc.equal(pc.binary_slice(entries, 16, 18), _scalar(bytes(view[16:18])))  # magic, attributes
+    if magic not in _KEY_LENGTH_AT or attributes & 0x07 or not pc.all(same_head).as_py():
+        return None
+    key_at = _KEY_LENGTH_AT[magic]
+    if magic and pc.min(pc.binary_length(entries)).as_py() < key_at + 8:
+        return None
+    # CRCs: each message's, computed here, against the stored ones (big-endian, contiguous once cut out).
+    computed = array.array("I", map(crc32, map(view.__getitem__, map(slice, map((16).__add__, starts), stops))))
+    computed.byteswap()
+    if pc.binary_slice(entries, 12, 16).buffers()[2].to_pybytes()[:4 * count] != computed.tobytes():
+        return None  # the general path names the message that fails its CRC
+    entry_starts = bounds.slice(0, count)
+    entry_stops = bounds.slice(1, count)
+    offsets = _big_endian(pc.binary_slice(entries, 0, 8), pa.int64())
+    key_lengths = _big_endian(pc.binary_slice(entries, key_at, key_at + 4), pa.int32())
+    key_starts = pc.add(entry_starts, _scalar(key_at + 4))
+    key_stops = pc.add(key_starts, pc.max_element_wise(key_lengths, _scalar(0)))
+    value_starts = pc.add(key_stops, _scalar(4))
+    if pc.min(key_lengths).as_py() < -1 or not pc.all(pc.less_equal(value_starts, entry_stops)).as_py():
+        return None
+    keys = _cut(buffer, key_starts, key_stops, pc.equal(key_lengths, _scalar(-1)))
+    null_values = pc.and_(pc.equal(value_starts, entry_stops),
+                          pc.equal(pc.binary_slice(entries, -4, _INT32_MAX), _scalar(_NULL_LENGTH)))
+    values = _cut(buffer, value_starts, entry_stops, null_values)
+    if magic == 0:
+        timestamps = pa.nulls(count, _TIMESTAMP)
+        ts_types = pa.repeat(_scalar(-1), count)
+    else:
+        millis = _big_endian(pc.binary_slice(entries, 18, 26), pa.int64())
+        timestamps = pc.cast(pc.multiply_checked(millis, _scalar(1000, pa.int64())), _TIMESTAMP)
+        ts_types = pa.repeat(_scalar(1 if attributes & LOG_APPEND_TIME else 0), count)
+    return offsets, keys, values, timestamps, ts_types, count
+
+
+def _walk_entries(view: memoryview):
+    """(entry bounds as an Arrow int32 array, entry starts, entry stops) of the complete entries, walking the
+    sizes; None when there is none or a size is corrupt."""
+    n = len(view)
+    unpack = _SIZE.unpack_from
+    starts = []
+    append = starts.append
+    pos = 0
+    while pos + 12 <= n:
+        (size,) = unpack(view, pos + 8)
+        stop = pos + 12 + size
+        if size < 14 or stop > n:
+            break
+        append(pos)
+        pos = stop
+    if not starts or (pos + 12 <= n and unpack(view, pos + 8)[0] < 14):
+        return None
+    stops = starts[1:]
+    stops.append(pos)
+    return pa.array(starts + [pos], pa.int32()), starts, stops
+
+
+def _uniform_entries(view: memoryview):
+    """The same as _walk_entries without a Python loop, when every complete entry has the first one's size (a
+    producer writing records of one size, as the benchmark's): the set is cut into equal strides and Arrow
+    checks that each stride's size field says so -- each entry then ends where the next stride begins. None
+    when the sizes are not uniform."""
+    n = len(view)
+    if n < 12:
+        return None
+    (size,) = _SIZE.unpack_from(view, 8)
+    stride = 12 + size
+    count = n // stride
+    if size < 14 or count < 2:
+        return None
+    end = count * stride
+    if end + 12 <= n and end + 12 + _SIZE.unpack_from(view, end + 8)[0] <= n:
+        return None  # a complete message of another size follows the strides: walk
+    strides = pa.FixedSizeBinaryArray.from_buffers(pa.binary(stride), count, [None, pa.py_buffer(view)])
+    sizes = pc.binary_slice(strides, 8, 12)
+    if not pc.all(pc.equal(sizes, _scalar(bytes(view[8:12]), pa.binary(4)))).as_py():
+        return None
+    bounds = pc.multiply(_indices(count + 1), _scalar(stride))
+    return bounds, range(0, end, stride), range(stride, end + 1, stride)
+
+
+@functools.lru_cache(maxsize=16)
+def _indices(count: int) -> pa.Array:
+    return pa.array(range(count), pa.int32())
+
+
+@functools.lru_cache(maxsize=64)
+def _scalar(value, type_: pa.DataType = None) -> pa.Scalar:
+    """Arrow scalars made once: a Python value passed to a compute function is converted on every call."""
+    if type_ is None:
+        type_ = pa.binary() if isinstance(value, bytes) else pa.int32()
+    return pa.scalar(value, type_)
+
+
+def _big_endian(fixed: pa.Array, type_: pa.DataType) -> pa.Array:
+    """Equal-width big-endian binary values as integers: reverse each value's bytes, then reinterpret the
+    contiguous data buffer (little-endian hosts only)."""
+    reversed_ = pc.binary_reverse(fixed)
+    return pa.Array.from_buffers(type_, len(fixed), [None, reversed_.buffers()[2]])
+
+
+@functools.lru_cache(maxsize=16)
+def _even_indices(count: int) -> pa.Array:
+    return pa.array(range(0, 2 * count, 2), pa.int32())
+
+
+def _cut(buffer: pa.Buffer, starts: pa.Array, stops: pa.Array, nulls: pa.Array) -> pa.Array:
+    """Binary values buffer[starts[i]:stops[i]] (ascending, not overlapping), null where `nulls`.
+
+    The pairs interleaved -- start0, stop0, start1, stop1... -- are the offsets of a binary array over the
+    whole buffer whose even elements are the values and odd ones the bytes between; `take` copies the even
+    ones out. Interleaving: an int64 stop * 2**32 + start is, in little-endian memory, the int32 pair
+    (start, stop).
+    """
+    count = len(starts)
+    pairs = pc.add(pc.cast(starts, pa.int64()), pc.multiply(pc.cast(stops, pa.int64()), _scalar(1 << 32, pa.int64())))
+    spans = pa.Array.from_buffers(pa.binary(), 2 * count - 1, [None, pairs.buffers()[1], buffer])
+    values = pc.take(spans, _even_indices(count))
+    if pc.any(nulls).as_py():
+        values = pc.if_else(nulls, _scalar(None, pa.binary()), values)
+    return values
+
+
+def _general_columns(view: memoryview):
+    """Columns of any message set, message by message (compressed wrappers opened by the codec)."""
+    offsets, keys, values, timestamps, ts_types = [], [], [], [], []
+    n = len(view)
+    pos = 0
+    while pos + 12 <= n:
+        (size,) = _SIZE.unpack_from(view, pos + 8)
+        stop = pos + 12 + size
+        if stop > n and size >= 14:
+            break  # a torn last message: the fetch ended inside it
+        if size < 14 or pos + 18 > n:
+            raise InvalidMessageError(f"message with corrupt size {size}", pos)
+        magic, attributes = view[pos + 16], view[pos + 17]
+        ts_type = -1 if magic == 0 else (1 if attributes & LOG_APPEND_TIME else 0)
+        for message in iter_messages(view[pos:stop]):
+            offsets.append(message.offset)
+            keys.append(message.key)
+            values.append(message.value)
+            timestamps.append(message.timestamp * 1000 if magic else None)
+            ts_types.append(ts_type)
+        pos = stop
+    return (pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            pa.array(timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")), pa.array(ts_types, pa.int32()),
+            len(offsets))
+
+

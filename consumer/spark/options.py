@@ -1,0 +1,236 @@
+"""The options of a `zkkafka` batch read, checked as Spark's KafkaSourceProvider checks them, with its messages.
+
+Exactly one of `subscribe` (comma-separated topics), `subscribePattern` (a regex the whole topic name must
+match; Python's dialect, which agrees with Java's on ordinary topic patterns) and `assign` (`{"t":[0,1]}`);
+`startingOffsets` `earliest` (the default), `group` (with `group.id`: the 0.8.2 group's committed offsets in
+ZooKeeper) or `{"t":{"0":23,"1":-2}}` (-2 = earliest); `endingOffsets` `latest` (the default) or JSON
+(-1 = latest); `failOnDataLoss`; `minPartitions`; `maxRecordsPerPartition`; `kafkaConsumer.pollTimeoutMs`;
+`fetch.message.max.bytes`; `zookeeper.session.timeout.ms` / `zookeeper.connection.timeout.ms`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["EARLIEST", "LATEST", "SourceOptions", "ZkKafkaOptionError", "parse_options", "tp_name", "tp_names"]
+
+log = logging.getLogger("consumer.spark")
+
+#: Offsets in startingOffsets / endingOffsets JSON that mean "look it up" (Kafka's ListOffsets times).
+LATEST = -1
+EARLIEST = -2
+
+_STRATEGIES = ("subscribe", "subscribepattern", "assign")  # Spark's order, in its messages
+_OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+_ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[0,1]}'
+_IGNORED_IN_BATCH = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay")
+
+
+class ZkKafkaOptionError(ValueError):
+    """The options are invalid (Spark's IllegalArgumentException): the query fails before any task runs."""
+
+
+def tp_name(topic: str, partition: int) -> str:
+    """Kafka's TopicPartition.toString, as Spark's messages print it."""
+    return f"{topic}-{partition}"
+
+
+def tp_names(keys) -> str:
+    return "[" + ", ".join(tp_name(t, p) for t, p in sorted(keys)) + "]"
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The parsed, checked options of one read. Offsets maps are {(topic, partition): offset}."""
+
+    zookeeper_connect: str
+    strategy: str  # one of _STRATEGIES
+    topics: tuple[str, ...] = ()  # subscribe
+    pattern: str | None = None  # subscribepattern
+    assigned: tuple[tuple[str, int], ...] = ()  # assign
+    starting: str | dict = "earliest"  # "earliest" | "group" | {(t, p): offset or EARLIEST}
+    ending: str | dict = "latest"  # "latest" | {(t, p): offset or LATEST}
+    group_id: str | None = None
+    fail_on_data_loss: bool = True
+    min_partitions: int | None = None
+    max_records_per_partition: int | None = None
+    include_headers: bool = False
+    fetch_max_bytes: int = 1024 * 1024
+    poll_timeout_ms: int = 120_000
+    zk_session_timeout_ms: int = 30_000
+    zk_connection_timeout_ms: int = 30_000
+    client_id: str = "zkkafka"
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    """Check the options of a batch read as Spark's KafkaSourceProvider does (validateBatchOptions), with
+    Spark's messages; raise ZkKafkaOptionError. Keys are case-insensitive."""
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    if "kafka.bootstrap.servers" in opts and "zookeeper.connect" not in opts:
+        raise ZkKafkaOptionError("zkkafka finds the brokers through ZooKeeper: set the option 'zookeeper.connect' "
+                                 "(host:port[,host:port...][/chroot]) instead of 'kafka.bootstrap.servers'")
+    starting = _offsets_limit(opts, "startingoffsets", "earliest")
+    if starting == "latest":
+        raise ZkKafkaOptionError("starting offset can't be latest for batch queries on Kafka")
+    if isinstance(starting, dict):
+        for (topic, partition), offset in sorted(starting.items()):
+            if offset == LATEST:
+                raise ZkKafkaOptionError(f"startingOffsets for {tp_name(topic, partition)} can't be latest for batch "
+                                         "queries on Kafka")
+    ending = _offsets_limit(opts, "endingoffsets", "latest")
+    if ending in ("earliest", "group"):
+        raise ZkKafkaOptionError("ending offset can't be earliest for batch queries on Kafka" if ending == "earliest"
+                                 else "endingOffsets can't be group: committed offsets are where a read starts")
+    if isinstance(ending, dict):
+        for (topic, partition), offset in sorted(ending.items()):
+            if offset == EARLIEST:
+                raise ZkKafkaOptionError(f"ending offset for {tp_name(topic, partition)} can't be earliest for batch "
+                                         "queries on Kafka")
+    if isinstance(starting, dict) and isinstance(ending, dict):
+        if set(starting) != set(ending):
+            raise ZkKafkaOptionError(
+                "The specified start offset and end offset should have the same topic-partitions. Topic-partitions "
+                f"for start offset: {tp_names(starting)}, topic-partitions for end offset: {tp_names(ending)}.")
+        for (topic, partition), start in sorted(starting.items()):
+            end = ending[(topic, partition)]
+            if start >= 0 and end >= 0 and start > end:
+                raise ZkKafkaOptionError(f"The specified start offset {start} is greater than the end offset {end} "
+                                         f"for topic {topic} partition {partition}.")
+
+    strategies = [k for k in _STRATEGIES if k in opts]
+    if not strategies:
+        raise ZkKafkaOptionError("One of the following options must be specified for Kafka source: "
+                                 f"{', '.join(_STRATEGIES)}. See the docs for more details.")
+    if len(strategies) > 1:
+        raise ZkKafkaOptionError("Only one of the following options can be specified for Kafka source: "
+                                 f"{', '.join(_STRATEGIES)}. See the docs for more details.")
+    strategy = strategies[0]
+    value = opts[strategy]
+    topics: tuple[str, ...] = ()
+    pattern = None
+    assigned: tuple[tuple[str, int], ...] = ()
+    if strategy == "assign":
+        if not value.strip().startswith("{"):
+            raise ZkKafkaOptionError(f"No topicpartitions to assign as specified value for option 'assign' is "
+                                     f"'{value}'")
+        assigned = _assign_json(value)
+    elif strategy == "subscribe":
+        topics = tuple(dict.fromkeys(t.strip() for t in value.split(",") if t.strip()))
+        if not topics:
+            raise ZkKafkaOptionError(f"No topics to subscribe to as specified value for option 'subscribe' is "
+                                     f"'{value}'")
+    else:
+        pattern = value.strip()
+        if not pattern:
+            raise ZkKafkaOptionError(f"Pattern to subscribe is empty as specified value for option "
+                                     f"'subscribePattern' is '{value}'")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise ZkKafkaOptionError(f"Invalid subscribePattern '{pattern}': {e}") from None
+
+    min_partitions = _positive(opts, "minpartitions", "minPartitions must be positive")
+    max_records = _positive(opts, "maxrecordsperpartition", "maxrecordsperpartition must be positive")
+    for key, message in (
+        ("kafka.auto.offset.reset", "Kafka option 'auto.offset.reset' is not supported. Instead set the source "
+         "option 'startingoffsets' to 'earliest' or 'latest' to specify where to start."),
+        ("kafka.key.deserializer", "Kafka option 'key.deserializer' is not supported as keys are deserialized as "
+         "byte arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys."),
+        ("kafka.value.deserializer", "Kafka option 'value.deserializer' is not supported as values are "
+         "deserialized as byte arrays with ByteArrayDeserializer. Use DataFrame operations to explicitly "
+         "deserialize the values."),
+        ("kafka.enable.auto.commit", "Kafka option 'enable.auto.commit' is not supported"),
+        ("kafka.interceptor.classes", "Kafka option 'interceptor.classes' is not supported"),
+    ):
+        if key in opts:
+            raise ZkKafkaOptionError(message)
+    if "zookeeper.connect" not in opts or not opts["zookeeper.connect"].strip():
+        raise ZkKafkaOptionError("Option 'zookeeper.connect' must be specified for configuring Kafka consumer")
+
+    group_id = opts.get("group.id", "").strip() or None
+    if starting == "group" and group_id is None:
+        raise ZkKafkaOptionError("startingOffsets 'group' needs the option 'group.id': the consumer group whose "
+                                 "committed offsets in ZooKeeper the read starts from")
+    if group_id is not None and starting != "group":
+        log.warning("Option group.id is only used with startingOffsets=group; ignoring it")
+    for key in _IGNORED_IN_BATCH:
+        if key in opts:
+            log.warning("%s option ignored in batch queries", key)
+    return SourceOptions(
+        zookeeper_connect=opts["zookeeper.connect"].strip(), strategy=strategy, topics=topics, pattern=pattern,
+        assigned=assigned, starting=starting, ending=ending, group_id=group_id,
+        fail_on_data_loss=_boolean(opts, "failondataloss", True), min_partitions=min_partitions,
+        max_records_per_partition=max_records, include_headers=_boolean(opts, "includeheaders", False),
+        fetch_max_bytes=_positive(opts, "fetch.message.max.bytes", "fetch.message.max.bytes must be positive")
+        or 1024 * 1024,
+        poll_timeout_ms=_positive(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs must be "
+                                  "positive") or 120_000,
+        zk_session_timeout_ms=_positive(opts, "zookeeper.session.timeout.ms", "zookeeper.session.timeout.ms must "
+                                        "be positive") or 30_000,
+        zk_connection_timeout_ms=_positive(opts, "zookeeper.connection.timeout.ms", "zookeeper.connection."
+                                           "timeout.ms must be positive") or 30_000,
+        client_id=opts.get("client.id", "zkkafka"))
+
+
+def _offsets_limit(opts: dict[str, str], key: str, default: str) -> str | dict:
+    value = opts.get(key, default).strip()
+    if value.lower() in ("earliest", "latest", "group"):
+        return value.lower()
+    try:
+        parsed = json.loads(value)
+        if not isinstance(parsed, dict) or not parsed:
+            raise ValueError
+        out = {}
+        for topic, partitions in parsed.items():
+            if not isinstance(partitions, dict):
+                raise ValueError
+            for partition, offset in partitions.items():
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                    raise ValueError
+                out[(topic, int(partition))] = offset
+        return out
+    except ValueError:
+        raise ZkKafkaOptionError(f"Expected e.g. {_OFFSETS_EXAMPLE}, got {value}") from None
+
+
+def _assign_json(value: str) -> tuple[tuple[str, int], ...]:
+    try:
+        parsed = json.loads(value)
+        if not isinstance(parsed, dict):
+            raise ValueError
+        out = []
+        for topic, partitions in parsed.items():
+            if not isinstance(partitions, list):
+                raise ValueError
+            for partition in partitions:
+                if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+                    raise ValueError
+                out.append((topic, partition))
+    except ValueError:
+        raise ZkKafkaOptionError(f"Expected e.g. {_ASSIGN_EXAMPLE}, got {value}") from None
+    return tuple(sorted(set(out)))
+
+
+def _positive(opts: dict[str, str], key: str, message: str) -> int | None:
+    if key not in opts:
+        return None
+    try:
+        number = int(opts[key].strip())
+    except ValueError:
+        raise ZkKafkaOptionError(f"{message}, got '{opts[key]}'") from None
+    if number <= 0:
+        raise ZkKafkaOptionError(message)
+    return number
+
+
+def _boolean(opts: dict[str, str], key: str, default: bool) -> bool:
+    value = opts.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ZkKafkaOptionError(f"Option '{key}' must be true or false, got '{value}'")

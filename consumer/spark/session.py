@@ -1,0 +1,69 @@
+"""The SparkSession of `zkbroker spark-ingest`, the lab's demo and the tests: the zkkafka source registered,
+workers on this interpreter, Spark's own logging down to errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["has_spark_context", "spark_session"]
+
+
+def spark_session(master: str = "local[2]", log_path: Path | None = None):
+    """A SparkSession with the zkkafka source registered: this process's if it has one, else a new one on
+    `master`, whose workers run this interpreter (which has pyarrow and this package). A new one logs errors
+    only; with `log_path` the JVM's own output goes to that file instead of this process's stderr."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    from .source import ZkKafkaDataSource
+
+    if not has_spark_context():
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no warning about the host name's address
+        conf = (SparkConf().setMaster(master).setAppName("zkbroker spark-ingest")
+                .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
+                .set("spark.sql.shuffle.partitions", "4")
+                .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}"))
+        if log_path is None:
+            SparkContext(conf=conf)
+        else:
+            from pyspark.java_gateway import launch_gateway
+
+            with open(log_path, "ab") as log_file:
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
+            SparkContext(conf=conf, gateway=gateway)
+    spark = SparkSession.builder.getOrCreate()
+    spark.dataSource.register(ZkKafkaDataSource)
+    return spark
+
+
+_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log4j() -> Path:
+    """A log4j2 configuration that lets only errors through, written once per machine."""
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "zkbroker-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(_LOG4J)
+        os.replace(tmp, path)
+    return path
+
+
+def has_spark_context() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None  # what SparkContext.getOrCreate itself checks
+
