@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
@@ -115,9 +116,11 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 
 def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
+    """The Spark that pyspark's wheel holds (bin/spark-class, jars/), found without importing pyspark."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise SparkClusterError("pyspark is not installed: pip install 'zkbroker[spark]'")
+    return Path(spec.origin).resolve().parent
 
 
 def _free_port() -> int:

@@ -32,7 +32,8 @@ def driver_env(cluster, **extra: str) -> dict[str, str]:
     return env
 
 
-def spark_ingest(cluster, args: list[str], cwd: Path, timeout_s: float = 300, **env: str) -> subprocess.CompletedProcess:
+def spark_ingest(cluster, args: list[str], cwd: Path, timeout_s: float = 300,
+                 **env: str) -> subprocess.CompletedProcess:
     """`zkbroker spark-ingest ARGS --master <the cluster> --conf ...`, run by this interpreter as its own driver."""
     conf = [arg for key, value in CLUSTER_CONF.items() for arg in ("--conf", f"{key}={value}")]
     return subprocess.run([sys.executable, "-c", _CLI, "spark-ingest", *args, "--master", cluster.master_url, *conf],

@@ -11,12 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from consumer.spark import kafka_schema, message_set_batch
+from consumer.spark.arrow import message_set_batch
+from consumer.spark.source import kafka_schema
 from zkbroker.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY
 from zkbroker.protocol.message_set import build_message_set
 
 SCHEMA = to_arrow_schema(kafka_schema(), timezone="UTC")
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 # Runs in the child: cramjam and isal made unimportable before anything of ours is imported.
 CHILD = """
@@ -26,7 +27,8 @@ sys.modules["isal"] = None
 import zlib
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
-from consumer.spark import kafka_schema, message_set_batch
+from consumer.spark.arrow import message_set_batch
+from consumer.spark.source import kafka_schema
 from zkbroker.protocol import compression, message_set
 
 schema = to_arrow_schema(kafka_schema(), timezone="UTC")

@@ -10,7 +10,7 @@ an edited checkout never ships stale code -- into zkbroker's cache directory, by
 `ship(spark_context)` adds it with addPyFile; it must come before `spark.dataSource.register(ZkKafkaDataSource)`,
 which captures the files shipped so far. A user of plain spark-submit passes it with --py-files:
 
-    spark-submit --py-files "$(python -m consumer.spark_pyfiles)" job.py
+    spark-submit --py-files "$(python -m consumer.spark.pyfiles)" job.py
 """
 
 from __future__ import annotations
