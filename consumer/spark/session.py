@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["has_spark_context", "spark_session"]
+__all__ = ["has_spark_context", "pyspark_python", "spark_session"]
 
 
 def spark_session(master: str = "local[2]", log_path: Path | None = None, conf: Mapping[str, str] | None = None):
@@ -18,14 +18,9 @@ def spark_session(master: str = "local[2]", log_path: Path | None = None, conf: 
     defaults. A new one logs errors only; with `log_path` the JVM's own output goes to that file instead of this
     process's stderr.
 
-    Spark's Python processes run PYSPARK_PYTHON, on every machine, and the driver-side planning worker too. A value
-    the environment gives is kept; `spark.pyspark.python` in `conf` takes precedence over it, as with spark-submit;
-    with neither, it is this interpreter (right for local masters, and for clusters whose machines have it at the
-    same path)."""
+    Spark's Python processes run PYSPARK_PYTHON: see pyspark_python."""
     conf = dict(conf or {})
-    if "spark.pyspark.python" in conf:
-        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYSPARK_PYTHON"] = pyspark_python(conf, os.environ)
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -52,6 +47,14 @@ def spark_session(master: str = "local[2]", log_path: Path | None = None, conf: 
     ship(spark.sparkContext)  # before registering: the source's Python function captures the files shipped so far
     spark.dataSource.register(ZkKafkaDataSource)
     return spark
+
+
+def pyspark_python(conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """The interpreter of Spark's Python processes -- executors on every machine, and the driver-side worker that
+    plans a read: `spark.pyspark.python` from `conf` (it takes precedence, as with spark-submit), else the
+    environment's PYSPARK_PYTHON (never overridden), else this interpreter (right for local masters, and for
+    clusters whose machines have it at the same path)."""
+    return conf.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or sys.executable
 
 
 _LOG4J = """rootLogger.level = error
