@@ -1,12 +1,13 @@
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
-# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py).
+# a .venv with the package and its extras, a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py), and for the
+# Spark standalone-cluster tests the workers' Python: pyspark and pyarrow only (zkbroker/lab/spark_cluster.py).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper clean
+.PHONY: demo test unit integration bench lint zookeeper spark-workers clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,23 +17,27 @@ $(STAMP): setup.cfg pyproject.toml
 zookeeper: $(STAMP)
 	@$(PY) -m zkbroker.lab.zookeeper ensure
 
+# Built once per Python, pyspark and pyarrow version, into ~/.cache/zkbroker/spark-worker-python/.
+spark-workers: $(STAMP)
+	@$(PY) -m zkbroker.lab.spark_cluster ensure-worker-python >/dev/null
+
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
-test: $(STAMP) zookeeper lint
+test: $(STAMP) zookeeper spark-workers lint
 	$(PY) -m pytest tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper
+integration: $(STAMP) zookeeper spark-workers
 	$(PY) -m pytest tests/integration
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # Every benchmark prints its figures beside their references; results are summarised in BENCHMARKS.md.
-bench: $(STAMP) zookeeper
+bench: $(STAMP) zookeeper spark-workers
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
