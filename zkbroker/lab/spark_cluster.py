@@ -148,6 +148,11 @@ class SparkStandalone:
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self.port}"
 
+    @property
+    def work_dirs(self) -> list[Path]:
+        """Each worker's directory: a subdirectory per application it ran an executor of, named by its id."""
+        return [self.dir / f"worker-{n}" for n in range(1, self.workers + 1)]
+
     def start(self, timeout_s: float = 180.0) -> SparkStandalone:
         self.python = worker_python()
         atexit.register(self.stop)
@@ -158,8 +163,7 @@ class SparkStandalone:
         try:
             self._launch("master", MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port),
                          "--webui-port", str(self.web_port))
-            for n in range(1, self.workers + 1):
-                work = self.dir / f"worker-{n}"
+            for n, work in enumerate(self.work_dirs, 1):
                 work.mkdir(exist_ok=True)
                 self._launch(f"worker-{n}", WORKER_CLASS, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
                              "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(work),

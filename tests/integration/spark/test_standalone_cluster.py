@@ -46,6 +46,25 @@ def codec_topics(zk_connect: str, cluster, prefix: str) -> tuple[list[str], list
     return topics, sorted(rows)
 
 
+@pytest.fixture
+def codec_cluster(brokers, zk_connect):
+    """Three brokers, and the codec topics on them: (brokers, topic prefix, topics, every record's row)."""
+    cluster = brokers(1, 2, 3)
+    prefix = new_topic("cluster")
+    return cluster, prefix, *codec_topics(zk_connect, cluster, prefix)
+
+
+def on_both_workers(spark_cluster, apps_before: int, count: int) -> list[bool]:
+    """For each of the `count` applications finished after the first `apps_before`: whether both workers ran an
+    executor of it (the master lists an application once it has noticed its driver leave)."""
+    def finished():
+        apps = spark_cluster.status()["completedapps"][apps_before:]
+        return apps if len(apps) >= count else None
+
+    apps = wait_for(finished, 30, f"{count} Spark applications to finish", interval_s=0.5)
+    return [all((work / app["id"]).is_dir() for work in spark_cluster.work_dirs) for app in apps]
+
+
 def parquet_rows(path: Path) -> list[tuple]:
     table = ds.dataset(str(path), format="parquet", partitioning="hive",
                        exclude_invalid_files=True).to_table(columns=["topic", "partition", "offset", "key", "value"])
@@ -63,10 +82,9 @@ def tail(done) -> str:
 
 @pytest.mark.timeout(600)
 def test_spark_ingest_on_clean_workers_ingests_every_codec_exactly_once_across_a_sigkill_and_a_rerun(
-        spark_cluster, brokers, zk_connect, zk, tmp_path):
-    cluster = brokers(1, 2, 3)
-    prefix = new_topic("cluster")
-    topics, every = codec_topics(zk_connect, cluster, prefix)
+        spark_cluster, codec_cluster, zk_connect, zk, tmp_path):
+    _, prefix, topics, every = codec_cluster
+    apps_before = len(spark_cluster.status()["completedapps"])
     output = tmp_path / "out"
     args = ["--zookeeper", zk_connect, "--whitelist", f"{prefix}-.*", "--group", "etl", "--output", str(output)]
 
@@ -85,16 +103,14 @@ def test_spark_ingest_on_clean_workers_ingests_every_codec_exactly_once_across_a
             for t in topics}
     assert all(committed(zk, "etl", t) == ends[t] for t in topics)
     assert not list((output / "_zkkafka" / "staging").iterdir())
-    apps = spark_cluster.status()["completedapps"]
-    assert len(apps) >= 2 and all(app["cores"] == 2 for app in apps[-2:])  # both runs had both workers' cores
+    assert on_both_workers(spark_cluster, apps_before, 2) == [True, True]  # the killed run and the re-run
 
 
 @pytest.mark.timeout(600)
 def test_a_zkkafka_read_on_clean_workers_survives_a_leader_failover_over_every_codec(
-        spark_cluster, brokers, zk_connect, zk, tmp_path):
-    cluster = brokers(1, 2, 3)
-    prefix = new_topic("cluster")
-    topics, every = codec_topics(zk_connect, cluster, prefix)
+        spark_cluster, codec_cluster, zk_connect, zk, tmp_path):
+    cluster, _, topics, every = codec_cluster
+    apps_before = len(spark_cluster.status()["completedapps"])
     leaders = {(t, p): json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state"))["leader"]
                for t in topics for p in range(2)}
     victim = max(set(leaders.values()), key=lambda b: sum(1 for leader in leaders.values() if leader == b))
@@ -111,6 +127,7 @@ def test_a_zkkafka_read_on_clean_workers_survives_a_leader_failover_over_every_c
             reader.kill()
             reader.wait()
     assert parquet_rows(output) == every
+    assert on_both_workers(spark_cluster, apps_before, 1) == [True]
     moved = [tp for tp, leader in leaders.items() if leader == victim]
     states = [json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")) for t, p in moved]
     assert all(state["leader"] not in (victim, -1) for state in states), states  # read through the new leaders
