@@ -117,6 +117,7 @@ def produce(broker, topic: str, records: int, chunks: list[bytes]) -> float:
 def _read_partitions(bootstrap: list[tuple[str, int]], topic: str, partitions: list[int], ends: dict[int, int],
                      decode: bool) -> int:
     """One process: read the partitions to their ends with the simple consumer; returns records (or bytes)."""
+    from consumer.decode import last_offset
     from consumer.simple import SimpleConsumer
     from consumer.spark.source import _fetch_raw
 
@@ -131,24 +132,10 @@ def _read_partitions(bootstrap: list[tuple[str, int]], topic: str, partitions: l
                     offset = result.next_offset
                 else:
                     records, _ = _fetch_raw(consumer, topic, partition, offset, consumer.fetch_size)
-                    last = _last_offset(records)
+                    last = last_offset(records)
                     total += last + 1 - offset
                     offset = last + 1
     return total
-
-
-def _last_offset(records) -> int:
-    """The offset of the last complete message of a set, walking the entries' sizes only."""
-    import struct
-
-    view = memoryview(records)
-    pos, last = 0, -1
-    while pos + 12 <= len(view):
-        offset, size = struct.unpack_from(">qi", view, pos)
-        if pos + 12 + size > len(view):
-            break
-        last, pos = offset, pos + 12 + size
-    return last
 
 
 def simple_consumer_rate(meter: CpuMeter, broker, topic: str, decode: bool) -> Rate:

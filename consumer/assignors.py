@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+
+from zkbroker.topic_partition import TopicPartition  # re-exported: examples import it from here
 
 __all__ = [
     "ASSIGNORS",
@@ -26,14 +27,6 @@ __all__ = [
     "range_assign",
     "roundrobin_assign",
 ]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"[{self.topic},{self.partition}]"  # TopicAndPartition.toString
 
 
 @dataclass(frozen=True)

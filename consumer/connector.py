@@ -41,11 +41,12 @@ from typing import Any, Protocol
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import SessionListener, ZkClient
 from zkbroker.zk.znodes import ConsumerRegistration, TopicAssignment, ZnodeFormatError
 
-from .assignors import ASSIGNORS, AssignmentContext, ConsumerThreadId, TopicPartition
+from .assignors import ASSIGNORS, AssignmentContext, ConsumerThreadId
 from .config import ConsumerConfig
 from .fetcher import EARLIEST, LATEST, ConsumerFetcherManager, PartitionTopicInfo
 from .offsets import ZkOffsetStore

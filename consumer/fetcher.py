@@ -25,11 +25,11 @@ from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import BrokerInfo, Cluster, MetadataClient, NoBrokersAvailable
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ZnodeFormatError
 
-from .assignors import TopicPartition
 from .decode import last_offset
 from .stream import ChunkQueue, FetchedChunk, MessageSizeTooLarge
 

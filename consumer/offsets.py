@@ -15,11 +15,10 @@ from collections.abc import Iterable, Mapping
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import ZnodeFormatError, decode_offset, encode_offset
-
-from .assignors import TopicPartition
 
 __all__ = ["ZkOffsetStore"]
 

@@ -1,12 +1,13 @@
 """Fetched message sets into Arrow record batches of Spark's Kafka schema, without a Python object per message.
 
-A set of uncompressed messages of one format -- what 0.8 producers write without compression -- is decoded
-column by column on little-endian hosts; anything else goes message by message through the codec.
+The set is checked, and its entries found, by the codec's one walk over message sets (`analyze`,
+`entry_starts`); a set of uncompressed messages of one format -- what 0.8 producers write without
+compression -- is then cut into columns by Arrow kernels on little-endian hosts; anything else goes message by
+message through the codec's `iter_messages`.
 """
 
 from __future__ import annotations
 
-import array
 import functools
 import struct
 import sys
@@ -14,7 +15,8 @@ import sys
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zkbroker.protocol.message_set import LOG_APPEND_TIME, InvalidMessageError, crc32, iter_messages
+from zkbroker.protocol.compression import CODEC_NONE
+from zkbroker.protocol.message_set import LOG_APPEND_TIME, analyze, entry_starts, iter_messages
 
 __all__ = ["message_set_batch"]
 
@@ -31,14 +33,19 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
     """The messages of a fetched message set with start <= offset < end, as one record batch of `schema`.
 
     Returns (batch or None, the offset after the last complete message in the set, how many complete
-    messages the set held). CRCs are checked. A set of uncompressed messages of one format -- what 0.8
-    producers write without compression -- is decoded column by column on little-endian hosts: where the
-    messages start comes from one Python loop over their sizes (or from Arrow, when they all have the same
-    size), and Arrow kernels cut out offsets, keys and values. Anything else (compressed wrappers, formats
-    mixed) goes message by message through the codec's `iter_messages`.
+    messages the set held). The codec's walk checks the set (sizes, CRCs, key and value lengths: a corrupt
+    message raises InvalidMessageError) and says where its complete entries end. A set of uncompressed
+    messages of one format -- what 0.8 producers write without compression -- is then decoded column by
+    column on little-endian hosts: where the messages start comes from the codec's `entry_starts` (or from
+    Arrow, when they all have the same size), and Arrow kernels cut out offsets, keys and values. Anything
+    else (compressed wrappers, formats mixed) goes message by message through the codec's `iter_messages`.
     """
     view = memoryview(records).cast("B") if not isinstance(records, memoryview) else records.cast("B")
-    columns = _plain_columns(view) if _LITTLE_ENDIAN else None
+    checked = analyze(view)
+    view = view[: checked.valid_bytes]
+    columns = None
+    if _LITTLE_ENDIAN and checked.codec == CODEC_NONE and checked.shallow_count:
+        columns = _plain_columns(view)
     if columns is None:
         columns = _general_columns(view)
     offsets, keys, values, timestamps, ts_types, count = columns
@@ -60,28 +67,19 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
 
 
 def _plain_columns(view: memoryview):
-    """Columns of a set of uncompressed messages of one magic and attributes, or None for anything else."""
+    """Columns of a checked set of uncompressed messages of one magic and attributes, or None for a set whose
+    formats are mixed."""
     if len(view) > _INT32_MAX:
         return None  # Arrow's 32-bit offsets
-    found = _uniform_entries(view) or _walk_entries(view)
-    if found is None:
-        return None
-    bounds, starts, stops = found
+    bounds = _entry_bounds(view)
     count = len(bounds) - 1
     buffer = pa.py_buffer(view)
     entries = pa.Array.from_buffers(pa.binary(), count, [None, bounds.buffers()[1], buffer])
     magic, attributes = view[16], view[17]
     same_head = pc.equal(pc.binary_slice(entries, 16, 18), _scalar(bytes(view[16:18])))  # magic, attributes
-    if magic not in _KEY_LENGTH_AT or attributes & 0x07 or not pc.all(same_head).as_py():
-        return None
+    if not pc.all(same_head).as_py():
+        return None  # formats mixed
     key_at = _KEY_LENGTH_AT[magic]
-    if magic and pc.min(pc.binary_length(entries)).as_py() < key_at + 8:
-        return None
-    # CRCs: each message's, computed here, against the stored ones (big-endian, contiguous once cut out).
-    computed = array.array("I", map(crc32, map(view.__getitem__, map(slice, map((16).__add__, starts), stops))))
-    computed.byteswap()
-    if pc.binary_slice(entries, 12, 16).buffers()[2].to_pybytes()[:4 * count] != computed.tobytes():
-        return None  # the general path names the message that fails its CRC
     entry_starts = bounds.slice(0, count)
     entry_stops = bounds.slice(1, count)
     offsets = _big_endian(pc.binary_slice(entries, 0, 8), pa.int64())
@@ -89,8 +87,6 @@ def _plain_columns(view: memoryview):
     key_starts = pc.add(entry_starts, _scalar(key_at + 4))
     key_stops = pc.add(key_starts, pc.max_element_wise(key_lengths, _scalar(0)))
     value_starts = pc.add(key_stops, _scalar(4))
-    if pc.min(key_lengths).as_py() < -1 or not pc.all(pc.less_equal(value_starts, entry_stops)).as_py():
-        return None
     keys = _cut(buffer, key_starts, key_stops, pc.equal(key_lengths, _scalar(-1)))
     null_values = pc.and_(pc.equal(value_starts, entry_stops),
                           pc.equal(pc.binary_slice(entries, -4, _INT32_MAX), _scalar(_NULL_LENGTH)))
@@ -105,50 +101,20 @@ def _plain_columns(view: memoryview):
     return offsets, keys, values, timestamps, ts_types, count
 
 
-def _walk_entries(view: memoryview):
-    """(entry bounds as an Arrow int32 array, entry starts, entry stops) of the complete entries, walking the
-    sizes; None when there is none or a size is corrupt."""
+def _entry_bounds(view: memoryview) -> pa.Array:
+    """Where each entry of a checked set starts, and where the last one ends, as an Arrow int32 array: from
+    Arrow when every entry has the first one's size (a producer writing records of one size, as the
+    benchmark's: the set is cut into equal strides and Arrow checks that each stride's size field says so),
+    else from the codec's `entry_starts`."""
     n = len(view)
-    unpack = _SIZE.unpack_from
-    starts = []
-    append = starts.append
-    pos = 0
-    while pos + 12 <= n:
-        (size,) = unpack(view, pos + 8)
-        stop = pos + 12 + size
-        if size < 14 or stop > n:
-            break
-        append(pos)
-        pos = stop
-    if not starts or (pos + 12 <= n and unpack(view, pos + 8)[0] < 14):
-        return None
-    stops = starts[1:]
-    stops.append(pos)
-    return pa.array(starts + [pos], pa.int32()), starts, stops
-
-
-def _uniform_entries(view: memoryview):
-    """The same as _walk_entries without a Python loop, when every complete entry has the first one's size (a
-    producer writing records of one size, as the benchmark's): the set is cut into equal strides and Arrow
-    checks that each stride's size field says so -- each entry then ends where the next stride begins. None
-    when the sizes are not uniform."""
-    n = len(view)
-    if n < 12:
-        return None
-    (size,) = _SIZE.unpack_from(view, 8)
-    stride = 12 + size
+    stride = 12 + _SIZE.unpack_from(view, 8)[0]
     count = n // stride
-    if size < 14 or count < 2:
-        return None
-    end = count * stride
-    if end + 12 <= n and end + 12 + _SIZE.unpack_from(view, end + 8)[0] <= n:
-        return None  # a complete message of another size follows the strides: walk
-    strides = pa.FixedSizeBinaryArray.from_buffers(pa.binary(stride), count, [None, pa.py_buffer(view)])
-    sizes = pc.binary_slice(strides, 8, 12)
-    if not pc.all(pc.equal(sizes, _scalar(bytes(view[8:12]), pa.binary(4)))).as_py():
-        return None
-    bounds = pc.multiply(_indices(count + 1), _scalar(stride))
-    return bounds, range(0, end, stride), range(stride, end + 1, stride)
+    if count >= 2 and count * stride == n:
+        strides = pa.FixedSizeBinaryArray.from_buffers(pa.binary(stride), count, [None, pa.py_buffer(view)])
+        sizes = pc.binary_slice(strides, 8, 12)
+        if pc.all(pc.equal(sizes, _scalar(bytes(view[8:12]), pa.binary(4)))).as_py():
+            return pc.multiply(_indices(count + 1), _scalar(stride))
+    return pa.array(entry_starts(view) + [n], pa.int32())
 
 
 @functools.lru_cache(maxsize=16)
@@ -194,17 +160,10 @@ def _cut(buffer: pa.Buffer, starts: pa.Array, stops: pa.Array, nulls: pa.Array) 
 
 
 def _general_columns(view: memoryview):
-    """Columns of any message set, message by message (compressed wrappers opened by the codec)."""
+    """Columns of any checked message set, message by message (compressed wrappers opened by the codec)."""
     offsets, keys, values, timestamps, ts_types = [], [], [], [], []
-    n = len(view)
-    pos = 0
-    while pos + 12 <= n:
-        (size,) = _SIZE.unpack_from(view, pos + 8)
-        stop = pos + 12 + size
-        if stop > n and size >= 14:
-            break  # a torn last message: the fetch ended inside it
-        if size < 14 or pos + 18 > n:
-            raise InvalidMessageError(f"message with corrupt size {size}", pos)
+    starts = entry_starts(view)
+    for pos, stop in zip(starts, starts[1:] + [len(view)]):
         magic, attributes = view[pos + 16], view[pos + 17]
         ts_type = -1 if magic == 0 else (1 if attributes & LOG_APPEND_TIME else 0)
         for message in iter_messages(view[pos:stop]):
@@ -213,7 +172,6 @@ def _general_columns(view: memoryview):
             values.append(message.value)
             timestamps.append(message.timestamp * 1000 if magic else None)
             ts_types.append(ts_type)
-        pos = stop
     return (pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
             pa.array(timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")), pa.array(ts_types, pa.int32()),
             len(offsets))

@@ -12,15 +12,20 @@ absolute in magic 0 and relative (0..n-1) in magic 1 (KIP-31), so a broker assig
 a magic-1 wrapper by rewriting the wrapper offset alone, but must decompress, renumber,
 recompress and re-CRC a magic-0 one, as 0.8's broker did.
 
-Three kinds of callers, three entry points:
+One walk over a set, ``_walk``, holds every rule about where entries end and what makes one
+sound (``_entry_head`` checks one entry; ``_plain_run`` checks a run of uncompressed ones in one
+tight loop, no Python object per message: it is most of the broker's CPU when producing). Every
+reader goes through it:
 
 * the produce path: :func:`assign_offsets` -- validate every CRC and size, assign offsets in
-  place, report the offsets, message count and max timestamp; it walks the received buffer with
-  ``struct.unpack_from`` and makes no Python object per uncompressed message (runs of them go
-  through one tight loop, ``_plain_run``: it is most of the broker's CPU when producing);
-* the follower and recovery paths: :func:`analyze` -- the same checks without assigning;
-* tools, tests and our consumer: :func:`iter_messages` yields :class:`Message` objects
-  (compressed wrappers opened), and :func:`build_message_set` writes sets.
+  place, report the offsets, message count and max timestamp;
+* the follower and recovery paths, and the readers of fetched sets: :func:`analyze` -- the same
+  checks without assigning, and where the complete entries end. Our consumer's decoder and the
+  Spark source's Arrow decoder check a fetched set with it, find its entries with
+  :func:`entry_starts` (sizes only) and then cut keys and values out their own fast ways;
+* tools, tests and the simple consumer: :func:`iter_messages` yields :class:`Message` objects
+  (compressed wrappers opened), :func:`iter_entries` the stored entries for DumpLogSegments, and
+  :func:`build_message_set` writes sets.
 
 A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
 tail) ends at its last complete message: readers stop there, and ``valid_bytes`` says where.
@@ -56,6 +61,7 @@ __all__ = [
     "assign_offsets",
     "build_message_set",
     "encode_message",
+    "entry_starts",
     "iter_entries",
     "iter_messages",
 ]
@@ -227,6 +233,34 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _entry_head(
+    view: memoryview, pos: int, n: int, max_message_bytes: int | None, verify_crc: bool
+) -> tuple[int, int, int, int] | None:
+    """The walk's step, shared by every reader: the entry at ``pos`` checked -- its size (at least a
+    message, at most ``max_message_bytes``), its magic, its CRC -- as (offset, end, magic, attributes);
+    None where the set ends, or where its last entry is torn (a fetch may end inside one)."""
+    if pos + LOG_OVERHEAD > n:
+        return None
+    offset, size = _OFFSET_SIZE.unpack_from(view, pos)
+    end = pos + LOG_OVERHEAD + size
+    if size < MIN_MESSAGE_SIZE[0]:
+        raise InvalidMessageError(f"message with corrupt size {size}", pos)
+    if end > n:
+        return None
+    if max_message_bytes is not None and size > max_message_bytes:
+        raise InvalidMessageError(
+            f"message of {size} bytes is larger than {max_message_bytes}",
+            pos,
+            error_code=ErrorCode.MESSAGE_TOO_LARGE,
+        )
+    crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+    if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
+        raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
+    if verify_crc and crc32(view[pos + 16 : end]) != crc:
+        raise InvalidMessageError("message fails its CRC", pos)
+    return offset, end, magic, attributes
+
+
 def _plain_run(
     view: memoryview, pos: int, next_offset: int | None, previous: int | None, max_timestamp: int, max_size: int
 ) -> tuple[int, int, int, int, int]:
@@ -323,25 +357,10 @@ def _walk(
                 shallow += run
                 last = run_last
                 next_offset += run if assign else 0
-        if pos + LOG_OVERHEAD > n:
-            break
-        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
-        end = pos + LOG_OVERHEAD + size
-        if size < MIN_MESSAGE_SIZE[0]:
-            raise InvalidMessageError(f"message with corrupt size {size}", pos)
-        if end > n:
-            break  # a torn last message: the set ends before it
-        if max_message_bytes is not None and size > max_message_bytes:
-            raise InvalidMessageError(
-                f"message of {size} bytes is larger than {max_message_bytes}",
-                pos,
-                error_code=ErrorCode.MESSAGE_TOO_LARGE,
-            )
-        crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
-        if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
-            raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
-        if verify_crc and crc32(view[pos + 16 : end]) != crc:
-            raise InvalidMessageError("message fails its CRC", pos)
+        head = _entry_head(view, pos, n, max_message_bytes, verify_crc)
+        if head is None:
+            break  # the end, or a torn last message: the set ends before it
+        offset, end, magic, attributes = head
         if magic:
             (timestamp,) = _INT64.unpack_from(view, pos + 18)
             if timestamp > max_timestamp:
@@ -428,18 +447,8 @@ def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
     view = _as_view(buf)
     n = len(view)
     pos = 0
-    while pos + LOG_OVERHEAD <= n:
-        offset, size = _OFFSET_SIZE.unpack_from(view, pos)
-        end = pos + LOG_OVERHEAD + size
-        if size < MIN_MESSAGE_SIZE[0]:
-            raise InvalidMessageError(f"message with corrupt size {size}", pos)
-        if end > n:
-            return
-        crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
-        if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
-            raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
-        if verify_crc and crc32(view[pos + 16 : end]) != crc:
-            raise InvalidMessageError("message fails its CRC", pos)
+    while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
+        offset, end, magic, attributes = head
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
         codec = attributes & CODEC_MASK
         if codec == CODEC_NONE:
@@ -476,13 +485,9 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
     lengths that do not fill the message.
     """
     view = _as_view(buf)
-    n = len(view)
-    pos = 0
-    while pos + LOG_OVERHEAD <= n:
+    for pos in entry_starts(view):
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)
         end = pos + LOG_OVERHEAD + size
-        if size < MIN_MESSAGE_SIZE[0] or end > n:
-            return
         if max_message_bytes is not None and size > max_message_bytes:
             raise InvalidMessageError(
                 f"message of {size} bytes is larger than {max_message_bytes}",
@@ -499,7 +504,26 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
         yield Entry(
             offset, pos, size, crc, valid, magic, attributes, timestamp, _bytes(key), _bytes(value)
         )
-        pos = end
+
+
+def entry_starts(buf: Buffer) -> list[int]:
+    """Where each complete entry of a set starts, walking the sizes only: the boundaries of a set
+    :func:`analyze` has checked, or of a fetch before it is decoded. It stops at a torn tail or at a
+    size too small to be a message (the validating walk raises there), as 0.8.2's FileMessageSet
+    iterator did."""
+    view = _as_view(buf)
+    n = len(view)
+    unpack = _INT32.unpack_from
+    starts: list[int] = []
+    append = starts.append
+    pos = 0
+    while pos + LOG_OVERHEAD <= n:
+        (size,) = unpack(view, pos + 8)
+        if size < MIN_MESSAGE_SIZE[0] or pos + LOG_OVERHEAD + size > n:
+            break
+        append(pos)
+        pos += LOG_OVERHEAD + size
+    return starts
 
 
 def _bytes(view: memoryview | None) -> bytes | None:
