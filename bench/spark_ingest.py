@@ -390,8 +390,7 @@ def main() -> int:
     print(f"{'  ... Parquet written':<58} {result.bytes / 2**20:>12,.0f} MiB   in {ingest_rate.wall_s:.1f} s, "
           f"{ingest_rate.cpu_s:.1f} CPU-s")
     for cores, rate in cluster_rates.items():
-        workers = "1 worker (spark.cores.max=1)" if cores == 1 else "2 workers"
-        row(f"spark-ingest, standalone cluster, {workers} x 1 core", rate,
+        row(f"spark-ingest, standalone cluster, {cores} worker{'s' if cores > 1 else ''} x 1 core", rate,
             f"beside local[2]: {rate.wall / ingest_rate.wall:.0%} wall, {rate.two_cores / ingest_rate.two_cores:.0%} "
             "2-core")
     return 0
