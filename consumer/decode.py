@@ -13,7 +13,15 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from zkbroker.protocol.message_set import CODEC_MASK, LOG_OVERHEAD, analyze, entry_starts, iter_messages
+from zkbroker.protocol.message_set import (
+    CODEC_MASK,
+    LOG_OVERHEAD,
+    InflationBoundError,
+    analyze,
+    entry_starts,
+    inflation_bound,
+    iter_messages,
+)
 
 
 class MessageAndMetadata(NamedTuple):
@@ -33,12 +41,16 @@ _INT32 = struct.Struct(">i")
 _new = tuple.__new__
 
 
-def decode_messages(records, topic: str, partition: int, start: int) -> tuple[list[MessageAndMetadata], bool]:
+def decode_messages(records, topic: str, partition: int, start: int,
+                    max_inflated_bytes: int | None = None) -> tuple[list[MessageAndMetadata], bool]:
     """The messages of `records` at offsets >= start, and whether the set held any complete message at all
     (False with bytes present means the first message is larger than the fetch size).
 
-    Raises InvalidMessageError (a RemoteProtocolError) for a corrupt message, as iter_messages does.
+    Raises InvalidMessageError (a RemoteProtocolError) for a corrupt message, as iter_messages does, and its
+    InflationBoundError, naming topic, partition and offset, for a compressed message that would inflate past
+    `max_inflated_bytes` (default: the codec's inflation_bound).
     """
+    bound = inflation_bound() if max_inflated_bytes is None else max_inflated_bytes
     checked = analyze(records)
     out: list[MessageAndMetadata] = []
     append = out.append
@@ -51,9 +63,12 @@ def decode_messages(records, topic: str, partition: int, start: int) -> tuple[li
         offset, size, _, magic, attributes, key_size = unpack_head(buf, pos)
         end = pos + LOG_OVERHEAD + size
         if attributes & CODEC_MASK:
-            for m in iter_messages(memoryview(buf)[pos:end]):
-                if m.offset >= start:
-                    append(_new(MessageAndMetadata, (topic, partition, m.offset, m.key, m.value)))
+            try:
+                for m in iter_messages(memoryview(buf)[pos:end], max_inflated_bytes=bound):
+                    if m.offset >= start:
+                        append(_new(MessageAndMetadata, (topic, partition, m.offset, m.key, m.value)))
+            except InflationBoundError as e:
+                raise e.in_partition(topic, partition) from None
             pos = end
             continue
         if magic:

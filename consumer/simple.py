@@ -33,7 +33,7 @@ from zkbroker.protocol.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
-from zkbroker.protocol.message_set import Message, iter_messages
+from zkbroker.protocol.message_set import InflationBoundError, Message, iter_messages, read_inflation_bound
 from zkbroker.zk.client import ZkClient
 
 from .fetcher import live_brokers
@@ -169,7 +169,10 @@ class SimpleConsumer:
         records, high_watermark = self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms, min_bytes)
         if not len(records):
             return FetchResult([], high_watermark, offset)
-        every = list(iter_messages(records))
+        try:
+            every = list(iter_messages(records, max_inflated_bytes=read_inflation_bound(max_bytes)))
+        except InflationBoundError as e:
+            raise e.in_partition(topic, partition) from None
         if not every:
             raise MessageSizeTooLarge(
                 f"The message at offset {offset} of [{topic},{partition}] is larger than the fetch size "

@@ -19,6 +19,8 @@ import time
 from collections import deque
 from typing import NamedTuple
 
+from zkbroker.protocol.message_set import read_inflation_bound
+
 from .decode import MessageAndMetadata, decode_messages
 
 __all__ = [
@@ -142,7 +144,8 @@ class KafkaStream:
     def _install(self, item: FetchedChunk) -> None:
         info = item.info
         if item.records is not None:
-            messages, _ = decode_messages(item.records, info.topic, info.partition, item.start)
+            messages, _ = decode_messages(item.records, info.topic, info.partition, item.start,
+                                          read_inflation_bound(info.fetch_size))
             item = item._replace(messages=messages, records=None)
         # A chunk may start before the consumed offset (a compressed set, a refetch): skip those.
         start = 0

@@ -16,7 +16,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from zkbroker.protocol.compression import CODEC_NONE
-from zkbroker.protocol.message_set import LOG_APPEND_TIME, analyze, entry_starts, iter_messages
+from zkbroker.protocol.message_set import (
+    LOG_APPEND_TIME,
+    InflationBoundError,
+    analyze,
+    entry_starts,
+    inflation_bound,
+    iter_messages,
+)
 
 __all__ = ["message_set_batch"]
 
@@ -28,8 +35,8 @@ _NULL_LENGTH = b"\xff\xff\xff\xff"
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
-def message_set_batch(records, topic: str, partition: int, start: int, end: int,
-                      schema: pa.Schema) -> tuple[pa.RecordBatch | None, int, int]:
+def message_set_batch(records, topic: str, partition: int, start: int, end: int, schema: pa.Schema,
+                      max_inflated_bytes: int | None = None) -> tuple[pa.RecordBatch | None, int, int]:
     """The messages of a fetched message set with start <= offset < end, as one record batch of `schema`.
 
     Returns (batch or None, the offset after the last complete message in the set, how many complete
@@ -38,7 +45,9 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
     messages of one format -- what 0.8 producers write without compression -- is then decoded column by
     column on little-endian hosts: where the messages start comes from the codec's `entry_starts` (or from
     Arrow, when they all have the same size), and Arrow kernels cut out offsets, keys and values. Anything
-    else (compressed wrappers, formats mixed) goes message by message through the codec's `iter_messages`.
+    else (compressed wrappers, formats mixed) goes message by message through the codec's `iter_messages`;
+    a compressed message that would inflate past `max_inflated_bytes` (default: the codec's inflation_bound)
+    raises InflationBoundError naming topic, partition and offset.
     """
     view = memoryview(records).cast("B") if not isinstance(records, memoryview) else records.cast("B")
     checked = analyze(view)
@@ -47,7 +56,10 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
     if _LITTLE_ENDIAN and checked.codec == CODEC_NONE and checked.shallow_count:
         columns = _plain_columns(view)
     if columns is None:
-        columns = _general_columns(view)
+        try:
+            columns = _general_columns(view, inflation_bound() if max_inflated_bytes is None else max_inflated_bytes)
+        except InflationBoundError as e:
+            raise e.in_partition(topic, partition) from None
     offsets, keys, values, timestamps, ts_types, count = columns
     if count == 0:
         return None, start, 0
@@ -159,14 +171,14 @@ def _cut(buffer: pa.Buffer, starts: pa.Array, stops: pa.Array, nulls: pa.Array) 
     return values
 
 
-def _general_columns(view: memoryview):
+def _general_columns(view: memoryview, max_inflated_bytes: int):
     """Columns of any checked message set, message by message (compressed wrappers opened by the codec)."""
     offsets, keys, values, timestamps, ts_types = [], [], [], [], []
     starts = entry_starts(view)
     for pos, stop in zip(starts, starts[1:] + [len(view)]):
         magic, attributes = view[pos + 16], view[pos + 17]
         ts_type = -1 if magic == 0 else (1 if attributes & LOG_APPEND_TIME else 0)
-        for message in iter_messages(view[pos:stop]):
+        for message in iter_messages(view[pos:stop], max_inflated_bytes=max_inflated_bytes):
             offsets.append(message.offset)
             keys.append(message.key)
             values.append(message.value)

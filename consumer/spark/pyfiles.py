@@ -3,7 +3,7 @@ pyspark and pyarrow installed.
 
 The zip holds zkbroker, consumer and controller, and kazoo (pure Python: the zkkafka planner, which Spark runs in
 a Python worker of the driver, reads ZooKeeper with it). Compiled packages cannot travel in a zip and need not:
-without cramjam and isal, message sets are decoded with pyarrow's codecs and zlib's CRC-32
+without cramjam, lz4 and isal, message sets are decoded with pyarrow's codecs and zlib's CRC-32
 (zkbroker/protocol/compression.py). It is built once per content -- the version and a digest of the files, so
 an edited checkout never ships stale code -- into zkbroker's cache directory, byte for byte reproducible.
 

@@ -63,6 +63,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from zkbroker.protocol.message_set import read_inflation_bound
+
 from .arrow import message_set_batch
 from .options import SourceOptions, ZkKafkaOptionError, parse_options, tp_name
 from .planner import OffsetRange, plan_ranges, report_data_loss, split_ranges
@@ -118,7 +120,7 @@ def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordB
                                        f"{o.poll_timeout_ms} milliseconds: {e}") from e
                 continue
             batch, next_offset, complete = message_set_batch(records, part.topic, part.partition, offset, end,
-                                                             schema)
+                                                             schema, read_inflation_bound(fetch_size))
             if batch is not None:
                 yield batch
             if complete:

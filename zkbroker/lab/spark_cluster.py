@@ -3,7 +3,7 @@
 A master and N workers, each a JVM of its own started with the `spark-class` that pyspark ships
 (org.apache.spark.deploy.master.Master / worker.Worker), one core and a small memory each by default. Their
 executors run `worker_python()`: a virtual environment holding pyspark and pyarrow (the driver's versions) and
-nothing else -- no zkbroker, cramjam, isal or kazoo -- built once per version under the user's cache directory.
+nothing else -- no zkbroker, cramjam, lz4, isal or kazoo -- built once per version under the user's cache directory.
 The daemons get an environment of their own (no PYTHONPATH), and every process of the cluster, executors and
 their Python workers included, lives in the process group of its daemon, which `stop` ends.
 
@@ -37,7 +37,7 @@ __all__ = ["SparkClusterError", "SparkStandalone", "worker_python"]
 
 WORKER_PACKAGES = ("pyspark", "pyarrow")
 #: What the worker Python must not see: the driver's own packages, and the compiled ones a zip cannot carry.
-NOT_ON_WORKERS = ("zkbroker", "consumer", "controller", "cramjam", "isal", "kazoo")
+NOT_ON_WORKERS = ("zkbroker", "consumer", "controller", "cramjam", "lz4", "isal", "kazoo")
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 # The daemons only keep books: a small heap, and the JIT and collector that start fastest.

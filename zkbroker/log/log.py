@@ -198,7 +198,10 @@ class Log:
             log_end = self._next_offset
             if assign_offsets:
                 info = message_set.assign_offsets(
-                    records, log_end, max_message_bytes=self.config.max_message_bytes - LOG_OVERHEAD
+                    records,
+                    log_end,
+                    max_message_bytes=self.config.max_message_bytes - LOG_OVERHEAD,
+                    max_inflated_bytes=message_set.inflation_bound(self.config.max_message_bytes),
                 )
                 if info.shallow_count == 0:
                     return info

@@ -11,12 +11,17 @@
   write whichever the magic asks for and accept either when reading.
 
 Snappy and LZ4 blocks come from ``cramjam`` (one Rust-backed wheel for both); LZ4 frames are
-assembled here because the broken checksum is not something a frame library will write. Reading needs
-only a *decoder* of raw snappy blocks and standard LZ4 frames -- Kafka's framings (xerial blocks, the
-old header checksum) are undone here -- and falls back to pyarrow's codecs when cramjam is missing: a
-Spark executor that has only pyspark and pyarrow reads every codec (gzip is the standard library's
-``zlib`` in both cases; pyarrow's gzip codec is the same zlib, and wants the decompressed size Kafka
-does not record).
+assembled here because the broken checksum is not something a frame library will write. Reading
+needs only a :class:`Decoder` of raw snappy blocks and standard LZ4 frames -- Kafka's framings
+(xerial blocks, the old header checksum) are undone here: ``cramjam`` and the ``lz4`` package's
+streaming frame decompressor where they are installed, else pyarrow's codecs, so a Spark executor
+that has only pyspark and pyarrow reads every codec. gzip is the standard library's ``zlib`` in
+both cases (pyarrow's gzip codec is the same zlib, and wants the inflated size Kafka does not record).
+
+Decompression is bounded: :func:`decompress` takes ``max_bytes`` and never holds more than that
+much inflated output -- gzip and LZ4 stream into the bound, snappy checks each block's declared
+length before inflating it -- and raises :class:`InflationBoundExceeded` when a
+value would inflate past it (a decompression bomb: a few hundred KB that inflate to gigabytes).
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ import struct
 import zlib
 from typing import Any, Protocol
 
-from .errors import LocalProtocolError, RemoteProtocolError
+from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 try:
     import cramjam
 except ImportError:  # reading falls back to pyarrow; writing snappy or lz4 says what is missing
     cramjam = None
+try:
+    import lz4.frame as lz4_frame
+except ImportError:  # reading falls back to pyarrow
+    lz4_frame = None
 
 __all__ = [
     "CODEC_GZIP",
@@ -39,6 +48,7 @@ __all__ = [
     "CODEC_SNAPPY",
     "CODEC_NAMES",
     "Decoder",
+    "InflationBoundExceeded",
     "compress",
     "decoders",
     "decompress",
@@ -52,6 +62,18 @@ CODEC_LZ4 = 3
 CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", CODEC_LZ4: "lz4"}
 
 Buffer = bytes | bytearray | memoryview
+
+#: Output asked of a streaming decompressor at a time: what it allocates at once.
+_CHUNK = 1024 * 1024
+_UNBOUNDED = 1 << 62
+
+
+class InflationBoundExceeded(RemoteProtocolError):
+    """A compressed value would inflate past the bound its reader allows (MESSAGE_TOO_LARGE)."""
+
+    def __init__(self, codec: str, max_bytes: int) -> None:
+        super().__init__(f"{codec}: inflates past {max_bytes} bytes", error_code=ErrorCode.MESSAGE_TOO_LARGE)
+        self.max_bytes = max_bytes
 
 
 def _cramjam(codec: str) -> object:
@@ -131,7 +153,7 @@ def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_decompress(data: Buffer, decoder: Decoder) -> bytes:
+def _lz4_decompress(data: Buffer, max_bytes: int, decoder: Decoder) -> bytes:
     frame = bytearray(data)
     if len(frame) < 7 or frame[:4] != _LZ4_MAGIC:
         raise RemoteProtocolError("lz4: not an LZ4 frame")
@@ -141,7 +163,7 @@ def _lz4_decompress(data: Buffer, decoder: Decoder) -> bytes:
         raise RemoteProtocolError("lz4: truncated frame header")
     # Accept the pre-KIP-57 checksum by rewriting the header checksum to the correct one.
     frame[end] = (xxh32(frame[4:end]) >> 8) & 0xFF
-    return decoder.lz4_frame(bytes(frame))
+    return decoder.lz4_frame(bytes(frame), max_bytes)
 
 
 # -- snappy ---------------------------------------------------------------------------------------
@@ -171,20 +193,24 @@ def _snappy_length(block: memoryview) -> int:
     raise RemoteProtocolError("snappy: corrupt block length")
 
 
-def _snappy_block(block: memoryview, decoder: Decoder) -> bytes:
-    # No snappy op expands more than ~22x, so a larger claim is corrupt, and refusing it first
-    # keeps a forged length from allocating.
+def _snappy_block(block: memoryview, room: int, max_bytes: int, decoder: Decoder) -> bytes:
+    # No snappy op expands more than ~22x, so a larger claim is corrupt, and refusing it first keeps
+    # a forged length from allocating. A claim past the room left under the bound is refused before
+    # inflating too.
     declared = _snappy_length(block)
     if declared > 32 * len(block) + 64:
         raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
+    if declared > room:
+        raise InflationBoundExceeded("snappy", max_bytes)
     return decoder.snappy_block(block, declared)
 
 
-def _snappy_decompress(data: Buffer, decoder: Decoder) -> bytes:
+def _snappy_decompress(data: Buffer, max_bytes: int, decoder: Decoder) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_HEADER[:8]:
-        return _snappy_block(view, decoder)
+        return _snappy_block(view, max_bytes, max_bytes, decoder)
     out = []
+    total = 0
     pos = 16
     while pos < len(view):
         if pos + 4 > len(view):
@@ -193,7 +219,9 @@ def _snappy_decompress(data: Buffer, decoder: Decoder) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(view):
             raise RemoteProtocolError("snappy: truncated xerial block")
-        out.append(_snappy_block(view[pos : pos + size], decoder))
+        block = _snappy_block(view[pos : pos + size], max_bytes - total, max_bytes, decoder)
+        total += len(block)
+        out.append(block)
         pos += size
     return b"".join(out)
 
@@ -202,19 +230,22 @@ def _snappy_decompress(data: Buffer, decoder: Decoder) -> bytes:
 
 
 class Decoder(Protocol):
-    """What reading needs of a compression library; failures raise RemoteProtocolError."""
+    """What reading needs of compression libraries; failures raise RemoteProtocolError."""
 
     name: str
 
     def snappy_block(self, block: memoryview, length: int) -> bytes:
         """A raw snappy block whose uncompressed length (from its header) is ``length``."""
 
-    def lz4_frame(self, frame: bytes) -> bytes:
-        """A standard LZ4 frame (header checksum already the correct one)."""
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        """A standard LZ4 frame (header checksum already the correct one), streamed into at most
+        ``max_bytes`` of output: InflationBoundExceeded past it."""
 
 
-class _CramjamDecoder:
-    name = "cramjam"
+class _NativeDecoder:
+    """cramjam's snappy and the lz4 package's streaming frame decompressor: the installed package's own."""
+
+    name = "cramjam+lz4"
 
     def snappy_block(self, block: memoryview, length: int) -> bytes:
         try:
@@ -222,14 +253,29 @@ class _CramjamDecoder:
         except cramjam.DecompressionError as exc:
             raise RemoteProtocolError(f"snappy: {exc}") from None
 
-    def lz4_frame(self, frame: bytes) -> bytes:
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        decompressor = lz4_frame.LZ4FrameDecompressor()
+        out = []
+        total = 0
+        pending = frame
         try:
-            return bytes(cramjam.lz4.decompress(frame))
-        except cramjam.DecompressionError as exc:
+            while not decompressor.eof:
+                chunk = decompressor.decompress(pending, max_length=min(_CHUNK, max_bytes - total + 1))
+                pending = b""
+                total += len(chunk)
+                if total > max_bytes:
+                    raise InflationBoundExceeded("lz4", max_bytes)
+                out.append(chunk)
+                if not chunk and decompressor.needs_input and not decompressor.eof:
+                    raise RemoteProtocolError("lz4: truncated frame")
+        except RuntimeError as exc:  # what the lz4 package raises for a corrupt frame
             raise RemoteProtocolError(f"lz4: {exc}") from None
+        return b"".join(out)
 
 
 class _ArrowDecoder:
+    """pyarrow's snappy codec and LZ4 frame stream: what a Spark executor with only pyspark and pyarrow has."""
+
     name = "pyarrow"
 
     def __init__(self, pa: Any) -> None:
@@ -243,24 +289,20 @@ class _ArrowDecoder:
         except self._errors as exc:
             raise RemoteProtocolError(f"snappy: {exc}") from None
 
-    def lz4_frame(self, frame: bytes) -> bytes:
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
         pa = self._pa
+        out = []
+        total = 0
         try:
-            return pa.input_stream(pa.py_buffer(frame), compression="lz4").read()
+            with pa.input_stream(pa.py_buffer(frame), compression="lz4") as stream:
+                while chunk := stream.read(min(_CHUNK, max_bytes - total + 1)):
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise InflationBoundExceeded("lz4", max_bytes)
+                    out.append(chunk)
         except self._errors as exc:
             raise RemoteProtocolError(f"lz4: {exc}") from None
-
-
-def decoders() -> list[Decoder]:
-    """The decoders this interpreter can use, the preferred (cramjam, the faster) first."""
-    found: list[Decoder] = [_CramjamDecoder()] if cramjam is not None else []
-    try:
-        import pyarrow
-    except ImportError:
-        return found
-    if pyarrow.Codec.is_available("snappy") and pyarrow.Codec.is_available("lz4_frame"):
-        found.append(_ArrowDecoder(pyarrow))
-    return found
+        return b"".join(out)
 
 
 class _Missing:
@@ -269,8 +311,20 @@ class _Missing:
     def snappy_block(self, block: memoryview, length: int) -> bytes:
         raise RemoteProtocolError("snappy needs the cramjam or the pyarrow package")
 
-    def lz4_frame(self, frame: bytes) -> bytes:
-        raise RemoteProtocolError("lz4 needs the cramjam or the pyarrow package")
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        raise RemoteProtocolError("lz4 needs the lz4 or the pyarrow package")
+
+
+def decoders() -> list[Decoder]:
+    """The decoders this interpreter can use, the preferred (the native packages, the faster) first."""
+    found: list[Decoder] = [_NativeDecoder()] if cramjam is not None and lz4_frame is not None else []
+    try:
+        import pyarrow
+    except ImportError:
+        return found
+    if pyarrow.Codec.is_available("snappy") and pyarrow.Codec.is_available("lz4_frame"):
+        found.append(_ArrowDecoder(pyarrow))
+    return found
 
 
 _decoder: Decoder | None = None
@@ -300,26 +354,39 @@ def compress(codec: int, data: Buffer, magic: int = 1) -> bytes:
     raise LocalProtocolError(f"unknown compression codec {codec}")
 
 
-def decompress(codec: int, data: Buffer, decoder: Decoder | None = None) -> bytes:
-    """Decompress a wrapper message's value; RemoteProtocolError if it does not decompress.
-    ``decoder``: one of :func:`decoders` (default: the first)."""
-    if codec == CODEC_GZIP:
-        out = []
-        rest = bytes(data)
-        if not rest:
-            raise RemoteProtocolError("gzip: empty stream")
-        try:
-            while rest:  # a gzip stream may hold several members (Java reads them all)
-                decompressor = zlib.decompressobj(47)  # gzip or zlib header, detected
-                out.append(decompressor.decompress(rest))
-                if not decompressor.eof:
+def _gzip_decompress(data: Buffer, max_bytes: int) -> bytes:
+    out = []
+    total = 0
+    rest = bytes(data)
+    if not rest:
+        raise RemoteProtocolError("gzip: empty stream")
+    try:
+        while rest:  # a gzip stream may hold several members (Java reads them all)
+            decompressor = zlib.decompressobj(47)  # gzip or zlib header, detected
+            while not decompressor.eof:
+                chunk = decompressor.decompress(rest, min(_CHUNK, max_bytes - total + 1))
+                rest = decompressor.unconsumed_tail
+                total += len(chunk)
+                if total > max_bytes:
+                    raise InflationBoundExceeded("gzip", max_bytes)
+                out.append(chunk)
+                if not chunk and not rest and not decompressor.eof:
                     raise RemoteProtocolError("gzip: truncated stream")
-                rest = decompressor.unused_data
-        except zlib.error as exc:
-            raise RemoteProtocolError(f"gzip: {exc}") from None
-        return b"".join(out)
+            rest = decompressor.unused_data
+    except zlib.error as exc:
+        raise RemoteProtocolError(f"gzip: {exc}") from None
+    return b"".join(out)
+
+
+def decompress(codec: int, data: Buffer, max_bytes: int | None = None, decoder: Decoder | None = None) -> bytes:
+    """Decompress a wrapper message's value, holding at most ``max_bytes`` of output (no bound when
+    None); RemoteProtocolError if it does not decompress, its InflationBoundExceeded if it would
+    inflate past the bound. ``decoder``: one of :func:`decoders` (default: the first)."""
+    bound = _UNBOUNDED if max_bytes is None else max_bytes
+    if codec == CODEC_GZIP:
+        return _gzip_decompress(data, bound)
     if codec == CODEC_SNAPPY:
-        return _snappy_decompress(data, decoder or _default_decoder())
+        return _snappy_decompress(data, bound, decoder or _default_decoder())
     if codec == CODEC_LZ4:
-        return _lz4_decompress(data, decoder or _default_decoder())
+        return _lz4_decompress(data, bound, decoder or _default_decoder())
     raise RemoteProtocolError(f"unknown compression codec {codec}")

@@ -36,6 +36,7 @@ Anything malformed raises :class:`InvalidMessageError`, a :class:`RemoteProtocol
 
 from __future__ import annotations
 
+import array
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -48,13 +49,15 @@ try:
 except ImportError:  # a platform without isal wheels: correct, only slower
     from zlib import crc32
 
-from .compression import CODEC_NONE, compress, decompress
+from .compression import CODEC_NONE, InflationBoundExceeded, compress, decompress
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
     "LOG_OVERHEAD",
     "AppendInfo",
     "Entry",
+    "INFLATION_FACTOR",
+    "InflationBoundError",
     "InvalidMessageError",
     "Message",
     "analyze",
@@ -63,7 +66,9 @@ __all__ = [
     "encode_message",
     "entry_starts",
     "iter_entries",
+    "inflation_bound",
     "iter_messages",
+    "read_inflation_bound",
 ]
 
 #: Bytes before each message in a set: offset int64 + size int32.
@@ -87,6 +92,26 @@ _PLAIN_ENTRY = {0: struct.Struct(">qiIHii"), 1: struct.Struct(">qiIHqii")}
 _MAGIC_CODEC_MASK = 0xFF00 | CODEC_MASK
 _NO_LIMIT = 1 << 31
 
+#: A compressed message may inflate to at most this many times message.max.bytes (see the README's
+#: Hardening section): clients cap the *uncompressed* batch they compress near their request size,
+#: so sound sets stay far below it, while one inflation -- the set, its renumbered copy, the
+#: positions of its messages -- stays a few tens of MB in the broker's one event-loop thread.
+INFLATION_FACTOR = 16
+#: 0.8.2's message.max.bytes default.
+_DEFAULT_MESSAGE_MAX_BYTES = 1_000_012
+
+
+def inflation_bound(max_message_bytes: int = _DEFAULT_MESSAGE_MAX_BYTES) -> int:
+    """How many bytes a compressed message may inflate to where messages are at most
+    ``max_message_bytes`` (a broker's message.max.bytes)."""
+    return INFLATION_FACTOR * max_message_bytes
+
+
+def read_inflation_bound(fetch_bytes: int) -> int:
+    """The bound a reader fetching ``fetch_bytes`` at a time applies: that of its fetch size, and
+    never less than a broker with 0.8.2's default message.max.bytes accepts."""
+    return inflation_bound(max(fetch_bytes, _DEFAULT_MESSAGE_MAX_BYTES))
+
 Buffer = bytes | bytearray | memoryview
 
 
@@ -98,6 +123,26 @@ class InvalidMessageError(RemoteProtocolError):
     ) -> None:
         super().__init__(f"{message} (message at byte {position})", error_code=error_code)
         self.position = position
+
+
+class InflationBoundError(InvalidMessageError):
+    """A compressed message inflates past the bound (a decompression bomb): MESSAGE_TOO_LARGE, which
+    clients do not retry, and the offset of the message, for readers to name."""
+
+    def __init__(self, message: str, position: int, offset: int, bound: int) -> None:
+        super().__init__(message, position, error_code=ErrorCode.MESSAGE_TOO_LARGE)
+        self.offset = offset
+        self.bound = bound
+
+    def in_partition(self, topic: str, partition: int) -> InflationBoundError:
+        """The same error, its message naming the topic and partition (a reader's report)."""
+        return InflationBoundError(
+            f"compressed message at offset {self.offset} of [{topic},{partition}] inflates past "
+            f"{self.bound} bytes",
+            self.position,
+            self.offset,
+            self.bound,
+        )
 
 
 class Message(NamedTuple):
@@ -169,23 +214,31 @@ class _Inner:
     """An opened wrapper: its decompressed inner set and what we learned walking it."""
 
     data: bytes
-    positions: list[int]
+    positions: array.array
     relative_ok: bool  # inner offsets are exactly 0..n-1
     max_timestamp: int
 
 
 def _open_wrapper(
-    view: memoryview, pos: int, end: int, magic: int, codec: int, verify_crc: bool
+    view: memoryview, pos: int, end: int, magic: int, codec: int, verify_crc: bool, max_inflated: int
 ) -> _Inner:
     _, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
     if value is None:
         raise InvalidMessageError("compressed message without a value", pos)
     try:
-        data = decompress(codec, value)
+        data = decompress(codec, value, max_inflated)
+    except InflationBoundExceeded:
+        offset = _OFFSET.unpack_from(view, pos)[0]
+        raise InflationBoundError(
+            f"compressed message at offset {offset} inflates past {max_inflated} bytes",
+            pos,
+            offset,
+            max_inflated,
+        ) from None
     except RemoteProtocolError as exc:
         raise InvalidMessageError(f"cannot decompress: {exc}", pos) from None
     inner = memoryview(data)
-    positions = []
+    positions = array.array("q")  # 8 bytes a message, not a Python int's 36
     relative_ok = True
     max_timestamp = NO_TIMESTAMP
     at = 0
@@ -233,6 +286,15 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _check_size(size: int, max_message_bytes: int | None, pos: int) -> None:
+    if max_message_bytes is not None and size > max_message_bytes:
+        raise InvalidMessageError(
+            f"message of {size} bytes is larger than {max_message_bytes}",
+            pos,
+            error_code=ErrorCode.MESSAGE_TOO_LARGE,
+        )
+
+
 def _entry_head(
     view: memoryview, pos: int, n: int, max_message_bytes: int | None, verify_crc: bool
 ) -> tuple[int, int, int, int] | None:
@@ -247,12 +309,7 @@ def _entry_head(
         raise InvalidMessageError(f"message with corrupt size {size}", pos)
     if end > n:
         return None
-    if max_message_bytes is not None and size > max_message_bytes:
-        raise InvalidMessageError(
-            f"message of {size} bytes is larger than {max_message_bytes}",
-            pos,
-            error_code=ErrorCode.MESSAGE_TOO_LARGE,
-        )
+    _check_size(size, max_message_bytes, pos)
     crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
     if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
         raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
@@ -328,7 +385,11 @@ def _plain_run(
 
 
 def _walk(
-    buf: Buffer, base_offset: int | None, max_message_bytes: int | None, verify_crc: bool
+    buf: Buffer,
+    base_offset: int | None,
+    max_message_bytes: int | None,
+    verify_crc: bool,
+    max_inflated_bytes: int,
 ) -> AppendInfo:
     """Validate a message set; with ``base_offset``, also assign offsets from it (deep)."""
     view = _as_view(buf)
@@ -376,7 +437,7 @@ def _walk(
                 first = offset
             count += 1
         else:
-            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc)
+            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
             inner_count = len(inner.positions)
             if magic and not attributes & LOG_APPEND_TIME:
                 max_timestamp = max(max_timestamp, inner.max_timestamp)
@@ -420,14 +481,20 @@ def assign_offsets(
     *,
     max_message_bytes: int | None = None,
     verify_crc: bool = True,
+    max_inflated_bytes: int | None = None,
 ) -> AppendInfo:
     """Validate a produced message set and number its messages from ``base_offset``.
 
     Offsets are written into ``buf`` in place when it is writable (a ``bytearray`` or a view of
     one); a read-only buffer is copied once. A torn last message is left out (0.8.2 trimmed it).
-    Raises :class:`InvalidMessageError`; nothing should be appended then.
+    A compressed message may inflate to ``max_inflated_bytes`` (default: the
+    :func:`inflation_bound` of ``max_message_bytes``, or of 0.8.2's default without one).
+    Raises :class:`InvalidMessageError` (:class:`InflationBoundError` past the bound); nothing
+    should be appended then.
     """
-    return _walk(buf, base_offset, max_message_bytes, verify_crc)
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound(max_message_bytes or _DEFAULT_MESSAGE_MAX_BYTES)
+    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes)
 
 
 def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
@@ -436,14 +503,21 @@ def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
     Checks entry sizes and CRCs without opening compressed wrappers, as 0.8.2 did for replica
     appends; the offsets reported are the entries' own.
     """
-    return _walk(buf, None, None, verify_crc)
+    return _walk(buf, None, None, verify_crc, 0)  # wrappers stay closed: nothing inflates
 
 
 # -- reading messages -----------------------------------------------------------------------------
 
 
-def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
-    """The messages of a set, compressed wrappers opened, offsets absolute; stops at a torn tail."""
+def iter_messages(
+    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+) -> Iterator[Message]:
+    """The messages of a set, compressed wrappers opened, offsets absolute; stops at a torn tail.
+
+    A wrapper that would inflate past ``max_inflated_bytes`` (default :func:`inflation_bound` of
+    0.8.2's message.max.bytes) raises :class:`InflationBoundError` instead of inflating."""
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound()
     view = _as_view(buf)
     n = len(view)
     pos = 0
@@ -456,7 +530,7 @@ def iter_messages(buf: Buffer, *, verify_crc: bool = True) -> Iterator[Message]:
             yield Message(offset, _bytes(key), _bytes(value), timestamp, magic)
         else:
             yield from _inner_messages(
-                view, pos, end, offset, magic, attributes, timestamp, verify_crc
+                view, pos, end, offset, magic, attributes, timestamp, verify_crc, max_inflated_bytes
             )
         pos = end
 
@@ -488,12 +562,7 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
     for pos in entry_starts(view):
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)
         end = pos + LOG_OVERHEAD + size
-        if max_message_bytes is not None and size > max_message_bytes:
-            raise InvalidMessageError(
-                f"message of {size} bytes is larger than {max_message_bytes}",
-                pos,
-                error_code=ErrorCode.MESSAGE_TOO_LARGE,
-            )
+        _check_size(size, max_message_bytes, pos)
         crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
         layout = 1 if magic else 0
         if size < MIN_MESSAGE_SIZE[layout]:
@@ -539,8 +608,9 @@ def _inner_messages(
     attributes: int,
     timestamp: int,
     verify_crc: bool,
+    max_inflated: int,
 ) -> Iterator[Message]:
-    inner = _open_wrapper(view, pos, end, magic, attributes & CODEC_MASK, verify_crc)
+    inner = _open_wrapper(view, pos, end, magic, attributes & CODEC_MASK, verify_crc, max_inflated)
     data = memoryview(inner.data)
     # Magic 1: inner offsets are relative and the wrapper holds the last one's absolute offset.
     base = 0

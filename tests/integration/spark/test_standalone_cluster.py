@@ -1,5 +1,5 @@
 """Beyond one machine: `spark-ingest` and a zkkafka read on a Spark standalone master and two workers (separate JVMs,
-one core each) whose Python has only pyspark and pyarrow -- no zkbroker, cramjam, isal or kazoo -- over topics
+one core each) whose Python has only pyspark and pyarrow -- no zkbroker, cramjam, lz4, isal or kazoo -- over topics
 written uncompressed and with gzip, snappy and lz4, in magic 0 and magic 1 by our producer and in magic 0 by
 kafka-python pinned to 0.8.2. Every record is found exactly once: across a SIGKILL of the ingest job and its
 re-run, and across a leader failover in the middle of a read. The drivers run as processes of their own

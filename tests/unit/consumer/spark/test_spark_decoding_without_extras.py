@@ -1,6 +1,6 @@
 """A Spark executor with only pyspark and pyarrow decodes every codec as the fast path does: the same compressed
-message sets go through `message_set_batch` here (cramjam, isal) and in an interpreter where cramjam and isal
-cannot be imported (pyarrow's codecs, zlib's CRC-32), and the record batches are equal."""
+message sets go through `message_set_batch` here (cramjam, lz4, isal) and in an interpreter where cramjam, lz4 and
+isal cannot be imported (pyarrow's codecs, zlib's CRC-32), and the record batches are equal."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ from zkbroker.protocol.message_set import build_message_set
 SCHEMA = to_arrow_schema(kafka_schema(), timezone="UTC")
 ROOT = Path(__file__).resolve().parents[4]
 
-# Runs in the child: cramjam and isal made unimportable before anything of ours is imported.
+# Runs in the child: the compiled packages made unimportable before anything of ours is imported.
 CHILD = """
 import sys
 sys.modules["cramjam"] = None
+sys.modules["lz4"] = None
 sys.modules["isal"] = None
 import zlib
 import pyarrow as pa
@@ -58,7 +59,7 @@ def compressed_sets() -> list[bytes]:
     return sets
 
 
-def test_without_cramjam_and_isal_every_codec_decodes_to_the_same_record_batches():
+def test_without_cramjam_lz4_and_isal_every_codec_decodes_to_the_same_record_batches():
     sets = compressed_sets()
     here = [message_set_batch(records, "t", 3, 0, 2**62, SCHEMA)[0] for records in sets]
     assert all(batch.num_rows == 300 for batch in here)

@@ -124,3 +124,18 @@ def test_a_broker_that_answers_nothing_below_its_high_watermark_times_out(leader
     monkeypatch.setattr(consumer.spark.source, "_fetch_raw", lambda *args: (b"", 100))
     with pytest.raises(TimeoutError, match="Cannot fetch record for offset 0 of t-0 in 300 milliseconds"):
         read(0, 10, **{"kafkaConsumer.pollTimeoutMs": "300"})
+
+
+def test_a_stored_bomb_fails_the_task_naming_topic_partition_and_offset(leader, monkeypatch):
+    """A gzip set stored by an older broker that inflates past the task's bound (16 x its fetch size of 1 MiB)
+    fails the task with the topic, partition and offset, without inflating it."""
+    import consumer.spark.source
+    from zkbroker.protocol.compression import CODEC_GZIP
+    from zkbroker.protocol.message_set import InflationBoundError, read_inflation_bound
+
+    bound = read_inflation_bound(1024 * 1024)
+    bomb = build_message_set([(None, bytes(bound + 1))], codec=CODEC_GZIP, base_offset=7)
+    records = build_message_set([(None, b"fine")], base_offset=6) + bomb
+    monkeypatch.setattr(consumer.spark.source, "_fetch_raw", lambda *args: (records, 100))
+    with pytest.raises(InflationBoundError, match=rf"offset 7 of \[t,0\] inflates past {bound} bytes"):
+        read(6, 10)
