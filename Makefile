@@ -1,13 +1,16 @@
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
-# a .venv with the package and its extras, and a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py);
-# `make test` also installs the real tools the tests drive, kcat, docker-compose, nft and ip (see tests/real_tools.py).
+# The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
+# a .venv with the package and its extras, a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py);
+# `make test` also installs the real tools the tests drive, kcat, docker-compose, nft and ip (see
+# tests/real_tools.py), and builds the Spark standalone-cluster workers' Python: pyspark and pyarrow only
+# (zkbroker/lab/spark_cluster.py).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper tools clean
+.PHONY: demo test unit integration bench lint zookeeper tools spark-workers clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,23 +24,27 @@ zookeeper: $(STAMP)
 tools: $(STAMP)
 	@$(PY) -m tests.real_tools ensure
 
+# Built once per Python, pyspark and pyarrow version, into ~/.cache/zkbroker/spark-worker-python/.
+spark-workers: $(STAMP)
+	@$(PY) -m zkbroker.lab.spark_cluster ensure-worker-python >/dev/null
+
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
-test: $(STAMP) zookeeper tools lint
+test: $(STAMP) zookeeper tools spark-workers lint
 	$(PY) -m pytest tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper tools
+integration: $(STAMP) zookeeper tools spark-workers
 	$(PY) -m pytest tests/integration
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # Every benchmark prints its figures beside their references; results are summarised in BENCHMARKS.md.
-bench: $(STAMP) zookeeper
+bench: $(STAMP) zookeeper spark-workers
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:

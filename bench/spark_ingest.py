@@ -12,16 +12,22 @@ Figures, each next to its reference:
 4. `spark-ingest` (the job: group join and rebalance, planning, Spark writing Parquet, the manifest, the offset
    commit), first on a 500,000-record topic in the fresh JVM (cold: the first Spark job of a process), then on
    the 10 million records: rows/s, against the targets of >= 50% of (2) and >= 1,000,000 rows/s.
+5. The same `spark-ingest` through a Spark standalone cluster on this machine (zkbroker/lab/spark_cluster.py: a
+   master and two workers of one core each, whose Python has only pyspark and pyarrow, so every record is
+   decoded with the shipped code and pyarrow's codecs): with one worker's executor (spark.cores.max=1) and with
+   both, beside local[2]'s row (4). Each runs in a driver process of its own after a warm-up ingest of the
+   500,000-record topic there, as (4) does.
 
 Every rate is given twice: wall-clock, as measured, and per CPU-second -- the CPU time of every process doing the
 work (this one and its children: the consumer processes, Spark's JVM and Python workers; and the broker), so a
 figure taken on a machine shared with other work still says what two dedicated cores would do (2 x rows per
 CPU-second, the "2-core" column). The load average during the run is printed with the table.
 
-Everything runs on 127.0.0.1: a ZooKeeper of its own and a one-broker lab cluster, stopped at the end; the data
-(~1.3 GB of log, ~1.1 GB of Parquet) lives in a temporary directory that is removed afterwards.
+Everything runs on 127.0.0.1: a ZooKeeper of its own, a one-broker lab cluster and the Spark cluster, stopped at
+the end; the data (~1.3 GB of log, ~1.1 GB of Parquet per ingest) lives in a temporary directory that is removed
+afterwards.
 
-Usage: python bench/spark_ingest.py [--records N] [--keep]
+Usage: python bench/spark_ingest.py [--records N] [--keep] [--no-cluster]
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from zkbroker import admin  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
 from zkbroker.lab.cluster import LabCluster  # noqa: E402
+from zkbroker.lab.spark_cluster import SparkStandalone  # noqa: E402
 from zkbroker.lab.zookeeper import ZooKeeperServer  # noqa: E402
 from zkbroker.protocol.message_set import build_message_set  # noqa: E402
 from zkbroker.zk.client import ZkClient  # noqa: E402
@@ -222,11 +229,63 @@ class Measured:
 
 # ---- Spark ------------------------------------------------------------------------------------------------------
 
+CLUSTER_CONF = {"spark.executor.cores": "1", "spark.executor.memory": "512m"}
+
+
+def _cluster_driver(conn, master: str, python: str, cores: int, zookeeper: str, workdir: str) -> None:
+    """A driver process on the standalone cluster (one SparkContext per process): a warm-up ingest, then -- once
+    the parent, which meters the CPU, says go -- the measured one; sends back (records, seconds)."""
+    from consumer.spark.ingest import IngestConfig, run_ingest
+    from consumer.spark.session import spark_session
+
+    os.environ.update(PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1")
+    work = Path(workdir)
+    spark = spark_session(master, work / f"spark-{cores}-cores.log",
+                          conf={**CLUSTER_CONF, "spark.cores.max": str(cores)})
+    try:
+        run_ingest(IngestConfig(zookeeper, f"bench-{cores}-cores", work / f"warm-up-{cores}", topic="warm-up"),
+                   spark=spark)
+        conn.send("warm")
+        conn.recv()
+        started = time.perf_counter()
+        result = run_ingest(IngestConfig(zookeeper, f"bench-{cores}-cores", work / f"out-{cores}", topic="bench"),
+                            spark=spark)
+        conn.send((result.records, time.perf_counter() - started))
+        shutil.rmtree(work / f"out-{cores}", ignore_errors=True)
+    finally:
+        spark.stop()
+
+
+def cluster_ingest_rate(meter: CpuMeter, spark_cluster: SparkStandalone, cores: int, zookeeper: str,
+                        workdir: Path, records: int) -> Rate:
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    driver = ctx.Process(target=_cluster_driver, args=(child, spark_cluster.master_url, str(spark_cluster.python),
+                                                       cores, zookeeper, str(workdir)))
+    driver.start()
+    try:
+        if not parent.poll(600) or parent.recv() != "warm":
+            raise RuntimeError(f"the {cores}-core cluster driver did not warm up; see {workdir}")
+        with meter.measure() as measured:
+            parent.send("go")
+            if not parent.poll(1800):
+                raise RuntimeError(f"the {cores}-core cluster ingest did not finish; see {workdir}")
+            ingested, _ = parent.recv()
+        driver.join(120)
+    finally:
+        if driver.is_alive():
+            driver.kill()
+            driver.join()
+    if ingested != records:
+        raise RuntimeError(f"spark-ingest on {cores} cluster cores wrote {ingested} records, not {records}")
+    return measured.rate(ingested)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000_000, help="records to ingest (default 10 million)")
     parser.add_argument("--keep", action="store_true", help="keep the working directory")
+    parser.add_argument("--no-cluster", action="store_true", help="leave out the standalone-cluster rows")
     args = parser.parse_args()
     records = args.records - args.records % PARTITIONS
 
@@ -276,9 +335,23 @@ def main() -> int:
         ingest_rate = measured.rate(result.records)
         if result.records != records:
             raise RuntimeError(f"spark-ingest wrote {result.records} records, not {records}")
-        load_after = os.getloadavg()[0]
         if spark.read.parquet(str(workdir / "out")).count() != records:
             raise RuntimeError("the Parquet output does not hold every record")
+        shutil.rmtree(workdir / "out", ignore_errors=True)
+        spark.stop()
+        spark = None
+
+        cluster_rates = {}
+        if not args.no_cluster:
+            spark_cluster = SparkStandalone(workers=2, cores=1, memory="512m", base_dir=workdir / "spark-cluster")
+            spark_cluster.start()
+            try:
+                for cores in (1, 2):
+                    cluster_rates[cores] = cluster_ingest_rate(meter, spark_cluster, cores, cluster.zookeeper,
+                                                               workdir, records)
+            finally:
+                spark_cluster.stop()
+        load_after = os.getloadavg()[0]
     finally:
         if spark is not None:
             spark.stop()
@@ -316,6 +389,10 @@ def main() -> int:
           f"{ingest_rate.two_cores / undecoded.two_cores:>16.0%}")
     print(f"{'  ... Parquet written':<58} {result.bytes / 2**20:>12,.0f} MiB   in {ingest_rate.wall_s:.1f} s, "
           f"{ingest_rate.cpu_s:.1f} CPU-s")
+    for cores, rate in cluster_rates.items():
+        row(f"spark-ingest, standalone cluster, {cores} worker{'s' if cores > 1 else ''} x 1 core", rate,
+            f"beside local[2]: {rate.wall / ingest_rate.wall:.0%} wall, {rate.two_cores / ingest_rate.two_cores:.0%} "
+            "2-core")
     return 0
 
 

@@ -1,7 +1,8 @@
 """`zkbroker spark-ingest`: exactly-once batch ingestion of topics into files, as a member of a 0.8.2 group.
 
     zkbroker spark-ingest --zookeeper ZK (--topic T | --whitelist RE) --group G --output PATH
-                          [--format parquet] [--master local[2]] [--fail-on-data-loss true|false]
+                          [--format parquet] [--master local[2]|spark://HOST:PORT|yarn] [--conf key=value ...]
+                          [--fail-on-data-loss true|false]
 
 The job joins group G through the high-level consumer (`consumer/connector.py`): it registers under
 `/consumers/G/ids`, takes part in the range rebalance and owns its partitions through ephemeral
@@ -28,6 +29,9 @@ the Spark job before this member releases its partitions; the job then plans aga
 step 2 the job checks, with a round trip to ZooKeeper, that its session still owns every partition of the
 batch. (A member frozen between that check and the rename, past its session timeout, could still write a
 manifest for partitions another member took over; the window is the time of one rename.)
+
+Spark runs on `--master` (local[N], a standalone master, YARN, Kubernetes) with the `--conf` settings given; its
+executors need only pyspark and pyarrow, since the session ships our code to them (`session.py`, `pyfiles.py`).
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class IngestConfig:
     whitelist: str | None = None
     format: str = "parquet"
     master: str = "local[2]"
+    conf: tuple[tuple[str, str], ...] = ()  # Spark settings, as spark-submit's --conf key=value
     fail_on_data_loss: bool = True
     session_timeout_ms: int = 6000
     progress: bool | None = None  # None: when stderr is a terminal
@@ -449,7 +454,7 @@ def run_ingest(config: IngestConfig, spark=None, err=None) -> IngestResult:
         raise IngestError(f"--format must be one of {', '.join(FORMATS)}, got {config.format}")
     started = time.monotonic()
     own_session = spark is None and not has_spark_context()
-    spark = spark or spark_session(config.master)
+    spark = spark or spark_session(config.master, conf=dict(config.conf))
     try:
         result = IngestJob(config, spark, err).run()
     finally:
@@ -465,13 +470,20 @@ def _boolean(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _spark_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text}")
+    return key.strip(), value
+
+
 def _run(args: argparse.Namespace) -> int:
     from zkbroker import logconfig
 
     logconfig.configure("DEBUG" if args.verbose else "WARNING")
     config = IngestConfig(zookeeper=args.zookeeper, group=args.group, output=Path(args.output), topic=args.topic,
                           whitelist=args.whitelist, format=args.format, master=args.master,
-                          fail_on_data_loss=args.fail_on_data_loss)
+                          conf=tuple(args.conf), fail_on_data_loss=args.fail_on_data_loss)
     result = run_ingest(config)
     print(result.summary(), flush=True)
     return 0
@@ -487,7 +499,11 @@ def add_command(commands) -> None:
     parser.add_argument("--group", required=True, metavar="G", help="the consumer group the job joins")
     parser.add_argument("--output", required=True, metavar="PATH", help="the output directory")
     parser.add_argument("--format", default="parquet", choices=FORMATS, help="the output format (default parquet)")
-    parser.add_argument("--master", default="local[2]", help="the Spark master (default local[2])")
+    parser.add_argument("--master", default="local[2]", metavar="MASTER",
+                        help="the Spark master: local[N], spark://HOST:PORT, yarn, k8s://https://HOST:PORT "
+                             "(default local[2])")
+    parser.add_argument("--conf", action="append", default=[], type=_spark_setting, metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeatable)")
     parser.add_argument("--fail-on-data-loss", default=True, type=_boolean, metavar="true|false",
                         help="fail when offsets to ingest were deleted by retention (default true); false skips "
                              "them with a warning")

@@ -11,12 +11,16 @@
   write whichever the magic asks for and accept either when reading.
 
 Snappy and LZ4 blocks come from ``cramjam`` (one Rust-backed wheel for both); LZ4 frames are
-assembled here because the broken checksum is not something a frame library will write, and read
-with the ``lz4`` package's streaming frame decompressor (once the checksum is put right).
+assembled here because the broken checksum is not something a frame library will write. Reading
+needs only a :class:`Decoder` of raw snappy blocks and standard LZ4 frames -- Kafka's framings
+(xerial blocks, the old header checksum) are undone here: ``cramjam`` and the ``lz4`` package's
+streaming frame decompressor where they are installed, else pyarrow's codecs, so a Spark executor
+that has only pyspark and pyarrow reads every codec. gzip is the standard library's ``zlib`` in
+both cases (pyarrow's gzip codec is the same zlib, and wants the inflated size Kafka does not record).
 
 Decompression is bounded: :func:`decompress` takes ``max_bytes`` and never holds more than that
-much inflated output -- gzip and LZ4 stream into the bound (``max_length``), snappy checks each
-block's declared length before inflating it -- and raises :class:`InflationBoundExceeded` when a
+much inflated output -- gzip and LZ4 stream into the bound, snappy checks each block's declared
+length before inflating it -- and raises :class:`InflationBoundExceeded` when a
 value would inflate past it (a decompression bomb: a few hundred KB that inflate to gigabytes).
 """
 
@@ -24,16 +28,17 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any, Protocol
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 try:
     import cramjam
-except ImportError:  # gzip still works; snappy and lz4 say what is missing when used
+except ImportError:  # reading falls back to pyarrow; writing snappy or lz4 says what is missing
     cramjam = None
 try:
     import lz4.frame as lz4_frame
-except ImportError:  # reading lz4 says what is missing when used
+except ImportError:  # reading falls back to pyarrow
     lz4_frame = None
 
 __all__ = [
@@ -42,8 +47,10 @@ __all__ = [
     "CODEC_NONE",
     "CODEC_SNAPPY",
     "CODEC_NAMES",
+    "Decoder",
     "InflationBoundExceeded",
     "compress",
+    "decoders",
     "decompress",
     "xxh32",
 ]
@@ -69,10 +76,10 @@ class InflationBoundExceeded(RemoteProtocolError):
         self.max_bytes = max_bytes
 
 
-def _cramjam(codec: str, local: bool) -> object:
+def _cramjam(codec: str) -> object:
+    """cramjam, for compressing (decompressing has a fallback: see Decoder)."""
     if cramjam is None:
-        error = LocalProtocolError if local else RemoteProtocolError
-        raise error(f"{codec} needs the cramjam package")
+        raise LocalProtocolError(f"{codec} needs the cramjam package")
     return cramjam
 
 
@@ -130,7 +137,7 @@ _UINT32_LE = struct.Struct("<I")
 
 
 def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
-    lz4 = _cramjam("lz4", local=True).lz4  # type: ignore[attr-defined]
+    lz4 = _cramjam("lz4").lz4  # type: ignore[attr-defined]
     descriptor = bytes((_LZ4_FLG, _LZ4_BD))
     checked = _LZ4_MAGIC + descriptor if broken_checksum else descriptor
     parts = [_LZ4_MAGIC, descriptor, bytes(((xxh32(checked) >> 8) & 0xFF,))]
@@ -146,9 +153,7 @@ def _lz4_compress(data: Buffer, broken_checksum: bool) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_decompress(data: Buffer, max_bytes: int) -> bytes:
-    if lz4_frame is None:
-        raise RemoteProtocolError("lz4 needs the lz4 package")
+def _lz4_decompress(data: Buffer, max_bytes: int, decoder: Decoder) -> bytes:
     frame = bytearray(data)
     if len(frame) < 7 or frame[:4] != _LZ4_MAGIC:
         raise RemoteProtocolError("lz4: not an LZ4 frame")
@@ -158,23 +163,7 @@ def _lz4_decompress(data: Buffer, max_bytes: int) -> bytes:
         raise RemoteProtocolError("lz4: truncated frame header")
     # Accept the pre-KIP-57 checksum by rewriting the header checksum to the correct one.
     frame[end] = (xxh32(frame[4:end]) >> 8) & 0xFF
-    decompressor = lz4_frame.LZ4FrameDecompressor()
-    out = []
-    total = 0
-    pending = bytes(frame)
-    try:
-        while not decompressor.eof:
-            chunk = decompressor.decompress(pending, max_length=min(_CHUNK, max_bytes - total + 1))
-            pending = b""
-            total += len(chunk)
-            if total > max_bytes:
-                raise InflationBoundExceeded("lz4", max_bytes)
-            out.append(chunk)
-            if not chunk and decompressor.needs_input and not decompressor.eof:
-                raise RemoteProtocolError("lz4: truncated frame")
-    except RuntimeError as exc:  # what the lz4 package raises for a corrupt frame
-        raise RemoteProtocolError(f"lz4: {exc}") from None
-    return b"".join(out)
+    return decoder.lz4_frame(bytes(frame), max_bytes)
 
 
 # -- snappy ---------------------------------------------------------------------------------------
@@ -185,7 +174,7 @@ _INT32 = struct.Struct(">i")
 
 
 def _snappy_compress(data: Buffer) -> bytes:
-    snappy = _cramjam("snappy", local=True).snappy  # type: ignore[attr-defined]
+    snappy = _cramjam("snappy").snappy  # type: ignore[attr-defined]
     parts = [_XERIAL_HEADER]
     view = memoryview(data)
     for start in range(0, len(view), _XERIAL_BLOCK):
@@ -194,26 +183,32 @@ def _snappy_compress(data: Buffer) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_block(snappy: object, block: memoryview, room: int, max_bytes: int) -> bytes:
-    # A raw block starts with its uncompressed length; no snappy op expands more than ~22x, so a
-    # larger claim is corrupt, and refusing it first keeps a forged length from allocating. A claim
-    # past the room left under the bound is refused before inflating too.
-    try:
-        declared = snappy.decompress_raw_len(block)  # type: ignore[attr-defined]
-        if declared > 32 * len(block) + 64:
-            raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
-        if declared > room:
-            raise InflationBoundExceeded("snappy", max_bytes)
-        return bytes(snappy.decompress_raw(block))  # type: ignore[attr-defined]
-    except cramjam.DecompressionError as exc:
-        raise RemoteProtocolError(f"snappy: {exc}") from None
+def _snappy_length(block: memoryview) -> int:
+    """The uncompressed length a raw snappy block starts with (a little-endian base-128 varint)."""
+    length = 0
+    for i, byte in enumerate(block[:5]):
+        length |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            return length
+    raise RemoteProtocolError("snappy: corrupt block length")
 
 
-def _snappy_decompress(data: Buffer, max_bytes: int) -> bytes:
-    snappy = _cramjam("snappy", local=False).snappy  # type: ignore[attr-defined]
+def _snappy_block(block: memoryview, room: int, max_bytes: int, decoder: Decoder) -> bytes:
+    # No snappy op expands more than ~22x, so a larger claim is corrupt, and refusing it first keeps
+    # a forged length from allocating. A claim past the room left under the bound is refused before
+    # inflating too.
+    declared = _snappy_length(block)
+    if declared > 32 * len(block) + 64:
+        raise RemoteProtocolError(f"snappy: block claims {declared} bytes")
+    if declared > room:
+        raise InflationBoundExceeded("snappy", max_bytes)
+    return decoder.snappy_block(block, declared)
+
+
+def _snappy_decompress(data: Buffer, max_bytes: int, decoder: Decoder) -> bytes:
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_HEADER[:8]:
-        return _snappy_block(snappy, view, max_bytes, max_bytes)
+        return _snappy_block(view, max_bytes, max_bytes, decoder)
     out = []
     total = 0
     pos = 16
@@ -224,11 +219,123 @@ def _snappy_decompress(data: Buffer, max_bytes: int) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(view):
             raise RemoteProtocolError("snappy: truncated xerial block")
-        block = _snappy_block(snappy, view[pos : pos + size], max_bytes - total, max_bytes)
+        block = _snappy_block(view[pos : pos + size], max_bytes - total, max_bytes, decoder)
         total += len(block)
         out.append(block)
         pos += size
     return b"".join(out)
+
+
+# -- decoders: raw snappy blocks and standard LZ4 frames ------------------------------------------
+
+
+class Decoder(Protocol):
+    """What reading needs of compression libraries; failures raise RemoteProtocolError."""
+
+    name: str
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        """A raw snappy block whose uncompressed length (from its header) is ``length``."""
+
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        """A standard LZ4 frame (header checksum already the correct one), streamed into at most
+        ``max_bytes`` of output: InflationBoundExceeded past it."""
+
+
+class _NativeDecoder:
+    """cramjam's snappy and the lz4 package's streaming frame decompressor: the installed package's own."""
+
+    name = "cramjam+lz4"
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        try:
+            return bytes(cramjam.snappy.decompress_raw(block))
+        except cramjam.DecompressionError as exc:
+            raise RemoteProtocolError(f"snappy: {exc}") from None
+
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        decompressor = lz4_frame.LZ4FrameDecompressor()
+        out = []
+        total = 0
+        pending = frame
+        try:
+            while not decompressor.eof:
+                chunk = decompressor.decompress(pending, max_length=min(_CHUNK, max_bytes - total + 1))
+                pending = b""
+                total += len(chunk)
+                if total > max_bytes:
+                    raise InflationBoundExceeded("lz4", max_bytes)
+                out.append(chunk)
+                if not chunk and decompressor.needs_input and not decompressor.eof:
+                    raise RemoteProtocolError("lz4: truncated frame")
+        except RuntimeError as exc:  # what the lz4 package raises for a corrupt frame
+            raise RemoteProtocolError(f"lz4: {exc}") from None
+        return b"".join(out)
+
+
+class _ArrowDecoder:
+    """pyarrow's snappy codec and LZ4 frame stream: what a Spark executor with only pyspark and pyarrow has."""
+
+    name = "pyarrow"
+
+    def __init__(self, pa: Any) -> None:
+        self._pa = pa
+        self._snappy = pa.Codec("snappy")
+        self._errors = (OSError, pa.ArrowException)
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        try:
+            return self._snappy.decompress(block, length, asbytes=True)
+        except self._errors as exc:
+            raise RemoteProtocolError(f"snappy: {exc}") from None
+
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        pa = self._pa
+        out = []
+        total = 0
+        try:
+            with pa.input_stream(pa.py_buffer(frame), compression="lz4") as stream:
+                while chunk := stream.read(min(_CHUNK, max_bytes - total + 1)):
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise InflationBoundExceeded("lz4", max_bytes)
+                    out.append(chunk)
+        except self._errors as exc:
+            raise RemoteProtocolError(f"lz4: {exc}") from None
+        return b"".join(out)
+
+
+class _Missing:
+    name = "none"
+
+    def snappy_block(self, block: memoryview, length: int) -> bytes:
+        raise RemoteProtocolError("snappy needs the cramjam or the pyarrow package")
+
+    def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
+        raise RemoteProtocolError("lz4 needs the lz4 or the pyarrow package")
+
+
+def decoders() -> list[Decoder]:
+    """The decoders this interpreter can use, the preferred (the native packages, the faster) first."""
+    found: list[Decoder] = [_NativeDecoder()] if cramjam is not None and lz4_frame is not None else []
+    try:
+        import pyarrow
+    except ImportError:
+        return found
+    if pyarrow.Codec.is_available("snappy") and pyarrow.Codec.is_available("lz4_frame"):
+        found.append(_ArrowDecoder(pyarrow))
+    return found
+
+
+_decoder: Decoder | None = None
+
+
+def _default_decoder() -> Decoder:
+    # Chosen on first use, not at import: the broker never imports pyarrow unless it must.
+    global _decoder
+    if _decoder is None:
+        _decoder = next(iter(decoders()), _Missing())
+    return _decoder
 
 
 # -- the two entry points -------------------------------------------------------------------------
@@ -271,15 +378,15 @@ def _gzip_decompress(data: Buffer, max_bytes: int) -> bytes:
     return b"".join(out)
 
 
-def decompress(codec: int, data: Buffer, max_bytes: int | None = None) -> bytes:
+def decompress(codec: int, data: Buffer, max_bytes: int | None = None, decoder: Decoder | None = None) -> bytes:
     """Decompress a wrapper message's value, holding at most ``max_bytes`` of output (no bound when
     None); RemoteProtocolError if it does not decompress, its InflationBoundExceeded if it would
-    inflate past the bound."""
+    inflate past the bound. ``decoder``: one of :func:`decoders` (default: the first)."""
     bound = _UNBOUNDED if max_bytes is None else max_bytes
     if codec == CODEC_GZIP:
         return _gzip_decompress(data, bound)
     if codec == CODEC_SNAPPY:
-        return _snappy_decompress(data, bound)
+        return _snappy_decompress(data, bound, decoder or _default_decoder())
     if codec == CODEC_LZ4:
-        return _lz4_decompress(data, bound)
+        return _lz4_decompress(data, bound, decoder or _default_decoder())
     raise RemoteProtocolError(f"unknown compression codec {codec}")

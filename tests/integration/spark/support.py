@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from tests.integration.harness import Broker, create_topic
+from zkbroker.protocol.compression import CODEC_NONE
 from zkbroker.protocol.message_set import build_message_set
 
 PRODUCE_CHUNK = 200
@@ -23,9 +24,9 @@ def record(topic: str, partition: int, i: int) -> tuple[bytes | None, bytes | No
 
 
 def produce(brokers: list[Broker], leaders: dict[int, int], topic: str, per_partition: int, first: int = 0,
-            magic: int = 0, timestamp: int = 1_700_000_000_000) -> None:
+            magic: int = 0, timestamp: int = 1_700_000_000_000, codec: int = CODEC_NONE) -> None:
     """Records first..first+per_partition-1 of every partition, acks=-1, in order; magic-1 records carry
-    timestamp + i ms."""
+    timestamp + i ms. With a codec each request is one compressed wrapper of up to PRODUCE_CHUNK records."""
     by_id = {b.id: b for b in brokers}
     for partition, leader in sorted(leaders.items()):
         with by_id[leader].connection() as conn:
@@ -33,17 +34,18 @@ def produce(brokers: list[Broker], leaders: dict[int, int], topic: str, per_part
                 items = [(*record(topic, partition, i), timestamp + i)
                          for i in range(start, min(start + PRODUCE_CHUNK, first + per_partition))]
                 body = {"acks": -1, "timeout_ms": 10000, "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "records": build_message_set(items, magic=magic)}]}]}
+                    {"partition": partition, "records": build_message_set(items, magic=magic, codec=codec)}]}]}
                 row = conn.send(0, 2 if magic else 0, body).topics[0].partitions[0]
                 assert (row.error_code, row.base_offset) == (0, start), (topic, partition, row)
 
 
 def make_topic(zk_connect: str, brokers: list[Broker], partitions: int = 6, replication_factor: int = 1,
-               per_partition: int = 0, topic: str | None = None, magic: int = 0) -> tuple[str, dict[int, int]]:
+               per_partition: int = 0, topic: str | None = None, magic: int = 0,
+               codec: int = CODEC_NONE) -> tuple[str, dict[int, int]]:
     topic = topic or new_topic()
     leaders = create_topic(zk_connect, topic, partitions, replication_factor, brokers)
     if per_partition:
-        produce(brokers, leaders, topic, per_partition, magic=magic)
+        produce(brokers, leaders, topic, per_partition, magic=magic, codec=codec)
     return topic, leaders
 
 

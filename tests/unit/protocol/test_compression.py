@@ -6,7 +6,16 @@ import struct
 import pytest
 from kafka import codec as kafka_codec
 
-from zkbroker.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_SNAPPY, compress, decompress, xxh32
+from zkbroker.protocol.compression import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_SNAPPY,
+    InflationBoundExceeded,
+    compress,
+    decoders,
+    decompress,
+    xxh32,
+)
 from zkbroker.protocol.errors import LocalProtocolError, RemoteProtocolError
 
 DATA = os.urandom(3000) + b"kafka " * 40000  # spans several 32/64 KiB blocks
@@ -81,3 +90,51 @@ def test_unknown_codecs():
         compress(5, b"x")
     with pytest.raises(RemoteProtocolError):
         decompress(5, b"x")
+
+
+# -- the decoders: cramjam and lz4 (the fast path) and pyarrow (what a Spark executor has) read the same bytes --
+
+
+def test_both_decoders_are_here_so_the_comparisons_below_compare_something():
+    assert [d.name for d in decoders()] == ["cramjam+lz4", "pyarrow"]
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4])
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("data", [b"", b"x", DATA])
+def test_every_decoder_reads_what_we_write(decoder, codec, magic, data):
+    assert decompress(codec, compress(codec, data, magic), decoder=decoder) == data
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+def test_every_decoder_reads_the_framings_of_kafka_python_librdkafka_and_lz4_frame(decoder):
+    lz4_frame = pytest.importorskip("lz4.frame")
+    pytest.importorskip("xxhash")
+    for codec, written in [
+        (CODEC_SNAPPY, kafka_codec.snappy_encode(DATA)),  # xerial blocks
+        (CODEC_SNAPPY, kafka_codec.snappy_encode(DATA, xerial_compatible=False)),  # one raw block
+        (CODEC_LZ4, kafka_codec.lz4_encode_old_kafka(DATA)),  # magic 0: the pre-KIP-57 header checksum
+        (CODEC_LZ4, kafka_codec.lz4_encode(DATA)),
+        (CODEC_LZ4, lz4_frame.compress(DATA, content_checksum=True)),
+    ]:
+        assert decompress(codec, written, decoder=decoder) == DATA
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4])
+def test_garbage_is_a_remote_error_for_every_decoder(decoder, codec):
+    good = compress(codec, DATA)
+    for bad in (b"", b"\x00" * 10, good[: len(good) // 2], good[:7] + b"\xff" * 40, os.urandom(64),
+                b"\xff\xff\xff\xff\x0f\x00"):
+        with pytest.raises(RemoteProtocolError):
+            decompress(codec, bad, decoder=decoder)
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4])
+def test_every_decoder_stops_at_the_inflation_bound(decoder, codec):
+    bound = 300_000
+    with pytest.raises(InflationBoundExceeded):
+        decompress(codec, compress(codec, bytes(bound + 1)), bound, decoder=decoder)
+    assert decompress(codec, compress(codec, bytes(bound)), bound, decoder=decoder) == bytes(bound)
