@@ -9,10 +9,18 @@ every later command finds them again through `cluster.json`, whose format is a c
                   "config": "DIR/broker-1/server.properties"}]}
 
 `zookeeper_pid` is null when the lab did not start ZooKeeper itself (`--zookeeper HOST:PORT`).
+
+A lab cannot leak processes: every command that starts, stops or signals processes (up, down, start, stop,
+kill, pause, resume) holds an exclusive lock on `DIR/lab.lock` (fcntl), so `down` never runs while another
+command is half-way through starting something; and `down` stops every process of the lab, found by the
+configuration file inside DIR that its command line names (not only by the pids in cluster.json, which an
+interrupted `up` may not have written).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -21,13 +29,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
+from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import (
     ControllerRegistration,
@@ -40,6 +49,10 @@ from zkbroker.zk.znodes import (
 HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9092
 LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
+LOCK_FILE = "lab.lock"
+# Long enough for the slowest locked command (an `up` that waits 60 s for its brokers after starting
+# ZooKeeper, then stops them all again on failure), bounded so that a hung holder is reported.
+LOCK_WAIT_S = 180.0
 
 
 class LabError(RuntimeError):
@@ -87,6 +100,32 @@ class LabCluster:
         return ClusterFile(raw["zookeeper"], raw.get("zookeeper_pid"),
                            [BrokerEntry(**b) for b in raw.get("brokers", [])])
 
+    @contextlib.contextmanager
+    def locked(self, create: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+        """Hold the lab's lock (waiting for another lab command to finish); `create` makes DIR if missing."""
+        if create:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        elif not self.dir.is_dir():
+            self.load()  # raises the usual "No lab cluster in DIR"
+        path = self.dir / LOCK_FILE
+        with open(path, "a+") as lock:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        lock.seek(0)
+                        holder = lock.read().strip() or "another process"
+                        raise LabError(f"Another lab command ({holder}) has held {path} for {wait_s:.0f} s; "
+                                       f"try again when it has finished") from None
+                    time.sleep(0.05)
+            lock.truncate(0)
+            lock.write(f"pid {os.getpid()}: {' '.join(sys.argv[1:]) or sys.argv[0]}\n")
+            lock.flush()
+            yield  # closing the file releases the lock, also when this process dies
+
     def save(self, cluster: ClusterFile) -> None:
         tmp = self.cluster_file.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(asdict(cluster), indent=2) + "\n")
@@ -98,10 +137,14 @@ class LabCluster:
            base_port: int | None = None, timeout_s: float = 60.0) -> ClusterFile:
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
-        if self.cluster_file.exists() and self._anything_running(self.load()):
-            raise LabError(f"A lab cluster is already running in {self.dir}; "
-                           f"stop it with `zkbroker lab down --dir {self.dir}`")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with self.locked(create=True):
+            if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
+                raise LabError(f"A lab cluster is already running in {self.dir}; "
+                               f"stop it with `zkbroker lab down --dir {self.dir}`")
+            return self._up(brokers, zookeeper, config, base_port, timeout_s)
+
+    def _up(self, brokers: int, zookeeper: str, config: list[str] | tuple[str, ...], base_port: int | None,
+            timeout_s: float) -> ClusterFile:
         overrides = _parse_overrides(config)
         zookeeper_pid = None
         if zookeeper == "auto":
@@ -122,7 +165,7 @@ class LabCluster:
             self.save(cluster)
             self._wait_usable(cluster, [b.id for b in cluster.brokers], timeout_s)
         except BaseException:
-            self.down()
+            self._stop_everything()
             raise
         return cluster
 
@@ -140,19 +183,41 @@ class LabCluster:
 
     def down(self) -> None:
         """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper."""
-        cluster = self.load()
-        for entry in cluster.brokers:
-            if entry.pid is not None:
-                stop_process(entry.pid, timeout_s=10.0)
+        with self.locked():
+            if not self.cluster_file.exists() and not self._lab_processes():
+                self.load()  # raises the usual "No lab cluster in DIR"
+            self._stop_everything()
+
+    def _stop_everything(self) -> None:
+        """Brokers first (those cluster.json names, in its order, then any other), then ZooKeeper; each one
+        found by its command line as well as by cluster.json, so an interrupted `up` leaves nothing behind."""
         from zkbroker.lab.zookeeper import stop_container, stop_pid
 
-        if cluster.zookeeper_pid is not None:
-            stop_pid(cluster.zookeeper_pid, timeout=10.0)
+        cluster = self.load() if self.cluster_file.exists() else ClusterFile("", None)
+        lab_brokers = self._lab_processes(_is_broker)
+        known = [e.pid for e in cluster.brokers if e.pid in lab_brokers]
+        for pid in known + [pid for pid in lab_brokers if pid not in known]:
+            stop_process(pid, timeout_s=10.0)
+        for pid in {cluster.zookeeper_pid, *self._lab_processes(_is_zookeeper)} - {None}:
+            stop_pid(pid, timeout=10.0)
         container = self.dir / "zookeeper" / "container-id"
         if container.exists():
             stop_container(container.read_text().strip(), timeout=10.0)
             container.unlink()
+        for pid in self._lab_processes():  # whatever would not stop
+            signal_process(pid, signal.SIGKILL)
+        if not wait_until(lambda: not self._lab_processes(), 5.0):
+            raise LabError(f"Processes of the lab in {self.dir} are still running: {self._lab_processes()}")
         self.cluster_file.unlink(missing_ok=True)
+
+    def _lab_processes(self, kind: Callable[[list[str]], bool] | None = None) -> list[int]:
+        """The brokers and ZooKeeper (or only those of `kind`) run on a configuration file inside DIR."""
+        inside = str(self.dir) + os.sep
+        kinds = (_is_broker, _is_zookeeper) if kind is None else (kind,)
+
+        def of_this_lab(argv: list[str]) -> bool:
+            return argv[-1].startswith(inside) and any(k(argv) for k in kinds)
+        return processes_matching(of_this_lab)
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
         pids = [b.pid for b in cluster.brokers] + [cluster.zookeeper_pid]
@@ -170,30 +235,33 @@ class LabCluster:
         return self._signal(broker_id, signal.SIGCONT)
 
     def _signal(self, broker_id: int, sig: signal.Signals) -> BrokerEntry:
-        entry = self.load().broker(broker_id)
-        if entry.pid is None or not signal_process(entry.pid, sig):
-            raise LabError(f"Broker {broker_id} is not running")
-        if sig == signal.SIGKILL:
-            wait_until(lambda: process_state(entry.pid) == "dead", 5.0)
+        with self.locked():
+            entry = self.load().broker(broker_id)
+            if entry.pid is None or not signal_process(entry.pid, sig):
+                raise LabError(f"Broker {broker_id} is not running")
+            if sig == signal.SIGKILL:
+                wait_until(lambda: process_state(entry.pid) == "dead", 5.0)
         return entry
 
     def stop(self, broker_id: int, timeout_s: float = 30.0) -> BrokerEntry:
         """Stop one broker with SIGTERM: a clean (and, with the controller issue, controlled) shutdown."""
-        entry = self.load().broker(broker_id)
-        if entry.pid is None or process_state(entry.pid) == "dead":
-            raise LabError(f"Broker {broker_id} is not running")
-        stop_process(entry.pid, timeout_s=timeout_s)
+        with self.locked():
+            entry = self.load().broker(broker_id)
+            if entry.pid is None or process_state(entry.pid) == "dead":
+                raise LabError(f"Broker {broker_id} is not running")
+            stop_process(entry.pid, timeout_s=timeout_s)
         return entry
 
     def start(self, broker_id: int, timeout_s: float = 60.0) -> BrokerEntry:
         """Start a stopped or killed broker again from its server.properties; wait until it registers."""
-        cluster = self.load()
-        entry = cluster.broker(broker_id)
-        if entry.pid is not None and process_state(entry.pid) != "dead":
-            raise LabError(f"Broker {broker_id} is already running (pid {entry.pid})")
-        entry.pid = self._spawn_broker(entry)
-        self.save(cluster)
-        self._wait_usable(cluster, [broker_id], timeout_s)
+        with self.locked():
+            cluster = self.load()
+            entry = cluster.broker(broker_id)
+            if entry.pid is not None and process_state(entry.pid) != "dead":
+                raise LabError(f"Broker {broker_id} is already running (pid {entry.pid})")
+            entry.pid = self._spawn_broker(entry)
+            self.save(cluster)
+            self._wait_usable(cluster, [broker_id], timeout_s)
         return entry
 
     def _write_broker_config(self, zk_connect: str, broker_id: int, port: int,
@@ -355,6 +423,16 @@ def _choose_ports(count: int, base_port: int | None) -> list[int]:
         if port not in chosen:
             chosen.append(port)
     return chosen
+
+
+def _is_broker(argv: list[str]) -> bool:
+    """`python -m zkbroker server DIR/broker-N/server.properties`, as _spawn_broker runs it."""
+    return "zkbroker" in argv and "server" in argv and argv[-1].endswith(os.sep + "server.properties")
+
+
+def _is_zookeeper(argv: list[str]) -> bool:
+    """ZooKeeperServerMain run on `DIR/zookeeper/zoo.cfg` (zkbroker.lab.zookeeper.java_command)."""
+    return any(arg.startswith("org.apache.zookeeper") for arg in argv) and argv[-1].endswith(os.sep + "zoo.cfg")
 
 
 def _last_line(path: Path) -> str:

@@ -181,7 +181,10 @@ class KafkaServer:
         it succeeds when the answer lists no partition left. An I/O error or a non-empty answer is retried after
         `controlled.shutdown.retry.backoff.ms`, up to `controlled.shutdown.max.retries` attempts (without the
         pointless pause after the last one, which 0.8.2 took). No controller, or one that cannot be reached,
-        ends it at once, as in 0.8.2; the broker then shuts down uncleanly (others elect after our session)."""
+        ends it at once, as in 0.8.2; the broker then shuts down uncleanly (others elect after our session).
+        Unlike 0.8.2, an unreachable ZooKeeper ends it too: each attempt first waits at most
+        `zookeeper.connection.timeout.ms` for the session's connection (kazoo would queue the read of
+        `/controller` until ZooKeeper came back, which may be never), so SIGTERM always ends the broker."""
         retries = self.config["controlled.shutdown.max.retries"]
         backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000.0
         timeout_s = self.config["controller.socket.timeout.ms"] / 1000.0
@@ -192,6 +195,11 @@ class KafkaServer:
         try:
             while retries > 0 and not succeeded:
                 retries -= 1
+                if not self._zookeeper_reachable():
+                    log.warning("%sGiving up the controlled shutdown: ZooKeeper (%s) has been unreachable for "
+                                "zookeeper.connection.timeout.ms (%d ms)", self.prefix, self.config.zk_connect,
+                                self.config.zk_connection_timeout_ms)
+                    break
                 found = self._current_controller()
                 if found is not None and (connection is None or found != controller):
                     if connection is not None:
@@ -225,6 +233,15 @@ class KafkaServer:
         if not succeeded:
             log.warning("%sProceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
                         self.prefix)
+
+    def _zookeeper_reachable(self) -> bool:
+        """Whether the ZooKeeper connection is up, or comes back within `zookeeper.connection.timeout.ms`."""
+        deadline = time.monotonic() + self.config.zk_connection_timeout_ms / 1000.0
+        while not self.zk.connected:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def _current_controller(self) -> BrokerRegistration | None:
         """The controller's registration; None if its /brokers/ids node is gone (try again later)."""
