@@ -31,7 +31,7 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import SocketServer
+from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.registration import BrokerRegistrar
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
@@ -81,7 +81,8 @@ class KafkaServer:
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
                              TopicAutoCreator(self.config, self.zk), self.controller)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
-                                              self.config["socket.request.max.bytes"])
+                                              self.config["socket.request.max.bytes"],
+                                              ConnectionLimits.from_config(self.config))
             await self.socket_server.start()
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
