@@ -303,6 +303,9 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "How long to wait for a ZooKeeper connection; defaults to zookeeper.session.timeout.ms.",
               fallback="zookeeper.session.timeout.ms"),
     ConfigKey("zookeeper.sync.time.ms", _INT, 2000, "How far a ZooKeeper follower may lag behind its leader."),
+    ConfigKey("zookeeper.set.acl", _BOOLEAN, False,
+              "Extension (Kafka 0.9's switch): create znodes with Kafka's secure ACLs (the login of "
+              "$ZKBROKER_JAAS_CONFIG may change them, the world only read; /consumers stays open)."),
 
     # General
     ConfigKey("broker.id", _INT, REQUIRED, "This broker's id, unique in the cluster: its /brokers/ids/<id>.",

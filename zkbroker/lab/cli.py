@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from zkbroker.lab.cluster import LabCluster
+from zkbroker.lab.cluster import JAAS_FILE, LabCluster
+from zkbroker.zk.security import JAAS_CONFIG_ENV
 
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
@@ -28,6 +29,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                     help="a server.properties setting for every broker (repeatable)")
     up.add_argument("--base-port", type=int, default=None, metavar="P",
                     help="brokers listen on P, P+1, ... (default 9092..., or free ports if those are taken)")
+    up.add_argument("--secure", action="store_true",
+                    help="ZooKeeper with a SASL login for the brokers, and znodes with Kafka's secure ACLs "
+                         "(zookeeper.set.acl=true); tools log in with DIR/jaas.conf")
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     action("kill", "SIGKILL one broker", _kill, broker=True)
@@ -41,13 +45,16 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
-    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port)
+    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
+                     secure=args.secure)
     status = lab.status()
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
     for b in cluster.brokers:
         print(f"Broker {b.id}: {b.host}:{b.port} (pid {b.pid})")
     print(f"Controller: broker {status['controller']} at epoch {status['controller_epoch']}")
     print(f"Cluster description: {lab.cluster_file}")
+    if lab.secure:
+        print(f"ZooKeeper login for tools: export {JAAS_CONFIG_ENV}={lab.dir / JAAS_FILE}")
     return 0
 
 

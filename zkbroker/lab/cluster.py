@@ -10,6 +10,10 @@ every later command finds them again through `cluster.json`, whose format is a c
 
 `zookeeper_pid` is null when the lab did not start ZooKeeper itself (`--zookeeper HOST:PORT`).
 
+`up --secure` starts its ZooKeeper with a SASL DIGEST-MD5 login for the brokers and the brokers with
+`zookeeper.set.acl=true` (zkbroker.zk.security); the login is written to `DIR/jaas.conf`, which the lab's
+brokers get through $ZKBROKER_JAAS_CONFIG and which tools need the same way to change anything.
+
 A lab cannot leak processes: every command that starts, stops or signals processes (up, down, start, stop,
 kill, pause, resume) holds an exclusive lock on `DIR/lab.lock` (fcntl), so `down` never runs while another
 command is half-way through starting something; and `down` stops every process of the lab, found by the
@@ -38,6 +42,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
+from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
 from zkbroker.zk.znodes import (
     ControllerRegistration,
     LeaderIsrState,
@@ -50,6 +55,8 @@ HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9092
 LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
 LOCK_FILE = "lab.lock"
+JAAS_FILE = "jaas.conf"  # the ZooKeeper login of a --secure lab, for its brokers and tools
+LAB_ZK_USER = "kafka"
 # Long enough for the slowest locked command (an `up` that waits 60 s for its brokers after starting
 # ZooKeeper, then stops them all again on failure), bounded so that a hung holder is reported.
 LOCK_WAIT_S = 180.0
@@ -126,6 +133,11 @@ class LabCluster:
             lock.flush()
             yield  # closing the file releases the lock, also when this process dies
 
+    @property
+    def secure(self) -> bool:
+        """Whether this is a --secure lab: its brokers log in to ZooKeeper with DIR/jaas.conf."""
+        return (self.dir / JAAS_FILE).exists()
+
     def save(self, cluster: ClusterFile) -> None:
         tmp = self.cluster_file.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(asdict(cluster), indent=2) + "\n")
@@ -134,26 +146,33 @@ class LabCluster:
     # ---- up / down ----------------------------------------------------------------------------------------
 
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
-           base_port: int | None = None, timeout_s: float = 60.0) -> ClusterFile:
+           base_port: int | None = None, timeout_s: float = 60.0, secure: bool = False) -> ClusterFile:
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
+        if secure and zookeeper != "auto":
+            raise LabError("--secure needs the lab's own ZooKeeper (--zookeeper auto), which it starts with the "
+                           "brokers' SASL login")
         with self.locked(create=True):
             if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
                 raise LabError(f"A lab cluster is already running in {self.dir}; "
                                f"stop it with `zkbroker lab down --dir {self.dir}`")
-            return self._up(brokers, zookeeper, config, base_port, timeout_s)
+            return self._up(brokers, zookeeper, config, base_port, timeout_s, secure)
 
     def _up(self, brokers: int, zookeeper: str, config: list[str] | tuple[str, ...], base_port: int | None,
-            timeout_s: float) -> ClusterFile:
+            timeout_s: float, secure: bool) -> ClusterFile:
         overrides = _parse_overrides(config)
+        (self.dir / JAAS_FILE).unlink(missing_ok=True)  # a login left by an earlier --secure lab in DIR
+        login = self._write_login() if secure else None
+        if secure:
+            overrides.setdefault("zookeeper.set.acl", "true")
         zookeeper_pid = None
         if zookeeper == "auto":
-            zk_hosts, zookeeper_pid = self._start_zookeeper()
+            zk_hosts, zookeeper_pid = self._start_zookeeper(login)
         else:
             zk_hosts = zookeeper.split("/", 1)[0]
         chroot = f"/zkbroker-{secrets.token_hex(4)}"
-        with _zk(zk_hosts) as zk:
-            zk.ensure_path(chroot)
+        with _zk(zk_hosts, login) as zk:
+            zk.ensure_path(chroot)  # with Kafka's secure ACL when secure, like every znode below it
         cluster = ClusterFile(zk_hosts + chroot, zookeeper_pid)
         ports = _choose_ports(brokers, base_port)
         for broker_id, port in zip(range(1, brokers + 1), ports):
@@ -169,11 +188,20 @@ class LabCluster:
             raise
         return cluster
 
-    def _start_zookeeper(self) -> tuple[str, int]:
+    def _write_login(self) -> dict[str, str]:
+        """A fresh ZooKeeper login for a --secure lab, written to DIR/jaas.conf (readable by its owner only)."""
+        password = secrets.token_hex(16)
+        jaas = self.dir / JAAS_FILE
+        jaas.touch(mode=0o600)
+        jaas.write_text(client_jaas(LAB_ZK_USER, password))
+        return {"mechanism": "DIGEST-MD5", "username": LAB_ZK_USER, "password": password}
+
+    def _start_zookeeper(self, login: dict[str, str] | None) -> tuple[str, int]:
         from zkbroker.lab.zookeeper import ZooKeeperServer, find_zookeeper
 
         server = ZooKeeperServer(data_dir=str(self.dir / "zookeeper"), tick_time_ms=LAB_TICK_TIME_MS,
-                                 install=find_zookeeper())
+                                 install=find_zookeeper(),
+                                 sasl_users={login["username"]: login["password"]} if login else None)
         server.start()
         server.detach()
         if server.container_id:  # a Docker ZooKeeper has no pid of ours; `down` stops it by container id
@@ -283,11 +311,14 @@ class LabCluster:
 
     def _spawn_broker(self, entry: BrokerEntry) -> int:
         log_path = Path(entry.config).parent / "server.log"
+        env = os.environ.copy()
+        if self.secure:
+            env[JAAS_CONFIG_ENV] = str(self.dir / JAAS_FILE)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "zkbroker", "server", entry.config],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, cwd=str(self.dir))
+                start_new_session=True, cwd=str(self.dir), env=env)
         return proc.pid
 
     def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float) -> None:
@@ -355,8 +386,8 @@ def _topic_status(zk: KazooClient, topic: str) -> dict:
 class _zk:
     """A short-lived kazoo client for one lab command."""
 
-    def __init__(self, connect: str) -> None:
-        self.client = KazooClient(hosts=connect, timeout=10.0)
+    def __init__(self, connect: str, login: dict[str, str] | None = None) -> None:
+        self.client = AclKazooClient(login is not None, hosts=connect, timeout=10.0, sasl_options=login)
 
     def __enter__(self) -> KazooClient:
         try:

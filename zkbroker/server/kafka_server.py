@@ -52,7 +52,7 @@ class KafkaServer:
         self.broker_id = config.broker_id
         self.prefix = f"[Kafka Server {self.broker_id}], "
         self.zk = ZkClient(config.zk_connect, config.zk_session_timeout_ms, config.zk_connection_timeout_ms,
-                           name=f"broker-{self.broker_id}")
+                           name=f"broker-{self.broker_id}", secure_acls=config["zookeeper.set.acl"])
         self.metadata_cache = MetadataCache(self.zk)
         self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
