@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     console_consumer.add_command(commands)
     consumer_offset_checker.add_command(commands)
 
+    from zkbroker.tools import zookeeper_security_migration
+    zookeeper_security_migration.add_command(commands)
+
     from consumer.spark import ingest
     ingest.add_command(commands)
 
@@ -99,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sentence(e: BaseException) -> str:
+    from kazoo.exceptions import NoAuthError
+
+    if isinstance(e, NoAuthError):  # kazoo's says nothing more
+        from zkbroker.zk.security import JAAS_CONFIG_ENV
+        return (f"ZooKeeper refused the change: this cluster's znodes have secure ACLs; log in by setting "
+                f"{JAAS_CONFIG_ENV} to its JAAS file.")
     text = str(e).strip() or type(e).__name__
     return text if text.endswith((".", "!", "?")) else text + "."
 

@@ -278,6 +278,15 @@ def resolve_keys(table: Mapping[str, ConfigKey], given: Mapping[str, str]) -> di
 _SHORT, _INT, _LONG, _DOUBLE = ConfigType.SHORT, ConfigType.INT, ConfigType.LONG, ConfigType.DOUBLE
 _BOOLEAN, _STRING, _LIST, _MAP = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.LIST, ConfigType.MAP
 _AT_LEAST_0, _AT_LEAST_1, _PORT = Range(0), Range(1), Range(0, 65535)
+
+
+def _counts_at_least_0(counts: Mapping[str, int]) -> Mapping[str, int]:
+    for name, count in counts.items():
+        if count < 0:
+            raise ValueError(f"the count for {name} must be at least 0")
+    return counts
+
+
 _CLEANER = "(accepted; the log cleaner is out of scope)"
 _COMPRESSION_CODECS = OneOf(("none", "gzip", "snappy", "lz4", "0", "1", "2", "3"))
 _CLEANUP_POLICIES = OneOf(("delete", "compact"))
@@ -294,6 +303,9 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "How long to wait for a ZooKeeper connection; defaults to zookeeper.session.timeout.ms.",
               fallback="zookeeper.session.timeout.ms"),
     ConfigKey("zookeeper.sync.time.ms", _INT, 2000, "How far a ZooKeeper follower may lag behind its leader."),
+    ConfigKey("zookeeper.set.acl", _BOOLEAN, False,
+              "Extension (Kafka 0.9's switch): create znodes with Kafka's secure ACLs (the login of "
+              "$ZKBROKER_JAAS_CONFIG may change them, the world only read; /consumers stays open)."),
 
     # General
     ConfigKey("broker.id", _INT, REQUIRED, "This broker's id, unique in the cluster: its /brokers/ids/<id>.",
@@ -307,7 +319,8 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("background.threads", _INT, 10, "Threads for background work such as deleting old segments.",
               _AT_LEAST_1),
     ConfigKey("queued.max.requests", _INT, 500,
-              "Requests that may wait for a handler thread before the network threads stop reading.", _AT_LEAST_1),
+              "Requests read from one connection and not yet answered; at this many the broker stops reading "
+              "that connection (0.8.2 bounded one queue shared by every connection).", _AT_LEAST_1),
 
     # Socket server
     ConfigKey("port", _INT, 9092, "Port the broker listens on.", _PORT),
@@ -328,8 +341,10 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "Largest request the broker reads; a larger size prefix closes the connection.", _AT_LEAST_1),
     ConfigKey("max.connections.per.ip", _INT, INT32_MAX, "Connections allowed from one IP address.", _AT_LEAST_1),
     ConfigKey("max.connections.per.ip.overrides", _MAP, MappingProxyType({}),
-              "Exceptions to max.connections.per.ip, as host:count,host:count."),
-    ConfigKey("connections.max.idle.ms", _LONG, 10 * 60 * 1000, "Idle connections are closed after this long."),
+              "Exceptions to max.connections.per.ip, as host:count,host:count.", _counts_at_least_0),
+    ConfigKey("connections.max.idle.ms", _LONG, 10 * 60 * 1000,
+              "A connection with no request completed (received or answered) for this long is closed.",
+              _AT_LEAST_1),
 
     # Log
     ConfigKey("num.partitions", _INT, 1, "Partitions of an automatically created topic.", _AT_LEAST_1),

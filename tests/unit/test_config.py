@@ -304,6 +304,13 @@ def test_unknown_key_lookup_is_a_key_error():
     ("max.connections.per.ip.overrides", "host1",
      "Invalid value 'host1' for configuration max.connections.per.ip.overrides: "
      "not a comma-separated list of name:count pairs"),
+    ("max.connections.per.ip.overrides", "host1:-1",
+     "Invalid value 'host1:-1' for configuration max.connections.per.ip.overrides: "
+     "the count for host1 must be at least 0"),
+    ("max.connections.per.ip", "0", "Invalid value '0' for configuration max.connections.per.ip: must be at least 1"),
+    ("connections.max.idle.ms", "0",
+     "Invalid value '0' for configuration connections.max.idle.ms: must be at least 1"),
+    ("queued.max.requests", "x", "Invalid value 'x' for configuration queued.max.requests: not an integer"),
     ("offsets.topic.compression.codec", "zstd",
      "Invalid value 'zstd' for configuration offsets.topic.compression.codec: "
      "must be one of none, gzip, snappy, lz4, 0, 1, 2, 3"),

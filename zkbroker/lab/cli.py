@@ -6,8 +6,9 @@ import argparse
 import json
 
 from zkbroker import timeline
-from zkbroker.lab.cluster import ENSEMBLE_SIZES, LabCluster, LabError
+from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
 from zkbroker.lab.narration import format_line
+from zkbroker.zk.security import JAAS_CONFIG_ENV
 
 
 def add_lab_commands(commands: argparse._SubParsersAction) -> None:
@@ -38,6 +39,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                     help="a server.properties setting for every broker (repeatable)")
     up.add_argument("--base-port", type=int, default=None, metavar="P",
                     help="brokers listen on P, P+1, ... (default 9092..., or free ports if those are taken)")
+    up.add_argument("--secure", action="store_true",
+                    help="ZooKeeper with a SASL login for the brokers, and znodes with Kafka's secure ACLs "
+                         "(zookeeper.set.acl=true); tools log in with DIR/jaas.conf")
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     action("kill", "SIGKILL one broker or ZooKeeper server", _signal_command, process=True)
@@ -66,7 +70,7 @@ NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (ever
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
     cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
-                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet)
+                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure)
     status = lab.status()
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
     if len(status["zookeepers"]) > 1:
@@ -79,6 +83,8 @@ def _up(args: argparse.Namespace) -> int:
         print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']} "
               f"(clients reach it from {status['network']['clients']})")
     print(f"Cluster description: {lab.cluster_file}")
+    if lab.secure:
+        print(f"ZooKeeper login for tools: export {JAAS_CONFIG_ENV}={lab.dir / JAAS_FILE}")
     return 0
 
 

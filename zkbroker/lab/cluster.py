@@ -10,15 +10,28 @@ every later command finds them again through `cluster.json`, whose format is a c
      "brokers": [{"id": 1, "host": "127.0.0.1", "port": 9092, "pid": 456,
                   "config": "DIR/broker-1/server.properties"}]}
 
-`zookeepers` lists the servers the lab started, numbered by their myid (DESIGN §10), and the `zookeeper`
+`zookeepers` lists the servers the lab started, numbered by their myid, and the `zookeeper`
 connect string names every one of them, chroot last. `zookeeper_pid` is the pid of a lone server, null for
 an ensemble (each member's pid is in `zookeepers`) and when the lab did not start ZooKeeper itself
 (`--zookeeper HOST:PORT`, when `zookeepers` is empty). Everything the lab does is also appended to
 `DIR/timeline.jsonl` (zkbroker/timeline.py), and the brokers are started with ZKBROKER_TIMELINE naming it.
+
+`up --secure` starts its ZooKeeper with a SASL DIGEST-MD5 login for the brokers and the brokers with
+`zookeeper.set.acl=true` (zkbroker.zk.security); the login is written to `DIR/jaas.conf`, which the lab's
+brokers get through $ZKBROKER_JAAS_CONFIG and which tools need the same way to change anything.
+
+A lab cannot leak processes: every command that starts, stops or signals processes (up, down, start, stop,
+kill, pause, resume, partition, heal) holds an exclusive lock on `DIR/lab.lock` (fcntl), so `down` never runs
+while another command is half-way through starting something; and `down` stops every process of the lab,
+found by the configuration file inside DIR that its command line names (not only by the pids in
+cluster.json, which an interrupted `up` may not have written).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import json
 import logging
 import os
@@ -28,6 +41,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,8 +50,9 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker import timeline
 from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
-from zkbroker.lab.processes import process_state, signal_process, stop_process, wait_until
+from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
+from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
 from zkbroker.zk.znodes import (
     ControllerRegistration,
     LeaderIsrState,
@@ -50,6 +65,12 @@ HOST = "127.0.0.1"
 DEFAULT_BASE_PORT = 9092
 LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
 ENSEMBLE_SIZES = (1, 3, 5)
+LOCK_FILE = "lab.lock"
+JAAS_FILE = "jaas.conf"  # the ZooKeeper login of a --secure lab, for its brokers and tools
+LAB_ZK_USER = "kafka"
+# Long enough for the slowest locked command (an `up` that waits 60 s for its brokers after starting
+# ZooKeeper, then stops them all again on failure), bounded so that a hung holder is reported.
+LOCK_WAIT_S = 180.0
 
 
 class LabError(RuntimeError):
@@ -98,6 +119,15 @@ class ClusterFile:
                        f"{', '.join(str(z.id) for z in self.zookeepers)})")
 
 
+def _under_lock(method):
+    """Run a lab command holding the lab's lock (LabCluster.locked)."""
+    @functools.wraps(method)
+    def locked_method(self: LabCluster, *args, **kwargs):
+        with self.locked():
+            return method(self, *args, **kwargs)
+    return locked_method
+
+
 class LabCluster:
     def __init__(self, directory: str | os.PathLike) -> None:
         self.dir = Path(directory).resolve()
@@ -117,6 +147,37 @@ class LabCluster:
                            [ZooKeeperEntry(**z) for z in raw.get("zookeepers", [])],
                            [BrokerEntry(**b) for b in raw.get("brokers", [])])
 
+    @contextlib.contextmanager
+    def locked(self, create: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+        """Hold the lab's lock (waiting for another lab command to finish); `create` makes DIR if missing."""
+        if create:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        elif not self.dir.is_dir():
+            self.load()  # raises the usual "No lab cluster in DIR"
+        path = self.dir / LOCK_FILE
+        with open(path, "a+") as lock:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        lock.seek(0)
+                        holder = lock.read().strip() or "another process"
+                        raise LabError(f"Another lab command ({holder}) has held {path} for {wait_s:.0f} s; "
+                                       f"try again when it has finished") from None
+                    time.sleep(0.05)
+            lock.truncate(0)
+            lock.write(f"pid {os.getpid()}: {' '.join(sys.argv[1:]) or sys.argv[0]}\n")
+            lock.flush()
+            yield  # closing the file releases the lock, also when this process dies
+
+    @property
+    def secure(self) -> bool:
+        """Whether this is a --secure lab: its brokers log in to ZooKeeper with DIR/jaas.conf."""
+        return (self.dir / JAAS_FILE).exists()
+
     def save(self, cluster: ClusterFile) -> None:
         tmp = self.cluster_file.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(asdict(cluster), indent=2) + "\n")
@@ -126,7 +187,7 @@ class LabCluster:
 
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
            base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
-           subnet: str | None = None) -> ClusterFile:
+           subnet: str | None = None, secure: bool = False) -> ClusterFile:
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
         if zookeepers not in ENSEMBLE_SIZES:
@@ -140,13 +201,24 @@ class LabCluster:
                            "it cannot be combined with --zookeeper HOST:PORT")
         if subnet is not None and not network:
             raise LabError("--subnet chooses the lab network's addresses; it needs --network")
+        if secure and zookeeper != "auto":
+            raise LabError("--secure needs the lab's own ZooKeeper (--zookeeper auto), which it starts with the "
+                           "brokers' SASL login")
         if network:
             _check_network_privilege()
-        if self.cluster_file.exists() and self._anything_running(self.load()):
-            raise LabError(f"A lab cluster is already running in {self.dir}; "
-                           f"stop it with `zkbroker lab down --dir {self.dir}`")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with self.locked(create=True):
+            if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
+                raise LabError(f"A lab cluster is already running in {self.dir}; "
+                               f"stop it with `zkbroker lab down --dir {self.dir}`")
+            return self._up(brokers, zookeeper, config, base_port, timeout_s, zookeepers, network, subnet, secure)
+
+    def _up(self, brokers: int, zookeeper: str, config: list[str] | tuple[str, ...], base_port: int | None,
+            timeout_s: float, zookeepers: int, network: bool, subnet: str | None, secure: bool) -> ClusterFile:
         overrides = _parse_overrides(config)
+        (self.dir / JAAS_FILE).unlink(missing_ok=True)  # a login left by an earlier --secure lab in DIR
+        login = self._write_login() if secure else None
+        if secure:
+            overrides.setdefault("zookeeper.set.acl", "true")
         cluster = ClusterFile("", None)
         chroot = f"/zkbroker-{secrets.token_hex(4)}"
         self.save(cluster)  # from here on `down` finds (and undoes) whatever part of the lab exists
@@ -157,15 +229,15 @@ class LabCluster:
                                                 list(range(1, brokers + 1))).addresses
                 self._record("network_created", subnet=self.network.load().subnet)
             if zookeeper == "auto":
-                self._start_zookeepers(cluster, zookeepers, addresses)
+                self._start_zookeepers(cluster, zookeepers, addresses, login)
                 zk_hosts = ",".join(f"{z.host}:{z.port}" for z in cluster.zookeepers)
                 cluster.zookeeper_pid = cluster.zookeepers[0].pid if zookeepers == 1 else None
             else:
                 zk_hosts = zookeeper.split("/", 1)[0]
             cluster.zookeeper = zk_hosts + chroot
             self.save(cluster)
-            with _zk(zk_hosts) as zk:
-                zk.ensure_path(chroot)
+            with _zk(zk_hosts, login) as zk:
+                zk.ensure_path(chroot)  # with Kafka's secure ACL when secure, like every znode below it
             # In the lab network every broker has an address of its own, so all can use the same port.
             ports = [base_port or DEFAULT_BASE_PORT] * brokers if network else _choose_ports(brokers, base_port)
             for broker_id, port in zip(range(1, brokers + 1), ports):
@@ -178,7 +250,7 @@ class LabCluster:
             self.save(cluster)
             self._wait_usable(cluster, [b.id for b in cluster.brokers], timeout_s)
         except BaseException:
-            self.down()
+            self._stop_everything()
             raise
         self._record_zookeeper_roles(cluster)
         return cluster
@@ -186,17 +258,29 @@ class LabCluster:
     def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
         return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")
 
-    def _start_zookeepers(self, cluster: ClusterFile, count: int, addresses: dict[str, str]) -> None:
+    def _write_login(self) -> dict[str, str]:
+        """A fresh ZooKeeper login for a --secure lab, written to DIR/jaas.conf (readable by its owner only)."""
+        password = secrets.token_hex(16)
+        jaas = self.dir / JAAS_FILE
+        jaas.touch(mode=0o600)
+        jaas.write_text(client_jaas(LAB_ZK_USER, password))
+        return {"mechanism": "DIGEST-MD5", "username": LAB_ZK_USER, "password": password}
+
+    def _start_zookeepers(self, cluster: ClusterFile, count: int, addresses: dict[str, str],
+                          login: dict[str, str] | None = None) -> None:
         """Start the lab's ZooKeeper servers, recording each in `cluster` (and cluster.json) once it runs.
-        In the lab network (`addresses`) each has an address of its own and ZooKeeper's usual ports."""
+        In the lab network (`addresses`) each has an address of its own and ZooKeeper's usual ports; with a
+        `login` (--secure) each accepts the brokers' SASL login."""
         from zkbroker.lab.zookeeper import QuorumPeer, ZooKeeperServer, find_zookeeper, start_ensemble
 
         install = find_zookeeper()
+        sasl_users = {login["username"]: login["password"]} if login else None
         if count == 1:
             node = zookeeper_node(1)
             server = ZooKeeperServer(data_dir=str(self._zookeeper_dir(1, False)), tick_time_ms=LAB_TICK_TIME_MS,
                                      install=install, host=addresses.get(node, HOST),
-                                     port=2181 if addresses else None, wrapper=self.network.wrapper(node))
+                                     port=2181 if addresses else None, wrapper=self.network.wrapper(node),
+                                     sasl_users=sasl_users)
             servers = [server]
             server.start()
         else:
@@ -206,7 +290,8 @@ class LabCluster:
                           for i in range(1, count + 1))
             servers = [ZooKeeperServer(install, data_dir=self._zookeeper_dir(peer.id, True),
                                        tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers,
-                                       wrapper=self.network.wrapper(zookeeper_node(peer.id))) for peer in peers]
+                                       wrapper=self.network.wrapper(zookeeper_node(peer.id)), sasl_users=sasl_users)
+                       for peer in peers]
             start_ensemble(servers)
         for server_id, server in enumerate(servers, start=1):
             server.detach()
@@ -221,29 +306,52 @@ class LabCluster:
     def down(self) -> None:
         """Stop every broker (paused ones are resumed first so they can exit) and our ZooKeeper servers, then
         remove the lab network's namespaces, veths, bridge and rules."""
-        cluster = self.load()
+        with self.locked():
+            if not self.cluster_file.exists() and not self._lab_processes() and self.network.load() is None:
+                self.load()  # raises the usual "No lab cluster in DIR"
+            self._stop_everything()
+
+    def _stop_everything(self) -> None:
+        """Brokers first (those cluster.json names, in its order, then any other), then the ZooKeeper servers;
+        each found by its command line as well as by cluster.json, so an interrupted `up` leaves nothing
+        behind; then the lab network, whatever happened to the processes."""
         try:
-            self._stop_processes(cluster)
+            self._stop_processes()
         finally:  # whatever happened to the processes, the namespaces, veths, bridge and rules go
             if self.network.load() is not None:
                 self.network.destroy()
         self.cluster_file.unlink(missing_ok=True)
         self._record("lab_down")
 
-    def _stop_processes(self, cluster: ClusterFile) -> None:
-        for entry in cluster.brokers:
-            if entry.pid is not None:
-                stop_process(entry.pid, timeout_s=10.0)
+    def _stop_processes(self) -> None:
         from zkbroker.lab.zookeeper import stop_container, stop_pid
 
-        for pid in {z.pid for z in cluster.zookeepers} | {cluster.zookeeper_pid}:
-            if pid is not None:
-                signal_process(pid, signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
-                stop_pid(pid, timeout=10.0)
+        cluster = self.load() if self.cluster_file.exists() else ClusterFile("", None)
+        lab_brokers = self._lab_processes(_is_broker)
+        known = [e.pid for e in cluster.brokers if e.pid in lab_brokers]
+        for pid in known + [pid for pid in lab_brokers if pid not in known]:
+            stop_process(pid, timeout_s=10.0)
+        zookeepers = {cluster.zookeeper_pid, *(z.pid for z in cluster.zookeepers), *self._lab_processes(_is_zookeeper)}
+        for pid in zookeepers - {None}:
+            signal_process(pid, signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
+            stop_pid(pid, timeout=10.0)
         container = self.dir / "zookeeper" / "container-id"
         if container.exists():
             stop_container(container.read_text().strip(), timeout=10.0)
             container.unlink()
+        for pid in self._lab_processes():  # whatever would not stop
+            signal_process(pid, signal.SIGKILL)
+        if not wait_until(lambda: not self._lab_processes(), 5.0):
+            raise LabError(f"Processes of the lab in {self.dir} are still running: {self._lab_processes()}")
+
+    def _lab_processes(self, kind: Callable[[list[str]], bool] | None = None) -> list[int]:
+        """The brokers and ZooKeeper servers (or only those of `kind`) run on a configuration file inside DIR."""
+        inside = str(self.dir) + os.sep
+        kinds = (_is_broker, _is_zookeeper) if kind is None else (kind,)
+
+        def of_this_lab(argv: list[str]) -> bool:
+            return bool(argv) and argv[-1].startswith(inside) and any(k(argv) for k in kinds)
+        return processes_matching(of_this_lab)
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
         pids = [b.pid for b in cluster.brokers] + [z.pid for z in cluster.zookeepers] + [cluster.zookeeper_pid]
@@ -255,6 +363,7 @@ class LabCluster:
     def network(self) -> LabNetwork:
         return LabNetwork(self.dir)
 
+    @_under_lock
     def partition(self, node: str, peers: list[str], one_way: bool = False) -> Partition:
         """Drop traffic between `node` and each of `peers` (only what `node` sends, with `one_way`)."""
         self.load()
@@ -266,6 +375,7 @@ class LabCluster:
         self._record("fault_applied", fault="partition", node=node, peers=list(peers), one_way=one_way)
         return partition
 
+    @_under_lock
     def heal(self, node: str | None = None) -> list[Partition]:
         """Remove every partition, or those involving `node`; returns those removed."""
         self.load()
@@ -314,12 +424,14 @@ class LabCluster:
     def resume(self, broker_id: int) -> BrokerEntry:
         return self._signal(broker_id, signal.SIGCONT)
 
+    @_under_lock
     def _signal(self, broker_id: int, sig: signal.Signals) -> BrokerEntry:
         entry = self.load().broker(broker_id)
         _send(f"Broker {broker_id}", entry.pid, sig)
         self._record(_SIGNAL_EVENTS[sig], node=f"broker:{broker_id}", pid=entry.pid, signal=sig.name)
         return entry
 
+    @_under_lock
     def stop(self, broker_id: int, timeout_s: float = 30.0) -> BrokerEntry:
         """Stop one broker with SIGTERM: a clean (and, with the controller issue, controlled) shutdown."""
         entry = self.load().broker(broker_id)
@@ -329,6 +441,7 @@ class LabCluster:
         self._record("process_stopped", node=f"broker:{broker_id}", pid=entry.pid, signal="SIGTERM")
         return entry
 
+    @_under_lock
     def start(self, broker_id: int, timeout_s: float = 60.0) -> BrokerEntry:
         """Start a stopped or killed broker again from its server.properties; wait until it registers."""
         cluster = self.load()
@@ -351,6 +464,7 @@ class LabCluster:
     def resume_zookeeper(self, server_id: int) -> ZooKeeperEntry:
         return self._signal_zookeeper(server_id, signal.SIGCONT)
 
+    @_under_lock
     def _signal_zookeeper(self, server_id: int, sig: signal.Signals) -> ZooKeeperEntry:
         cluster = self.load()
         entry = cluster.zookeeper_server(server_id)
@@ -359,6 +473,7 @@ class LabCluster:
         self._settle_zookeeper_roles(cluster)
         return entry
 
+    @_under_lock
     def stop_zookeeper(self, server_id: int, timeout_s: float = 10.0) -> ZooKeeperEntry:
         """Stop one ZooKeeper server with SIGTERM."""
         from zkbroker.lab.zookeeper import stop_pid
@@ -373,6 +488,7 @@ class LabCluster:
         self._settle_zookeeper_roles(cluster)
         return entry
 
+    @_under_lock
     def start_zookeeper(self, server_id: int, timeout_s: float = 60.0) -> tuple[ZooKeeperEntry, bool]:
         """Start a stopped or killed ZooKeeper server again with its data dir (its znodes, its sessions).
 
@@ -440,6 +556,8 @@ class LabCluster:
     def _spawn_broker(self, entry: BrokerEntry) -> int:
         log_path = Path(entry.config).parent / "server.log"
         env = {**os.environ, timeline.ENV_VAR: str(self.timeline_file)}
+        if self.secure:
+            env[JAAS_CONFIG_ENV] = str(self.dir / JAAS_FILE)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
                 [*self.network.wrapper(broker_node(entry.id)), sys.executable, "-m", "zkbroker", "server",
@@ -570,9 +688,11 @@ def _topic_status(zk: KazooClient, topic: str) -> dict:
 class _zk:
     """A short-lived kazoo client for one lab command."""
 
-    def __init__(self, connect: str, timeout_s: float = 10.0) -> None:
-        # kazoo warns of every refused connection; a lab command reports the one outcome instead.
-        self.client = KazooClient(hosts=connect, timeout=10.0, logger=_QUIET_KAZOO)
+    def __init__(self, connect: str, login: dict[str, str] | None = None, timeout_s: float = 10.0) -> None:
+        # kazoo warns of every refused connection; a lab command reports the one outcome instead. With a
+        # `login` (a --secure lab) what it creates carries Kafka's secure ACLs.
+        self.client = AclKazooClient(login is not None, hosts=connect, timeout=10.0, sasl_options=login,
+                                     logger=_QUIET_KAZOO)
         self.timeout_s = timeout_s
 
     def __enter__(self) -> KazooClient:
@@ -645,6 +765,17 @@ def _choose_ports(count: int, base_port: int | None) -> list[int]:
         if port not in chosen:
             chosen.append(port)
     return chosen
+
+
+def _is_broker(argv: list[str]) -> bool:
+    """`python -m zkbroker server DIR/broker-N/server.properties`, as _spawn_broker runs it."""
+    return "zkbroker" in argv and "server" in argv and argv[-1].endswith(os.sep + "server.properties")
+
+
+def _is_zookeeper(argv: list[str]) -> bool:
+    """ZooKeeper (a lone server or an ensemble member) run on `DIR/zookeeper[-N]/zoo.cfg`
+    (zkbroker.lab.zookeeper.java_command)."""
+    return any(arg.startswith("org.apache.zookeeper") for arg in argv) and argv[-1].endswith(os.sep + "zoo.cfg")
 
 
 def _last_line(path: Path) -> str:

@@ -62,3 +62,23 @@ def stop_process(pid: int, timeout_s: float = 10.0) -> None:
     if not wait_until(lambda: process_state(pid) == "dead", timeout_s):
         signal_process(pid, signal.SIGKILL)
         wait_until(lambda: process_state(pid) == "dead", 5.0)
+
+
+def processes_matching(match: Callable[[list[str]], bool]) -> list[int]:
+    """Pids of the live processes (other than this one) whose command line (argv) satisfies match.
+
+    The lab finds its processes this way, not only through the pids it saved: a broker or ZooKeeper names its
+    configuration file (inside the lab directory) on its command line from the moment it is exec'd, before
+    any pid of it could have been written down."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                argv = [arg.decode(errors="replace") for arg in f.read().rstrip(b"\0").split(b"\0")]
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if match(argv) and process_state(int(entry.name)) != "dead":
+            found.append(int(entry.name))
+    return found

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from zkbroker.lab.debian import AptGetFailed, apt_get_install
+from zkbroker.zk.security import SASL_AUTH_PROVIDER, server_jaas
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 DEBIAN_CONF = Path("/etc/zookeeper/conf")
@@ -297,6 +298,16 @@ def java_command(install: ZooKeeperInstall, data_dir: Path, ensemble: bool = Fal
     ]
 
 
+def sasl_jvm_flags(data_dir: Path, users: Mapping[str, str]) -> list[str]:
+    """JVM flags that make ZooKeeper authenticate SASL DIGEST-MD5 clients against ``users``, whose JAAS
+    Server section is written to ``data_dir/jaas.conf`` (ZooKeeper's SASL guide: the JAAS file through
+    java.security.auth.login.config, and the SASL provider among zookeeper.authProvider.*)."""
+    jaas = data_dir / "jaas.conf"
+    jaas.write_text(server_jaas(users))
+    jaas.chmod(0o600)
+    return [f"-Djava.security.auth.login.config={jaas}", f"-Dzookeeper.authProvider.sasl={SASL_AUTH_PROVIDER}"]
+
+
 # -- the server -----------------------------------------------------------------------------------------
 
 
@@ -359,8 +370,14 @@ class ZooKeeperServer:
         myid: int | None = None,
         peers: tuple[QuorumPeer, ...] = (),
         wrapper: tuple[str, ...] = (),
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
+        """``sasl_users`` (user -> password): the SASL DIGEST-MD5 logins the server accepts, for clusters with
+        Kafka's ``zookeeper.set.acl`` (see zkbroker.zk.security); a local JVM only."""
         self.install = install or find_zookeeper()
+        if sasl_users and self.install.kind == "docker":
+            raise ZooKeeperStartError("SASL logins need a local ZooKeeper (a JVM), not the Docker image")
+        self.sasl_users = dict(sasl_users or {})
         self.tick_time_ms = tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.myid = myid
@@ -544,11 +561,14 @@ class _JavaProcess:
         (data_dir / "log4j.properties").write_text(_log4j_properties(data_dir / LOG_FILE))
         (data_dir / "logback.xml").write_text(_logback_xml(data_dir / LOG_FILE))
         self._log_offset = _size(data_dir / LOG_FILE), _size(data_dir / OUT_FILE)
+        command = java_command(server.install, data_dir, ensemble=bool(server.peers))
+        if server.sasl_users:
+            command[1:1] = sasl_jvm_flags(data_dir, server.sasl_users)
         with open(data_dir / OUT_FILE, "ab") as out:
             # A session of its own keeps the terminal's Ctrl-C away from it (we stop it ourselves) and lets
             # a detached server survive the command that started it.
             self._proc = subprocess.Popen(
-                [*server.wrapper, *java_command(server.install, data_dir, ensemble=bool(server.peers))],
+                [*server.wrapper, *command],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

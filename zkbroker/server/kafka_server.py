@@ -32,7 +32,7 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import SocketServer
+from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.registration import BrokerRegistrar
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
@@ -53,7 +53,7 @@ class KafkaServer:
         self.broker_id = config.broker_id
         self.prefix = f"[Kafka Server {self.broker_id}], "
         self.zk = ZkClient(config.zk_connect, config.zk_session_timeout_ms, config.zk_connection_timeout_ms,
-                           name=f"broker-{self.broker_id}")
+                           name=f"broker-{self.broker_id}", secure_acls=config["zookeeper.set.acl"])
         self.metadata_cache = MetadataCache(self.zk)
         self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
@@ -82,7 +82,8 @@ class KafkaServer:
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
                              TopicAutoCreator(self.config, self.zk), self.controller)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
-                                              self.config["socket.request.max.bytes"])
+                                              self.config["socket.request.max.bytes"],
+                                              ConnectionLimits.from_config(self.config))
             await self.socket_server.start()
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
@@ -175,7 +176,10 @@ class KafkaServer:
         it succeeds when the answer lists no partition left. An I/O error or a non-empty answer is retried after
         `controlled.shutdown.retry.backoff.ms`, up to `controlled.shutdown.max.retries` attempts (without the
         pointless pause after the last one, which 0.8.2 took). No controller, or one that cannot be reached,
-        ends it at once, as in 0.8.2; the broker then shuts down uncleanly (others elect after our session)."""
+        ends it at once, as in 0.8.2; the broker then shuts down uncleanly (others elect after our session).
+        Unlike 0.8.2, an unreachable ZooKeeper ends it too: each attempt first waits at most
+        `zookeeper.connection.timeout.ms` for the session's connection (kazoo would queue the read of
+        `/controller` until ZooKeeper came back, which may be never), so SIGTERM always ends the broker."""
         retries = self.config["controlled.shutdown.max.retries"]
         backoff_s = self.config["controlled.shutdown.retry.backoff.ms"] / 1000.0
         timeout_s = self.config["controller.socket.timeout.ms"] / 1000.0
@@ -186,6 +190,11 @@ class KafkaServer:
         try:
             while retries > 0 and not succeeded:
                 retries -= 1
+                if not self._zookeeper_reachable():
+                    log.warning("%sGiving up the controlled shutdown: ZooKeeper (%s) has been unreachable for "
+                                "zookeeper.connection.timeout.ms (%d ms)", self.prefix, self.config.zk_connect,
+                                self.config.zk_connection_timeout_ms)
+                    break
                 found = self._current_controller()
                 if found is not None and (connection is None or found != controller):
                     if connection is not None:
@@ -219,6 +228,15 @@ class KafkaServer:
         if not succeeded:
             log.warning("%sProceeding to do an unclean shutdown as all the controlled shutdown attempts failed",
                         self.prefix)
+
+    def _zookeeper_reachable(self) -> bool:
+        """Whether the ZooKeeper connection is up, or comes back within `zookeeper.connection.timeout.ms`."""
+        deadline = time.monotonic() + self.config.zk_connection_timeout_ms / 1000.0
+        while not self.zk.connected:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     def _current_controller(self) -> BrokerRegistration | None:
         """The controller's registration; None if its /brokers/ids node is gone (try again later)."""

@@ -9,9 +9,16 @@ uvloop has no native sendfile at all). Owning the socket keeps one write path fo
 
 Reading: frames are received straight into FrameDecoder's buffers (`recv_into`), and queued; one task per
 connection answers them strictly in order, as Kafka guarantees per connection. Reading pauses while a
-connection has `_MAX_QUEUED_BYTES` of requests waiting, so a client that does not read its responses
-cannot make the broker buffer without bound. A frame that is too large or does not parse closes that
-connection only (after the requests before it are answered); the broker keeps serving everyone else.
+connection has `queued.max.requests` requests or `_MAX_QUEUED_BYTES` of them waiting, so a client that
+does not read its responses (or pipelines without end) cannot make the broker buffer without bound -- and,
+the bound being per connection rather than 0.8.2's one queue for all, it stalls only itself. A frame that
+is too large or does not parse closes that connection only (after the requests before it are answered);
+the broker keeps serving everyone else.
+
+Limits (ConnectionLimits, README "Hardening"): `max.connections.per.ip` (with per-host overrides) closes a
+new connection at once when its address already has that many; `connections.max.idle.ms` closes a
+connection that has no request in progress and has completed none (received or answered) for that long --
+the bytes of an unfinished request do not count, so a client trickling one byte a second is closed too.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import itertools
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from zkbroker.protocol.errors import ProtocolError
 from zkbroker.protocol.fetch_response import FileRange
@@ -50,21 +59,42 @@ CONNECTION: contextvars.ContextVar[str] = contextvars.ContextVar("connection", d
 _connection_ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """The bounds on clients' connections, from the broker's config (defaults: 0.8.2's)."""
+
+    max_per_ip: int = 2**31 - 1
+    max_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)  # host or address -> count
+    max_idle_ms: int = 10 * 60 * 1000
+    max_queued_requests: int = 500
+
+    @classmethod
+    def from_config(cls, config: Any) -> ConnectionLimits:
+        return cls(config["max.connections.per.ip"], config["max.connections.per.ip.overrides"],
+                   config["connections.max.idle.ms"], config["queued.max.requests"])
+
+
 class TruncatedDuringSend(Exception):
     """A segment shrank (truncation) while its bytes were being sent; the frame cannot be completed."""
 
 
 class SocketServer:
-    def __init__(self, host: str, port: int, apis: KafkaApis, max_request_bytes: int) -> None:
+    def __init__(self, host: str, port: int, apis: KafkaApis, max_request_bytes: int,
+                 limits: ConnectionLimits = ConnectionLimits()) -> None:
         self.host = host
         self.port = port
         self.apis = apis
         self.max_request_bytes = max_request_bytes
+        self.limits = limits
         self._listeners: list[socket.socket] = []
         self._connections: set[_Connection] = set()
+        self._per_ip: collections.Counter[str] = collections.Counter()
+        self._ip_limits: dict[str, int] = {}
+        self._idle_sweeper: asyncio.Task | None = None
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self._ip_limits = await _resolve_overrides(loop, self.limits.max_per_ip_overrides)
         try:
             self._listeners = await _listen(loop, self.host, self.port)
         except OSError as e:
@@ -73,6 +103,7 @@ class SocketServer:
             loop.add_reader(listener.fileno(), self._accept, listener)
         if self.port == 0:  # an ephemeral port (tests): the one the system chose
             self.port = self._listeners[0].getsockname()[1]
+        self._idle_sweeper = loop.create_task(self._close_idle_connections())
         log.info("Awaiting socket connections on %s:%d.", self.host, self.port)
 
     async def stop(self) -> None:
@@ -83,6 +114,8 @@ class SocketServer:
             loop.remove_reader(listener.fileno())
             listener.close()
         self._listeners = []
+        if self._idle_sweeper is not None:
+            self._idle_sweeper.cancel()
         connections = list(self._connections)
         for connection in connections:
             connection.task.cancel()
@@ -99,10 +132,49 @@ class SocketServer:
             except OSError as e:  # out of file descriptors, say: the next readiness callback tries again
                 log.warning("Error accepting a connection: %s", e)
                 return
+            address = peer[0] if isinstance(peer, tuple) else str(peer)
+            limit = self._ip_limits.get(address, self.limits.max_per_ip)
+            if self._per_ip[address] >= limit:
+                log.info("Rejected connection from %s, address already has the configured maximum of %d "
+                         "connections.", address, limit)
+                sock.close()
+                continue
             sock.setblocking(False)
             if sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._connections.add(_Connection(self, sock, peer))
+            self._per_ip[address] += 1
+            self._connections.add(_Connection(self, sock, peer, address))
+
+    def _closed(self, connection: _Connection) -> None:
+        self._connections.discard(connection)
+        self._per_ip[connection.address] -= 1
+        if not self._per_ip[connection.address]:
+            del self._per_ip[connection.address]
+
+    async def _close_idle_connections(self) -> None:
+        idle_s = self.limits.max_idle_ms / 1000.0
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.01), 10.0))
+            now = loop.time()
+            for connection in list(self._connections):
+                if connection.idle_since(now) >= idle_s:
+                    log.info("Closing the connection from %s: idle for more than connections.max.idle.ms "
+                             "(%d ms).", connection.name, self.limits.max_idle_ms)
+                    connection.task.cancel()
+
+
+async def _resolve_overrides(loop: asyncio.AbstractEventLoop, overrides: Mapping[str, int]) -> dict[str, int]:
+    """max.connections.per.ip.overrides by address: each host stands for every address it resolves to."""
+    limits = {}
+    for host, count in overrides.items():
+        try:
+            infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise OSError(f"max.connections.per.ip.overrides names host {host!r}, which does not resolve: {e}") from e
+        for info in infos:
+            limits[info[4][0]] = count
+    return limits
 
 
 async def _listen(loop: asyncio.AbstractEventLoop, host: str, port: int) -> list[socket.socket]:
@@ -130,12 +202,15 @@ class _Connection:
     """One client connection: its socket, the frames received and not yet answered, and the task that
     answers them in order."""
 
-    def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple | str) -> None:
+    def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple | str, address: str) -> None:
         self.server = server
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
+        self.address = address  # the peer's IP address, as max.connections.per.ip counts it
         self.loop = asyncio.get_running_loop()
+        self.last_active = self.loop.time()  # a request received whole, or a response sent
+        self.handling = False
         self.decoder = FrameDecoder(server.max_request_bytes)
         self.frames: collections.deque[bytearray] = collections.deque()
         self.queued_bytes = 0
@@ -177,13 +252,22 @@ class _Connection:
             while (frame := self.decoder.next_frame()) is not None:
                 self.frames.append(frame)
                 self.queued_bytes += len(frame) + _FRAME_OVERHEAD
+                self.last_active = self.loop.time()
         except ProtocolError as e:
             self.error = e
             self._end()
             return
-        if self.queued_bytes >= _MAX_QUEUED_BYTES:
+        if self._queue_full():
             self._pause_reading()
         self._wake()
+
+    def _queue_full(self) -> bool:
+        return (self.queued_bytes >= _MAX_QUEUED_BYTES
+                or len(self.frames) >= self.server.limits.max_queued_requests)
+
+    def idle_since(self, now: float) -> float:
+        """Seconds without a request in progress or completed; 0 while one is queued or being answered."""
+        return 0.0 if self.frames or self.handling else now - self.last_active
 
     def _end(self) -> None:
         self.ended = True
@@ -211,12 +295,17 @@ class _Connection:
                     continue
                 frame = self.frames.popleft()
                 self.queued_bytes -= len(frame) + _FRAME_OVERHEAD
-                if self.queued_bytes < _MAX_QUEUED_BYTES:
+                if not self._queue_full():
                     self._resume_reading()
                 header, body_offset = parse_request_header(frame)
-                response = await apis.handle(header, frame, body_offset)
-                if response is not None:
-                    await self._send(response)
+                self.handling = True
+                try:
+                    response = await apis.handle(header, frame, body_offset)
+                    if response is not None:
+                        await self._send(response)
+                finally:
+                    self.handling = False
+                    self.last_active = self.loop.time()
         except (ProtocolError, TruncatedDuringSend) as e:
             log.warning("Closing socket connection to %s: %s", self.peer, e)
         except ConnectionError:
@@ -233,7 +322,7 @@ class _Connection:
         self._pause_reading()
         self.loop.remove_writer(self.fd)
         self.sock.close()  # after the loop forgot the descriptor: its number may be reused at once
-        self.server._connections.discard(self)
+        self.server._closed(self)
 
     # -- writing --------------------------------------------------------------------------------------------
 

@@ -11,6 +11,9 @@ What it adds to kazoo:
 - Session listeners: `handle_new_session` after an expired session is replaced (re-register ephemeral
   nodes), `handle_session_expired` as soon as expiry is known.
 - Chroot creation: `host:port/chroot` is created when missing, as Kafka's brokers do.
+- Security (Kafka 0.9's, zkbroker.zk.security): a SASL login when $ZKBROKER_JAAS_CONFIG names one, and
+  Kafka's ACLs on every znode created (the chroot included) when `secure_acls` -- by default whenever a login
+  is configured, as Kafka's tools decide; a broker passes its `zookeeper.set.acl`.
 - A pause detector: a process stopped by SIGSTOP (or a long GC pause) cannot know its session expired
   until it talks to ZooKeeper again. `session_in_doubt()` says when this process may have been frozen for
   a large part of the session timeout; `confirm_session()` then asks ZooKeeper. The controller uses the
@@ -32,7 +35,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 from kazoo.exceptions import (
     EXCEPTIONS,
     KazooException,
@@ -47,6 +50,7 @@ from kazoo.protocol.states import EventType, ZnodeStat
 from kazoo.retry import KazooRetry
 
 from zkbroker.zk.paths import split_chroot
+from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, JaasError, sasl_options
 
 log = logging.getLogger("zkbroker.zk.ZkClient")
 
@@ -87,14 +91,19 @@ class _Subscription:
 
 class ZkClient:
     def __init__(self, connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
-                 name: str = "zk") -> None:
+                 name: str = "zk", secure_acls: bool | None = None) -> None:
         self.connect_string = connect
         self.hosts, self.chroot = split_chroot(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
         self.name = name
-        self.kazoo = KazooClient(
-            hosts=connect, timeout=session_timeout_ms / 1000.0,
+        self.sasl_options = sasl_options()
+        self.secure_acls = self.sasl_options is not None if secure_acls is None else secure_acls
+        if self.secure_acls and self.sasl_options is None:
+            raise JaasError(f"zookeeper.set.acl is true, but there is no ZooKeeper login: set {JAAS_CONFIG_ENV} to a "
+                            f"JAAS file whose Client section has the username and password")
+        self.kazoo = AclKazooClient(
+            self.secure_acls, hosts=connect, timeout=session_timeout_ms / 1000.0, sasl_options=self.sasl_options,
             # Reconnect quickly: a broker must be back before its session times out.
             connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5),
             command_retry=KazooRetry(max_tries=5, delay=0.05, backoff=2, max_delay=1.0),
@@ -131,8 +140,9 @@ class ZkClient:
             self._threads.append(t)
 
     def _ensure_chroot(self) -> None:
-        root = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000.0,
-                           connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5))
+        root = AclKazooClient(self.secure_acls, hosts=self.hosts, timeout=self.session_timeout_ms / 1000.0,
+                              sasl_options=self.sasl_options,
+                              connection_retry=KazooRetry(max_tries=-1, delay=0.05, backoff=1.5, max_delay=0.5))
         try:
             root.start(timeout=self.connection_timeout_ms / 1000.0)
         except KazooTimeoutError as e:
