@@ -32,15 +32,12 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from zkbroker.protocol.errors import ProtocolError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.frame import FrameDecoder
-from zkbroker.protocol.headers import parse_request_header
-
-if TYPE_CHECKING:
-    from zkbroker.server.apis import KafkaApis
+from zkbroker.protocol.headers import RequestHeader, parse_request_header
 
 log = logging.getLogger("zkbroker.server.SocketServer")
 
@@ -57,6 +54,13 @@ _INLINE_RANGE_BYTES = 64 * 1024
 # served by its own task, so the variable is per connection.
 CONNECTION: contextvars.ContextVar[str] = contextvars.ContextVar("connection", default="-")
 _connection_ids = itertools.count(1)
+
+
+class RequestHandler(Protocol):
+    """What the socket server hands each request to (KafkaApis): the parsed header and the frame holding the
+    body from `body_offset`; returns the response (bytes, or pieces with file ranges), or None for none."""
+
+    async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class TruncatedDuringSend(Exception):
 
 
 class SocketServer:
-    def __init__(self, host: str, port: int, apis: KafkaApis, max_request_bytes: int,
+    def __init__(self, host: str, port: int, apis: RequestHandler, max_request_bytes: int,
                  limits: ConnectionLimits = ConnectionLimits()) -> None:
         self.host = host
         self.port = port
