@@ -133,6 +133,7 @@ class KafkaController(SessionListener):
         self.active = False
         self._active_session: int | None = None
         self._rebalance_timer: _Ticker | None = None
+        self._closing = threading.Event()  # set by shutdown: stop holding for an unreachable ZooKeeper
         self._last_config_change = -1
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
@@ -187,6 +188,7 @@ class KafkaController(SessionListener):
     def shutdown(self, timeout_s: float = 10.0) -> None:
         if not self._thread.is_alive():
             return
+        self._closing.set()
         self._queue.put(Shutdown())
         self._thread.join(timeout_s)
         self.log.info("Controller shutdown complete")
@@ -302,12 +304,18 @@ class KafkaController(SessionListener):
             return True
         # We may have been frozen past our session timeout. Do nothing until ZooKeeper says whether the
         # session (and so /controller) is still ours: kazoo either reconnects to it or reports it expired.
-        deadline = time.monotonic() + self.zk.session_timeout_ms / 1000.0 + 2.0
-        while time.monotonic() < deadline:
+        # While no ZooKeeper server answers at all (a lost quorum) nobody can expire the session, so we hold
+        # rather than resign: the verdict comes with the reconnection (0.8.2's ZkClient waited the same way).
+        hold_s = self.zk.session_timeout_ms / 1000.0 + 2.0
+        deadline = time.monotonic() + hold_s
+        while time.monotonic() < deadline and not self._closing.is_set():
             if self.zk.session_id != self._active_session:
                 break
-            if self.zk.confirm_session(timeout_s=1.0):
+            # Confirmed, and still the session we were elected on (kazoo may have just opened a new one).
+            if self.zk.confirm_session(timeout_s=1.0) and self.zk.session_id == self._active_session:
                 return True
+            if not self.zk.connected:
+                deadline = time.monotonic() + hold_s
             time.sleep(0.05)
         self.log.info("Could not confirm our ZooKeeper session after a pause; resigning as the controller")
         self._on_controller_resignation()

@@ -96,6 +96,8 @@ def test_two_zookeeper_servers_of_three_down_brokers_serve_on_and_recover(lab_di
     down = [leader, next(i for i in (1, 2, 3) if i != leader)]
     for server in down:
         ok("kill", "--dir", str(lab_dir), "--zookeeper", str(server))
+    # The survivor notices within a tick or two that it lost its quorum.
+    wait_for(lambda: sorted(roles(lab_dir).values()) == ["down", "down", "looking"], 10, "the survivor looking")
     lost = status(lab_dir)
     assert lost["zookeeper_reachable"] is False
     assert sorted(z["role"] for z in lost["zookeepers"]) == ["down", "down", "looking"]
