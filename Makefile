@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,spark]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,spark,dashboard]'
 	@touch $(STAMP)
 
 zookeeper: $(STAMP)

@@ -16,8 +16,10 @@ import pytest
 
 from zkbroker.lab.debian import AptGetFailed, apt_get_install
 
-# executable -> package; nft and ip build the lab network (`lab up --network`, partitions), as root
-DEBIAN_PACKAGES = {"kcat": "kcat", "docker-compose": "docker-compose", "nft": "nftables", "ip": "iproute2"}
+# executable -> package; nft and ip build the lab network (`lab up --network`, partitions), as root; chromium
+# is the real browser the dashboard's tests drive (through Playwright, pointed at it)
+DEBIAN_PACKAGES = {"kcat": "kcat", "docker-compose": "docker-compose", "nft": "nftables", "ip": "iproute2",
+                   "chromium": "chromium"}
 
 
 def ci_is_set() -> bool:

@@ -60,6 +60,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     timeline_ = action("timeline", "print the lab's timeline (DIR/timeline.jsonl), one line an event", _timeline)
     timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
     timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
+    ui = action("ui", "serve the teaching dashboard: a live web view of the lab (README: Dashboard)", _ui)
+    ui.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
+    ui.add_argument("--port", type=int, default=8080, help="the port (0: any free one)")
     action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
 
 
@@ -182,6 +185,33 @@ def _heal(args: argparse.Namespace) -> int:
         print(f"Healed: {partition.describe()}.")
     if not healed:
         print("Nothing to heal.")
+    return 0
+
+
+def _ui(args: argparse.Namespace) -> int:
+    import asyncio
+    import ipaddress
+    import sys
+
+    try:
+        from zkbroker.lab.dashboard.server import serve
+    except ImportError as e:
+        raise LabError(f"The dashboard needs aiohttp ({e}): pip install 'zkbroker[dashboard]'") from None
+
+    LabCluster(args.dir).load()  # "No lab cluster in DIR" before anything listens
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback:
+        print(f"Warning: the dashboard listens on {args.host}, beyond this machine; anyone who can reach it can "
+              "see the lab, and anyone who can load its page can use its fault buttons", file=sys.stderr)
+    try:
+        asyncio.run(serve(args.dir, args.host, args.port, announce=lambda line: print(line, flush=True)))
+    except KeyboardInterrupt:
+        pass
+    except OSError as e:
+        raise LabError(f"The dashboard cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     return 0
 
 

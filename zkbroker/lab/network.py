@@ -115,6 +115,17 @@ class Partition:
         return f"{self.node} cut off from {', '.join(self.peers)} ({how})"
 
 
+def separated(partitions: Iterable[Partition], nodes: Iterable[str]) -> dict[str, list[str]]:
+    """{node: the nodes it cannot exchange packets with, either way} under the partitions in force."""
+    nodes = list(nodes)
+    out: dict[str, set[str]] = {}
+    for partition in partitions:
+        for a, b in partition.drops(nodes):
+            out.setdefault(a, set()).add(b)
+            out.setdefault(b, set()).add(a)
+    return {node: sorted(peers) for node, peers in out.items()}
+
+
 def rulesets(partitions: Iterable[Partition], addresses: dict[str, str]) -> dict[str, str]:
     """{node: its namespace's whole nftables table} for every lab node (an empty table where nothing drops)."""
     drops: set[tuple[str, str]] = set()

@@ -1,0 +1,2 @@
+"""The teaching dashboard (`zkbroker lab ui`, DESIGN §11): a read-only web view of a lab cluster, ZooKeeper's
+truth beside each broker's view, history as pictures, the timeline, fault buttons and scenarios."""

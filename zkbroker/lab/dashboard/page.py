@@ -1,0 +1,66 @@
+"""GET /: the page, with the cluster strip rendered by the server (DESIGN §11), so that it says who the
+controller is before any script runs. The script (static/dashboard.js) re-renders the same strip live from
+the same JSON; both follow the markup written here."""
+
+from __future__ import annotations
+
+import time
+from html import escape
+from importlib import resources
+
+STATE_WORDS = {"running": "running", "paused": "paused", "dead": "dead", "cut-off": "cut off"}
+
+
+def _clock(ts_ms: int | float | None) -> str:
+    if ts_ms is None:
+        return "?"
+    return time.strftime("%H:%M:%S", time.localtime(ts_ms / 1000))
+
+
+def render_strip(cluster: dict) -> str:
+    """The cluster strip of a /api/cluster view, as HTML."""
+    c = cluster["controller"]
+    if not cluster["zookeeper_reachable"]:
+        head = '<span class="controller unknown">Controller unknown: no ZooKeeper quorum answers</span>'
+    elif c["broker"] is None:
+        head = (f'<span class="controller none">No controller</span> '
+                f'<span class="epoch">/controller_epoch <b id="controller-epoch">{escape(str(c["epoch"]))}</b></span>')
+    else:
+        head = (f'<span class="controller">/controller: broker <b id="controller-broker">{c["broker"]}</b></span> '
+                f'<span class="epoch">/controller_epoch <b id="controller-epoch">{c["epoch"]}</b></span> '
+                f'<span class="elected">elected {_clock(c["elected_at"])}</span>')
+    zookeepers = "".join(
+        f'<li class="zookeeper role-{escape(z["role"])}" data-zookeeper="{z["id"]}">'
+        f'<span class="name">ZooKeeper {z["id"]}</span> <span class="role">{escape(z["role"])}</span></li>'
+        for z in cluster["zookeepers"])
+    brokers = "".join(_broker(b, c["broker"]) for b in cluster["brokers"])
+    return (f'<div class="strip-head">{head}</div>'
+            f'<ul class="zookeepers">{zookeepers}</ul>'
+            f'<ul class="brokers">{brokers}</ul>')
+
+
+def _broker(b: dict, controller: int | None) -> str:
+    classes = ["broker", f"state-{b['state']}"]
+    if b["id"] == controller:
+        classes.append("is-controller")
+    if b["mismatches"]:
+        classes.append("mismatch")
+    registered = {True: "registered", False: "not registered", None: "registration unknown"}[b["registered"]]
+    seen = b["controller_epoch_seen"]
+    lines = [f'<span class="name">Broker {b["id"]}</span>'
+             + (' <span class="badge">controller</span>' if b["id"] == controller else ""),
+             f'<span class="state">{STATE_WORDS.get(b["state"], escape(b["state"]))}</span>',
+             f'<span class="registration">{registered}'
+             + (f' <code class="session">{escape(b["session"])}</code>' if b["session"] else "") + "</span>",
+             f'<span class="epoch-seen">epoch seen {"?" if seen is None else seen}</span>']
+    if b["cut_off_from"]:
+        lines.append(f'<span class="cut">cut off from {escape(", ".join(b["cut_off_from"]))}</span>')
+    lines += [f'<span class="why">{escape(m["text"])}</span>' for m in b["mismatches"]]
+    return f'<li class="{" ".join(classes)}" data-broker="{b["id"]}">{"".join(lines)}</li>'
+
+
+def render_page(cluster: dict, token: str, lab_dir: str) -> str:
+    template = resources.files(__package__).joinpath("static/index.html").read_text()
+    return (template.replace("{{strip}}", render_strip(cluster))
+            .replace("{{token}}", escape(token))
+            .replace("{{lab}}", escape(lab_dir)))

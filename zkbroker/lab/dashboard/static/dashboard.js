@@ -1,0 +1,628 @@
+// zkbroker lab dashboard: plain JavaScript and SVG, nothing loaded from elsewhere.
+// Live state comes from one EventSource (/api/events/stream): unnamed messages are timeline events, named
+// `cluster` and `partitions` messages are the views of DESIGN §11 whenever they change.
+
+const TOKEN = document.querySelector('meta[name="lab-token"]').content;
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const COLORS = ['#2255aa', '#c2410c', '#15803d', '#7e22ce', '#0e7490', '#a16207', '#be185d', '#4d7c0f'];
+
+const state = {
+  cluster: null, partitions: [], events: [], view: 'truth', replayAt: null, selected: null,
+  history: null, historyStale: true, zkSelected: null, kinds: new Set(), brokers: new Set(),
+  shown: [],  // [{ts, kind, shownAt}] for bench/dashboard.py: when each event reached the page
+  stripShown: [],  // [{controller, epoch, states, shownAt}] each time the strip changed
+};
+window.zkbrokerDashboard = state;
+
+// ---- small helpers ---------------------------------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, v);
+  for (const c of children.flat()) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+const color = (broker) => (broker === null || broker === undefined || broker < 0) ? '#888' : COLORS[broker % COLORS.length];
+const ids = (list) => (list && list.length) ? list.join(',') : 'none';
+const dash = (v) => (v === null || v === undefined) ? '–' : String(v);
+
+function clock(ts) {
+  if (ts === null || ts === undefined) return '?';
+  const d = new Date(ts);
+  const pad = (n, w = 2) => String(n).padStart(w, '0');
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function say(text, error = false) {
+  const m = document.getElementById('message');
+  m.textContent = text;
+  m.classList.toggle('error', error);
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, { headers: { Accept: 'application/json' } });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+async function post(url, body) {
+  const r = await fetch(url, {
+    method: 'POST', body: JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json', 'X-Lab-Token': TOKEN },
+  });
+  const answer = await r.json();
+  if (!r.ok) throw new Error(answer.error || r.statusText);
+  return answer;
+}
+
+// ---- faults ----------------------------------------------------------------------------------------------
+
+async function fault(body, button) {
+  const what = `${body.action} ${body.broker !== undefined ? 'broker ' + body.broker : body.zookeeper !== undefined ? 'ZooKeeper ' + body.zookeeper : body.node || 'everything'}`;
+  say(`${what}…`);
+  if (button) button.disabled = true;
+  try {
+    const answer = await post('/api/faults', body);
+    say(answer.message);
+  } catch (e) {
+    say(e.message, true);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+function faultButton(label, body, title) {
+  return h('button', {
+    type: 'button', title, 'data-action': body.action,
+    onclick: (e) => fault(body, e.currentTarget),
+  }, label);
+}
+
+// ---- the cluster strip (the same markup as page.py renders) ---------------------------------------------
+
+const STATE_WORDS = { running: 'running', paused: 'paused', dead: 'dead', 'cut-off': 'cut off' };
+
+function renderStrip(cluster, replaying) {
+  const c = cluster.controller;
+  let head;
+  if (!cluster.zookeeper_reachable && !replaying) {
+    head = h('span', { class: 'controller unknown' }, 'Controller unknown: no ZooKeeper quorum answers');
+  } else if (c.broker === null || c.broker === undefined) {
+    head = [h('span', { class: 'controller none' }, 'No controller'), ' ',
+      h('span', { class: 'epoch' }, '/controller_epoch ', h('b', { id: 'controller-epoch' }, dash(c.epoch)))];
+  } else {
+    head = [h('span', { class: 'controller' }, '/controller: broker ', h('b', { id: 'controller-broker' }, c.broker)), ' ',
+      h('span', { class: 'epoch' }, '/controller_epoch ', h('b', { id: 'controller-epoch' }, dash(c.epoch))), ' ',
+      h('span', { class: 'elected' }, `elected ${clock(c.elected_at)}`)];
+  }
+  const zookeepers = cluster.zookeepers.map((z) => h('li', {
+    class: `zookeeper role-${z.role}`, 'data-zookeeper': z.id,
+  }, h('span', { class: 'name' }, `ZooKeeper ${z.id}`), ' ', h('span', { class: 'role' }, z.role),
+  replaying ? null : h('span', { class: 'buttons' },
+    z.process === 'dead'
+      ? faultButton('start', { action: 'start', zookeeper: z.id }, 'zkbroker lab start --zookeeper')
+      : [faultButton('kill', { action: 'kill', zookeeper: z.id }, 'SIGKILL'),
+        z.process === 'paused'
+          ? faultButton('resume', { action: 'resume', zookeeper: z.id }, 'SIGCONT')
+          : faultButton('pause', { action: 'pause', zookeeper: z.id }, 'SIGSTOP'),
+        faultButton('stop', { action: 'stop', zookeeper: z.id }, 'SIGTERM')])));
+  const brokers = cluster.brokers.map((b) => renderBroker(b, c.broker, replaying));
+  const strip = document.getElementById('strip');
+  strip.replaceChildren(h('div', { class: 'strip-head' }, head), h('ul', { class: 'zookeepers' }, zookeepers),
+    h('ul', { class: 'brokers' }, brokers));
+  highlightSelection();
+  state.stripShown.push({
+    controller: c.broker, epoch: c.epoch, shownAt: Date.now(),
+    states: Object.fromEntries(cluster.brokers.map((b) => [b.id, b.state])),
+  });
+}
+
+function renderBroker(b, controller, replaying) {
+  const classes = ['broker', `state-${b.state}`];
+  if (b.id === controller) classes.push('is-controller');
+  if (b.mismatches.length) classes.push('mismatch');
+  const registered = { true: 'registered', false: 'not registered', null: 'registration unknown' }[String(b.registered)];
+  const cutFromZk = b.cut_off_from.some((n) => n.startsWith('zookeeper'));
+  return h('li', { class: classes.join(' '), 'data-broker': b.id },
+    h('span', { class: 'name' }, `Broker ${b.id}`, b.id === controller ? [' ', h('span', { class: 'badge' }, 'controller')] : null),
+    h('span', { class: 'state' }, STATE_WORDS[b.state] || b.state),
+    h('span', { class: 'registration' }, registered, b.session ? [' ', h('code', { class: 'session' }, b.session)] : null),
+    h('span', { class: 'epoch-seen' }, `epoch seen ${b.controller_epoch_seen === null ? '?' : b.controller_epoch_seen}`),
+    b.cut_off_from.length ? h('span', { class: 'cut' }, `cut off from ${b.cut_off_from.join(', ')}`) : null,
+    b.mismatches.map((m) => h('span', { class: 'why', 'data-kind': m.kind }, m.text)),
+    replaying ? null : h('span', { class: 'buttons' },
+      b.state === 'dead'
+        ? faultButton('start', { action: 'start', broker: b.id }, 'start it again; waits until it registers')
+        : [faultButton('kill', { action: 'kill', broker: b.id }, 'SIGKILL: its session expires later'),
+          b.state === 'paused'
+            ? faultButton('resume', { action: 'resume', broker: b.id }, 'SIGCONT')
+            : faultButton('pause', { action: 'pause', broker: b.id }, 'SIGSTOP: a long GC pause'),
+          faultButton('stop', { action: 'stop', broker: b.id }, 'SIGTERM: controlled shutdown')],
+      state.cluster && state.cluster.network ? (cutFromZk
+        ? faultButton('heal', { action: 'heal', node: `broker:${b.id}` }, 'remove the partitions involving it')
+        : faultButton('cut from ZooKeeper', { action: 'partition', node: `broker:${b.id}`, from: ['zookeeper'] },
+          'drop its traffic with every ZooKeeper server')) : null));
+}
+
+// ---- truth beside the caches -----------------------------------------------------------------------------
+
+function renderPartitions(partitions) {
+  const body = document.querySelector('#partitions tbody');
+  const all = [];
+  if (!partitions.length) {
+    body.replaceChildren(h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'no topics yet')));
+  } else {
+    body.replaceChildren(...partitions.map((p) => {
+      all.push(...p.mismatches);
+      const bad = new Set(p.mismatches.map((m) => m.broker));
+      return h('tr', { class: p.mismatches.length ? 'mismatch' : '', 'data-partition': `${p.topic}-${p.partition}` },
+        h('td', {}, h('b', {}, `${p.topic}-${p.partition}`)),
+        h('td', { class: p.leader === -1 ? 'bad' : '' }, p.leader === -1 ? 'none' : dash(p.leader)),
+        h('td', {}, dash(p.leader_epoch)),
+        h('td', {}, ids(p.isr)),
+        h('td', {}, dash(p.zk_version)),
+        h('td', {}, h('div', { class: 'replicas' }, p.replicas.map((r) => renderReplica(p, r, bad.has(r.broker))))));
+    }));
+  }
+  document.getElementById('mismatches').replaceChildren(...all.map((m) => h('li', { 'data-kind': m.kind }, m.text)));
+  highlightSelection();
+}
+
+function renderReplica(p, r, mismatch) {
+  const kinds = new Set(r.mismatch);
+  const cell = (label, value, ...flags) => h('span', { class: flags.some((f) => kinds.has(f)) ? 'bad' : '' }, `${label} ${dash(value)}`);
+  if (!r.answered) {
+    return h('div', { class: 'replica silent', 'data-broker': r.broker },
+      h('span', { class: 'who' }, `broker ${r.broker}`), ' no answer',
+      h('span', { title: 'its lab control socket gave no state: paused, dead, or not a lab broker' }, ' (view unknown)'));
+  }
+  return h('div', { class: `replica${mismatch ? ' mismatch' : ''}`, 'data-broker': r.broker },
+    h('span', { class: 'who' }, `broker ${r.broker}`), ' ',
+    cell('leader', r.believes_leader, 'zombie_leader', 'wrong_leader'), ' ',
+    cell('epoch', r.leader_epoch, 'stale_leader_epoch'), ' ',
+    r.isr ? cell('isr', ids(r.isr), 'isr_differs') : null, ' ',
+    r.zk_version !== null ? cell('zkVersion', r.zk_version, 'cached_zk_version') : null, ' ',
+    r.metadata_leader !== null ? cell('metadata', r.metadata_leader, 'metadata_leader') : null, ' ',
+    h('span', {}, `HW ${dash(r.hw)} LEO ${dash(r.leo)}`));
+}
+
+// ---- topics and groups -----------------------------------------------------------------------------------
+
+async function refreshTopics() {
+  try {
+    const [topics, groups] = await Promise.all([getJSON('/api/topics'), getJSON('/api/groups').catch(() => [])]);
+    const yes = (v, bad = true) => h('td', { class: v && bad ? 'yes-bad' : '' }, v ? 'yes' : 'no');
+    document.querySelector('#topics tbody').replaceChildren(...topics.partitions.map((p) => h('tr', {
+      'data-partition': `${p.topic}-${p.partition}`,
+    }, h('td', {}, p.topic), h('td', {}, p.partition), h('td', {}, p.leader === -1 ? 'none' : dash(p.leader)),
+    h('td', {}, ids(p.replicas)), h('td', {}, ids(p.isr)),
+    h('td', {}, `${p.preferred_leader}${p.leader_is_preferred ? '' : ' (not leading)'}`),
+    yes(p.under_replicated), yes(p.offline), h('td', {}, dash(p.log_start)), h('td', {}, dash(p.hw)),
+    h('td', {}, dash(p.log_end)))));
+    document.querySelector('#hosted tbody').replaceChildren(...topics.brokers.map((b) => h('tr', { 'data-broker': b.broker },
+      h('td', {}, b.broker), h('td', { class: b.registered === false ? 'yes-bad' : '' }, String(b.registered)),
+      h('td', {}, b.replicas), h('td', {}, b.leaders), h('td', {}, b.under_replicated), h('td', {}, b.out_of_isr))));
+    const rows = [];
+    for (const g of groups) {
+      if (!g.partitions.length) rows.push(h('tr', {}, h('td', {}, g.group), h('td', { colspan: 6, class: 'empty' }, `${g.members.length} members, no offsets yet`)));
+      for (const p of g.partitions) {
+        rows.push(h('tr', {}, h('td', {}, g.group), h('td', {}, p.topic), h('td', {}, p.partition), h('td', {}, dash(p.owner)),
+          h('td', {}, dash(p.offset)), h('td', {}, dash(p.log_end)), h('td', {}, dash(p.lag))));
+      }
+    }
+    document.querySelector('#groups tbody').replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'no consumer groups in ZooKeeper'))]));
+  } catch (e) {
+    say(`Topics: ${e.message}`, true);
+  }
+}
+
+// ---- the timeline ----------------------------------------------------------------------------------------
+
+function eventBroker(e) {
+  if (Number.isInteger(e.broker)) return e.broker;
+  for (const key of ['node', 'source']) {
+    const m = /^(broker|controller):(\d+)$/.exec(e[key] || '');
+    if (m) return Number(m[2]);
+  }
+  return null;
+}
+
+function eventMatches(e) {
+  const f = new FormData(document.getElementById('event-filter'));
+  const broker = f.get('broker'); const topic = f.get('topic').trim(); const partition = f.get('partition').trim();
+  const kind = f.get('kind');
+  if (broker !== '' && eventBroker(e) !== Number(broker)) return false;
+  if (topic && e.topic !== topic) return false;
+  if (partition !== '' && e.partition !== Number(partition)) return false;
+  if (kind && e.kind !== kind) return false;
+  return true;
+}
+
+function eventItem(e, index) {
+  const li = h('li', { 'data-index': index, onclick: () => selectEvent(index) },
+    h('span', {}, clock(e.ts)), h('span', { class: 'src' }, e.source || ''), h('span', { class: 'kind' }, e.kind),
+    h('span', {}, e.words || ''));
+  if (state.replayAt !== null && e.ts > state.replayAt) li.classList.add('future');
+  if (state.selected === index) li.classList.add('selected');
+  return li;
+}
+
+function addEvent(e) {
+  const index = state.events.length;
+  state.events.push(e);
+  state.historyStale = true;
+  let changed = false;
+  if (!state.kinds.has(e.kind)) { state.kinds.add(e.kind); changed = true; }
+  const b = eventBroker(e);
+  if (b !== null && !state.brokers.has(b)) { state.brokers.add(b); changed = true; }
+  if (changed) refreshFilterOptions();
+  if (eventMatches(e)) {
+    const list = document.getElementById('events');
+    const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+    list.append(eventItem(e, index));
+    if (atBottom) list.scrollTop = list.scrollHeight;
+  }
+  state.shown.push({ ts: e.ts, kind: e.kind, shownAt: Date.now() });
+  document.getElementById('event-count').textContent = `${state.events.length} events`;
+  updateSliderRange();
+}
+
+function refreshFilterOptions() {
+  const form = document.getElementById('event-filter');
+  const fill = (select, values, label) => {
+    const chosen = select.value;
+    select.replaceChildren(h('option', { value: '' }, 'all'), ...[...values].sort((a, b) => (a < b ? -1 : 1)).map((v) => h('option', { value: v }, label(v))));
+    select.value = chosen;
+  };
+  fill(form.elements.broker, state.brokers, (v) => `broker ${v}`);
+  fill(form.elements.kind, state.kinds, (v) => v);
+}
+
+function renderEvents() {
+  const list = document.getElementById('events');
+  list.replaceChildren(...state.events.map((e, i) => [e, i]).filter(([e]) => eventMatches(e)).map(([e, i]) => eventItem(e, i)));
+  list.scrollTop = list.scrollHeight;
+}
+
+function selectEvent(index) {
+  state.selected = index;
+  document.querySelectorAll('#events li.selected').forEach((li) => li.classList.remove('selected'));
+  const li = document.querySelector(`#events li[data-index="${index}"]`);
+  if (li) li.classList.add('selected');
+  highlightSelection();
+  if (state.replayAt !== null) setReplay(state.events[index].ts);
+}
+
+function highlightSelection() {
+  document.querySelectorAll('.touched').forEach((el) => el.classList.remove('touched'));
+  if (state.selected === null) return;
+  const e = state.events[state.selected];
+  const broker = eventBroker(e);
+  if (broker !== null) document.querySelectorAll(`[data-broker="${broker}"]`).forEach((el) => el.classList.add('touched'));
+  if (typeof e.server === 'number') document.querySelectorAll(`[data-zookeeper="${e.server}"]`).forEach((el) => el.classList.add('touched'));
+  if (typeof e.topic === 'string') document.querySelectorAll(`[data-partition="${e.topic}-${e.partition}"]`).forEach((el) => el.classList.add('touched'));
+}
+
+// ---- replay ----------------------------------------------------------------------------------------------
+
+function updateSliderRange() {
+  const slider = document.getElementById('replay-slider');
+  if (!state.events.length) return;
+  const first = Math.floor(state.events[0].ts); const last = Math.ceil(state.events[state.events.length - 1].ts);
+  const following = state.replayAt === null;
+  slider.min = first; slider.max = last; slider.disabled = false;
+  if (following) slider.value = last;
+}
+
+let replayRequest = 0;
+async function setReplay(at) {
+  state.replayAt = at;
+  document.body.classList.add('replaying');
+  document.getElementById('replay-slider').value = at;
+  document.getElementById('replay-time').textContent = clock(at);
+  document.getElementById('replay-live').disabled = false;
+  const live = document.getElementById('live');
+  live.className = 'live replay'; live.textContent = `replay at ${clock(at)}`;
+  const mine = ++replayRequest;
+  try {
+    const view = await getJSON(`/api/replay?at=${at}`);
+    if (mine !== replayRequest || state.replayAt === null) return;
+    renderStrip(view.cluster, true);
+    renderPartitions(view.partitions);
+  } catch (e) {
+    say(`Replay: ${e.message}`, true);
+  }
+  document.querySelectorAll('#events li').forEach((li) => li.classList.toggle('future', state.events[li.dataset.index].ts > at));
+  if (state.view === 'history') renderHistory();
+}
+
+function backToLive() {
+  state.replayAt = null;
+  document.body.classList.remove('replaying');
+  document.getElementById('replay-time').textContent = 'live';
+  document.getElementById('replay-live').disabled = true;
+  document.querySelectorAll('#events li.future').forEach((li) => li.classList.remove('future'));
+  setLive(source && source.readyState === EventSource.OPEN);
+  if (state.cluster) renderStrip(state.cluster, false);
+  renderPartitions(state.partitions);
+  updateSliderRange();
+  if (state.view === 'history') renderHistory();
+}
+
+// ---- history as pictures ---------------------------------------------------------------------------------
+
+async function refreshHistory() {
+  if (!state.historyStale && state.history) return renderHistory();
+  state.historyStale = false;
+  try {
+    state.history = await getJSON('/api/history');
+  } catch (e) {
+    say(`History: ${e.message}`, true);
+    return;
+  }
+  renderHistory();
+}
+
+function renderHistory() {
+  const box = document.getElementById('history');
+  const hist = state.history;
+  if (!hist || hist.start === null) {
+    box.replaceChildren(h('p', { class: 'empty' }, 'The timeline is empty.'));
+    return;
+  }
+  const end = Math.max(hist.end, hist.start + 1000);
+  const charts = [controllerChart(hist, end)];
+  for (const p of hist.partitions) charts.push(partitionChart(hist, p, end));
+  if (!hist.partitions.length) charts.push(h('p', { class: 'empty' }, 'No partition events yet (leader changes, ISR changes, HW moves, acknowledgements).'));
+  box.replaceChildren(...charts);
+}
+
+const W = 1000; const LEFT = 90; const RIGHT = 10;
+
+function scaler(hist, end) {
+  return (ts) => LEFT + ((Math.min(ts ?? end, end) - hist.start) / (end - hist.start)) * (W - LEFT - RIGHT);
+}
+
+function band(x, start, end, y, height, fill, label, cls) {
+  const x0 = x(start); const x1 = x(end);
+  const g = s('g', {}, s('rect', { x: x0, y, width: Math.max(1, x1 - x0), height, fill, class: cls }));
+  if (label && x1 - x0 > 24) g.append(s('text', { x: x0 + 3, y: y + height - 5, class: 'label' }, label));
+  g.append(s('title', {}, `${label || ''} ${clock(start)} – ${end ? clock(end) : 'now'}`));
+  return g;
+}
+
+function decorations(hist, x, height, end) {
+  const g = s('g');
+  for (const f of hist.faults) g.append(band(x, f.start, f.end ?? end, 0, height, null, null, 'fault'));
+  if (state.replayAt !== null) g.append(s('line', { x1: x(state.replayAt), x2: x(state.replayAt), y1: 0, y2: height, class: 'cursor' }));
+  const axis = s('g');
+  const ticks = 6;
+  for (let i = 0; i <= ticks; i++) {
+    const ts = hist.start + ((end - hist.start) * i) / ticks;
+    axis.append(s('text', { x: x(ts) - 25, y: height - 2 }, clock(ts).slice(0, 8)));
+  }
+  g.append(axis);
+  return g;
+}
+
+function controllerChart(hist, end) {
+  const x = scaler(hist, end);
+  const height = 60;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${height}`, class: 'chart', 'data-chart': 'controller' });
+  svg.append(s('text', { x: 4, y: 22, class: 'lane' }, 'controller'));
+  for (const c of hist.controllers) svg.append(band(x, c.start, c.end ?? end, 8, 20, color(c.broker), `broker ${c.broker} · epoch ${c.epoch}`));
+  svg.append(s('text', { x: 4, y: 44, class: 'lane' }, 'faults'));
+  hist.faults.forEach((f, i) => {
+    const g = band(x, f.start, f.end ?? end, 32 + (i % 2) * 6, 6, '#f2b705', null);
+    g.append(s('title', {}, f.what));
+    svg.append(g);
+  });
+  svg.append(decorations(hist, x, height, end));
+  return h('div', { class: 'history-partition' }, h('h3', {}, 'Controller and faults'), svg);
+}
+
+function partitionChart(hist, p, end) {
+  const x = scaler(hist, end);
+  const members = Object.keys(p.isr_members).map(Number);
+  const lines = new Set([...Object.keys(p.hw), ...Object.keys(p.log_end)].map(Number));
+  const brokers = [...new Set([...members, ...lines])].sort((a, b) => a - b);
+  const laneH = 14;
+  let y = 4;
+  const svg = s('svg', { class: 'chart', 'data-chart': `${p.topic}-${p.partition}` });
+  // leadership bands per leader epoch
+  svg.append(s('text', { x: 4, y: y + 15, class: 'lane' }, 'leader'));
+  for (const b of p.leadership) {
+    const none = b.leader === null || b.leader < 0;
+    svg.append(band(x, b.start, b.end ?? end, y, 20, none ? '#b3261e' : color(b.leader),
+      none ? `no leader · epoch ${b.leader_epoch}` : `${b.leader} · epoch ${b.leader_epoch}`));
+  }
+  y += 26;
+  // ISR membership lanes
+  for (const b of brokers) {
+    svg.append(s('text', { x: 4, y: y + 11, class: 'lane' }, `ISR ${b}`));
+    for (const [start, stop] of p.isr_members[b] || []) svg.append(band(x, start, stop ?? end, y + 2, laneH - 4, color(b), null));
+    y += laneH;
+  }
+  y += 6;
+  // HW (solid) and log end (dashed) per broker
+  const all = [...Object.values(p.hw), ...Object.values(p.log_end)].flat();
+  if (all.length) {
+    const top = y; const height = 80;
+    const max = Math.max(1, ...all.map((pt) => pt[1]));
+    const yOf = (v) => top + height - (v / max) * height;
+    svg.append(s('text', { x: 4, y: top + 12, class: 'lane' }, `offset ≤ ${max}`));
+    svg.append(s('line', { x1: LEFT, x2: W - RIGHT, y1: top + height, y2: top + height, class: 'axis' }));
+    const path = (points) => {
+      let d = '';
+      let last = null;
+      for (const [ts, v] of points) {
+        d += last === null ? `M${x(ts)},${yOf(v)}` : `H${x(ts)}V${yOf(v)}`;
+        last = v;
+      }
+      return points.length ? `${d}H${x(end)}` : '';
+    };
+    for (const [b, points] of Object.entries(p.hw)) svg.append(s('path', { d: path(points), class: 'hw', stroke: color(Number(b)) }, s('title', {}, `HW on broker ${b}`)));
+    for (const [b, points] of Object.entries(p.log_end)) svg.append(s('path', { d: path(points), class: 'leo', stroke: color(Number(b)) }, s('title', {}, `log end on broker ${b}`)));
+    for (const t of p.truncations) svg.append(s('circle', { cx: x(t.ts), cy: yOf(t.to ?? 0), r: 4, fill: '#b3261e' }, s('title', {}, `broker ${t.broker} truncated to ${t.to} (${t.reason})`)));
+    y += height + 8;
+  }
+  // acknowledged writes per second, and the gaps
+  const ackTop = y; const ackH = 40;
+  svg.append(s('text', { x: 4, y: ackTop + 14, class: 'lane' }, 'acks/s'));
+  const most = Math.max(1, ...p.acks.map((a) => a[1]));
+  for (const [bucket, n] of p.acks) {
+    const hgt = (n / most) * ackH;
+    svg.append(s('rect', { x: x(bucket), y: ackTop + ackH - hgt, width: Math.max(1, x(bucket + 1000) - x(bucket) - 1), height: hgt, class: 'ack' }, s('title', {}, `${n} acknowledged at ${clock(bucket)}`)));
+  }
+  for (const g of [...p.ack_gaps, ...p.no_leader]) svg.append(band(x, g.start, g.end ?? end, ackTop, ackH, null, null, 'gap'));
+  y += ackH + 16;
+  svg.append(decorations(hist, x, y, end));
+  svg.setAttribute('viewBox', `0 0 ${W} ${y}`);
+  return h('div', { class: 'history-partition', 'data-partition': `${p.topic}-${p.partition}` }, h('h3', {}, `${p.topic}-${p.partition}`), svg);
+}
+
+// ---- the ZooKeeper tree ----------------------------------------------------------------------------------
+
+async function zkChildren(path, ul) {
+  try {
+    const node = await getJSON(`/api/zookeeper?path=${encodeURIComponent(path)}`);
+    ul.replaceChildren(...node.children.map((name) => zkItem(path === '/' ? `/${name}` : `${path}/${name}`, name)));
+  } catch (e) {
+    ul.replaceChildren(h('li', { class: 'empty' }, e.message));
+  }
+}
+
+function zkItem(path, name) {
+  const children = h('ul', { hidden: true });
+  const toggle = h('span', { class: 'toggle' }, '▸');
+  const label = h('span', { class: 'znode', 'data-path': path }, name);
+  const li = h('li', {}, toggle, label, children);
+  const open = async () => {
+    const opening = children.hidden;
+    children.hidden = !opening;
+    toggle.textContent = opening ? '▾' : '▸';
+    if (opening) await zkChildren(path, children);
+  };
+  toggle.addEventListener('click', open);
+  label.addEventListener('click', () => { showZnode(path); if (children.hidden) open(); });
+  return li;
+}
+
+async function showZnode(path) {
+  state.zkSelected = path;
+  document.querySelectorAll('.znode.selected').forEach((el) => el.classList.remove('selected'));
+  document.querySelectorAll(`.znode[data-path="${CSS.escape(path)}"]`).forEach((el) => el.classList.add('selected'));
+  const box = document.getElementById('zk-node');
+  try {
+    const node = await getJSON(`/api/zookeeper?path=${encodeURIComponent(path)}`);
+    const stat = node.stat;
+    const rows = Object.entries(stat).map(([k, v]) => h('tr', {}, h('td', {}, k),
+      h('td', { class: k === 'ephemeralOwner' && v ? 'ephemeral mono' : 'mono' }, k.endsWith('time') ? `${v} (${clock(v)})` : dash(v))));
+    let data = node.data;
+    if (node.encoding === 'utf-8' && data) { try { data = JSON.stringify(JSON.parse(data), null, 1); } catch { /* not JSON: as stored */ } }
+    box.replaceChildren(h('h3', { class: 'mono' }, path),
+      h('pre', { class: 'data' }, data === null || data === '' ? '(no data)' : data),
+      node.encoding === 'base64' ? h('p', {}, '(binary data, base64)') : null,
+      h('table', { class: 'stat' }, rows), h('p', {}, `${node.children.length} children`));
+  } catch (e) {
+    box.replaceChildren(h('p', { class: 'empty' }, `${path}: ${e.message}`));
+  }
+}
+
+// ---- the faults form -------------------------------------------------------------------------------------
+
+function fillFaultForm() {
+  const form = document.getElementById('partition-form');
+  if (!state.cluster) return;
+  const nodes = [...state.cluster.brokers.map((b) => `broker:${b.id}`), 'zookeeper',
+    ...state.cluster.zookeepers.map((z) => `zookeeper:${z.id}`), 'clients'];
+  for (const select of [form.elements.node, form.elements.from]) {
+    if (select.options.length === nodes.length) continue;
+    select.replaceChildren(...nodes.map((n) => h('option', { value: n }, n)));
+  }
+}
+
+// ---- views and the live stream ---------------------------------------------------------------------------
+
+function showView(name) {
+  state.view = name;
+  document.querySelectorAll('.tabs button').forEach((b) => b.setAttribute('aria-selected', String(b.dataset.view === name)));
+  document.querySelectorAll('main .view').forEach((v) => { v.hidden = v.dataset.view !== name; });
+  if (name === 'topics') refreshTopics();
+  if (name === 'history') refreshHistory();
+  if (name === 'zookeeper') {
+    const tree = document.getElementById('zk-tree');
+    if (!tree.children.length) zkChildren('/', tree);
+    else if (state.zkSelected) showZnode(state.zkSelected);
+  }
+  if (name === 'faults') fillFaultForm();
+  if (name === 'timeline') renderEvents();
+}
+
+function setLive(on) {
+  if (state.replayAt !== null) return;
+  const live = document.getElementById('live');
+  live.className = `live ${on ? 'on' : 'off'}`;
+  live.textContent = on ? 'live' : 'reconnecting…';
+}
+
+let source = null;
+
+function connect() {
+  source = new EventSource('/api/events/stream?words=1');
+  source.onopen = () => setLive(true);
+  source.onerror = () => setLive(false);
+  source.onmessage = (m) => addEvent(JSON.parse(m.data));
+  source.addEventListener('cluster', (m) => {
+    state.cluster = JSON.parse(m.data);
+    if (state.replayAt === null) renderStrip(state.cluster, false);
+    if (state.view === 'faults') fillFaultForm();
+  });
+  source.addEventListener('partitions', (m) => {
+    state.partitions = JSON.parse(m.data);
+    if (state.replayAt === null) renderPartitions(state.partitions);
+  });
+}
+
+function init() {
+  document.querySelectorAll('.tabs button').forEach((b) => b.addEventListener('click', () => showView(b.dataset.view)));
+  document.getElementById('event-filter').addEventListener('input', renderEvents);
+  document.getElementById('event-filter').addEventListener('submit', (e) => e.preventDefault());
+  document.getElementById('replay-slider').addEventListener('input', (e) => setReplay(Number(e.target.value)));
+  document.getElementById('replay-live').addEventListener('click', backToLive);
+  document.getElementById('partition-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const form = e.target;
+    const from = [...form.elements.from.selectedOptions].map((o) => o.value);
+    fault({ action: 'partition', node: form.elements.node.value, from, one_way: form.elements.one_way.checked }, form.querySelector('button[type=submit]'));
+  });
+  document.getElementById('heal-all').addEventListener('click', (e) => fault({ action: 'heal' }, e.currentTarget));
+  setInterval(() => {
+    if (document.hidden) return;
+    if (state.view === 'topics') refreshTopics();
+    if (state.view === 'history' && state.historyStale) refreshHistory();
+    if (state.view === 'zookeeper' && state.zkSelected) showZnode(state.zkSelected);
+  }, 2000);
+  connect();
+  document.dispatchEvent(new CustomEvent('dashboard-ready'));
+}
+
+init();
