@@ -55,22 +55,45 @@ def test_bad_fault_requests_say_what_is_wrong(body, words):
         parse(body)
 
 
+def test_fault_point_requests():
+    assert parse({"action": "fault_point", "broker": 2, "point": "drop_next_leader_and_isr", "count": 2}) == \
+        FaultRequest("fault_point", broker=2, point="drop_next_leader_and_isr", params=(("count", 2),))
+    stop = parse({"action": "fault_point", "broker": 1, "point": "stop_before_zookeeper_write", "write": "isr_update",
+                  "stop": "pause"})
+    assert dict(stop.params) == {"write": "isr_update", "action": "pause"}
+    assert parse({"action": "heal_fault_points", "broker": 2}) == FaultRequest("heal_fault_points", broker=2)
+    with pytest.raises(BadFaultRequest, match="Unknown fault point 'explode'"):
+        parse({"action": "fault_point", "broker": 2, "point": "explode"})
+    with pytest.raises(BadFaultRequest, match="has no parameter 'ms'"):
+        parse({"action": "fault_point", "broker": 2, "point": "hold_fetchers", "ms": 5})
+
+
+# The answer zkbroker/lab/control.py documents, from a follower and from the controller.
+STATE = {"broker": 2, "pid": 456, "session": "0x10", "zookeeper_connected": True, "controller_epoch_seen": 3,
+         "partitions": [{"topic": "t", "partition": 0, "role": "leader", "leader": 2, "leader_epoch": 4,
+                         "isr": [2, 1], "replicas": [2, 1], "zk_version": 7, "controller_epoch": 3, "hw": 5, "leo": 6,
+                         "log_start": 0, "metadata_leader": 2}],
+         "metadata": {"controller": 1, "live_brokers": [1, 2], "partitions": []},
+         "controller": None, "faults": [{"point": "hold_fetchers"}]}
+
+
 def test_a_state_answer():
-    belief = parse_state({"broker": 2, "controller_epoch": 3, "session": "0x10", "is_controller": True,
-                          "partitions": [{"topic": "t", "partition": 0, "leader": 2, "leader_epoch": 4, "isr": [2, 1],
-                                          "zk_version": 7, "hw": 5, "leo": 6, "metadata_leader": 2}]}, 2)
-    assert (belief.broker, belief.controller_epoch, belief.session, belief.is_controller) == (2, 3, 16, True)
+    belief = parse_state(STATE, 2)
+    assert (belief.broker, belief.controller_epoch, belief.session, belief.is_controller) == (2, 3, 16, False)
+    assert belief.zookeeper_connected is True and belief.faults == ({"point": "hold_fetchers"},)
     r = belief.replica("t", 0)
     assert (r.leader, r.leader_epoch, r.isr, r.zk_version, r.hw, r.leo, r.metadata_leader) == (2, 4, (2, 1), 7, 5, 6, 2)
     assert belief.replica("t", 1) is None
+    assert parse_state({**STATE, "controller": {"epoch": 3}}, 2).is_controller is True
 
 
 def test_a_partial_state_answer_leaves_the_rest_unknown():
     belief = parse_state({"partitions": [{"topic": "t", "partition": 0, "hw": 3}]}, 5)
-    assert belief.broker == 5 and belief.controller_epoch is None and belief.replica("t", 0).leader is None
+    assert belief.broker == 5 and belief.controller_epoch is None and belief.is_controller is None
+    assert belief.replica("t", 0).leader is None
 
 
-@pytest.mark.parametrize("answer", [[], {"error": "unknown command"}, {"partitions": [{"topic": "t"}]}])
+@pytest.mark.parametrize("answer", [[], "state", {"partitions": [{"topic": "t"}]}])
 def test_a_malformed_state_answer_is_refused(answer):
     with pytest.raises(ValueError):
         parse_state(answer, 1)

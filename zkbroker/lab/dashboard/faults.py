@@ -6,16 +6,23 @@ to ZooKeeper. The body is one JSON object:
     {"action": "stop", "zookeeper": 2}     ... or of a ZooKeeper server (its myid)
     {"action": "partition", "node": "broker:2", "from": ["zookeeper"], "one_way": false}
     {"action": "heal"}                     or {"action": "heal", "node": "broker:2"}
+    {"action": "fault_point", "broker": 2, "point": "drop_next_leader_and_isr", "count": 1}
+                                           a fault point inside a broker (zkbroker/fault_points.py); the
+                                           stop_*_zookeeper_write points take "write" and "stop" (kill|pause)
+    {"action": "heal_fault_points", "broker": 2}    or with "point": one of them
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zkbroker import fault_points
 from zkbroker.lab.cluster import LabCluster
 
 PROCESS_ACTIONS = ("kill", "pause", "resume", "start", "stop")
-ACTIONS = (*PROCESS_ACTIONS, "partition", "heal")
+ACTIONS = (*PROCESS_ACTIONS, "partition", "heal", "fault_point", "heal_fault_points")
+_FIELDS = {"partition": {"node", "from", "one_way"}, "heal": {"node"},
+           "fault_point": {"broker", "point", "count", "ms", "write", "stop"}, "heal_fault_points": {"broker", "point"}}
 
 
 class BadFaultRequest(ValueError):
@@ -28,6 +35,8 @@ class FaultRequest:
     broker: int | None = None
     zookeeper: int | None = None
     node: str | None = None
+    point: str | None = None
+    params: tuple[tuple[str, object], ...] = ()  # a fault point's parameters, as fault_points names them
     peers: tuple[str, ...] = ()
     one_way: bool = False
 
@@ -38,8 +47,7 @@ def parse(body: object) -> FaultRequest:
     action = body.get("action")
     if action not in ACTIONS:
         raise BadFaultRequest(f"Unknown action {action!r}; allowed: {', '.join(ACTIONS)}")
-    allowed = {"action", "broker", "zookeeper"} if action in PROCESS_ACTIONS else (
-        {"action", "node", "from", "one_way"} if action == "partition" else {"action", "node"})
+    allowed = {"action", *(("broker", "zookeeper") if action in PROCESS_ACTIONS else _FIELDS[action])}
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise BadFaultRequest(f"{action} takes {', '.join(sorted(allowed))}; unknown: {', '.join(unknown)}")
@@ -51,6 +59,8 @@ def parse(body: object) -> FaultRequest:
         if not isinstance(value, int) or isinstance(value, bool):
             raise BadFaultRequest(f"{which[0]} must be an integer id, got {value!r}")
         return FaultRequest(action, **{which[0]: value})
+    if action in ("fault_point", "heal_fault_points"):
+        return _fault_point(action, body)
     node = body.get("node")
     if node is not None and (not isinstance(node, str) or not node):
         raise BadFaultRequest(f"node must be a lab node such as broker:2, got {node!r}")
@@ -69,12 +79,39 @@ def parse(body: object) -> FaultRequest:
     return FaultRequest(action, node=node, peers=tuple(peers), one_way=one_way)
 
 
+def _fault_point(action: str, body: dict) -> FaultRequest:
+    broker, point = body.get("broker"), body.get("point")
+    if not isinstance(broker, int) or isinstance(broker, bool):
+        raise BadFaultRequest(f"{action} needs broker, an integer id, got {broker!r}")
+    if action == "fault_point" and not isinstance(point, str):
+        raise BadFaultRequest(f"fault_point needs point, one of: {', '.join(fault_points.POINTS)}")
+    if point is not None and point not in fault_points.POINTS:
+        raise BadFaultRequest(f"Unknown fault point {point!r}; allowed: {', '.join(fault_points.POINTS)}")
+    params = {k: body[k] for k in ("count", "ms", "write") if body.get(k) is not None}
+    if body.get("stop") is not None:
+        params["action"] = body["stop"]  # what a stop_*_zookeeper_write point does to the broker
+    if action == "fault_point":
+        try:
+            fault_points.check(point, params)
+        except fault_points.FaultPointError as e:
+            raise BadFaultRequest(str(e)) from None
+    return FaultRequest(action, broker=broker, point=point, params=tuple(sorted(params.items())))
+
+
 def apply(lab: LabCluster, request: FaultRequest) -> str:
     """Carry the fault out with the lab's own command; returns what it did in the CLI's words. LabError
     (the command cannot do it) passes to the caller."""
     a = request.action
     if a == "partition":
         return f"Partitioned: {lab.partition(request.node, list(request.peers), request.one_way).describe()}."
+    if a == "fault_point":
+        in_force = lab.fault(request.broker, request.point, **dict(request.params))
+        return (f"Fault point {request.point} in force on broker {request.broker}; in force: "
+                + ("; ".join(map(fault_points.describe, in_force)) or "nothing") + ".")
+    if a == "heal_fault_points":
+        in_force = lab.heal_faults(request.broker, request.point)
+        return (f"Healed {request.point or 'every fault point'} on broker {request.broker}; still in force: "
+                + ("; ".join(map(fault_points.describe, in_force)) or "nothing") + ".")
     if a == "heal":
         healed = lab.heal(request.node)
         return " ".join(f"Healed: {p.describe()}." for p in healed) or "Nothing to heal."

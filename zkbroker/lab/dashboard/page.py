@@ -55,6 +55,10 @@ def _broker(b: dict, controller: int | None) -> str:
              f'<span class="epoch-seen">epoch seen {"?" if seen is None else seen}</span>']
     if b["cut_off_from"]:
         lines.append(f'<span class="cut">cut off from {escape(", ".join(b["cut_off_from"]))}</span>')
+    if b["zookeeper_connected"] is False:
+        lines.append('<span class="cut">its ZooKeeper connection is down</span>')
+    if b["fault_points"]:
+        lines.append(f'<span class="cut">fault points: {escape("; ".join(b["fault_points"]))}</span>')
     lines += [f'<span class="why">{escape(m["text"])}</span>' for m in b["mismatches"]]
     return f'<li class="{" ".join(classes)}" data-broker="{b["id"]}">{"".join(lines)}</li>'
 

@@ -24,7 +24,7 @@ from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.lab.cluster import ClusterFile, LabCluster, LabError
 from zkbroker.lab.dashboard import faults, views
-from zkbroker.lab.dashboard.broker_state import control_socket, query_state
+from zkbroker.lab.dashboard.broker_state import query_state
 from zkbroker.lab.dashboard.events import matches
 from zkbroker.lab.dashboard.history import history
 from zkbroker.lab.dashboard.page import render_page
@@ -115,9 +115,8 @@ class Dashboard:
         roles_task = asyncio.create_task(asyncio.to_thread(_zookeeper_roles, cluster))
         network = self.lab.network.load()
         processes = self._processes(cluster, network)
-        answers = await asyncio.gather(*(
-            query_state(control_socket(self.lab.dir, b.id, getattr(b, "control", None)), b.id)
-            for b in cluster.brokers if b.pid is not None))
+        answers = await asyncio.gather(*(query_state(b.control, p.id) for b, p in zip(cluster.brokers, processes)
+                                         if p.process == "running"))
         beliefs = {belief.broker: belief for belief in answers if belief is not None}
         zk, zookeepers = await zk_task, await roles_task
         described = None if network is None else [p.describe() for p in network.partitions]

@@ -120,6 +120,8 @@ class BrokerBelief:
     session: int | None = None  # its own ZooKeeper session
     is_controller: bool | None = None
     partitions: tuple[ReplicaBelief, ...] = ()
+    zookeeper_connected: bool | None = None
+    faults: tuple[dict, ...] = ()  # the fault points in force on it (zkbroker/fault_points.py)
 
     def replica(self, topic: str, partition: int) -> ReplicaBelief | None:
         for r in self.partitions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from zkbroker import fault_points
 from zkbroker.lab.dashboard.snapshot import (
     BrokerBelief,
     BrokerProcess,
@@ -81,6 +82,8 @@ def cluster_view(zk: ZooKeeperSnapshot, processes: Iterable[BrokerProcess], beli
             "registered_at": registration.registered_at if registration else None,
             "controller_epoch_seen": belief.controller_epoch if belief else None,
             "own_session": session_text(belief.session) if belief else None,
+            "zookeeper_connected": belief.zookeeper_connected if belief else None,
+            "fault_points": [fault_points.describe(f) for f in belief.faults] if belief else [],
             "answered": belief is not None,
             "cut_off_from": list(p.cut_off_from),
             "mismatches": broker_mismatches(zk, p, belief),

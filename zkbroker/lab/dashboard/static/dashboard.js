@@ -147,6 +147,8 @@ function renderBroker(b, controller, replaying) {
     h('span', { class: 'registration' }, registered, b.session ? [' ', h('code', { class: 'session' }, b.session)] : null),
     h('span', { class: 'epoch-seen' }, `epoch seen ${b.controller_epoch_seen === null ? '?' : b.controller_epoch_seen}`),
     b.cut_off_from.length ? h('span', { class: 'cut' }, `cut off from ${b.cut_off_from.join(', ')}`) : null,
+    b.zookeeper_connected === false ? h('span', { class: 'cut' }, 'its ZooKeeper connection is down') : null,
+    b.fault_points.length ? h('span', { class: 'cut' }, `fault points: ${b.fault_points.join('; ')}`) : null,
     b.mismatches.map((m) => h('span', { class: 'why', 'data-kind': m.kind }, m.text)),
     replaying ? null : h('span', { class: 'buttons' },
       b.state === 'dead'
