@@ -8,6 +8,7 @@ import json
 from zkbroker import timeline
 from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
 from zkbroker.lab.narration import format_line
+from zkbroker.lab.scenario_cli import add_scenario_commands
 from zkbroker.zk.security import JAAS_CONFIG_ENV
 
 
@@ -61,6 +62,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
     timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
     action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
+    add_scenario_commands(actions)
 
 
 NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
