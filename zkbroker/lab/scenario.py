@@ -32,6 +32,7 @@ the file, the line and the names allowed there: a misspelt field must never be s
 
 from __future__ import annotations
 
+import importlib.resources
 import re
 import sys
 from dataclasses import dataclass, field
@@ -47,9 +48,10 @@ MODES = ("0.8", "fixed")
 VERDICTS = ("ok", "lost", "divergent", "duplicated", "stuck", "unavailable", "slow")
 ENSEMBLE_SIZES = (1, 3, 5)
 
-# What a wait or expect step can test, on ZooKeeper's state or a broker's.
+# What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, or a produce step's outcome.
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
-              "isr_contains", "isr_excludes", "isr_size", "zookeeper_quorum", "zookeeper_quorum_lost")
+              "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
+              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "acked", "refused")
 # The lab control interface's fault points (issue 12, item 5).
 FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr", "delay_next_leader_and_isr",
                 "drop_next_update_metadata", "hold_controller_queue", "release_controller_queue",
@@ -57,16 +59,19 @@ FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr",
 
 _INT = (int,)
 _STR = (str,)
-_TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" (a broker) / "leader" (ZooKeeper)
-_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET}
+_TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / a name bound with `as` (a broker)
+_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
+_CONDITION = {"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
+              "pattern": _STR, "of": _STR}
 
 # action -> ({field: allowed types}, required fields)
 STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
-                      "config": (dict,)}, ("topic",)),
-    "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "client": _STR},
-                ("topic", "count")),
+                      "config": (dict,), "wait": (bool,)}, ("topic",)),
+    "delete_topic": ({"topic": _STR}, ("topic",)),
+    "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
+                 "interval_ms": _INT, "background": (bool,), "as": _STR}, ("topic", "count")),
     "kill": (_PROCESS, ()),
     "pause": (_PROCESS, ()),
     "resume": (_PROCESS, ()),
@@ -74,19 +79,25 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "stop": (_PROCESS, ()),
     "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": ({"node": _STR}, ()),
-    "fault": ({"point": _STR, "broker": _TARGET, "path": _STR}, ("point", "broker")),
-    "wait": ({"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
-              "timeout_ms": _INT}, ("condition",)),
-    "expect": ({"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT},
-               ("condition",)),
+    "fault": ({"point": _STR, "broker": _TARGET, "write": _STR, "ms": _INT}, ("point", "broker")),
+    "cut_log": ({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
+    "wait": ({**_CONDITION, "timeout_ms": _INT, "slow_ms": _INT}, ("condition",)),
+    "expect": (_CONDITION, ("condition",)),
     "sleep": ({"ms": _INT}, ("ms",)),
 }
 _PROCESS_ACTIONS = ("kill", "pause", "resume", "start", "stop")
 
-_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "cluster": (dict,),
+_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
-_CLUSTER = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,)}
-_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT}
+_CLUSTER = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
+_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
+
+
+# The catalogue shipped in the package (zkbroker/lab/scenarios/NAME.toml), in the order `lab scenario list` shows.
+CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-election", "kafka-6082-zombie-controller",
+             "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
+             "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
+             "kafka-2143-truncate-to-start", "zookeeper-quorum-loss")
 
 
 class ScenarioError(ValueError):
@@ -107,6 +118,7 @@ class ModeSpec:
     config: dict[str, str]
     expect: str
     max_unavailable_ms: int | None = None
+    why: str = ""  # what happens in this mode, and which switch makes the difference
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,13 @@ class Scenario:
     steps: list[Step] = field(default_factory=list)
     why_one_mode: str | None = None
     file: str = ""
+    faithful: str | None = None  # where the run departs from what 0.8.2 did, said plainly
+    settle_ms: int = 10000  # how long the end of a run waits for leaders and ISRs to settle before reading
+
+    @property
+    def fault_points(self) -> bool:
+        """Whether a step needs the brokers' lab control interface."""
+        return any(step.action == "fault" for step in self.steps)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -131,6 +150,24 @@ def load_scenario(path: str | Path) -> Scenario:
     except OSError as e:
         raise ScenarioError(f"{path}: cannot read the scenario ({e.strerror})") from None
     return parse_scenario(text, str(path))
+
+
+def catalogue() -> list[Scenario]:
+    """Every scenario shipped in the package, in CATALOGUE's order (any other file after them, by name)."""
+    folder = importlib.resources.files("zkbroker.lab") / "scenarios"
+    files = {entry.name.removesuffix(".toml"): entry for entry in folder.iterdir() if entry.name.endswith(".toml")}
+    order = [n for n in CATALOGUE if n in files] + sorted(n for n in files if n not in CATALOGUE)
+    return [parse_scenario(files[name].read_text(), f"zkbroker/lab/scenarios/{name}.toml") for name in order]
+
+
+def find_scenario(name: str) -> Scenario:
+    """A catalogue scenario by name; the error lists the names there are."""
+    scenarios = catalogue()
+    for scenario in scenarios:
+        if scenario.name == name:
+            return scenario
+    raise ScenarioError(f"No scenario {name!r} in the catalogue; there are: "
+                        f"{', '.join(s.name for s in scenarios)} (or run your own with --file)")
 
 
 def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
@@ -167,19 +204,25 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.require(spec, "expect", ("modes", mode))
         if spec["expect"] not in VERDICTS:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
-        modes[mode] = ModeSpec(_settings(spec.get("config", {})), spec["expect"], spec.get("max_unavailable_ms"))
+        modes[mode] = ModeSpec(_settings(spec.get("config", {})), spec["expect"], spec.get("max_unavailable_ms"),
+                               spec.get("why", ""))
     if len(modes) == 1 and "why_one_mode" not in doc:
         check.fail((), None, "a scenario with one mode says why in why_one_mode")
 
     steps = []
+    names: set[str] = set()
     for index, step in enumerate(doc.get("steps", [])):
-        steps.append(_step(check, index, step, modes))
+        steps.append(_step(check, index, step, modes, names))
+    needs_network = [s for s in steps if s.action in ("partition", "heal")]
+    if needs_network and not cluster.get("network", False):
+        check.fail(("steps", steps.index(needs_network[0])), "action",
+                   f"a {needs_network[0].action} step needs network = true in [cluster]")
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
                     cluster.get("network", False), _settings(cluster.get("config", {})), modes, steps,
-                    doc.get("why_one_mode"), filename)
+                    doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000))
 
 
-def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec]) -> Step:
+def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], names: set[str]) -> Step:
     where = ("steps", index)
     if not isinstance(step, dict):
         check.fail(where, None, "each step is a [[steps]] table")
@@ -199,6 +242,19 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec]) ->
         check.fail(where, "condition", f"unknown condition {step['condition']!r}; allowed: {', '.join(CONDITIONS)}")
     if action == "fault" and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    if action in ("wait", "expect") and step["condition"] in ("acked", "refused"):
+        if "of" not in step:
+            check.fail(where, None, f"a {step['condition']} condition names a produce step with of = \"NAME\"")
+        if step["of"] not in names:
+            check.fail(where, "of", f"no earlier produce step is named {step['of']!r} (with as = ...)")
+    if "as" in step:
+        names.add(step["as"])
+    for key in ("broker", "zookeeper"):
+        target = step.get(key)
+        if isinstance(target, str) and not (target in ("controller", "leader") or target.startswith("leader:")
+                                            or target in names):
+            check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\" "
+                                   f"or a name given earlier with as = ...")
     fields = {k: v for k, v in step.items() if k not in _COMMON}
     return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
 

@@ -163,11 +163,22 @@ class ReplicaManager:
                 role = "leader"
                 counts["leader"] += 1
             else:
+                source = next((b for b in request.live_leaders if b.broker_id == state.leader), None)
+                if source is None:
+                    # 0.8.2's makeFollowers: a leader the request does not list as live is an error for this
+                    # partition, which is left as it was (its replica created), so that the next LeaderAndIsr
+                    # naming that leader, once live, still starts the fetcher.
+                    state_change_log.error(
+                        "Broker %d received LeaderAndIsr request from controller %d epoch %d for partition [%s,%d] "
+                        "but cannot become follower since the new leader %d is unavailable", self.broker_id,
+                        request.controller_id, request.controller_epoch, *tp, state.leader)
+                    results.append((*tp, ErrorCode.NONE))
+                    continue
                 leader_changed = current is None or partition.leader_id != state.leader
                 partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
                                         state.zk_version, state.controller_epoch)
                 if leader_changed:
-                    self._follow(partition, state.leader, request.live_leaders)
+                    self._follow(partition, source)
                 role = f"follower of broker {state.leader}"
                 counts["follower"] += 1
             state_change_log.log(
@@ -187,21 +198,17 @@ class ReplicaManager:
                                   request.controller_id, request.controller_epoch)
         return results
 
-    def _follow(self, partition: Partition, leader: int, live_leaders) -> None:
-        """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader."""
+    def _follow(self, partition: Partition, source) -> None:
+        """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader (`source`,
+        one of the request's live leaders)."""
         tp = partition.topic_partition
         self.fetcher_manager.remove_partition(tp)
         if partition.epoch_cache is not None:
             partition.needs_epoch_truncation = True  # the fetcher asks the leader first (KIP-101)
         elif partition.log_end_offset > partition.high_watermark:
             log.info("Truncating log [%s,%d] to offset %d (its high watermark) on becoming a follower of "
-                     "broker %d", *tp, partition.high_watermark, leader)
+                     "broker %d", *tp, partition.high_watermark, source.broker_id)
             partition.truncate_to(partition.high_watermark)
-        source = next((b for b in live_leaders if b.broker_id == leader), None)
-        if source is None:
-            state_change_log.warning("Broker %d cannot follow broker %d for partition [%s,%d]: it is not live",
-                                     self.broker_id, leader, *tp)
-            return
         self.fetcher_manager.add_partition(partition, SourceBroker(source.broker_id, source.host, source.port))
 
     def _open_partition(self, tp: TopicPartition, config: LogConfig) -> Partition:

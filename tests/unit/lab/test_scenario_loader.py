@@ -14,6 +14,7 @@ summary = "An acknowledged write lost by high-watermark truncation"
 
 [cluster]
 brokers = 2
+network = true
 config = { "zookeeper.session.timeout.ms" = 3000 }
 
 [modes."0.8"]
@@ -84,7 +85,7 @@ def test_a_scenario_loads_with_its_cluster_modes_and_steps(tmp_path):
     produce = scenario.steps[1]
     assert produce.fields == {"topic": "t", "count": 2, "acks": "all"}
     assert produce.narrate == "m1 and m2 are acknowledged once both replicas have them"
-    assert produce.line == 25  # its `action =` line
+    assert produce.line == 26  # its `action =` line
     assert scenario.steps[4].mode == "0.8" and scenario.file == str(path)
 
 
@@ -99,20 +100,21 @@ def test_an_unknown_field_of_a_step_names_its_line_and_the_fields_of_that_step()
     message = fails(scenario_with_step('action = "kill"\nbroker = 1\nsignal = "SIGTERM"\n'),
                     "unknown field of a kill step 'signal'")
     assert message.startswith(f"s.toml:{KAFKA_1211.count(chr(10)) + 5}: ")
-    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper")
+    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper, as")
 
 
 def test_an_unknown_top_level_or_cluster_field_names_its_line():
     message = fails(KAFKA_1211.replace("brokers = 2", "brokers = 2\nbrokres = 3"), "unknown field 'brokres'")
-    assert message.startswith("s.toml:7: ") and message.endswith("allowed: brokers, zookeepers, network, config")
+    assert message.startswith("s.toml:7: ")
+    assert message.endswith("allowed: brokers, zookeepers, network, config, settle_ms")
     message = fails("title = 'x'\n" + KAFKA_1211, "unknown field 'title'")
     assert message.startswith("s.toml:1: ") and "allowed: name, source, summary" in message
 
 
 def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_ones():
-    assert fails(KAFKA_1211.replace('[modes.fixed]', '[modes."0.9"]'), "unknown mode '0.9'").startswith("s.toml:13:")
+    assert fails(KAFKA_1211.replace('[modes.fixed]', '[modes."0.9"]'), "unknown mode '0.9'").startswith("s.toml:14:")
     message = fails(KAFKA_1211.replace('expect = "ok"', 'expect = "fine"'), "unknown verdict 'fine'")
-    assert message.startswith("s.toml:15: ")
+    assert message.startswith("s.toml:16: ")
     message = fails(scenario_with_step('action = "wait"\ncondition = "sunny"\n'), "unknown condition 'sunny'")
     assert message.endswith(", ".join(CONDITIONS))
     fails(scenario_with_step('action = "fault"\npoint = "nap"\nbroker = 1\n'), "unknown fault point 'nap'")
@@ -138,3 +140,18 @@ def test_one_mode_needs_a_reason_and_bad_toml_names_its_line():
 def test_a_missing_file_is_one_sentence(tmp_path):
     with pytest.raises(ScenarioError, match="cannot read the scenario"):
         load_scenario(tmp_path / "nope.toml")
+
+
+def test_a_partition_step_needs_the_lab_network():
+    message = fails(KAFKA_1211.replace("network = true\n", ""), "a partition step needs network = true")
+    assert message.startswith(f"s.toml:{KAFKA_1211.count(chr(10)) - 4}: ")  # its `action =` line
+
+
+def test_names_given_with_as_are_the_only_strings_a_target_may_be():
+    named = scenario_with_step('action = "pause"\nbroker = "controller"\nas = "zombie"\n')
+    scenario = parse_scenario(named + '\n[[steps]]\naction = "resume"\nbroker = "zombie"\n')
+    assert scenario.steps[-1].fields == {"broker": "zombie"}
+    fails(scenario_with_step('action = "resume"\nbroker = "zombie"\n'), "broker 'zombie' is not an id")
+    fails(scenario_with_step('action = "wait"\ncondition = "acked"\n'), "names a produce step with of")
+    fails(scenario_with_step('action = "wait"\ncondition = "acked"\nof = "nothing"\n'),
+          "no earlier produce step is named 'nothing'")

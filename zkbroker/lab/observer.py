@@ -1,0 +1,228 @@
+"""What a scenario sees of its lab: ZooKeeper's state (registrations, the controller, each partition's leader
+and ISR, topics and deletions), the processes, the brokers' logs, and at the end every replica of a partition
+read from its segment files with the leader's high watermark — the checker's inputs (zkbroker/lab/checker.py).
+
+Reads never block a scenario for long: while no ZooKeeper quorum answers, a read gives "unknown" (None)
+within a couple of seconds instead of waiting for the quorum to return.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkbroker.client.connection import BrokerConnection
+from zkbroker.lab.checker import PartitionState
+from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster
+from zkbroker.lab.processes import process_state
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.errors import ErrorCode
+from zkbroker.protocol.message_set import entry_starts, iter_messages
+from zkbroker.topic_partition import TopicPartition
+from zkbroker.zk import paths
+from zkbroker.zk.client import ZkClient
+from zkbroker.zk.znodes import ControllerRegistration, LeaderIsrState, TopicAssignment, ZnodeFormatError
+
+READ_TIMEOUT_S = 2.0
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+
+class Unknown(Exception):
+    """ZooKeeper did not answer in time (no quorum, or the lab's ZooKeeper is cut off)."""
+
+
+@dataclass(frozen=True)
+class Leadership:
+    leader: int | None  # None: no leader (-1 in the znode)
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+
+
+class LabObserver:
+    """A scenario's view of one lab; open for the run, closed at its end."""
+
+    def __init__(self, lab: LabCluster) -> None:
+        self.lab = lab
+        self.cluster: ClusterFile = lab.load()
+        self.zk = ZkClient(self.cluster.zookeeper, session_timeout_ms=30000, name="scenario")
+        self.zk.start()
+
+    def close(self) -> None:
+        self.zk.close()
+
+    def reload(self) -> ClusterFile:
+        """cluster.json again (a start changes a pid)."""
+        self.cluster = self.lab.load()
+        return self.cluster
+
+    # ---- ZooKeeper ----------------------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str):
+        try:
+            return getattr(self.zk.kazoo, method + "_async")(path).get(timeout=READ_TIMEOUT_S)
+        except NoNodeError:
+            return None
+        except (KazooException, KazooTimeoutError) as e:
+            raise Unknown(str(e) or type(e).__name__) from None
+
+    def get(self, path: str) -> tuple[bytes, object] | None:
+        return self._call("get", path)
+
+    def children(self, path: str) -> list[str]:
+        return sorted(self._call("get_children", path) or [])
+
+    def registered(self) -> set[int]:
+        return {int(c) for c in self.children(paths.BROKER_IDS) if c.isdigit()}
+
+    def controller(self) -> int | None:
+        found = self.get(paths.CONTROLLER)
+        if found is None:
+            return None
+        try:
+            return ControllerRegistration.decode(found[0]).broker_id
+        except ZnodeFormatError:
+            return None
+
+    def leadership(self, topic: str, partition: int) -> Leadership | None:
+        found = self.get(paths.partition_state_path(topic, partition))
+        if found is None:
+            return None
+        state = LeaderIsrState.decode(found[0])
+        return Leadership(state.leader if state.leader >= 0 else None, state.leader_epoch, state.isr,
+                          found[1].version)
+
+    def assignment(self, topic: str) -> dict[int, tuple[int, ...]] | None:
+        found = self.get(paths.topic_path(topic))
+        if found is None:
+            return None
+        return dict(TopicAssignment.decode(found[0], topic).partitions)
+
+    def deletion_pending(self, topic: str) -> bool:
+        return self.get(paths.delete_topic_path(topic)) is not None
+
+    # ---- ZooKeeper servers and processes --------------------------------------------------------------------
+
+    def zookeeper_roles(self) -> dict[int, str]:
+        from zkbroker.lab.zookeeper import server_role
+
+        return {z.id: ("down" if z.pid is not None and process_state(z.pid) != "running"
+                       else server_role(z.port, z.host, timeout=1.0)) for z in self.cluster.zookeepers}
+
+    def zookeeper_quorum(self) -> bool:
+        roles = self.zookeeper_roles()
+        if not roles:  # an external ZooKeeper: it answers or it does not
+            try:
+                self.get(paths.BROKER_IDS)
+                return True
+            except Unknown:
+                return False
+        serving = sum(1 for role in roles.values() if role in ("leader", "follower", "standalone"))
+        return serving > len(roles) // 2
+
+    def broker(self, broker_id: int) -> BrokerEntry:
+        return self.cluster.broker(broker_id)
+
+    def running(self, broker_id: int) -> bool:
+        pid = self.reload().broker(broker_id).pid
+        return pid is not None and process_state(pid) == "running"
+
+    def log_contains(self, broker_id: int, pattern: str, since: int = 0) -> bool:
+        """Whether the broker's server.log (from byte `since`) has a line matching the regex."""
+        text = self.server_log(broker_id)[since:]
+        return re.search(pattern, text, re.MULTILINE) is not None
+
+    def server_log(self, broker_id: int) -> str:
+        path = Path(self.broker(broker_id).config).parent / "server.log"
+        try:
+            return path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    # ---- the replicas, for the checker ----------------------------------------------------------------------
+
+    def partition_dir(self, broker_id: int, topic: str, partition: int) -> Path:
+        return Path(self.broker(broker_id).config).parent / "data" / f"{topic}-{partition}"
+
+    def replica_log(self, broker_id: int, topic: str, partition: int) -> dict[int, bytes]:
+        """{offset: value} of one replica, read from its segment files (a torn tail is left out)."""
+        out: dict[int, bytes] = {}
+        for segment in sorted(self.partition_dir(broker_id, topic, partition).glob("*.log")):
+            for message in iter_messages(segment.read_bytes(), verify_crc=False):
+                out[message.offset] = message.value if message.value is not None else b""
+        return out
+
+    def high_watermark(self, broker_id: int, topic: str, partition: int) -> int | None:
+        """The HW the broker answers a consumer's fetch with; None when it cannot answer as leader."""
+        entry = self.broker(broker_id)
+        try:
+            with BrokerConnection(entry.host, entry.port, client_id="zkbroker-scenario", timeout_s=5) as conn:
+                response = conn.send(ApiKey.FETCH, 0, {
+                    "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0,
+                    "topics": [{"topic": topic, "partitions": [
+                        {"partition": partition, "fetch_offset": 0, "max_bytes": 1}]}]})
+        except OSError:
+            return None
+        row = response.topics[0].partitions[0]
+        return row.high_watermark if row.error_code == ErrorCode.NONE else None
+
+    def settled(self, tps: list[TopicPartition]) -> bool:
+        """Every partition has a live leader that answers with its HW, and every live replica is in its ISR."""
+        try:
+            for tp in tps:
+                leadership = self.leadership(tp.topic, tp.partition)
+                assignment = self.assignment(tp.topic) or {}
+                if leadership is None or leadership.leader is None or not self.running(leadership.leader):
+                    return False
+                live = [r for r in assignment.get(tp.partition, ()) if self.running(r)]
+                if not set(live) <= set(leadership.isr):
+                    return False
+                if self.high_watermark(leadership.leader, tp.topic, tp.partition) is None:
+                    return False
+        except Unknown:
+            return False
+        return True
+
+    def final_state(self, tp: TopicPartition) -> PartitionState:
+        """The partition as a consumer would read it (the leader's log below its HW) beside every live ISR
+        member's log (their agreement below the HW is what the checker compares). No leader, or a leader that
+        does not answer: leader None."""
+        try:
+            leadership = self.leadership(tp.topic, tp.partition)
+        except Unknown:
+            leadership = None
+        leader = leadership.leader if leadership is not None else None
+        hw = None
+        if leader is not None and self.running(leader):
+            hw = self.high_watermark(leader, tp.topic, tp.partition)
+        if hw is None:
+            return PartitionState(tp.topic, tp.partition, 0, None, {})
+        members = [b for b in leadership.isr if self.running(b)]
+        if leader not in members:
+            members.append(leader)
+        return PartitionState(tp.topic, tp.partition, hw, leader,
+                              {b: self.replica_log(b, tp.topic, tp.partition) for b in members})
+
+
+def cut_log(partition_dir: Path, keep: int) -> int:
+    """A crash that lost a log's unflushed tail: keep the first `keep` messages of the partition's log (every
+    later one goes), and remove the broker's clean-shutdown marker, so it recovers the log when it starts.
+    Returns the messages removed."""
+    removed = 0
+    kept = 0
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        starts = entry_starts(data)
+        if kept + len(starts) <= keep:
+            kept += len(starts)
+            continue
+        cut = starts[keep - kept]
+        removed += len(starts) - (keep - kept)
+        kept = keep
+        with open(segment, "r+b") as f:
+            f.truncate(cut)
+    (partition_dir.parent / CLEAN_SHUTDOWN_MARKER).unlink(missing_ok=True)
+    return removed

@@ -1,0 +1,668 @@
+"""The scenario runner (`zkbroker lab scenario run`, DESIGN §10): one scenario, one seed, one run per mode.
+
+Each run starts a lab of its own (the scenario's cluster shape, its configuration plus the mode's), carries
+out the steps in order with a narration line each, then waits a moment for leaders and ISRs to settle,
+reads every replica of every partition the run wrote to, and hands the producers' history, the replicas and
+the timeline to the checker. The run's verdict is the gravest of what the checker found, a wait that never
+came true (`stuck`) and one that came true too late (`slow`); it matched its expectation when that verdict
+is the mode's `expect` and every `expect` step held.
+
+The lab is always brought down at the end, also when a step fails or the run is interrupted (Ctrl-C sets
+`cancelled`, every wait of the run watches it), unless `keep` asks to leave it running.
+
+Stepping is an interface, not a prompt: before each step the run calls its Stepper, which returns when the
+step may go. `EnterStepper` waits for Enter on a terminal; `QueueStepper` waits for `release()`, which a
+dashboard's Step button calls.
+"""
+
+from __future__ import annotations
+
+import select
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from zkbroker import admin, timeline
+from zkbroker.lab import recorder
+from zkbroker.lab.checker import Attempt, Report, check
+from zkbroker.lab.cluster import LabCluster, LabError
+from zkbroker.lab.narration import format_line
+from zkbroker.lab.observer import LabObserver, Unknown, cut_log
+from zkbroker.lab.processes import process_state
+from zkbroker.lab.recorder import RecordingProducer
+from zkbroker.lab.scenario import Scenario, Step
+from zkbroker.topic_partition import TopicPartition
+
+# The verdicts from gravest to mildest (DESIGN §10).
+GRAVITY = ("lost", "divergent", "duplicated", "stuck", "unavailable", "slow", "ok")
+DEFAULT_WAIT_MS = 30000
+# Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
+NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired",
+                  "leader_changed", "isr_changed", "truncated", "zookeeper_role")
+
+
+def gravest(*verdicts: str) -> str:
+    return min(verdicts, key=GRAVITY.index)
+
+
+class Cancelled(Exception):
+    """The run was interrupted (Ctrl-C): it stops where it is and tears its lab down."""
+
+
+class StepFailed(Exception):
+    """A step could not be carried out; the run stops there (its lab is still checked and torn down)."""
+
+
+class Stepper(Protocol):
+    def wait(self, label: str, index: int, step: Step, cancelled: threading.Event) -> None:
+        """Return when step `index` (0-based) of run `label` may go; raise Cancelled if `cancelled` is set."""
+
+
+class EnterStepper:
+    """Waits for Enter on stdin before each step (`--step`); the prompt goes to stderr. It watches `cancelled`
+    while it waits, so Ctrl-C ends a run that waits for Enter."""
+
+    def __init__(self, stdin=None, prompt_to=None) -> None:
+        self.stdin = stdin or sys.stdin
+        self.prompt_to = prompt_to or sys.stderr
+
+    def wait(self, label: str, index: int, step: Step, cancelled: threading.Event) -> None:
+        print(f"[{label}] press Enter for step {index + 1} ({describe_step(step)})", file=self.prompt_to, flush=True)
+        while True:
+            if cancelled.is_set():
+                raise Cancelled()
+            ready, _, _ = select.select([self.stdin], [], [], 0.1)
+            if ready:
+                if not self.stdin.readline():  # end of input: go on without stepping
+                    self.wait = lambda *args: None  # type: ignore[method-assign]
+                return
+
+
+class QueueStepper:
+    """Waits for `release()` before each step: the dashboard's Step button."""
+
+    def __init__(self) -> None:
+        self._tokens = threading.Semaphore(0)
+        self.waiting: tuple[str, int, Step] | None = None  # what the run waits to do, for a dashboard to show
+
+    def release(self) -> None:
+        self._tokens.release()
+
+    def wait(self, label: str, index: int, step: Step, cancelled: threading.Event) -> None:
+        self.waiting = (label, index, step)
+        try:
+            while not self._tokens.acquire(timeout=0.1):
+                if cancelled.is_set():
+                    raise Cancelled()
+        finally:
+            self.waiting = None
+
+
+@dataclass
+class RunResult:
+    """One run of a scenario in one mode; `as_json()` is DESIGN §10's object."""
+
+    scenario: str
+    mode: str
+    expect: str
+    verdict: str = "ok"
+    report: Report = field(default_factory=Report)
+    failures: list[str] = field(default_factory=list)  # expect steps that did not hold, a step that failed
+    stuck: list[str] = field(default_factory=list)  # waits that never came true
+    slow: list[str] = field(default_factory=list)  # waits that came true too late
+    seconds: float = 0.0
+    directory: Path | None = None
+
+    @property
+    def expected(self) -> bool:
+        return self.verdict == self.expect and not self.failures
+
+    def as_json(self) -> dict:
+        checked = self.report.as_json()
+        return {"mode": self.mode, "verdict": self.verdict, "expected": self.expected,
+                "acknowledged": checked["acknowledged"], "lost": checked["lost"],
+                "duplicated": checked["duplicated"], "divergent": checked["divergent"],
+                "unavailable_ms_max": checked["unavailable_ms_max"], "losses": checked["losses"]}
+
+
+Narrate = Callable[[str], None]
+
+
+class ScenarioRun:
+    """One scenario in one mode on a lab of its own in `directory`."""
+
+    def __init__(self, scenario: Scenario, mode: str, seed: int, directory: Path, narrate: Narrate,
+                 stepper: Stepper | None = None, cancelled: threading.Event | None = None, keep: bool = False,
+                 subnet: str | None = None) -> None:
+        self.scenario = scenario
+        self.mode = mode
+        self.spec = scenario.modes[mode]
+        self.seed = seed
+        self.directory = directory
+        self.say = narrate
+        self.stepper = stepper
+        self.cancelled = cancelled or threading.Event()
+        self.keep = keep
+        self.subnet = subnet
+        self.label = f"{scenario.name} {mode}"
+        self.lab = LabCluster(directory)
+        self.observer: LabObserver | None = None
+        self.names: dict[str, int] = {}  # `as` names of brokers
+        self.producers: dict[str, RecordingProducer] = {}
+        self.all_producers: list[RecordingProducer] = []
+        self.threads: list[threading.Thread] = []
+        self.errors: list[BaseException] = []
+        self.topics: set[str] = set()
+        self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
+        self._timeline_seen = 0
+        self._log_marks: dict[int, int] = {}
+
+    # ---- the run ----------------------------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        started = time.monotonic()
+        try:
+            self._up()
+            self.observer = LabObserver(self.lab)
+            self._log_marks = {b.id: len(self.observer.server_log(b.id)) for b in self.observer.cluster.brokers}
+            steps = [s for s in self.scenario.steps if s.mode in (None, self.mode)]
+            for index, step in enumerate(steps):
+                if self.stepper is not None:
+                    self.stepper.wait(self.label, index, step, self.cancelled)
+                self._check_cancelled()
+                self.say(f"[{self.label}] {index + 1}/{len(steps)} {describe_step(step)}"
+                         + (f": {step.narrate}" if step.narrate else ""))
+                try:
+                    getattr(self, "_" + step.action)(step, **step.fields)
+                except (StepFailed, LabError, Unknown) as e:
+                    self.result.failures.append(f"step {index + 1} ({step.action}, line {step.line}): {e}")
+                    self.say(f"[{self.label}]     the step failed: {e}; the run stops here")
+                    break
+                finally:
+                    self._narrate_timeline()
+            self._finish()
+        except BaseException:  # Cancelled, KeyboardInterrupt, a bug: nothing of the lab stays behind
+            self.result.failures.append("interrupted")
+            raise
+        finally:
+            self.result.seconds = time.monotonic() - started
+            self._teardown()
+        return self.result
+
+    def _up(self) -> None:
+        config = {**self.scenario.config, **self.spec.config}
+        self.say(f"[{self.label}] starting a lab of {self.scenario.brokers} brokers"
+                 + (f" and {self.scenario.zookeepers} ZooKeeper servers" if self.scenario.zookeepers > 1 else "")
+                 + (" in a lab network" if self.scenario.network else "") + f" in {self.directory}"
+                 + (f" ({', '.join(f'{k}={v}' for k, v in self.spec.config.items())})" if self.spec.config else ""))
+        self.lab.up(brokers=self.scenario.brokers, zookeepers=self.scenario.zookeepers, network=self.scenario.network,
+                    subnet=self.subnet if self.scenario.network else None,
+                    config=[f"{k}={v}" for k, v in config.items()])
+        self._timeline_seen = len(timeline.read(self.lab.timeline_file))
+        self._check_cancelled()
+
+    def _teardown(self) -> None:
+        for producer in self.all_producers:
+            producer.cancelled.set()
+        for thread in self.threads:
+            thread.join(timeout=15)
+        if self.observer is not None:
+            self.observer.close()
+        if self.keep and "interrupted" not in self.result.failures and self.lab.cluster_file.exists():
+            self.say(f"[{self.label}] the lab keeps running in {self.directory} "
+                     f"(zkbroker lab down --dir {self.directory})")
+            return
+        try:
+            self.lab.down()
+        except LabError:
+            pass  # nothing was started (an `up` that failed stops what it started itself)
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+    def _idle(self, seconds: float) -> None:
+        if self.cancelled.wait(seconds):
+            raise Cancelled()
+
+    # ---- steps (one method per action, named after it) ----------------------------------------------------------
+
+    def _create_topic(self, step: Step, topic: str, partitions: int = 1, replication_factor: int | None = None,
+                      replicas: list | None = None, config: dict | None = None, wait: bool = True) -> None:
+        zk = self.observer.zk
+        if replicas is not None:
+            rows = replicas if replicas and isinstance(replicas[0], list) else [replicas]
+            assignment = {p: tuple(int(b) for b in row) for p, row in enumerate(rows)}
+        else:
+            assignment = admin.assign_replicas_to_brokers(admin.live_broker_ids(zk), partitions,
+                                                          replication_factor or min(3, self.scenario.brokers))
+        try:
+            admin.write_topic(zk, topic, assignment, {k: str(v).lower() if isinstance(v, bool) else str(v)
+                                                      for k, v in (config or {}).items()})
+        except admin.AdminError as e:
+            raise StepFailed(str(e)) from None
+        self.topics.add(topic)
+        if wait:
+            self._wait_for(lambda: all((lead := self.observer.leadership(topic, p)) is not None
+                                       and lead.leader is not None and set(lead.isr) == set(replicas_)
+                                       for p, replicas_ in assignment.items()),
+                           DEFAULT_WAIT_MS, f"{topic}'s partitions to have leaders and full ISRs", fail=True)
+
+    def _delete_topic(self, step: Step, topic: str) -> None:
+        if not admin.mark_topic_for_deletion(self.observer.zk, topic):
+            raise StepFailed(f"topic {topic} is already marked for deletion")
+
+    def _produce(self, step: Step, topic: str, count: int, partition: int = 0, acks: int | str = "all",
+                 timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, **named) -> None:
+        name = named.get("as") or f"step{self.scenario.steps.index(step) + 1}"
+        values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
+        producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms)
+        self.producers[name] = producer
+        self.all_producers.append(producer)
+        self.topics.add(topic)
+        thread = recorder.background(producer, self.errors.append)
+        if background:
+            self.threads.append(thread)
+            return
+        while thread.is_alive():
+            if self.cancelled.wait(0.05):
+                producer.cancelled.set()
+                thread.join(10)
+                raise Cancelled()
+        acked = producer.acknowledged()
+        errors = sorted({a.error for a in producer.attempts() if a.error})
+        self.say(f"[{self.label}]     {acked} of {count} acknowledged"
+                 + (f"; errors: {', '.join(errors)}" if errors else ""))
+
+    def _bootstrap(self) -> str:
+        return ",".join(f"{b.host}:{b.port}" for b in self.observer.reload().brokers)
+
+    def _kill(self, step: Step, **target) -> None:
+        self._process(step, "kill", target)
+
+    def _pause(self, step: Step, **target) -> None:
+        self._process(step, "pause", target)
+
+    def _resume(self, step: Step, **target) -> None:
+        self._process(step, "resume", target)
+
+    def _start(self, step: Step, **target) -> None:
+        self._process(step, "start", target)
+
+    def _stop(self, step: Step, **target) -> None:
+        self._process(step, "stop", target)
+
+    def _process(self, step: Step, action: str, target: dict) -> None:
+        if "zookeeper" in target:
+            server = self._zookeeper(target["zookeeper"])
+            method = {"kill": self.lab.kill_zookeeper, "pause": self.lab.pause_zookeeper,
+                      "resume": self.lab.resume_zookeeper, "start": self.lab.start_zookeeper,
+                      "stop": self.lab.stop_zookeeper}[action]
+            method(server)
+        else:
+            broker = self._broker(target["broker"])
+            if "as" in target:
+                self.names[target["as"]] = broker
+            method = {"kill": self.lab.kill, "pause": self.lab.pause, "resume": self.lab.resume,
+                      "start": self.lab.start, "stop": self.lab.stop}[action]
+            method(broker)
+        self.observer.reload()
+
+    def _partition(self, step: Step, node: str, **fields) -> None:
+        peers = fields["from"] if isinstance(fields["from"], list) else [fields["from"]]
+        self.lab.partition(self._node(node), [self._node(p) for p in peers], fields.get("one_way", False))
+
+    def _heal(self, step: Step, node: str | None = None) -> None:
+        self.lab.heal(self._node(node) if node else None)
+
+    def _fault(self, step: Step, point: str, broker: int | str, **args) -> None:
+        raise StepFailed(f"the fault point {point} needs the brokers' lab control interface, which this build "
+                         f"does not have yet")
+
+    def _cut_log(self, step: Step, broker: int | str, topic: str, keep: int, partition: int = 0) -> None:
+        broker_id = self._broker(broker)
+        pid = self.observer.reload().broker(broker_id).pid
+        if pid is not None and process_state(pid) != "dead":
+            raise StepFailed(f"broker {broker_id} is running; a log loses its unflushed tail only in a crash "
+                             f"(kill or stop it first)")
+        removed = cut_log(self.observer.partition_dir(broker_id, topic, partition), keep)
+        self.say(f"[{self.label}]     {topic}-{partition} on broker {broker_id} keeps {keep} messages; "
+                 f"{removed} lost with the unflushed tail")
+
+    def _sleep(self, step: Step, ms: int) -> None:
+        self._idle(ms / 1000)
+
+    def _wait(self, step: Step, condition: str, timeout_ms: int = DEFAULT_WAIT_MS, slow_ms: int | None = None,
+              **args) -> None:
+        began = time.monotonic()
+        what = describe_condition(condition, args)
+        if not self._wait_for(lambda: self._holds(condition, args), timeout_ms, what):
+            return
+        took = (time.monotonic() - began) * 1000
+        if slow_ms is not None and took > slow_ms:
+            self.result.slow.append(f"{what} took {took:.0f} ms (more than {slow_ms})")
+            self.say(f"[{self.label}]     slow: {what} took {took:.0f} ms (more than {slow_ms} ms)")
+
+    def _expect(self, step: Step, condition: str, **args) -> None:
+        what = describe_condition(condition, args)
+        try:
+            holds = self._holds(condition, args)
+        except Unknown:
+            holds = False
+        if holds:
+            self.say(f"[{self.label}]     as expected: {what}")
+        else:
+            self.result.failures.append(f"line {step.line}: expected {what}")
+            self.say(f"[{self.label}]     NOT as expected: {what}")
+
+    def _wait_for(self, condition: Callable[[], bool], timeout_ms: float, what: str, fail: bool = False,
+                  quiet: bool = False) -> bool:
+        """Poll until `condition` holds; a timeout is `stuck` (a failed step with `fail`, nothing with `quiet`)."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            try:
+                if condition():
+                    return True
+            except Unknown:
+                pass
+            if time.monotonic() > deadline:
+                if quiet:
+                    return False
+                if fail:
+                    raise StepFailed(f"{what} did not happen within {timeout_ms} ms")
+                self.result.stuck.append(f"{what} did not happen within {timeout_ms} ms")
+                self.say(f"[{self.label}]     stuck: {what} did not happen within {timeout_ms} ms")
+                return False
+            self._idle(0.1)
+
+    # ---- conditions ----------------------------------------------------------------------------------------------
+
+    def _holds(self, condition: str, args: dict) -> bool:
+        o = self.observer
+        broker = self._broker(args["broker"]) if "broker" in args and condition != "controller_changed" else None
+        topic, partition = args.get("topic"), args.get("partition", 0)
+        if condition == "registered":
+            return broker in o.registered()
+        if condition == "unregistered":
+            return broker not in o.registered()
+        if condition == "controller_elected":
+            controller = o.controller()
+            return controller is not None and (broker is None or controller == broker)
+        if condition == "controller_changed":
+            controller = o.controller()
+            return controller is not None and controller != self._broker(args["broker"])
+        if condition == "running":
+            return o.running(broker)
+        if condition == "log_contains":
+            return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition in ("acked", "refused"):
+            producer = self.producers[args["of"]]
+            if not producer.answered():
+                return False
+            acked = producer.acknowledged()
+            return acked == len(producer.values) if condition == "acked" else acked == 0
+        if condition == "topic_exists":
+            return o.assignment(topic) is not None
+        if condition == "topic_deleted":
+            return o.assignment(topic) is None and not o.deletion_pending(topic)
+        if condition == "deletion_pending":
+            return o.deletion_pending(topic)
+        if condition == "zookeeper_quorum":
+            return o.zookeeper_quorum()
+        if condition == "zookeeper_quorum_lost":
+            return not o.zookeeper_quorum()
+        leadership = o.leadership(topic, partition)
+        # A leader counts while it is registered: a controller that cannot elect another leaves the dead one
+        # in the `state` znode (0.8.2 wrote nothing when no replica could lead).
+        live_leader = leadership is not None and leadership.leader is not None \
+            and leadership.leader in o.registered()
+        if condition == "leader":
+            return live_leader and (broker is None or leadership.leader == broker)
+        if condition == "no_leader":
+            return not live_leader
+        if leadership is None:
+            return False
+        if condition == "isr_contains":
+            return broker in leadership.isr
+        if condition == "isr_excludes":
+            return broker not in leadership.isr
+        if condition == "isr_size":
+            return len(leadership.isr) == args["size"]
+        raise StepFailed(f"condition {condition} is not known to this runner")
+
+    # ---- targets ---------------------------------------------------------------------------------------------------
+
+    def _broker(self, target: int | str) -> int:
+        """A broker id from an id, "controller", "leader:TOPIC-PARTITION" or a name bound with `as`."""
+        if isinstance(target, int):
+            return target
+        if target in self.names:
+            return self.names[target]
+        if target == "controller":
+            controller = self.observer.controller()
+            if controller is None:
+                raise StepFailed("there is no controller now")
+            return controller
+        if target.startswith("leader:"):
+            topic, _, partition = target.removeprefix("leader:").rpartition("-")
+            leadership = self.observer.leadership(topic, int(partition))
+            if leadership is None or leadership.leader is None:
+                raise StepFailed(f"{topic}-{partition} has no leader now")
+            return leadership.leader
+        raise StepFailed(f"no broker is called {target!r}")
+
+    def _zookeeper(self, target: int | str) -> int:
+        if isinstance(target, int):
+            return target
+        if target == "leader":
+            leaders = [server for server, role in self.observer.zookeeper_roles().items()
+                       if role in ("leader", "standalone")]
+            if not leaders:
+                raise StepFailed("no ZooKeeper server leads now")
+            return leaders[0]
+        raise StepFailed(f"no ZooKeeper server is called {target!r}")
+
+    def _node(self, node: str) -> str:
+        """A partition NODE, with broker:NAME resolved (broker:controller, broker:leader:t-0, broker:<as name>)."""
+        kind, _, rest = node.partition(":")
+        if kind == "broker" and rest and not rest.isdigit():
+            return f"broker:{self._broker(rest)}"
+        return node
+
+    # ---- the end of a run ---------------------------------------------------------------------------------------
+
+    def _finish(self) -> None:
+        for thread in self.threads:
+            while thread.is_alive():
+                thread.join(0.1)
+                self._check_cancelled()
+        tps = self._partitions()
+        if tps:
+            self.say(f"[{self.label}] reading every replica of {', '.join(map(str, tps))}")
+            # An end that does not settle is judged by the checker (no leader: stuck), not as a wait.
+            self._wait_for(lambda: self.observer.settled(tps), self.scenario.settle_ms, "settle", quiet=True)
+        attempts: list[Attempt] = [a for p in self.all_producers for a in p.attempts()]
+        states = [self.observer.final_state(tp) for tp in tps]
+        events = timeline.read(self.lab.timeline_file)
+        self.result.report = check(attempts, states, events)
+        verdict = self.result.report.verdict(self.spec.max_unavailable_ms)
+        if self.result.stuck:
+            verdict = gravest(verdict, "stuck")
+        if self.result.slow:
+            verdict = gravest(verdict, "slow")
+        self.result.verdict = verdict
+        for error in self.errors:
+            self.result.failures.append(f"a producer failed: {error}")
+
+    def _partitions(self) -> list[TopicPartition]:
+        out = set()
+        for topic in self.topics:
+            try:
+                assignment = self.observer.assignment(topic)
+            except Unknown:
+                assignment = None
+            if assignment is not None:
+                out |= {TopicPartition(topic, p) for p in assignment}
+        return sorted(out)
+
+    def _narrate_timeline(self) -> None:
+        events = timeline.read(self.lab.timeline_file)
+        fresh, self._timeline_seen = events[self._timeline_seen:], len(events)
+        for event in fresh:
+            if event.get("kind") in NARRATED_KINDS:
+                self.say(f"[{self.label}]     {format_line(event)}")
+
+
+def describe_step(step: Step) -> str:
+    """`kill broker 2`, `produce 2 records to t-0 (acks=all)`, `wait until broker 1 is out of t-0's ISR`."""
+    f = step.fields
+    if step.action in ("kill", "pause", "resume", "start", "stop"):
+        target = f"broker {f['broker']}" if "broker" in f else f"ZooKeeper server {f['zookeeper']}"
+        return f"{step.action} {target}"
+    if step.action == "produce":
+        how = " in the background" if f.get("background") else ""
+        return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-{f.get('partition', 0)} "
+                f"(acks={f.get('acks', 'all')}){how}")
+    if step.action == "partition":
+        peers = f["from"] if isinstance(f["from"], list) else [f["from"]]
+        return f"cut {f['node']} off from {', '.join(peers)}" + (" (one way)" if f.get("one_way") else "")
+    if step.action == "heal":
+        return f"heal {f['node']}" if "node" in f else "heal every partition"
+    if step.action in ("wait", "expect"):
+        verb = "wait until" if step.action == "wait" else "expect"
+        return f"{verb} {describe_condition(f['condition'], f)}"
+    if step.action == "sleep":
+        return f"sleep {f['ms']} ms"
+    if step.action == "fault":
+        return f"fault point {f['point']} on broker {f['broker']}"
+    if step.action == "create_topic":
+        return f"create topic {f['topic']}"
+    if step.action == "delete_topic":
+        return f"delete topic {f['topic']}"
+    if step.action == "cut_log":
+        return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
+    return step.action
+
+
+def describe_condition(condition: str, f: dict) -> str:
+    broker = f.get("broker")
+    tp = f"{f.get('topic')}-{f.get('partition', 0)}"
+    words = {
+        "registered": f"broker {broker} is registered",
+        "unregistered": f"broker {broker} is not registered",
+        "controller_elected": "a controller is elected" if broker is None else f"broker {broker} is the controller",
+        "controller_changed": f"a controller other than {broker} is elected",
+        "leader": f"{tp} has a live leader" if broker is None else f"broker {broker} leads {tp}",
+        "no_leader": f"{tp} has no live leader",
+        "isr_contains": f"broker {broker} is in {tp}'s ISR",
+        "isr_excludes": f"broker {broker} is out of {tp}'s ISR",
+        "isr_size": f"{tp}'s ISR has {f.get('size')} members",
+        "topic_exists": f"topic {f.get('topic')} exists",
+        "topic_deleted": f"topic {f.get('topic')} is deleted",
+        "deletion_pending": f"topic {f.get('topic')} is marked for deletion",
+        "zookeeper_quorum": "a ZooKeeper quorum serves",
+        "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
+        "running": f"broker {broker}'s process runs",
+        "log_contains": f"broker {broker} logs /{f.get('pattern')}/",
+        "acked": f"every record of {f.get('of')} is acknowledged",
+        "refused": f"no record of {f.get('of')} is acknowledged",
+    }
+    return words.get(condition, condition)
+
+
+# ---- a scenario in one or both modes ------------------------------------------------------------------------------
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    seed: int
+    runs: list[RunResult]
+
+    @property
+    def expected(self) -> bool:
+        return all(run.expected for run in self.runs)
+
+    def as_json(self) -> dict:
+        return {"scenario": self.scenario, "seed": self.seed, "runs": [run.as_json() for run in self.runs]}
+
+
+def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
+    """`both` is every mode the scenario has; a mode it lacks is an error that says why it lacks it."""
+    if mode == "both":
+        return [m for m in ("0.8", "fixed") if m in scenario.modes]
+    if mode not in scenario.modes:
+        why = f": {scenario.why_one_mode}" if scenario.why_one_mode else ""
+        raise LabError(f"Scenario {scenario.name} has no {mode} mode{why}")
+    return [mode]
+
+
+def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, directory: Path | None = None,
+                 keep: bool = False, stepper: Stepper | None = None, narrate: Narrate = print,
+                 cancelled: threading.Event | None = None, parallel: bool = True,
+                 subnets: dict[str, str] | None = None) -> ScenarioResult:
+    """Run the scenario in `mode` (0.8, fixed or both). With both modes and no stepper the two runs go side by
+    side (each lab has its own ZooKeeper, ports and namespaces). `directory`: where the labs go (one mode: that
+    directory; both: DIR/0.8 and DIR/fixed); by default temporary directories, removed after a run that matched
+    its expectation and kept (and named) otherwise."""
+    modes = modes_to_run(scenario, mode)
+    cancelled = cancelled or threading.Event()
+    runs: dict[str, ScenarioRun] = {}
+    temporary: dict[str, bool] = {}
+    for m in modes:
+        if directory is None:
+            where, temporary[m] = Path(tempfile.mkdtemp(prefix=f"zkbroker-{scenario.name}-{m}-")), True
+        else:
+            where, temporary[m] = (directory if len(modes) == 1 else directory / m), False
+        runs[m] = ScenarioRun(scenario, m, seed, where, narrate, stepper, cancelled, keep,
+                              (subnets or {}).get(m))
+    if scenario.why_one_mode and len(scenario.modes) == 1:
+        narrate(f"[{scenario.name}] one mode only: {scenario.why_one_mode}")
+    if scenario.faithful:
+        narrate(f"[{scenario.name}] how faithful: {scenario.faithful}")
+    results: dict[str, RunResult] = {}
+    errors: list[BaseException] = []
+
+    def one(m: str) -> None:
+        try:
+            results[m] = runs[m].run()
+        except BaseException as e:  # handed to the caller's thread
+            errors.append(e)
+            cancelled.set()
+
+    # Each run goes on a thread of its own, so that Ctrl-C (which Python raises in the main thread) only sets
+    # `cancelled`, and every run stops at its next wait and tears its lab down before this returns.
+    side_by_side = parallel and stepper is None
+    batches = [modes] if side_by_side else [[m] for m in modes]
+    for batch in batches:
+        threads = [threading.Thread(target=one, args=(m,), name=f"scenario-{m}") for m in batch]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except BaseException:
+            cancelled.set()
+            for t in threads:
+                t.join()
+            raise
+        if errors:
+            break
+    if errors:
+        raise errors[0]
+    for m in modes:
+        run = results[m]
+        if temporary[m] and not keep:
+            if run.expected:
+                shutil.rmtree(runs[m].directory, ignore_errors=True)
+                run.directory = None
+            else:
+                narrate(f"[{runs[m].label}] its lab's logs and timeline are kept in {runs[m].directory}")
+    return ScenarioResult(scenario.name, seed, [results[m] for m in modes])

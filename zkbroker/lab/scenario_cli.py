@@ -1,0 +1,164 @@
+"""`zkbroker lab scenario list|show|run` (DESIGN §10) and their terminal output.
+
+With `--json` stdout holds only the JSON and the narration goes to stderr. `run` exits 0 when every run
+matched its expectation, 1 otherwise (and 130 when interrupted, after tearing its labs down).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from zkbroker.lab.scenario import Scenario, ScenarioError, catalogue, find_scenario, load_scenario
+
+MODE_CHOICES = ("0.8", "fixed", "both")
+
+
+def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
+    scenario = actions.add_parser("scenario", help="replay a ZooKeeper-era failure in its 0.8 and fixed forms")
+    commands = scenario.add_subparsers(dest="scenario_command", metavar="COMMAND", required=True)
+    listing = commands.add_parser("list", help="the catalogue: each scenario's name, source and one line")
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
+    listing.set_defaults(run=_list)
+    show = commands.add_parser("show", help="a scenario's modes, expectations and steps")
+    show.add_argument("name", metavar="NAME")
+    show.set_defaults(run=_show)
+    run = commands.add_parser("run", help="run a scenario on labs of its own and check what happened")
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument("name", metavar="NAME", nargs="?", help="a catalogue scenario")
+    which.add_argument("--file", metavar="F", help="a scenario file of your own")
+    run.add_argument("--mode", choices=MODE_CHOICES, default="both", help="0.8, fixed or both (default)")
+    run.add_argument("--seed", type=int, default=0, metavar="N", help="names the records (and drives torture)")
+    run.add_argument("--dir", metavar="DIR", help="where the lab goes (both modes: DIR/0.8 and DIR/fixed); "
+                                                   "default: a temporary directory")
+    run.add_argument("--keep", action="store_true", help="leave the lab running at the end")
+    run.add_argument("--step", action="store_true", help="wait for Enter before each step")
+    run.add_argument("--json", action="store_true", help="print the verdicts as JSON (narration to stderr)")
+    run.set_defaults(run=_run)
+
+
+def _list(args: argparse.Namespace) -> int:
+    scenarios = catalogue()
+    if args.json:
+        print(json.dumps([{"name": s.name, "source": s.source, "summary": s.summary, "modes": list(s.modes)}
+                          for s in scenarios], indent=2))
+        return 0
+    rows = [("NAME", "SOURCE", "MODES", "SUMMARY")]
+    rows += [(s.name, s.source, ",".join(s.modes), s.summary) for s in scenarios]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    print(format_scenario(find_scenario(args.name)))
+    return 0
+
+
+def format_scenario(s: Scenario) -> str:
+    from zkbroker.lab.runner import describe_step
+
+    lines = [f"{s.name}: {s.summary}", f"Source: {s.source}",
+             f"Cluster: {s.brokers} brokers, {s.zookeepers} ZooKeeper server{'s' if s.zookeepers > 1 else ''}"
+             + (", a lab network (needs root)" if s.network else "")
+             + (f"; {_settings(s.config)}" if s.config else "")]
+    for mode, spec in s.modes.items():
+        lines.append(f"Mode {mode}: expect {spec.expect}" + (f"; {_settings(spec.config)}" if spec.config else ""))
+        if spec.why:
+            lines.append(f"    {spec.why}")
+    if s.why_one_mode:
+        lines.append(f"One mode only: {s.why_one_mode}")
+    if s.faithful:
+        lines.append(f"How faithful: {s.faithful}")
+    lines.append("Steps:")
+    for number, step in enumerate(s.steps, start=1):
+        only = f" [{step.mode} only]" if step.mode else ""
+        lines.append(f"  {number:>2}. {describe_step(step)}{only}")
+        if step.narrate:
+            lines.append(f"      {step.narrate}")
+    return "\n".join(lines)
+
+
+def _settings(config: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+def _run(args: argparse.Namespace) -> int:
+    from zkbroker.lab.runner import EnterStepper, run_scenario
+
+    scenario = load_scenario(args.file) if args.file else find_scenario(args.name)
+    out = sys.stderr if args.json else sys.stdout
+
+    def narrate(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    _quiet_zookeeper_client()
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` of the runner tears its labs down too
+    try:
+        result = run_scenario(scenario, args.mode, args.seed, Path(args.dir) if args.dir else None, args.keep,
+                              EnterStepper() if args.step else None, narrate)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        print(format_result(result))
+    return 0 if result.expected else 1
+
+
+def format_result(result) -> str:
+    rows = [("MODE", "VERDICT", "EXPECTED", "ACKED", "LOST", "DUPLICATED", "DIVERGENT", "UNAVAILABLE_MS_MAX", "TIME_S")]
+    for run in result.runs:
+        j = run.as_json()
+        rows.append((run.mode, run.verdict, "yes" if run.expected else f"NO (expected {run.expect})",
+                     str(j["acknowledged"]), str(j["lost"]), str(j["duplicated"]), str(j["divergent"]),
+                     str(j["unavailable_ms_max"]), f"{run.seconds:.0f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["", f"{result.scenario} (seed {result.seed})"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for run in result.runs:
+        for loss in run.report.losses[:10]:
+            lines.append(f"  {run.mode}: lost {loss.cause}")
+        if len(run.report.losses) > 10:
+            lines.append(f"  {run.mode}: ... and {len(run.report.losses) - 10} more lost")
+        for divergence in run.report.divergences[:3]:
+            lines.append(f"  {run.mode}: {divergence.topic}-{divergence.partition} offset {divergence.offset} differs "
+                         f"between brokers {', '.join(map(str, divergence.values))}")
+        for what in run.stuck + run.slow + run.failures:
+            lines.append(f"  {run.mode}: {what}")
+    if len(result.runs) == 2:
+        lines.append(difference(*result.runs))
+    return "\n".join(lines)
+
+
+def difference(old, fixed) -> str:
+    """One sentence on what the fix changed."""
+    a, b = old.as_json(), fixed.as_json()
+    if a["verdict"] == b["verdict"]:
+        return f"Both modes end {a['verdict']}."
+    parts = []
+    for key, words in (("lost", "acknowledged records lost"), ("divergent", "offsets where replicas diverge"),
+                       ("duplicated", "duplicated records")):
+        if a[key] != b[key]:
+            parts.append(f"{words}: {a[key]} in 0.8 mode, {b[key]} fixed")
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    return f"The difference: 0.8 mode ends {a['verdict']}, fixed mode {b['verdict']}{detail}."
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt()
+
+
+def _quiet_zookeeper_client() -> None:
+    """kazoo warns of every refused connection; in a scenario they are the faults at work."""
+    kazoo = logging.getLogger("kazoo")
+    kazoo.addHandler(logging.NullHandler())
+    kazoo.propagate = False
+
+
+__all__ = ["ScenarioError", "add_scenario_commands", "format_result", "format_scenario"]
