@@ -221,7 +221,9 @@ def _ui(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise LabError(f"The dashboard needs aiohttp ({e}): pip install 'zkbroker[dashboard]'") from None
 
-    LabCluster(args.dir).load()  # "No lab cluster in DIR" before anything listens
+    from pathlib import Path
+
+    Path(args.dir).mkdir(parents=True, exist_ok=True)  # a lab may start there later, or a scenario's below it
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:

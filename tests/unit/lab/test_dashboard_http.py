@@ -43,7 +43,7 @@ def test_the_page_has_the_strip_and_the_token(lab_dir):
         r = await client.get("/")
         assert r.status == 200 and r.content_type == "text/html"
         html = await r.text()
-        assert 'content="secret-token"' in html and "Controller unknown" in html
+        assert 'content="secret-token"' in html and "No lab runs in this directory" in html
         assert "script-src 'self'" in r.headers["Content-Security-Policy"]
         assert (await client.get("/static/dashboard.js")).status == 200
     run(lab_dir, test)

@@ -20,7 +20,10 @@ def _clock(ts_ms: int | float | None) -> str:
 def render_strip(cluster: dict) -> str:
     """The cluster strip of a /api/cluster view, as HTML."""
     c = cluster["controller"]
-    if not cluster["zookeeper_reachable"]:
+    if not cluster.get("lab_running", True):
+        head = ('<span class="controller none">No lab runs in this directory: start one with '
+                '<code>zkbroker lab up --dir DIR</code>, or play a scenario</span>')
+    elif not cluster["zookeeper_reachable"]:
         head = '<span class="controller unknown">Controller unknown: no ZooKeeper quorum answers</span>'
     elif c["broker"] is None:
         head = (f'<span class="controller none">No controller</span> '

@@ -11,8 +11,10 @@ and every open page shares the same poll.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from zkbroker.lab.dashboard.history import history
 from zkbroker.lab.dashboard.page import render_page
 from zkbroker.lab.dashboard.replay import snapshot_at
 from zkbroker.lab.dashboard.safety import TOKEN_HEADER, host_allowed, new_token, token_ok
+from zkbroker.lab.dashboard.scenarios import ScenarioCommandError, ScenarioControl, catalogue_json
 from zkbroker.lab.dashboard.snapshot import BrokerBelief, BrokerProcess, ZooKeeperServer, ZooKeeperSnapshot
 from zkbroker.lab.dashboard.zookeeper_reader import ZooKeeperReader, ZooKeeperUnreachable
 from zkbroker.lab.narration import describe
@@ -65,7 +68,8 @@ class Dashboard:
     """The server's state: the lab it shows, its ZooKeeper reader, the latest snapshot, the open streams."""
 
     def __init__(self, lab_dir: str | Path, host: str, port: int, token: str | None = None) -> None:
-        self.lab = LabCluster(lab_dir)
+        self.home = Path(lab_dir).resolve()  # the directory it was started on; scenario labs go below it
+        self.lab = LabCluster(lab_dir)  # the lab shown: the home one, or a scenario's
         self.host = host
         self.port = port  # the bound port once serving (--port 0 picks a free one)
         self.token = token or new_token()
@@ -76,6 +80,8 @@ class Dashboard:
         self._wake = asyncio.Event()  # a timeline event or a fault: take a snapshot now
         self._tail_offset = 0
         self._tasks: list[asyncio.Task] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.scenarios = ScenarioControl(self.home, self._watch_from_thread)
 
     # ---- what the lab looks like now -------------------------------------------------------------------
 
@@ -107,7 +113,7 @@ class Dashboard:
         cluster = self._cluster_file()
         if cluster is None:
             zk = ZooKeeperSnapshot(reachable=False)
-            return Observed(time.monotonic(), zk, [], {}, [], views.cluster_view(zk, [], {}, []), [])
+            return Observed(time.monotonic(), zk, [], {}, [], views.cluster_view(zk, [], {}, [], lab_running=False), [])
         reader = self._reader_for(cluster.zookeeper)
         if not reader.connected:  # a fresh reader: give it a moment to connect before calling it unreachable
             await asyncio.to_thread(_wait_connected, reader, 2.0)
@@ -169,7 +175,23 @@ class Dashboard:
 
     # ---- the background work while pages are open --------------------------------------------------------
 
+    def watch(self, directory: str | Path) -> None:
+        """Show the lab in `directory` from now on (a scenario's); open pages are told to start afresh."""
+        directory = Path(directory).resolve()
+        if directory == self.lab.dir:
+            return
+        self.lab = LabCluster(directory)
+        self._observed = None
+        self._tail_offset = 0
+        self._publish(("lab", json.dumps({"dir": str(directory)}), None))
+        self._wake.set()
+
+    def _watch_from_thread(self, directory: Path) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.watch, directory)
+
     def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._tasks = [asyncio.create_task(self._tail()), asyncio.create_task(self._poll())]
 
     async def stop(self) -> None:
@@ -178,6 +200,7 @@ class Dashboard:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.to_thread(self.scenarios.stop)
         if self.reader is not None:
             await asyncio.to_thread(self.reader.close)
 
@@ -518,6 +541,23 @@ async def _faults(request: web.Request) -> web.Response:
     return _json({"ok": True, "message": message})
 
 
+async def _scenario_catalogue(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(catalogue_json))
+
+
+async def _scenario_status(request: web.Request) -> web.Response:
+    return _json(request.app[DASHBOARD].scenarios.status())
+
+
+async def _scenario_command(request: web.Request) -> web.Response:
+    d = request.app[DASHBOARD]
+    body = await _read_json(request)
+    try:
+        return _json(await asyncio.to_thread(d.scenarios.command, body))
+    except ScenarioCommandError as e:
+        return _error(e.status, str(e))
+
+
 def make_app(dashboard: Dashboard) -> web.Application:
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
     app[DASHBOARD] = dashboard
@@ -533,6 +573,9 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/history", _history)
     app.router.add_get("/api/replay", _replay)
     app.router.add_post("/api/faults", _faults)
+    app.router.add_get("/api/scenarios", _scenario_catalogue)
+    app.router.add_get("/api/scenario", _scenario_status)
+    app.router.add_post("/api/scenario", _scenario_command)
 
     async def started(app: web.Application) -> None:
         dashboard.start()
@@ -556,7 +599,11 @@ async def serve(lab_dir: str | Path, host: str, port: int, announce=print) -> No
     dashboard.port = runner.addresses[0][1]
     shown = f"[{host}]" if ":" in host else host
     announce(f"Dashboard: http://{shown}:{dashboard.port}/")
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # SIGTERM ends it as cleanly as Ctrl-C
+        loop.add_signal_handler(signal.SIGTERM, stopping.set)
     try:
-        await asyncio.Event().wait()
+        await stopping.wait()
     finally:
         await runner.cleanup()

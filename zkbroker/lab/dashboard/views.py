@@ -68,9 +68,11 @@ def broker_mismatches(zk: ZooKeeperSnapshot, process: BrokerProcess, belief: Bro
 
 
 def cluster_view(zk: ZooKeeperSnapshot, processes: Iterable[BrokerProcess], beliefs: Mapping[int, BrokerBelief],
-                 zookeepers: Iterable[ZooKeeperServer], network: list[str] | None = None) -> dict:
+                 zookeepers: Iterable[ZooKeeperServer], network: list[str] | None = None,
+                 lab_running: bool = True) -> dict:
     """GET /api/cluster (DESIGN §11), with the extra fields the strip shows. `network` is None without a
-    lab network, else the partitions in force, described."""
+    lab network, else the partitions in force, described; `lab_running` false when the directory holds no
+    lab (no cluster.json)."""
     brokers = []
     for p in processes:
         registration = zk.registrations.get(p.id)
@@ -92,6 +94,7 @@ def cluster_view(zk: ZooKeeperSnapshot, processes: Iterable[BrokerProcess], beli
         "controller": {"broker": zk.controller, "epoch": zk.controller_epoch,
                        "elected_at": zk.controller_elected_at, "epoch_zk_version": zk.controller_epoch_zk_version},
         "zookeeper_reachable": zk.reachable,
+        "lab_running": lab_running,
         "network": None if network is None else {"partitions": list(network)},
         "brokers": brokers,
         "zookeepers": [{"id": z.id, "host": z.host, "port": z.port, "pid": z.pid, "role": z.role, "process": z.process}

@@ -103,7 +103,10 @@ const STATE_WORDS = { running: 'running', paused: 'paused', dead: 'dead', 'cut-o
 function renderStrip(cluster, replaying) {
   const c = cluster.controller;
   let head;
-  if (!cluster.zookeeper_reachable && !replaying) {
+  if (cluster.lab_running === false && !replaying) {
+    head = h('span', { class: 'controller none' }, 'No lab runs in this directory: start one with ',
+      h('code', {}, 'zkbroker lab up --dir DIR'), ', or play a scenario');
+  } else if (!cluster.zookeeper_reachable && !replaying) {
     head = h('span', { class: 'controller unknown' }, 'Controller unknown: no ZooKeeper quorum answers');
   } else if (c.broker === null || c.broker === undefined) {
     head = [h('span', { class: 'controller none' }, 'No controller'), ' ',
@@ -562,6 +565,110 @@ function fillFaultForm() {
   }
 }
 
+// ---- scenarios -------------------------------------------------------------------------------------------
+
+const VERDICTS = ['ok', 'lost', 'divergent', 'duplicated', 'stuck', 'unavailable', 'slow'];
+state.scenario = null;
+state.catalogue = [];
+
+async function loadCatalogue() {
+  const form = document.getElementById('scenario-form');
+  try {
+    state.catalogue = await getJSON('/api/scenarios');
+  } catch (e) {
+    say(`Scenarios: ${e.message}`, true);
+    return;
+  }
+  form.elements.name.replaceChildren(...state.catalogue.map((c) => h('option', { value: c.name }, `${c.name} (${c.source})`)));
+  form.elements.predict.replaceChildren(h('option', { value: '' }, '(no prediction)'), ...VERDICTS.map((v) => h('option', { value: v }, v)));
+  describeChoice();
+}
+
+function describeChoice() {
+  const form = document.getElementById('scenario-form');
+  const c = state.catalogue.find((x) => x.name === form.elements.name.value);
+  if (!c) return;
+  for (const option of form.elements.mode.options) option.disabled = !c.modes.includes(option.value);
+  if (!c.modes.includes(form.elements.mode.value)) form.elements.mode.value = c.modes[0];
+  document.getElementById('scenario-summary').textContent = `${c.summary}. ${c.why[form.elements.mode.value] || ''}`;
+}
+
+async function scenarioCommand(body) {
+  try {
+    renderScenario(await post('/api/scenario', body));
+  } catch (e) {
+    say(`Scenario: ${e.message}`, true);
+  }
+}
+
+async function refreshScenario() {
+  try {
+    renderScenario(await getJSON('/api/scenario'));
+  } catch (e) {
+    say(`Scenario: ${e.message}`, true);
+  }
+}
+
+let lastScenario = '';
+function renderScenario(s) {
+  const text = JSON.stringify(s);
+  if (text === lastScenario) return;  // re-render only what changed (a button must not vanish mid-click)
+  lastScenario = text;
+  state.scenario = s;
+  const active = s.state !== 'idle' && s.state !== 'finished';
+  document.getElementById('scenario-step').disabled = !active || s.playing;
+  document.getElementById('scenario-play').disabled = !active || s.playing;
+  document.getElementById('scenario-pause').disabled = !active || !s.playing;
+  document.getElementById('scenario-stop').disabled = !active;
+  document.querySelector('#scenario-form button[name=start]').disabled = active;
+  if (s.state === 'idle') return;
+  document.getElementById('scenario-state').textContent = `${s.scenario} (${s.mode}): ${s.state}`
+    + (s.state === 'waiting' ? ` before step ${s.current + 1}` : '') + (s.playing && s.state !== 'finished' ? ', playing' : '') + (s.error ? ` (${s.error})` : '');
+  document.getElementById('scenario-steps').replaceChildren(...s.steps.map((step) => {
+    const classes = ['scenario-step'];
+    if (step.index === s.current) classes.push('current');
+    const li = h('li', { class: classes.join(' '), 'data-step': step.index },
+      h('div', {}, h('b', {}, step.text)), step.narrate ? h('div', { class: 'narration' }, step.narrate) : null);
+    if (step.question) {
+      const box = h('div', { class: 'predict' }, h('span', {}, step.question), ' ');
+      if (step.prediction === null || step.prediction === undefined) {
+        box.append(h('button', { type: 'button', 'data-answer': 'yes', onclick: () => scenarioCommand({ action: 'predict', step: step.index, answer: true }) }, 'Yes, it will'), ' ',
+          h('button', { type: 'button', 'data-answer': 'no', onclick: () => scenarioCommand({ action: 'predict', step: step.index, answer: false }) }, 'No'));
+      } else {
+        box.append(`You predicted: ${step.prediction ? 'yes' : 'no'}. `);
+      }
+      if (step.held !== undefined) {
+        const right = step.prediction === undefined || step.prediction === null ? null : step.prediction === step.held;
+        box.append(h('b', { class: step.held ? 'verdict-ok' : 'verdict-bad', 'data-held': String(step.held) }, step.held ? 'It held.' : 'It did not hold.'),
+          right === null ? '' : (right ? ' You were right.' : ' You were wrong: look at the views above to see why.'));
+      }
+      li.append(box);
+    }
+    return li;
+  }));
+  const log = document.getElementById('scenario-narration');
+  log.replaceChildren(...s.narration.map((n) => h('li', {}, h('span', {}, clock(n.ts)), h('span', {}, ''), h('span', {}, ''), h('span', {}, n.text))));
+  log.scrollTop = log.scrollHeight;
+  const result = document.getElementById('scenario-result');
+  if (s.result) {
+    const verdict = s.result.runs ? s.result.runs[0].verdict : s.result.verdict;
+    result.replaceChildren(h('p', {},
+      'The checker found: ', h('b', { id: 'scenario-verdict', class: verdict === 'ok' ? 'verdict-ok' : 'verdict-bad' }, verdict),
+      ` (the ${s.mode} form is expected to be ${s.result.expect}; ${s.result.acknowledged} acknowledged, ${s.result.lost} lost, `
+      + `${s.result.divergent} divergent, ${s.result.duplicated} duplicated, longest unavailability ${s.result.unavailable_ms_max} ms). `,
+      s.predicted_verdict ? (s.predicted_verdict === verdict ? 'You predicted it.' : `You predicted ${s.predicted_verdict}.`) : ''),
+    h('ul', {}, s.result.losses.map((l) => h('li', {}, `${l.topic}-${l.partition} offset ${l.offset}: ${l.cause}`))),
+    h('p', {}, 'The run\'s lab keeps running: drag the time slider to replay it.'));
+  } else {
+    result.replaceChildren();
+  }
+}
+
+function watchScenario() {
+  const s = state.scenario;
+  if (state.view === 'scenarios' || (s && s.state !== 'idle' && s.state !== 'finished')) refreshScenario();
+}
+
 // ---- views and the live stream ---------------------------------------------------------------------------
 
 function showView(name) {
@@ -577,6 +684,7 @@ function showView(name) {
   }
   if (name === 'faults') fillFaultForm();
   if (name === 'timeline') renderEvents();
+  if (name === 'scenarios') { if (!state.catalogue.length) loadCatalogue(); refreshScenario(); }
 }
 
 function setLive(on) {
@@ -598,6 +706,14 @@ function connect() {
     if (state.replayAt === null) renderStrip(state.cluster, false);
     if (state.view === 'faults') fillFaultForm();
   });
+  source.addEventListener('lab', (m) => {
+    // the dashboard now shows another lab (a scenario's): start its timeline afresh
+    document.querySelector('.lab-dir').textContent = JSON.parse(m.data).dir;
+    state.events = []; state.kinds.clear(); state.brokers.clear(); state.selected = null;
+    state.history = null; state.historyStale = true;
+    document.getElementById('events').replaceChildren();
+    if (state.replayAt !== null) backToLive();
+  });
   source.addEventListener('partitions', (m) => {
     state.partitions = JSON.parse(m.data);
     if (state.replayAt === null) renderPartitions(state.partitions);
@@ -617,6 +733,19 @@ function init() {
     fault({ action: 'partition', node: form.elements.node.value, from, one_way: form.elements.one_way.checked }, form.querySelector('button[type=submit]'));
   });
   document.getElementById('heal-all').addEventListener('click', (e) => fault({ action: 'heal' }, e.currentTarget));
+  const scenarioForm = document.getElementById('scenario-form');
+  scenarioForm.elements.name.addEventListener('change', describeChoice);
+  scenarioForm.elements.mode.addEventListener('change', describeChoice);
+  scenarioForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    scenarioCommand({ action: 'start', name: f.name.value, mode: f.mode.value, predict: f.predict.value || null, ask: f.ask.checked });
+  });
+  document.getElementById('scenario-step').addEventListener('click', () => scenarioCommand({ action: 'step' }));
+  document.getElementById('scenario-play').addEventListener('click', () => scenarioCommand({ action: 'play' }));
+  document.getElementById('scenario-pause').addEventListener('click', () => scenarioCommand({ action: 'pause' }));
+  document.getElementById('scenario-stop').addEventListener('click', () => scenarioCommand({ action: 'stop' }));
+  setInterval(() => { if (!document.hidden) watchScenario(); }, 700);
   setInterval(() => {
     if (document.hidden) return;
     if (state.view === 'topics') refreshTopics();
