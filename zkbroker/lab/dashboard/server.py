@@ -55,7 +55,7 @@ OFFSETS_TIMEOUT_S = 1.0
 class Observed:
     """One moment of the lab as the dashboard saw it, and the views built from it."""
 
-    at: float
+    at: float  # time.monotonic() when it was begun
     zk: ZooKeeperSnapshot
     processes: list[BrokerProcess]
     beliefs: dict[int, BrokerBelief]
@@ -100,20 +100,23 @@ class Dashboard:
         return self.reader
 
     async def observe(self, max_age_s: float = 0.0) -> Observed:
-        """The latest snapshot, taken now unless one younger than max_age_s exists (one at a time)."""
-        if self._observed is not None and time.monotonic() - self._observed.at <= max_age_s:
+        """A snapshot begun at most max_age_s before this call (0: begun after it), taken now unless there is
+        one; snapshots are taken one at a time, so concurrent callers share them."""
+        wanted = time.monotonic() - max_age_s
+        if self._observed is not None and self._observed.at >= wanted:
             return self._observed
         async with self._refreshing:
-            if self._observed is not None and time.monotonic() - self._observed.at <= max_age_s:
+            if self._observed is not None and self._observed.at >= wanted:
                 return self._observed
             self._observed = await self._take()
             return self._observed
 
     async def _take(self) -> Observed:
+        began = time.monotonic()
         cluster = self._cluster_file()
         if cluster is None:
             zk = ZooKeeperSnapshot(reachable=False)
-            return Observed(time.monotonic(), zk, [], {}, [], views.cluster_view(zk, [], {}, [], lab_running=False), [])
+            return Observed(began, zk, [], {}, [], views.cluster_view(zk, [], {}, [], lab_running=False), [])
         reader = self._reader_for(cluster.zookeeper)
         if not reader.connected:  # a fresh reader: give it a moment to connect before calling it unreachable
             await asyncio.to_thread(_wait_connected, reader, 2.0)
@@ -126,7 +129,7 @@ class Dashboard:
         beliefs = {belief.broker: belief for belief in answers if belief is not None}
         zk, zookeepers = await zk_task, await roles_task
         described = None if network is None else [p.describe() for p in network.partitions]
-        return Observed(time.monotonic(), zk, processes, beliefs, zookeepers,
+        return Observed(began, zk, processes, beliefs, zookeepers,
                         views.cluster_view(zk, processes, beliefs, zookeepers, described),
                         views.partitions_view(zk, beliefs))
 
@@ -377,22 +380,22 @@ async def _index(request: web.Request) -> web.Response:
 
 
 async def _cluster(request: web.Request) -> web.Response:
-    return _json((await request.app[DASHBOARD].observe(max_age_s=0.2)).cluster)
+    return _json((await request.app[DASHBOARD].observe()).cluster)
 
 
 async def _partitions(request: web.Request) -> web.Response:
-    return _json((await request.app[DASHBOARD].observe(max_age_s=0.2)).partitions)
+    return _json((await request.app[DASHBOARD].observe()).partitions)
 
 
 async def _topics(request: web.Request) -> web.Response:
     d = request.app[DASHBOARD]
-    observed = await d.observe(max_age_s=0.5)
+    observed = await d.observe()
     return _json(views.topics_view(observed.zk, observed.beliefs, await d.offsets(observed.zk)))
 
 
 async def _groups(request: web.Request) -> web.Response:
     d = request.app[DASHBOARD]
-    observed = await d.observe(max_age_s=0.5)
+    observed = await d.observe()
     if d.reader is None or not observed.zk.reachable:
         return _error(503, "ZooKeeper does not answer")
     try:
