@@ -117,3 +117,11 @@ def test_replay_shows_a_partition_in_force():
                        one_way=False)]
     zk, processes, _, _ = snapshot_at(events, T + 7001, BROKERS, SERVERS, {}, ["broker:1", "broker:2", "zookeeper:1"])
     assert processes[0].cut_off_from == ("zookeeper:1",) and processes[1].cut_off_from == ()
+
+
+def test_replay_without_recorded_registrations_leaves_them_unknown():
+    events = [e for e in RUN if e["kind"] not in ("broker_registered", "broker_expired")]
+    zk, processes, beliefs, servers = snapshot_at(events, T + 4250, BROKERS, SERVERS, {})
+    cluster = cluster_view(zk, processes, beliefs, servers)
+    assert [(b["state"], b["registered"], b["mismatches"]) for b in cluster["brokers"]] == [
+        ("dead", None, []), ("running", None, [])]

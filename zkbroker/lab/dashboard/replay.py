@@ -1,7 +1,8 @@
 """Replay: the cluster as the timeline tells it at a moment of a run, rebuilt as the same snapshots the live
 views use, so the time slider scrubs the very same views back (RaftScope's time slider). Pure.
 
-What the timeline does not say is left unknown rather than guessed: a broker that recorded no
+What the timeline does not say is left unknown rather than guessed: registrations are unknown (as when
+ZooKeeper does not answer) unless the timeline records them, a broker that recorded no
 `leader_and_isr_applied` has no belief at that moment; assignments come from the caller (ZooKeeper's, now)."""
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ def snapshot_at(events: Iterable[dict], at: float, brokers: Iterable[BrokerProce
             healed = Partition(node, tuple(e.get("peers") or ()), bool(e.get("one_way")))
             partitions = [p for p in partitions if p != healed]
     keys = sorted(set(assignments) | set(truths))
+    registrations_recorded = any(e.get("kind") in ("broker_registered", "broker_expired") for e in events)
     zk = ZooKeeperSnapshot(
-        reachable=True, controller=controller, controller_elected_at=elected_at, controller_epoch=epoch,
-        registrations=registrations,
+        reachable=registrations_recorded, controller=controller, controller_elected_at=elected_at,
+        controller_epoch=epoch, registrations=registrations,
         partitions=tuple(PartitionTruth(t, p, tuple(assignments.get((t, p), ())),
                                         truths.get((t, p), {}).get("leader"),
                                         truths.get((t, p), {}).get("leader_epoch"),

@@ -53,7 +53,8 @@ class DashboardStepper:
     """The runner's Stepper: goes at once while playing, else waits for `release()`; either way it waits
     for a prediction before an `expect` step when predictions are asked for."""
 
-    def __init__(self, playing: bool, predictions: dict[int, bool], ask: bool) -> None:
+    def __init__(self, playing: bool, predictions: dict[int, bool], ask: bool, on_wait=None) -> None:
+        self.on_wait = on_wait  # told before each step (the run's lab is up by then)
         self.playing = playing
         self.predictions = predictions
         self.ask = ask
@@ -65,6 +66,8 @@ class DashboardStepper:
 
     def wait(self, label: str, index: int, step: Step, cancelled: threading.Event) -> None:
         self.waiting = index
+        if self.on_wait is not None:
+            self.on_wait()
         try:
             if self.playing and index > 0 and cancelled.wait(PLAY_PACE_S):
                 raise Cancelled()
@@ -160,14 +163,13 @@ class ScenarioControl:
             except LabError as e:
                 raise ScenarioCommandError(f"The lab of the last run in {directory} does not stop: {e}") from None
         directory.mkdir(parents=True, exist_ok=True)
-        stepper = DashboardStepper(bool(body.get("play")), {}, bool(body.get("ask", True)))
+        stepper = DashboardStepper(bool(body.get("play")), {}, bool(body.get("ask", True)),
+                                   on_wait=lambda: self.on_lab(directory))
         cancelled = threading.Event()
         narration: list[dict] = []
 
         def narrate(line: str) -> None:
             narration.append({"ts": round(time.time() * 1000, 1), "text": line})
-            if self.session is not None and self.session.run.lab.cluster_file.exists():
-                self.on_lab(directory)
 
         run = ScenarioRun(scenario, mode, 0, directory, narrate, stepper, cancelled, keep=True)
         thread = threading.Thread(target=self._run, name=f"scenario-{scenario.name}", daemon=True)

@@ -108,6 +108,8 @@ function renderStrip(cluster, replaying) {
       h('code', {}, 'zkbroker lab up --dir DIR'), ', or play a scenario');
   } else if (!cluster.zookeeper_reachable && !replaying) {
     head = h('span', { class: 'controller unknown' }, 'Controller unknown: no ZooKeeper quorum answers');
+  } else if (replaying && (c.broker === null || c.broker === undefined) && (c.epoch === null || c.epoch === undefined)) {
+    head = h('span', { class: 'controller unknown' }, 'Controller unknown at this moment (no election in the timeline before it)');
   } else if (c.broker === null || c.broker === undefined) {
     head = [h('span', { class: 'controller none' }, 'No controller'), ' ',
       h('span', { class: 'epoch' }, '/controller_epoch ', h('b', { id: 'controller-epoch' }, dash(c.epoch)))];

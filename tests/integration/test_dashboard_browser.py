@@ -1,0 +1,155 @@
+"""The dashboard in a real headless Chromium (Debian's, driven by Playwright) on a real lab: the page names
+the controller ZooKeeper names; a kill pressed on the controller shows the new controller and the next
+epoch; a broker cut off from ZooKeeper is highlighted beside ZooKeeper's truth; a scenario is stepped
+through with predictions. Each test saves screenshots in its tmp dir (with $ZKBROKER_SCREENSHOTS_TO_DOCS set,
+the README's in docs/ too)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.integration.admin_support import tool
+from tests.integration.dashboard_support import Dashboard, browser_page, screenshot
+from tests.integration.harness import ZkView, wait_for
+from tests.integration.lab_support import cluster_json, lab, ok, partitions, status
+from zkbroker.zk.znodes import ControllerRegistration, decode_controller_epoch
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+WAIT_MS = 60_000  # what the page may take to show a change (a session expiry and an election included)
+
+
+def zookeeper_controller(lab_dir) -> tuple[int, int]:
+    zk = ZkView(cluster_json(lab_dir)["zookeeper"])
+    try:
+        return (ControllerRegistration.decode(zk.client.get("/controller")[0]).broker_id,
+                decode_controller_epoch(zk.client.get("/controller_epoch")[0]))
+    finally:
+        zk.close()
+
+
+def text_is(page, selector: str, value: object, timeout_ms: int = WAIT_MS) -> None:
+    page.wait_for_function("([s, v]) => document.querySelector(s)?.textContent === v", arg=[selector, str(value)],
+                           timeout=timeout_ms)
+
+
+@pytest.fixture
+def dashboard(lab_dir):
+    made: list[Dashboard] = []
+
+    def start() -> Dashboard:
+        made.append(Dashboard(lab_dir))
+        return made[-1]
+    yield start
+    for d in made:
+        d.close()
+
+
+def test_the_page_names_the_controller_and_a_kill_on_it_shows_the_next_one(lab_dir, zookeeper, dashboard, tmp_path):
+    ok("up", "--dir", str(lab_dir), "--brokers", "3", "--zookeeper", zookeeper.connect_string,
+       "--config", "zookeeper.session.timeout.ms=2000")
+    d = dashboard()
+    controller, epoch = zookeeper_controller(lab_dir)
+    with browser_page() as page:
+        page.goto(d.url)
+        text_is(page, "#controller-broker", controller)
+        text_is(page, "#controller-epoch", epoch)
+        page.wait_for_selector("#live.on")
+        assert page.locator(f'li.broker.is-controller[data-broker="{controller}"]').count() == 1
+        screenshot(page, tmp_path, "1-controller")
+
+        page.locator(f'li.broker[data-broker="{controller}"] button[data-action="kill"]').click()
+        page.wait_for_function("([c, e]) => { const b = document.querySelector('#controller-broker');"
+                               " return b && b.textContent !== String(c) &&"
+                               " document.querySelector('#controller-epoch').textContent === String(e); }",
+                               arg=[controller, epoch + 1], timeout=WAIT_MS)
+        new_controller = int(page.locator("#controller-broker").inner_text())
+        assert (new_controller, epoch + 1) == zookeeper_controller(lab_dir)
+        assert page.locator(f'li.broker.state-dead[data-broker="{controller}"]').count() == 1
+        assert "killed" in page.locator("#message").inner_text().lower()
+        screenshot(page, tmp_path, "2-new-controller")
+
+        # the timeline has the kill; scrubbed back before it, the killed broker runs again
+        page.locator('.tabs button[data-view="timeline"]').click()
+        killed = page.locator("#events li", has_text="process_killed")
+        killed.wait_for()
+        killed_at = page.evaluate("() => window.zkbrokerDashboard.events.find(e => e.kind === 'process_killed').ts")
+        page.eval_on_selector("#replay-slider", "(el, v) => { el.value = v; el.dispatchEvent(new Event('input')); }",
+                              killed_at - 1)
+        page.wait_for_selector(f'li.broker.state-running[data-broker="{controller}"]', timeout=10_000)
+        assert "replay" in page.locator("#live").inner_text()
+        screenshot(page, tmp_path, "3-replay")
+        page.locator("#replay-live").click()
+        page.wait_for_selector(f'li.broker.state-dead[data-broker="{controller}"]', timeout=10_000)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the lab network needs root (namespaces, nftables)")
+def test_a_broker_cut_off_from_zookeeper_is_highlighted_beside_zookeepers_truth(lab_dir, dashboard, tmp_path):
+    ok("up", "--dir", str(lab_dir), "--network", "--brokers", "3", "--config", "zookeeper.session.timeout.ms=3000")
+    code, _, err = tool("topics", "--zookeeper", cluster_json(lab_dir)["zookeeper"], "--create", "--topic", "t",
+                        "--replica-assignment", "2:1:3")
+    assert code == 0, err
+    wait_for(lambda: partitions(status(lab_dir), "t").get(0, (None, None, []))[0] == 2
+             and len(partitions(status(lab_dir), "t")[0][2]) == 3, 30, "broker 2 to lead t-0")
+    d = dashboard()
+    with browser_page(height=1000) as page:
+        page.goto(d.url)
+        page.wait_for_selector('#partitions tr[data-partition="t-0"] .replica[data-broker="2"]')
+        assert page.locator("#partitions tr.mismatch").count() == 0
+        page.locator('li.broker[data-broker="2"] button[data-action="partition"]').click()
+        # its process runs, but its session expires: not registered, and still the leader in its own eyes
+        page.wait_for_selector('li.broker.state-cut-off.mismatch[data-broker="2"]', timeout=WAIT_MS)
+        page.wait_for_selector('#partitions tr.mismatch[data-partition="t-0"] .replica.mismatch[data-broker="2"]',
+                               timeout=WAIT_MS)
+        assert page.locator('li.broker[data-broker="2"] .why[data-kind="not_registered"]').count() == 1
+        assert page.locator('#mismatches li[data-kind="zombie_leader"]').count() == 1
+        leader = page.locator('#partitions tr[data-partition="t-0"] td').nth(1).inner_text()
+        assert leader in ("1", "3")  # ZooKeeper's truth: the controller moved the leadership
+        screenshot(page, tmp_path, "cut-off", docs_name="dashboard.png")
+
+        page.locator('li.broker[data-broker="2"] button[data-action="heal"]').click()
+        page.wait_for_selector('li.broker.state-running[data-broker="2"]:not(.mismatch)', timeout=WAIT_MS)
+        page.wait_for_function("() => !document.querySelector('#partitions tr.mismatch')", timeout=WAIT_MS)
+        screenshot(page, tmp_path, "healed")
+
+
+def test_stepping_through_a_scenario_with_predictions(lab_dir, dashboard, tmp_path):
+    lab_dir.mkdir(parents=True)
+    d = dashboard()
+    scenario_lab = lab_dir / "scenarios" / "unclean-election-0.8"
+    try:
+        with browser_page(height=1000) as page:
+            page.goto(d.url)
+            assert "No lab runs" in page.locator("#strip").inner_text()
+            page.locator('.tabs button[data-view="scenarios"]').click()
+            form = page.locator("#scenario-form")
+            form.locator('select[name="name"]').select_option("unclean-election")
+            form.locator('select[name="mode"]').select_option("0.8")
+            form.locator('select[name="predict"]').select_option("lost")
+            form.locator('button[name="start"]').click()
+            page.wait_for_selector('.scenario-step.current[data-step="0"]', timeout=WAIT_MS)
+            text_is(page, ".lab-dir", str(scenario_lab.resolve()))  # the page follows the scenario's lab
+            predicted = 0
+            for _ in range(60):
+                if page.locator("#scenario-verdict").count():
+                    break
+                yes = page.locator(".scenario-step.current button[data-answer='yes']")
+                if yes.count():
+                    yes.click()
+                    predicted += 1
+                elif page.locator("#scenario-step").is_enabled():
+                    page.locator("#scenario-step").click()
+                page.wait_for_timeout(700)
+                if predicted == 1:
+                    screenshot(page, tmp_path, "scenario-prediction")
+            page.wait_for_selector("#scenario-verdict", timeout=WAIT_MS)
+            assert predicted >= 1
+            assert page.locator(".scenario-step [data-held]").count() == predicted
+            assert "[unclean-election 0.8] 1/" in page.locator("#scenario-narration").inner_text()
+            assert page.locator("#controller-broker").count() == 1  # the strip shows the scenario's lab
+            screenshot(page, tmp_path, "scenario-finished")
+    finally:
+        if (scenario_lab / "cluster.json").exists():
+            lab("down", "--dir", str(scenario_lab), timeout_s=240)
