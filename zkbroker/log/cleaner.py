@@ -173,6 +173,7 @@ class Cleaner:
         self._check_done = check_done
         self._phase = phase
         self.stats = CleanerStats()
+        self._modified: dict[int, int] = {}  # base offset -> last modified (ms) of the segments being cleaned
 
     # -- one log ------------------------------------------------------------------------------------------
 
@@ -181,17 +182,22 @@ class Cleaner:
         the offset the dirty section now starts at."""
         self.stats = CleanerStats(start_s=time.monotonic())
         logger.info("Beginning cleaning of log %s.", log.name)
+        self._check_done(log)
         with log.lock:
             truncations = log.segment_truncations
             segments = log.segments
+            if not segments:  # deleted
+                raise CleaningAbortedError(f"Log {log.name} was deleted.")
             upper_bound = log.active_segment.base_offset
+            self._modified = {segment.base_offset: segment.last_modified for segment in segments}
         logger.info("Building offset map for %s...", log.name)
         end_offset = self.build_offset_map(log, segments, first_dirty_offset, upper_bound)
         self.stats.map_done_s = time.monotonic()
         self._phase("offset-map-built")
         clean_segments = [s for s in segments if s.base_offset < first_dirty_offset]
         horizon = compaction.delete_horizon_ms(
-            clean_segments[-1].last_modified if clean_segments else None, log.config.delete_retention_ms
+            self._modified[clean_segments[-1].base_offset] if clean_segments else None,
+            log.config.delete_retention_ms,
         )
         logger.info("Cleaning log %s (discarding tombstones prior to %s)...", log.name, _date(horizon))
         below_end = [s for s in segments if s.base_offset < end_offset]
@@ -254,33 +260,38 @@ class Cleaner:
     def clean_segments(self, log: Log, group: list[LogSegment], delete_horizon_ms: int, truncations: int) -> None:
         """Clean `group` into one segment and swap it in."""
         base = group[0].base_offset
-        for suffix_path in (group[0].log_path + CLEANED_SUFFIX, group[0].index.path + CLEANED_SUFFIX):
-            if os.path.exists(suffix_path):
-                os.remove(suffix_path)
-        cleaned = LogSegment(
-            log.dir, base, index_interval_bytes=log.config.index_interval_bytes,
-            max_index_size=log.config.segment_index_bytes, clock=self._clock, suffix=CLEANED_SUFFIX,
-        )
+        try:
+            for leftover in (group[0].log_path + CLEANED_SUFFIX, group[0].index.path + CLEANED_SUFFIX):
+                if os.path.exists(leftover):
+                    os.remove(leftover)
+            cleaned = LogSegment(
+                log.dir, base, index_interval_bytes=log.config.index_interval_bytes,
+                max_index_size=log.config.segment_index_bytes, clock=self._clock, suffix=CLEANED_SUFFIX,
+            )
+        except FileNotFoundError as e:  # the log's directory is gone: the log was deleted
+            raise CleaningAbortedError(f"Log {log.name} was deleted: {e}") from e
         try:
             for old in group:
-                retain_deletes = old.last_modified > delete_horizon_ms
+                modified = self._modified[old.base_offset]
+                retain_deletes = modified > delete_horizon_ms
                 logger.info(
                     "Cleaning segment %d in log %s (last modified %s) into %d, %s deletes.",
-                    old.base_offset, log.name, _date(old.last_modified), base,
-                    "retaining" if retain_deletes else "discarding",
+                    old.base_offset, log.name, _date(modified), base, "retaining" if retain_deletes else "discarding",
                 )
                 self.clean_into(log, old, cleaned, retain_deletes)
             cleaned.index.trim_to_valid_size()
             cleaned.flush()
-            cleaned.set_last_modified(group[-1].last_modified)
-            self._phase("cleaned-written")
+            cleaned.set_last_modified(self._modified[group[-1].base_offset])
+        except BaseException:
+            cleaned.delete()
+            raise
+        self._phase("cleaned-written")
+        try:
             log.replace_segments(cleaned, group, truncations=truncations, phase=self._phase)
         except SegmentsChangedError as e:
             cleaned.delete()
             raise CleaningAbortedError(str(e)) from e
-        except BaseException:
-            cleaned.delete()
-            raise
+        # any other error may come after the swap was committed: its files stay for the next load to finish
 
     def clean_into(self, log: Log, source: LogSegment, dest: LogSegment, retain_deletes: bool) -> None:
         """Append to `dest` what compaction keeps of `source`, in pieces of about index.interval.bytes so that
