@@ -7,7 +7,12 @@ by age (the .log file's mtime) and by the log's total size; when every segment w
 first so that an empty active segment remains. Deleted segments are renamed `.deleted` and removed
 `file.delete.delay.ms` later, so ranges already handed to the network stay readable.
 
-On open, files left by interrupted operations are cleaned up; then, unless the log directory holds the
+A compacted log's closed segments are rewritten by the log cleaner (log_cleaner.py), which swaps each
+cleaned segment in for the segments it replaces with `replace_segments`; offsets keep their values, so such
+a log has gaps, which reads step over.
+
+On open, files left by interrupted operations are cleaned up (an interrupted swap is completed or
+discarded: see `replace_segments`); then, unless the log directory holds the
 `.kafka_cleanshutdown` marker, every segment from the recovery point on is re-validated and cut at the
 first torn or corrupt message, and the segments after it are deleted. Segments whose index is missing or
 fails its sanity check get their index rebuilt either way.
@@ -25,9 +30,10 @@ Where we deviate from 0.8.2, on purpose:
   leader checked them against the same topic setting.
 
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
-snapshot of the segments taken under the log's lock). Background work (the flush after a roll, the delayed
-delete of a segment) goes through the `schedule(name, task, delay_ms)` callable the owner passes; without
-one it runs at once.
+snapshot of the segments taken under the log's lock), and so does the log cleaner, which reads the segments
+under the lock and swaps them with `replace_segments`, in steps that readers without the lock can meet.
+Background work (the flush after a roll, the delayed delete of a segment) goes through the
+`schedule(name, task, delay_ms)` callable the owner passes; without one it runs at once.
 
 Sending a range: os.sendfile (or os.pread) with the range's explicit position, as the network layer does.
 Never read through the file object's own position: appends move it, and concurrent fetches share it
