@@ -516,3 +516,41 @@ def test_dump_log_shows_a_compacted_segment_with_its_gaps(make_log, make_cleaner
     assert [line.split(" key: ")[1] for line in lines] == ["b payload: value", "c payload: value", "a payload: value"]
     assert "Mismatches in" not in out.err  # the index agrees with the log
     assert "Non-secutive offsets in" in out.err  # as 0.8.2's tool reports the gaps of a compacted segment
+
+
+def test_the_cleaner_config_comes_from_the_broker_s_log_cleaner_keys():
+    from zkbroker.config import KafkaConfig
+
+    broker = KafkaConfig.from_props({"broker.id": "1", "zookeeper.connect": "zk:2181", "log.cleaner.enable": "true",
+                                     "log.cleaner.threads": "2", "log.cleaner.backoff.ms": "100",
+                                     "log.cleaner.keyless.messages": "discard"})
+    config = CleanerConfig.from_broker(broker)
+    assert (config.enable_cleaner, config.num_threads, config.backoff_ms) == (True, 2, 100)
+    assert config.discard_keyless
+    assert config.dedupe_buffer_size == 500 * 1024 * 1024 and config.max_message_size == 1_000_012
+    default = KafkaConfig.from_props({"broker.id": "1", "zookeeper.connect": "zk"})
+    assert not CleanerConfig.from_broker(default).enable_cleaner
+
+
+def test_the_phase_seam_marks_each_phase_reached_and_holds_while_told(tmp_path, monkeypatch):
+    import threading
+
+    from zkbroker.log.log_cleaner import PHASE_DIR_VARIABLE, phase_seam_from_environment
+
+    monkeypatch.delenv(PHASE_DIR_VARIABLE, raising=False)
+    assert phase_seam_from_environment(1) is None
+    monkeypatch.setenv(PHASE_DIR_VARIABLE, str(tmp_path / "phases-{broker_id}"))
+    phase = phase_seam_from_environment(7)
+    phase("swapped")
+    assert (tmp_path / "phases-7" / "swapped.reached").exists()
+    hold = tmp_path / "phases-7" / "swap-renamed.hold"
+    hold.touch()
+    held = threading.Thread(target=phase, args=("swap-renamed",))
+    held.start()
+    wait_until = time.monotonic() + 30
+    while not (tmp_path / "phases-7" / "swap-renamed.reached").exists() and time.monotonic() < wait_until:
+        time.sleep(0.01)
+    assert held.is_alive()  # held while the file exists
+    hold.unlink()
+    held.join(timeout=30)
+    assert not held.is_alive()
