@@ -25,7 +25,10 @@ reader goes through it:
   :func:`entry_starts` (sizes only) and then cut keys and values out their own fast ways;
 * tools, tests and the simple consumer: :func:`iter_messages` yields :class:`Message` objects
   (compressed wrappers opened), :func:`iter_entries` the stored entries for DumpLogSegments, and
-  :func:`build_message_set` writes sets.
+  :func:`build_message_set` writes sets;
+* the log cleaner: :func:`iter_keys` -- offset, key and whether the value is null, of every
+  message -- and :func:`retain_messages` -- the set with only the messages it keeps, offsets
+  unchanged, compressed wrappers that lose some rebuilt with their codec.
 
 A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
 tail) ends at its last complete message: readers stop there, and ``valid_bytes`` says where.
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import array
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -60,6 +63,7 @@ __all__ = [
     "InflationBoundError",
     "InvalidMessageError",
     "Message",
+    "Retained",
     "analyze",
     "assign_offsets",
     "build_message_set",
@@ -629,6 +633,150 @@ def _inner_messages(
         yield Message(
             base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic
         )
+
+
+# -- keys, and keeping some messages (log compaction) ----------------------------------------------
+
+
+def _key_and_null(view: memoryview, start: int, end: int, magic: int) -> tuple[bytes | None, bool]:
+    """The key (copied) of the message at ``start`` (its CRC) ending at ``end``, and whether its value
+    is null; checks that the lengths fill the message exactly, as :func:`_key_value` does."""
+    key_at = start + (14 if magic else 6)
+    (key_size,) = _INT32.unpack_from(view, key_at)
+    if key_size < -1:
+        raise InvalidMessageError(f"negative key length {key_size}", start - LOG_OVERHEAD)
+    value_at = key_at + 4 + (key_size if key_size > 0 else 0)
+    if value_at + 4 > end:
+        raise InvalidMessageError("key runs past the end of the message", start - LOG_OVERHEAD)
+    (value_size,) = _INT32.unpack_from(view, value_at)
+    if value_size < -1 or value_at + 4 + (value_size if value_size > 0 else 0) != end:
+        raise InvalidMessageError(
+            "value length does not match the message size", start - LOG_OVERHEAD
+        )
+    return (None if key_size < 0 else bytes(view[key_at + 4 : value_at])), value_size < 0
+
+
+def _inner_keys(inner: _Inner, offset: int, magic: int) -> Iterator[tuple[int, bytes | None, bool, int, int]]:
+    """(offset, key, value is null, start, end in ``inner.data``) of each message of an opened wrapper
+    at ``offset``."""
+    data = memoryview(inner.data)
+    base = offset - _OFFSET.unpack_from(data, inner.positions[-1])[0] if magic else 0
+    for at in inner.positions:
+        inner_offset, size = _OFFSET_SIZE.unpack_from(data, at)
+        inner_end = at + LOG_OVERHEAD + size
+        key, null = _key_and_null(data, at + LOG_OVERHEAD, inner_end, data[at + 16])
+        yield base + inner_offset, key, null, at, inner_end
+
+
+def iter_keys(
+    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(offset, key, whether the value is null) of every message of a set, compressed wrappers
+    opened, without copying values: what the log cleaner's offset map needs. Stops at a torn tail;
+    raises :class:`InvalidMessageError` as :func:`iter_messages` does."""
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound()
+    view = _as_view(buf)
+    n = len(view)
+    pos = 0
+    while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
+        offset, end, magic, attributes = head
+        codec = attributes & CODEC_MASK
+        if codec == CODEC_NONE:
+            key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
+            yield offset, key, null
+        else:
+            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
+            for inner_offset, key, null, _, _ in _inner_keys(inner, offset, magic):
+                yield inner_offset, key, null
+        pos = end
+
+
+@dataclass(frozen=True, slots=True)
+class Retained:
+    """What :func:`retain_messages` kept of a set.
+
+    ``records`` are the kept entries as a set; ``entries`` gives, for each of its entries, where it
+    starts in ``records`` and the offset of its first message (a rebuilt wrapper's first kept inner
+    message), which is what an offset index entry for it holds. ``walked`` is how many bytes of the
+    input held complete entries: the caller's next read starts there.
+    """
+
+    records: bytes
+    entries: list[tuple[int, int]]
+    walked: int
+    kept: int
+    dropped: int
+
+
+def retain_messages(
+    buf: Buffer,
+    keep: Callable[[int, bytes | None, bool], bool],
+    *,
+    verify_crc: bool = True,
+    max_inflated_bytes: int | None = None,
+) -> Retained:
+    """The set with only the messages for which ``keep(offset, key, value is null)`` is true, every
+    offset unchanged (gaps where messages went), as Kafka's log cleaner rewrites a segment; stops at
+    a torn tail.
+
+    A plain entry kept is copied as it is. A compressed wrapper whose inner messages all stay is
+    copied too, one that loses them all goes, and one that loses some is rebuilt from the bytes of
+    the inner entries that stay, recompressed with its codec for its magic (LZ4's header checksum as
+    that magic wants it); its key, attributes and timestamp stay, its offset becomes its last kept
+    message's. Inner offsets stay as they were: absolute for magic 0, and for magic 1 relative ones
+    that, with the new wrapper offset, still give every message its absolute offset.
+    Raises :class:`InvalidMessageError` for a malformed entry.
+    """
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound()
+    view = _as_view(buf)
+    n = len(view)
+    pieces: list[Buffer] = []
+    entries: list[tuple[int, int]] = []
+    written = kept = dropped = 0
+    pos = 0
+    while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
+        offset, end, magic, attributes = head
+        codec = attributes & CODEC_MASK
+        if codec == CODEC_NONE:
+            key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
+            if keep(offset, key, null):
+                entries.append((written, offset))
+                pieces.append(view[pos:end])
+                written += end - pos
+                kept += 1
+            else:
+                dropped += 1
+            pos = end
+            continue
+        inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
+        stay = [
+            (inner_offset, start, stop)
+            for inner_offset, key, null, start, stop in _inner_keys(inner, offset, magic)
+            if keep(inner_offset, key, null)
+        ]
+        dropped += len(inner.positions) - len(stay)
+        kept += len(stay)
+        if len(stay) == len(inner.positions):
+            entry: Buffer = view[pos:end]
+        elif stay:
+            data = memoryview(inner.data)
+            wrapper_key, _, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+            timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
+            value = compress(codec, b"".join(data[start:stop] for _, start, stop in stay), magic)
+            message = encode_message(
+                wrapper_key, value, magic=magic, attributes=attributes, timestamp=timestamp
+            )
+            entry = _OFFSET_SIZE.pack(stay[-1][0], len(message)) + message
+        else:
+            entry = b""
+        if entry:
+            entries.append((written, stay[0][0]))
+            pieces.append(entry)
+            written += len(entry)
+        pos = end
+    return Retained(b"".join(pieces), entries, pos, kept, dropped)
 
 
 # -- writing --------------------------------------------------------------------------------------
