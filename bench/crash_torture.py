@@ -97,6 +97,7 @@ from zkbroker.log.offset_index import ENTRY_SIZE  # noqa: E402
 from zkbroker.protocol import message_set  # noqa: E402
 from zkbroker.protocol.compression import CODEC_GZIP, CODEC_NONE  # noqa: E402
 from zkbroker.protocol.errors import OffsetOutOfRangeError  # noqa: E402
+from zkbroker.topic_partition import TopicPartition  # noqa: E402
 
 TOPIC = "torture"
 PARTITIONS = 2
@@ -151,6 +152,7 @@ PHASES = (
     Phase("flush", methods=("zkbroker.log.log:Log.flush",), action="flush", every=10, tasks=("flush-log",)),
     Phase("checkpoint", methods=("zkbroker.log.checkpoint:OffsetCheckpoint.write",
                                  "zkbroker.log.leader_epoch:LeaderEpochCache._write"), action="checkpoint", every=8),
+    Phase("truncate", methods=("zkbroker.log.log:Log.truncate_to",), action="truncate", every=40),
     Phase("recovery", methods=("zkbroker.log.manager:LogManager.__init__",), sticky=True),
     Phase("shutdown", methods=("zkbroker.log.manager:LogManager.shutdown",), action="restart", every=80),
     # The log cleaner, once it lands: its methods (e.g. "zkbroker.log.cleaner:Cleaner.clean_segments") and a
@@ -426,6 +428,13 @@ def install_journal(journal: Journal) -> None:
         setattr(cls, name, wrapper)
 
     wrap(Log, "flush", None, lambda log, *a: journal.write("F", log.partition, log.recovery_point, sync=True))
+    # a truncation is under way until the recovery points are checkpointed after it (LogManager.truncate_to)
+    def truncations(manager, offsets, journal_kind):
+        for (_, partition), target in offsets.items():
+            journal.write(journal_kind, partition, target)
+
+    wrap(LogManager, "truncate_to", lambda m, offsets: truncations(m, offsets, "T"),
+         lambda m, offsets: truncations(m, offsets, "t"))
     wrap(Log, "delete_old_segments", lambda log: journal.write("R", log.partition),
          lambda log: journal.write("r", log.partition, log.log_start_offset))
     wrap(OffsetCheckpoint, "write",
@@ -514,6 +523,19 @@ class World:
     def checkpoint(self) -> None:
         self.manager.checkpoint_recovery_points()
         self.hw.write({(TOPIC, log.partition): log.log_end_offset for log in self.logs})
+
+    def truncate(self) -> None:
+        """A follower cutting its log back (to its high watermark, or where its leader's epoch ends): at the
+        start of a message set, since it copied its leader's sets as they were. (A target inside a compressed
+        set takes the whole set and leaves the log end at the target, a hole kept from 0.8.2; see
+        tests/unit/log/test_log.py.)"""
+        log = self.logs[self.rng.randrange(PARTITIONS)]
+        target = max(log.log_start_offset, log.log_end_offset - self.rng.randint(0, 40))
+        if target < log.log_end_offset:
+            first = next(message_set.iter_messages(log.read(target, READ_BYTES).read_bytes()))
+            target = min(target, first.offset)  # a compressed set's first inner offset, where it starts
+        self.manager.truncate_to({TopicPartition(TOPIC, log.partition): target})
+        LeaderEpochCache(log.dir).truncate_from_end(target)
 
     def restart(self) -> None:
         """A clean shutdown (flush, close, checkpoint, marker), and the next start on the marker."""
@@ -637,6 +659,10 @@ class Model:
         self.flushed: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
         self.start: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
         self.retention_pending: dict[int, bool] = dict.fromkeys(range(PARTITIONS), False)
+        self.truncating: dict[int, int | None] = dict.fromkeys(range(PARTITIONS))  # target of one under way
+        # a truncation killed before its checkpoint leaves the recovery point above the end until the next write
+        self.stale_recovery_point: dict[int, bool] = dict.fromkeys(range(PARTITIONS), False)
+        self.gaps: dict[int, set[tuple[int, int]]] = {p: set() for p in range(PARTITIONS)}  # lost to a power cut
         self.checkpoints: dict[str, CheckpointState] = collections.defaultdict(CheckpointState)
         self.verified: dict[int, tuple[int, int]] | None = None  # (start, end) the last check recovered
         self.first_open: set[int] = set()  # partitions whose first open of this lifetime is still to come
@@ -666,6 +692,13 @@ class Model:
             elif kind == "F":
                 p, offset = map(int, fields)
                 self.flushed[p] = max(self.flushed[p], offset)
+            elif kind == "T":
+                self.truncating[int(fields[0])] = int(fields[1])
+            elif kind == "t":
+                p, target = map(int, fields)
+                self.expect[p] = {o: identity for o, identity in self.expect[p].items() if o < target}
+                self.flushed[p] = min(self.flushed[p], target)
+                self.truncating[p] = None
             elif kind == "R":
                 self.retention_pending[int(fields[0])] = True
             elif kind == "r":
@@ -684,6 +717,8 @@ class Model:
             elif kind == "K":
                 self.checkpoints[fields[0]].pending = fields[1]
             elif kind == "k":
+                if fields[0] == RECOVERY_POINT_CHECKPOINT_FILE:
+                    self.stale_recovery_point = dict.fromkeys(range(PARTITIONS), False)
                 state = self.checkpoints[fields[0]]
                 state.done, state.pending = state.pending or "-", None
 
@@ -753,8 +788,10 @@ class Checker:
         """Check the directory left by a kill; returns the violations and the number of kill points its
         recovery passes (for a later recovery-phase kill)."""
         violations: list[str] = []
+        invisible: set[int] = set()
         if tear:
-            self.report.tears += tear_unflushed(log_dir, model.flushed, rng)
+            damaged, invisible = tear_unflushed(log_dir, model.flushed, rng)
+            self.report.tears += damaged
         copy = os.path.join(self.root, "check")
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(log_dir, copy)
@@ -771,7 +808,7 @@ class Checker:
                 verified = {}
                 for log in logs:
                     try:
-                        self.check_log(log, model, tear, checkpoints, violations)
+                        self.check_log(log, model, tear, log.partition in invisible, checkpoints, violations)
                     except Exception:
                         violations.append(f"partition {log.partition}: the check raised {traceback.format_exc()}")
                     verified[log.partition] = (log.log_start_offset, log.log_end_offset)
@@ -817,8 +854,10 @@ class Checker:
                               f"one under way {state.pending!r}")
         model.checkpoints[name] = CheckpointState(payload)
 
-    def check_log(self, log: Log, model: Model, tear: bool, checkpoints: dict[str, dict],
+    def check_log(self, log: Log, model: Model, tear: bool, invisible_loss: bool, checkpoints: dict[str, dict],
                   violations: list[str]) -> None:
+        """`invisible_loss`: the torn tail cut a segment that is not the last at a message boundary, which
+        recovery cannot tell from a segment that ended there (0.8.2 cannot either): a gap is allowed."""
         p = log.partition
         start, end = log.log_start_offset, log.log_end_offset
         where = f"partition {p}"
@@ -839,9 +878,11 @@ class Checker:
             for offset, value in messages:
                 if offset <= previous:
                     violations.append(f"{where}: offset {offset} follows {previous}")
-                elif offset != previous + 1:
-                    gaps += 1
-                    if not tear:
+                elif offset != previous + 1 and (previous, offset) not in model.gaps[p]:
+                    if invisible_loss:
+                        gaps += 1
+                        model.gaps[p].add((previous, offset))
+                    else:
                         violations.append(f"{where}: offsets {previous + 1}-{offset - 1} are missing")
                 if offset < segment.base_offset:
                     violations.append(f"{where}: offset {offset} below its segment's base {segment.base_offset}")
@@ -855,9 +896,14 @@ class Checker:
             violations.append(f"{where}: the log end offset is {end}, the last message {previous}")
         self.report.gaps += gaps
         self.check_reads(where, log, actual, violations)
+        truncating = model.truncating[p]
         self.check_model(p, start, end, actual, model, tear, violations)
         rp = checkpoints.get(RECOVERY_POINT_CHECKPOINT_FILE, {}).get((TOPIC, p))
-        if rp is not None and rp > end:
+        # (a truncation checkpoints the recovery points after it: until then the file may be above the end, and
+        # the log caps it at load)
+        if rp is not None and rp > end and truncating is not None:
+            model.stale_recovery_point[p] = True
+        elif rp is not None and rp > end and not model.stale_recovery_point[p]:
             violations.append(f"{where}: the recovery point checkpoint says {rp}, above the recovered end {end}")
         self.report.records += len(actual)
 
@@ -923,8 +969,15 @@ class Checker:
         where = f"partition {p}"
         expect = model.expect[p]
         flushed = model.flushed[p]
+        truncating = model.truncating[p]
+        if truncating is not None:
+            flushed = min(flushed, truncating)
+
+        def may_be_missing(o: int) -> bool:
+            return (truncating is not None and o >= truncating) or (tear and o >= flushed)
+
         lost = [o for o, identity in expect.items()
-                if o >= start and actual.get(o) != identity and (o in actual or not tear or o < flushed)]
+                if o >= start and actual.get(o) != identity and (o in actual or not may_be_missing(o))]
         if lost:
             o = lost[0]
             violations.append(f"{where}: {len(lost)} acknowledged records lost or changed, the first at offset {o}: "
@@ -950,27 +1003,31 @@ class Checker:
         # what the next child recovers
         model.expect[p] = dict(actual)
         model.inflight[p] = None
+        model.truncating[p] = None
+        model.flushed[p] = flushed
         model.start[p] = start
         model.retention_pending[p] = False
 
 
-def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) -> int:
+def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) -> tuple[int, set[int]]:
     """A power cut on top of the kill: in each .log file, the bytes after the last entry below the flushed
     offset may be cut, zeroed or garbled, and the index entries pointing there zeroed or garbled. Returns how
-    many files were damaged."""
+    many files were damaged, and the partitions where a segment that is not the last was cut at a message
+    boundary (a loss recovery cannot see)."""
     damaged = 0
+    invisible = set()
     for p in range(PARTITIONS):
         partition_dir = os.path.join(log_dir, f"{TOPIC}-{p}")
         if not os.path.isdir(partition_dir):
             continue
-        for name in sorted(os.listdir(partition_dir)):
-            if not name.endswith(".log"):
-                continue
+        names = sorted(name for name in os.listdir(partition_dir) if name.endswith(".log"))
+        for k, name in enumerate(names):
             path = os.path.join(partition_dir, name)
             with open(path, "rb") as f:
                 data = f.read()
             durable = 0
-            for pos in message_set.entry_starts(data):
+            starts = message_set.entry_starts(data)
+            for pos in starts:
                 offset, size = struct.unpack_from(">qi", data, pos)
                 if offset >= flushed[p]:
                     break
@@ -979,6 +1036,8 @@ def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) ->
                 continue
             how = rng.choice(["keep", "cut", "zero", "garble"])
             at = rng.randrange(durable, len(data) + 1)
+            if how == "cut" and k + 1 < len(names) and (at in starts or at == len(data)) and at < len(data):
+                invisible.add(p)
             with open(path, "r+b") as f:
                 if how == "cut":
                     f.truncate(at)
@@ -992,7 +1051,7 @@ def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) ->
             index_path = path[: -len(".log")] + ".index"
             if os.path.exists(index_path):
                 damaged += tear_index(index_path, durable, rng)
-    return damaged
+    return damaged, invisible
 
 
 def tear_index(path: str, durable: int, rng: random.Random) -> int:
@@ -1031,8 +1090,8 @@ class Report:
     violations: list[tuple[Plan, str]] = dataclasses.field(default_factory=list)
 
 
-def run_chain(chain: int, runs: range, seed: int, root: str, report: Report, recovery_log: RecoveryLog,
-              progress: bool) -> None:
+def run_chain(chain: int, runs: range, args: argparse.Namespace, root: str, report: Report) -> None:
+    seed, progress = args.seed, args.progress
     rng = random.Random(f"{seed}:{chain}")
     config = chain_config(rng)
     # calibration: how many kill points of each phase one lifetime of these settings reaches
@@ -1079,14 +1138,24 @@ def run_chain(chain: int, runs: range, seed: int, root: str, report: Report, rec
                 report.kinds[kind] += 1
         report.torn_runs += plan.tear
         model.read_journal(journal_path, violations)
+        if args.keep:
+            before = os.path.join(root, "before-check")
+            shutil.rmtree(before, ignore_errors=True)
+            shutil.copytree(log_dir, before)
         checked, recovery_points = Checker(root, report).check(log_dir, config, model, plan.tear, rng)
         violations += checked
+        if args.keep and violations:
+            kept = os.path.join(args.keep, f"seed-{seed}-chain-{chain}-run-{run}")
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(before, kept)
+            shutil.copy(journal_path, kept + ".journal")
         for v in violations:
             report.violations.append((plan, v))
         if progress:
             print(f"  {plan.describe()}: killed in {phase or '-'} ({kind.split(chr(10))[0][:60]})"
                   f"{': ' + str(len(violations)) + ' violations' if violations else ''}", flush=True)
         if violations:  # start afresh, so one fault is reported once
+            report.acked += model.acked
             shutil.rmtree(log_dir)
             os.remove(journal_path)
             os.makedirs(log_dir)
@@ -1129,6 +1198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="where the directories go (default /dev/shm)")
     parser.add_argument("--progress", action="store_true", help="a line per run")
+    parser.add_argument("--keep", help="copy each directory and journal with a violation here, before the check")
     args = parser.parse_args(argv)
     logging.getLogger().addHandler(logging.NullHandler())
     recovery_log = RecoveryLog()
@@ -1146,7 +1216,7 @@ def main(argv: list[str] | None = None) -> int:
         for chain in selected:
             first = chain * args.chain_length
             runs = range(first, min(first + args.chain_length, args.runs))
-            run_chain(chain, runs, args.seed, root, report, recovery_log, args.progress)
+            run_chain(chain, runs, args, root, report)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_report(report, args, time.monotonic() - start, recovery_log)
