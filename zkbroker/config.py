@@ -14,8 +14,8 @@ Where we deviate from 0.8.2, on purpose:
 - List elements are trimmed, and server.properties is read as UTF-8 (Java read ISO-8859-1).
 - A topic's min.insync.replicas defaults to the broker's min.insync.replicas. 0.8.2 did not pass that key on
   (it stayed 1 unless set per topic); 0.9 fixed it.
-- Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names) and
-  replication.truncation (KIP-101).
+- Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names),
+  replication.truncation (KIP-101) and log.cleaner.keyless.messages (KAFKA-1755).
 """
 
 from __future__ import annotations
@@ -287,7 +287,6 @@ def _counts_at_least_0(counts: Mapping[str, int]) -> Mapping[str, int]:
     return counts
 
 
-_CLEANER = "(accepted; the log cleaner is out of scope)"
 _COMPRESSION_CODECS = OneOf(("none", "gzip", "snappy", "lz4", "0", "1", "2", "3"))
 _CLEANUP_POLICIES = OneOf(("delete", "compact"))
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
@@ -378,23 +377,29 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("log.retention.check.interval.ms", _LONG, 5 * 60 * 1000,
               "How often logs are checked for segments to delete.", _AT_LEAST_1),
     ConfigKey("log.cleanup.policy", _STRING, "delete",
-              "What happens to segments past retention: delete, or compact " + _CLEANER + ".", _CLEANUP_POLICIES),
-    ConfigKey("log.cleaner.enable", _BOOLEAN, False, "Run the log cleaner " + _CLEANER + "."),
-    ConfigKey("log.cleaner.threads", _INT, 1, "Log cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
+              "What happens to old segments: delete (retention), or compact (the log cleaner keeps the last "
+              "message of each key).", _CLEANUP_POLICIES),
+    ConfigKey("log.cleaner.enable", _BOOLEAN, False,
+              "Run the log cleaner, which compacts the logs of compact topics (__consumer_offsets among them); "
+              "false, as in 0.8.2, leaves them growing."),
+    ConfigKey("log.cleaner.threads", _INT, 1, "Log cleaner threads.", _AT_LEAST_0),
     ConfigKey("log.cleaner.io.max.bytes.per.second", _DOUBLE, sys.float_info.max,
-              "Read plus write rate the log cleaner is throttled to " + _CLEANER + "."),
+              "Read plus write rate the log cleaner is throttled to."),
     ConfigKey("log.cleaner.dedupe.buffer.size", _LONG, 500 * 1024 * 1024,
-              "Memory for deduplication across all cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
+              "Memory for the offset maps of all cleaner threads (24 bytes a key).", _AT_LEAST_0),
     ConfigKey("log.cleaner.io.buffer.size", _INT, 512 * 1024,
-              "Memory for I/O buffers across all cleaner threads " + _CLEANER + ".", _AT_LEAST_0),
-    ConfigKey("log.cleaner.io.buffer.load.factor", _DOUBLE, 0.9,
-              "How full the deduplication buffer may become " + _CLEANER + "."),
+              "Memory for I/O buffers across all cleaner threads.", _AT_LEAST_0),
+    ConfigKey("log.cleaner.io.buffer.load.factor", _DOUBLE, 0.9, "How full an offset map may become."),
     ConfigKey("log.cleaner.backoff.ms", _LONG, 15 * 1000,
-              "How long the cleaner sleeps when no log needs cleaning " + _CLEANER + ".", _AT_LEAST_0),
+              "How long the cleaner sleeps when no log needs cleaning.", _AT_LEAST_0),
     ConfigKey("log.cleaner.min.cleanable.ratio", _DOUBLE, 0.5,
-              "Share of a log that must be dirty before it is cleaned " + _CLEANER + "."),
+              "Share of a compacted log (dirty bytes over all bytes) that must be dirty before it is cleaned."),
     ConfigKey("log.cleaner.delete.retention.ms", _LONG, 24 * 60 * 60 * 1000,
-              "How long delete markers are kept in a compacted log " + _CLEANER + "."),
+              "How long delete markers (null values) stay in a compacted log after it was cleaned."),
+    ConfigKey("log.cleaner.keyless.messages", _STRING, "stop-cleaner",
+              "Extension (KAFKA-1755, Kafka 0.9): what the log cleaner does with a message without a key in a "
+              "compacted log: stop-cleaner (0.8.2: the cleaner thread ends with an error) or discard (0.9: "
+              "the cleaner drops it).", OneOf(("stop-cleaner", "discard"))),
     ConfigKey("log.index.size.max.bytes", _INT, 10 * 1024 * 1024, "Largest size of a segment's offset index.",
               Range(4)),
     ConfigKey("log.index.interval.bytes", _INT, 4096,
@@ -529,13 +534,15 @@ TOPIC_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key
               _AT_LEAST_0, fallback="log.index.interval.bytes"),
     ConfigKey("file.delete.delay.ms", _INT, None, "How long a deleted segment's files stay on disk.",
               _AT_LEAST_0, fallback="log.segment.delete.delay.ms"),
-    ConfigKey("delete.retention.ms", _LONG, None, "How long delete markers are kept " + _CLEANER + ".",
+    ConfigKey("delete.retention.ms", _LONG, None,
+              "How long delete markers (null values) stay in a compacted log after it was cleaned.",
               fallback="log.cleaner.delete.retention.ms"),
     ConfigKey("min.cleanable.dirty.ratio", _DOUBLE, None,
-              "Share of the log that must be dirty before it is cleaned " + _CLEANER + ".",
+              "Share of the compacted log that must be dirty before it is cleaned.",
               fallback="log.cleaner.min.cleanable.ratio"),
-    ConfigKey("cleanup.policy", _STRING, None, "delete, or compact " + _CLEANER + ".",
-              _CLEANUP_POLICIES, fallback="log.cleanup.policy"),
+    ConfigKey("cleanup.policy", _STRING, None,
+              "delete (retention removes old segments) or compact (the log cleaner keeps the last message of "
+              "each key).", _CLEANUP_POLICIES, fallback="log.cleanup.policy"),
     ConfigKey("unclean.leader.election.enable", _BOOLEAN, None,
               "Elect a replica outside the ISR when no ISR member is alive.",
               fallback="unclean.leader.election.enable"),

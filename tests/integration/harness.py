@@ -131,10 +131,12 @@ class Broker:
 
 
 def create_topic(zk_connect: str, topic: str, partitions: int, replication_factor: int,
-                 serving: list[Broker], timeout_s: float = 30.0) -> dict[int, int]:
-    """Create a topic as `zkbroker topics --create` does (admin.create_topic through a ZkClient), then wait
-    until the controller has elected a leader for every partition and that leader serves it. The brokers in
-    `serving` are awaited in /brokers/ids first, since replicas are assigned over the registered brokers.
+                 serving: list[Broker], timeout_s: float = 30.0,
+                 config: dict[str, str] | None = None) -> dict[int, int]:
+    """Create a topic as `zkbroker topics --create` does (admin.create_topic through a ZkClient, with `config`
+    as its overrides), then wait until the controller has elected a leader for every partition and that leader
+    serves it. The brokers in `serving` are awaited in /brokers/ids first, since replicas are assigned over the
+    registered brokers.
 
     Returns {partition: leader id}."""
     from zkbroker import admin
@@ -145,7 +147,7 @@ def create_topic(zk_connect: str, topic: str, partitions: int, replication_facto
     try:
         wanted = {b.id for b in serving}
         wait_for(lambda: wanted <= set(admin.live_broker_ids(zk)), timeout_s, f"brokers {sorted(wanted)} to register")
-        admin.create_topic(zk, topic, partitions, replication_factor)
+        admin.create_topic(zk, topic, partitions, replication_factor, config)
     finally:
         zk.close()
     return wait_for_leaders(serving, topic, partitions, timeout_s)

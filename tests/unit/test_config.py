@@ -205,14 +205,17 @@ def test_every_topic_key_falls_back_to_a_broker_key():
 
 
 def test_extensions_say_so():
-    for name in ("listeners", "advertised.listeners", "replication.truncation"):
+    for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages"):
         assert SERVER_CONFIGS[name].doc.startswith("Extension"), name
 
 
-def test_cleaner_keys_say_the_cleaner_is_out_of_scope():
-    for name, key in SERVER_CONFIGS.items():
-        if name.startswith("log.cleaner."):
-            assert "out of scope" in key.doc, name
+def test_the_cleaner_is_off_and_stops_at_keyless_messages_by_default_as_in_0_8_2():
+    cfg = make_with({})
+    assert cfg["log.cleaner.enable"] is False
+    assert cfg["log.cleaner.keyless.messages"] == "stop-cleaner"
+    assert cfg["log.cleaner.delete.retention.ms"] == 86_400_000
+    assert cfg["log.cleaner.min.cleanable.ratio"] == 0.5
+    assert cfg["log.cleaner.backoff.ms"] == 15_000
 
 
 # --- KafkaConfig -------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ plus ` keysize: N` when the message has a key, and with `print_data_log` ` key: 
 ` payload: P` (`null` for a null value), both decoded as UTF-8. Bytes after the last complete message are
 reported as `Found N invalid bytes at the end of <name>`. For a .index file, `offset: N position: P` per
 entry, stopping at the first empty slot of a preallocated index. Index entries that do not point at the
-message with their offset, and messages whose offsets are not consecutive, are listed on stderr at the end.
+message with their offset, and messages whose offsets are not consecutive, are listed on stderr at the end
+(a compacted segment's gaps are among them, as 0.8.2's tool reported them).
 Magic-1 messages print the same fields (as Kafka 0.10 did). Files with other suffixes are skipped.
 """
 

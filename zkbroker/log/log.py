@@ -7,7 +7,12 @@ by age (the .log file's mtime) and by the log's total size; when every segment w
 first so that an empty active segment remains. Deleted segments are renamed `.deleted` and removed
 `file.delete.delay.ms` later, so ranges already handed to the network stay readable.
 
-On open, files left by interrupted operations are cleaned up; then, unless the log directory holds the
+A compacted log's closed segments are rewritten by the log cleaner (log_cleaner.py), which swaps each
+cleaned segment in for the segments it replaces with `replace_segments`; offsets keep their values, so such
+a log has gaps, which reads step over.
+
+On open, files left by interrupted operations are cleaned up (an interrupted swap is completed or
+discarded: see `replace_segments`); then, unless the log directory holds the
 `.kafka_cleanshutdown` marker, every segment from the recovery point on is re-validated and cut at the
 first torn or corrupt message, and the segments after it are deleted. Segments whose index is missing or
 fails its sanity check get their index rebuilt either way.
@@ -31,9 +36,10 @@ Where we deviate from 0.8.2, on purpose:
   hole in the offsets that the next recovery kept. (Both found by bench/crash_torture.py.)
 
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
-snapshot of the segments taken under the log's lock). Background work (the flush after a roll, the delayed
-delete of a segment) goes through the `schedule(name, task, delay_ms)` callable the owner passes; without
-one it runs at once.
+snapshot of the segments taken under the log's lock), and so does the log cleaner, which reads the segments
+under the lock and swaps them with `replace_segments`, in steps that readers without the lock can meet.
+Background work (the flush after a roll, the delayed delete of a segment) goes through the
+`schedule(name, task, delay_ms)` callable the owner passes; without one it runs at once.
 
 Sending a range: os.sendfile (or os.pread) with the range's explicit position, as the network layer does.
 Never read through the file object's own position: appends move it, and concurrent fetches share it
@@ -53,6 +59,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from zkbroker.fsync import fsync_path
 from zkbroker.protocol import message_set
 from zkbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
 from zkbroker.protocol.fetch_response import FileRange
@@ -70,6 +77,7 @@ from .segment import (
     Clock,
     LogSegment,
     index_filename,
+    last_offset_in_file,
     log_filename,
 )
 
@@ -84,6 +92,15 @@ Schedule = Callable[[str, Callable[[], object], int], None]  # (task name, task,
 
 class OutOfOrderOffsetsError(ValueError):
     """A replica's message set does not continue the log: its offsets decrease or start below the log end."""
+
+
+class SegmentsChangedError(RuntimeError):
+    """The segments a cleaned segment was to replace changed meanwhile (a truncation, the log's deletion):
+    nothing was swapped."""
+
+
+def _no_phase(name: str) -> None:
+    """The default `phase` of `replace_segments`: nothing to report to."""
 
 
 def system_clock() -> int:
@@ -127,9 +144,18 @@ class Log:
         self._lock = threading.RLock()
         self._bases: list[int] = []  # segment base offsets, ascending
         self._segments: dict[int, LogSegment] = {}
+        # Bases `replace_segments` took out of _bases while their _segments entries stay for readers that
+        # looked up _bases before; the owner thread's next change of the segments drops them.
+        self._stale_bases: set[int] = set()
         self._retired: dict[int, LogSegment] = {}  # renamed .deleted, waiting for their delayed delete
         self._last_flushed = clock()
         self._truncations = 0  # counts truncations, so that a concurrent flush does not vouch for new data
+        self._segment_truncations = 0  # those that reached below the active segment
+        self._deleted = False
+        # Called with this log, under its lock, after a truncation that reached below the active segment: the
+        # log cleaner must drop a cleaning of those segments, and its checkpoint must not stay above data that
+        # is gone (LogManager sets it when the cleaner runs).
+        self.on_truncate: Callable[[Log], None] | None = None
         self._load_segments()
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
@@ -183,6 +209,17 @@ class Log:
     @property
     def last_flush_time(self) -> int:
         return self._last_flushed
+
+    @property
+    def segment_truncations(self) -> int:
+        """How many truncations since the log was opened reached below the active segment (changing segments
+        the log cleaner may be reading)."""
+        return self._segment_truncations
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the segments change; hold it to read them from another thread than the owner's."""
+        return self._lock
 
     # -- appending ----------------------------------------------------------------------------------------
 
@@ -433,6 +470,7 @@ class Log:
             if self._bases[0] > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
                 return
+            below_active = target_offset < self.active_segment.base_offset
             for segment in reversed(self.segments):  # newest first: a crash in between leaves a prefix
                 if segment.base_offset > target_offset:
                     self._delete_segment(segment)
@@ -440,6 +478,13 @@ class Log:
             self._truncations += 1
             self._next_offset = target_offset
             self.recovery_point = min(target_offset, self.recovery_point)
+            if below_active:
+                self._segments_truncated()
+
+    def _segments_truncated(self) -> None:
+        self._segment_truncations += 1
+        if self.on_truncate is not None:
+            self.on_truncate(self)
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start the log empty at `new_offset`."""
@@ -451,6 +496,7 @@ class Log:
             self._truncations += 1
             self._next_offset = new_offset
             self.recovery_point = min(new_offset, self.recovery_point)
+            self._segments_truncated()
 
     # -- closing and deleting -----------------------------------------------------------------------------
 
@@ -468,12 +514,67 @@ class Log:
     def delete(self) -> None:
         """Remove the whole log directory at once (the partition is deleted)."""
         with self._lock:
+            self._deleted = True
             for segment in [*self.segments, *self._retired.values()]:
                 segment.delete()
             self._segments.clear()
             self._bases.clear()
             self._retired.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- the log cleaner's swap ---------------------------------------------------------------------------
+
+    def replace_segments(
+        self,
+        cleaned: LogSegment,
+        old: list[LogSegment],
+        *,
+        truncations: int,
+        phase: Callable[[str], None] = _no_phase,
+    ) -> None:
+        """Swap `cleaned`, a segment written by the log cleaner under `.cleaned` names with the base offset of
+        old[0], in for the consecutive segments `old` (Kafka's Log.replaceSegments). In three renames, each a
+        point a crash may stop at and the next load finishes from:
+
+        1. `.cleaned` -> `.swap`: from here on the cleaned segment is committed (`_remove_temporary_files`
+           completes the swap; before it, the `.cleaned` files are simply deleted);
+        2. the old segments -> `.deleted` (their files go file.delete.delay.ms later, so reads under way end);
+        3. `.swap` -> the plain names.
+
+        `phase` is called with "swap-renamed", "old-segments-renamed" and "swapped" after each (a seam for
+        tests that stop a broker there; it runs under the log's lock). Readers on the owner thread need no
+        lock: old[0]'s entry is replaced in one step, and the later bases leave `_bases` in one assignment.
+
+        Raises SegmentsChangedError, having renamed nothing, when the log was truncated below its active
+        segment since `truncations` (its `segment_truncations`) was read, was deleted, or no longer has exactly
+        `old` below its active segment at those offsets.
+        """
+        with self._lock:
+            if (
+                self._deleted
+                or truncations != self._segment_truncations
+                or any(self._segments.get(segment.base_offset) is not segment for segment in old)
+                or any(segment.base_offset in self._stale_bases for segment in old)
+                or self.active_segment in old
+            ):
+                raise SegmentsChangedError(f"The segments of log {self.name} changed while they were cleaned.")
+            if cleaned.base_offset != old[0].base_offset:
+                raise ValueError(f"A cleaned segment at {cleaned.base_offset} cannot replace one at "
+                                 f"{old[0].base_offset}.")
+            cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+            fsync_path(self.dir)
+            phase("swap-renamed")
+            for segment in old:
+                self._retire(segment)
+            phase("old-segments-renamed")
+            cleaned.change_file_suffixes(SWAP_SUFFIX, "")
+            fsync_path(self.dir)
+            self._segments[cleaned.base_offset] = cleaned
+            later = {segment.base_offset for segment in old[1:]}
+            if later:
+                self._bases = [base for base in self._bases if base not in later]
+                self._stale_bases |= later
+            phase("swapped")
 
     # -- internals ----------------------------------------------------------------------------------------
 
@@ -488,19 +589,30 @@ class Log:
         )
 
     def _add_segment(self, segment: LogSegment) -> None:
+        self._drop_stale_bases()
         if segment.base_offset not in self._segments:
             bisect.insort(self._bases, segment.base_offset)
         self._segments[segment.base_offset] = segment
 
     def _remove_segment(self, segment: LogSegment) -> None:
+        self._drop_stale_bases()
         del self._segments[segment.base_offset]
         self._bases.remove(segment.base_offset)
+
+    def _drop_stale_bases(self) -> None:
+        for base in self._stale_bases:
+            del self._segments[base]
+        self._stale_bases.clear()
 
     def _delete_segment(self, segment: LogSegment) -> None:
         """Take a segment out of the log, rename its files .deleted and delete them after file.delete.delay.ms,
         so that reads already under way can finish."""
-        logger.info("Scheduling log segment %d for log %s for deletion.", segment.base_offset, self.name)
         self._remove_segment(segment)
+        self._retire(segment)
+
+    def _retire(self, segment: LogSegment) -> None:
+        """Rename a segment's files .deleted and delete them after file.delete.delay.ms."""
+        logger.info("Scheduling log segment %d for log %s for deletion.", segment.base_offset, self.name)
         segment.change_file_suffixes("", DELETED_SUFFIX)
         key = id(segment)
         self._retired[key] = segment
@@ -571,11 +683,33 @@ class Log:
                 if base_path.endswith(INDEX_SUFFIX):
                     os.remove(path)
                 elif base_path.endswith(LOG_SUFFIX):
-                    index = base_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
-                    if os.path.exists(index):
-                        os.remove(index)
-                    os.rename(path, base_path)
-                    logger.info("Found log file %s from interrupted swap operation, repairing.", path)
+                    self._complete_swap(path, base_path)
+
+    def _complete_swap(self, swap_path: str, log_path: str) -> None:
+        """A cleaned segment was committed (renamed .swap) but not yet swapped in: delete the old segments whose
+        offsets it holds, then rename it over the first of them; its index is rebuilt. Safe to repeat if a
+        crash stops this too: the .swap stays until the old segments are gone.
+
+        0.8.2 only renamed the .swap, leaving the later segments of its group in place, so the log held their
+        offsets twice (fixed by KAFKA-2118 in 0.9, whose way this is)."""
+        stem = os.path.basename(log_path)[: -len(LOG_SUFFIX)]
+        base = int(stem) if stem.isdigit() else None
+        last = last_offset_in_file(swap_path)
+        for name in os.listdir(self.dir):
+            other = name[: -len(LOG_SUFFIX)] if name.endswith(LOG_SUFFIX) else None
+            if base is None or last is None or other is None or not other.isdigit():
+                continue
+            if base < int(other) <= last:
+                logger.info("Deleting segment %s of log %s: the interrupted swap of %s holds its offsets.",
+                            name, self.name, os.path.basename(swap_path))
+                for path in (os.path.join(self.dir, name), os.path.join(self.dir, other + INDEX_SUFFIX)):
+                    if os.path.exists(path):
+                        os.remove(path)
+        index = log_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
+        if os.path.exists(index):
+            os.remove(index)
+        os.rename(swap_path, log_path)
+        logger.info("Found log file %s from interrupted swap operation, repairing.", swap_path)
 
     def _segments_to_recover(self) -> list[LogSegment]:
         if self._has_clean_shutdown_file():

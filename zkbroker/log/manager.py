@@ -6,10 +6,13 @@ recovery point from `recovery-point-offset-checkpoint` (logs recover unless the 
 directory holding the fewest. At shutdown every log is flushed and closed, the recovery points are
 checkpointed and the marker is written again.
 
-It has no threads or timers of its own: the broker's scheduler calls the periodic duties --
-`cleanup_logs` (retention, every log.retention.check.interval.ms), `flush_dirty_logs` (every
-log.flush.scheduler.interval.ms) and `checkpoint_recovery_points` (every
-log.flush.offset.checkpoint.interval.ms) -- and passes `schedule` for the one-off tasks of the logs.
+It has no timers of its own: the broker's scheduler calls the periodic duties -- `cleanup_logs`
+(retention, every log.retention.check.interval.ms, for logs that are not compacted),
+`flush_dirty_logs` (every log.flush.scheduler.interval.ms) and `checkpoint_recovery_points` (every
+log.flush.offset.checkpoint.interval.ms) -- and passes `schedule` for the one-off tasks of the logs. Its
+one set of threads is the log cleaner's (`cleaner_config` with enable_cleaner, i.e. log.cleaner.enable),
+started by `start_cleaner` and stopped first at shutdown; the LogManager tells it of deleted logs, and each
+log tells it of truncations below its active segment.
 
 Deviations from 0.8.2: a directory in a log dir whose name is not `<topic>-<partition>` is skipped with a
 warning; 0.8.2 failed to start. A recovery point checkpointed above its log's end (a crash between a
@@ -30,7 +33,9 @@ from typing import Any
 from zkbroker.topic_partition import TopicPartition
 
 from .checkpoint import RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint
+from .cleaner import CleanerConfig, Phase
 from .log import CLEAN_SHUTDOWN_FILE, Log, Schedule, parse_topic_partition_name, run_now, system_clock
+from .log_cleaner import LogCleaner
 from .log_config import LogConfig
 from .segment import Clock
 
@@ -58,6 +63,8 @@ class LogManager:
         clock: Clock = system_clock,
         schedule: Schedule = run_now,
         rng: random.Random | None = None,
+        cleaner_config: CleanerConfig | None = None,
+        cleaner_phase: Phase | None = None,
     ) -> None:
         self.log_dirs = [os.path.abspath(d) for d in log_dirs]
         self.default_config = LogConfig.of(default_config)
@@ -66,6 +73,7 @@ class LogManager:
         self._schedule = schedule
         self._rng = rng
         self._logs: dict[TopicPartition, Log] = {}
+        self.cleaner: LogCleaner | None = None
         self._create_and_validate_log_dirs()
         self._dir_locks = self._lock_log_dirs()
         self._recovery_point_checkpoints = {
@@ -73,6 +81,11 @@ class LogManager:
         }
         try:
             self._load_logs()
+            if cleaner_config is not None and cleaner_config.enable_cleaner:
+                self.cleaner = LogCleaner(cleaner_config, self.log_dirs, self.logs_by_topic_partition, clock=clock,
+                                          phase=cleaner_phase)
+                for log in self._logs.values():
+                    log.on_truncate = self.cleaner.maybe_truncate_checkpoint
         except BaseException:
             self._release_locks()
             raise
@@ -166,6 +179,8 @@ class LogManager:
         data_dir = self._next_log_dir()
         path = os.path.join(data_dir, f"{topic}-{partition}")
         log = Log(path, config, 0, clock=self._clock, schedule=self._schedule, rng=self._rng)
+        if self.cleaner is not None:
+            log.on_truncate = self.cleaner.maybe_truncate_checkpoint
         self._logs[(topic, partition)] = log
         props = ", ".join(f"{k} -> {v}" for k, v in log.config.to_props().items())
         logger.info("Created log for partition [%s,%d] in %s with properties {%s}.", topic, partition, data_dir, props)
@@ -184,7 +199,11 @@ class LogManager:
         """Remove the partition's log and its directory at once (topic deletion, StopReplica delete=true)."""
         log = self._logs.pop((topic, partition), None)
         if log is not None:
+            if self.cleaner is not None:
+                self.cleaner.abort_cleaning(TopicPartition(topic, partition))
             log.delete()
+            if self.cleaner is not None:
+                self.cleaner.update_checkpoints(os.path.dirname(os.path.abspath(log.dir)))
             logger.info("Deleted log for partition [%s,%d] in %s.", topic, partition, os.path.abspath(log.dir))
 
     def all_logs(self) -> list[Log]:
@@ -242,12 +261,20 @@ class LogManager:
             if d in self._recovery_point_checkpoints:
                 self._recovery_point_checkpoints[d].write({tp: log.recovery_point for tp, log in logs.items()})
 
+    def start_cleaner(self) -> None:
+        """Start the log cleaner's threads, if it is enabled."""
+        if self.cleaner is not None:
+            self.cleaner.startup()
+
     # -- stop ---------------------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Flush and close every log, checkpoint the recovery points and mark each directory cleanly shut down."""
+        """Stop the log cleaner; flush and close every log, checkpoint the recovery points and mark each
+        directory cleanly shut down."""
         logger.info("Shutting down.")
         try:
+            if self.cleaner is not None:
+                self.cleaner.shutdown()
             for d, logs in self.logs_by_dir().items():
                 logger.debug("Flushing and closing logs at %s", d)
                 for log in logs.values():

@@ -65,7 +65,8 @@ def index_filename(directory: str, offset: int) -> str:
 
 
 class LogSegment:
-    """The .log and .index of the segment starting at `base_offset` in `directory` (created if absent).
+    """The .log and .index of the segment starting at `base_offset` in `directory` (created if absent), with
+    `suffix` after both names for a segment being built (the log cleaner's `.cleaned`).
 
     Not thread-safe: one thread appends and reads; `flush` may run on another.
     """
@@ -79,16 +80,17 @@ class LogSegment:
         max_index_size: int,
         roll_jitter_ms: int = 0,
         clock: Clock,
+        suffix: str = "",
     ) -> None:
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
         self._clock = clock
-        self.log_path = log_filename(directory, base_offset)
+        self.log_path = log_filename(directory, base_offset) + suffix
         # Unbuffered and O_APPEND: each append is one write(2) at the end; reads use pread and sendfile.
         self._file = io.FileIO(self.log_path, "a+")
         self._size = os.fstat(self._file.fileno()).st_size
-        self.index = OffsetIndex(index_filename(directory, base_offset), base_offset, max_index_size)
+        self.index = OffsetIndex(index_filename(directory, base_offset) + suffix, base_offset, max_index_size)
         self.created = clock()
         self._bytes_since_last_index_entry = 0
         # (first offset, offset of the first entry, position) of the last sets appended, ascending: the first
@@ -131,7 +133,8 @@ class LogSegment:
         except OSError:
             os.ftruncate(self._file.fileno(), position)  # no partial set stays behind to shift later positions
             raise
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+        # (an active segment with a full index rolls before this; a cleaned one just stops indexing)
+        if self._bytes_since_last_index_entry > self.index_interval_bytes and not self.index.is_full:
             self.index.append(first_offset, position)
             self._bytes_since_last_index_entry = 0
         self._recent_sets.append((first_offset, _HEADER.unpack_from(view)[0], position))
@@ -396,6 +399,29 @@ class _RecoveryWalk:
             self.last_offset = offset
             at += LOG_OVERHEAD + size
         return at, None
+
+
+def last_offset_in_file(path: str) -> int | None:
+    """The offset of the last complete entry of a .log file (a swap the cleaner left behind), by a walk over
+    the entry headers; None if it holds none."""
+    last = None
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        position = 0
+        chunk = _SEARCH_CHUNK
+        while position + LOG_OVERHEAD <= size:
+            buf = os.pread(fd, min(chunk, size - position), position)
+            at = 0
+            while at + LOG_OVERHEAD <= len(buf):
+                offset, message_size = _HEADER.unpack_from(buf, at)
+                if message_size < MIN_MESSAGE_SIZE[0] or position + at + LOG_OVERHEAD + message_size > size:
+                    return last
+                last = offset
+                at += LOG_OVERHEAD + message_size
+            position += at
+            chunk = min(chunk * 2, _MAX_CHUNK)
+    return last
 
 
 def _uniform_run(buf: bytes, at: int, step: int, last: int) -> int:

@@ -25,7 +25,9 @@ reader goes through it:
   :func:`entry_starts` (sizes only) and then cut keys and values out their own fast ways;
 * tools, tests and the simple consumer: :func:`iter_messages` yields :class:`Message` objects
   (compressed wrappers opened), :func:`iter_entries` the stored entries for DumpLogSegments, and
-  :func:`build_message_set` writes sets.
+  :func:`build_message_set` writes sets;
+* the log cleaner: :func:`retain_messages` -- the set with only the messages it keeps, offsets
+  unchanged, compressed wrappers that lose some rebuilt with their codec.
 
 A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
 tail) ends at its last complete message: readers stop there, and ``valid_bytes`` says where.
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import array
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -60,6 +62,7 @@ __all__ = [
     "InflationBoundError",
     "InvalidMessageError",
     "Message",
+    "Retained",
     "analyze",
     "assign_offsets",
     "build_message_set",
@@ -611,6 +614,15 @@ def _inner_messages(
     max_inflated: int,
 ) -> Iterator[Message]:
     inner = _open_wrapper(view, pos, end, magic, attributes & CODEC_MASK, verify_crc, max_inflated)
+    for message, _, _ in _opened_messages(inner, offset, magic, attributes, timestamp):
+        yield message
+
+
+def _opened_messages(
+    inner: _Inner, offset: int, magic: int, attributes: int, timestamp: int
+) -> Iterator[tuple[Message, int, int]]:
+    """The messages of an opened wrapper at ``offset``, each with where its entry starts and ends in
+    ``inner.data``."""
     data = memoryview(inner.data)
     # Magic 1: inner offsets are relative and the wrapper holds the last one's absolute offset.
     base = 0
@@ -626,9 +638,96 @@ def _inner_messages(
             inner_timestamp = (
                 timestamp if attributes & LOG_APPEND_TIME else _INT64.unpack_from(data, at + 18)[0]
             )
-        yield Message(
-            base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic
-        )
+        message = Message(base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic)
+        yield message, at, inner_end
+
+
+# -- keeping some messages (log compaction) -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Retained:
+    """What :func:`retain_messages` kept of a set.
+
+    ``records`` are the kept entries as a set; ``entries`` gives, for each of its entries, where it
+    starts in ``records`` and the offset of its first message (a rebuilt wrapper's first kept inner
+    message), which is what an offset index entry for it holds. ``walked`` is how many bytes of the
+    input held complete entries: the caller's next read starts there.
+    """
+
+    records: bytes
+    entries: list[tuple[int, int]]
+    walked: int
+    kept: int
+    dropped: int
+
+
+def retain_messages(
+    buf: Buffer,
+    keep: Callable[[Message], bool],
+    *,
+    verify_crc: bool = True,
+    max_inflated_bytes: int | None = None,
+) -> Retained:
+    """The set with only the messages ``keep`` accepts, every offset unchanged (gaps where messages
+    went), as Kafka's log cleaner rewrites a segment; stops at a torn tail.
+
+    A plain entry kept is copied as it is. A compressed wrapper whose inner messages all stay is
+    copied too, one that loses them all goes, and one that loses some is rebuilt from the bytes of
+    the inner entries that stay, recompressed with its codec for its magic (LZ4's header checksum as
+    that magic wants it); its key, attributes and timestamp stay, its offset becomes its last kept
+    message's. Inner offsets stay as they were: absolute for magic 0, and for magic 1 relative ones
+    that, with the new wrapper offset, still give every message its absolute offset.
+    Raises :class:`InvalidMessageError` for a malformed entry.
+    """
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound()
+    view = _as_view(buf)
+    n = len(view)
+    pieces: list[Buffer] = []
+    entries: list[tuple[int, int]] = []
+    written = kept = dropped = 0
+    pos = 0
+    while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
+        offset, end, magic, attributes = head
+        codec = attributes & CODEC_MASK
+        timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
+        if codec == CODEC_NONE:
+            key, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+            if keep(Message(offset, _bytes(key), _bytes(value), timestamp, magic)):
+                entries.append((written, offset))
+                pieces.append(view[pos:end])
+                written += end - pos
+                kept += 1
+            else:
+                dropped += 1
+        else:
+            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
+            stay = [
+                (message.offset, start, stop)
+                for message, start, stop in _opened_messages(inner, offset, magic, attributes, timestamp)
+                if keep(message)
+            ]
+            dropped += len(inner.positions) - len(stay)
+            kept += len(stay)
+            if len(stay) == len(inner.positions):
+                entry: Buffer = view[pos:end]
+            elif stay:
+                data = memoryview(inner.data)
+                wrapper_key, _, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+                value = compress(codec, b"".join(data[start:stop] for _, start, stop in stay), magic)
+                message = encode_message(
+                    wrapper_key, value, magic=magic, attributes=attributes, timestamp=timestamp
+                )
+                entry = _OFFSET_SIZE.pack(stay[-1][0], len(message)) + message
+            else:
+                entry = b""
+            if entry:
+                entries.append((written, stay[0][0]))
+                pieces.append(entry)
+                written += len(entry)
+        pos = end
+    return Retained(b"".join(pieces), entries, pos, kept, dropped)
 
 
 # -- writing --------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ logs cleanly (flush, checkpoint, clean-shutdown marker), stop the controller, cl
 removes our ephemeral nodes at once, so the cluster learns without waiting for a timeout).
 
 The broker's threads: the asyncio loop (network, request handling, log appends and reads), kazoo's
-threads, the ZkClient event thread, the controller's event thread, and the default executor for blocking
-work (ZooKeeper calls at startup, fsync). Blocking ZooKeeper calls never run on the asyncio loop.
+threads, the ZkClient event thread, the controller's event thread, the log cleaner's threads (when
+log.cleaner.enable), and the default executor for blocking work (ZooKeeper calls at startup, fsync).
+Blocking ZooKeeper calls never run on the asyncio loop.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from collections.abc import Awaitable, Callable
 from controller.controller import KafkaController
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
+from zkbroker.log.cleaner import CleanerConfig
+from zkbroker.log.log_cleaner import phase_seam_from_environment
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
@@ -113,7 +116,8 @@ class KafkaServer:
         topic_configs = {topic: topic_log_config(self.config, topic, self.zk.get(paths.topic_config_path(topic))[0])
                          for topic in self.zk.get_children(paths.CONFIG_TOPICS)}
         return LogManager(self.config.log_dirs, self.config.topic_config({}), topic_configs,
-                          schedule=self._scheduler(bridge))
+                          schedule=self._scheduler(bridge), cleaner_config=CleanerConfig.from_broker(self.config),
+                          cleaner_phase=phase_seam_from_environment(self.broker_id))
 
     @staticmethod
     def _scheduler(bridge: LoopBridge) -> Callable[[str, Callable[[], object], int], None]:
@@ -125,8 +129,9 @@ class KafkaServer:
         return schedule
 
     def _start_log_duties(self) -> None:
-        """LogManager's periodic duties (0.8.2 ran them on its scheduler thread)."""
+        """LogManager's periodic duties (0.8.2 ran them on its scheduler thread), and the log cleaner's threads."""
         lm = self.log_manager
+        lm.start_cleaner()
         self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, off_loop=False)
         self._every(self.config["log.flush.scheduler.interval.ms"], lm.flush_dirty_logs, off_loop=True)
         self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lm.checkpoint_recovery_points,

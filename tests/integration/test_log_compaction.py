@@ -1,0 +1,53 @@
+"""Log compaction end to end: a real broker process with log.cleaner.enable on a real ZooKeeper, a
+cleanup.policy=compact topic with small segments, keyed records (plain and gzip) from unmodified kafka-python,
+and an unmodified consumer that then reads from offset 0 exactly one record per key -- the last one sent, at
+the offset the producer was acknowledged with."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.clients import ClientConfig
+from tests.integration.harness import create_topic, wait_for
+from zkbroker.log.checkpoint import OffsetCheckpoint
+from zkbroker.topic_partition import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+KAFKA_PYTHON = ClientConfig("kafka-python", "kafka-python", {})
+CONFLUENT = ClientConfig("confluent-kafka", "confluent-kafka", {})
+KEYS = 40
+ROUNDS = 24
+FILLERS = 400  # unique keys after the last round: they fill the active segment, which is never cleaned
+SEGMENT_BYTES = 8192  # a round (one produce request of 40 records) is about 2 KB
+
+def test_a_compacted_topic_reads_back_only_the_last_value_of_each_key(brokers, zk_connect):
+    (broker,) = brokers(1, log_cleaner_enable="true", log_cleaner_backoff_ms=100)
+    topic = "compacted"
+    create_topic(zk_connect, topic, 1, 1, [broker],
+                 config={"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
+                         "min.cleanable.dirty.ratio": "0.01"})
+    last: dict[bytes, tuple[int, bytes | None]] = {}
+    for n in range(ROUNDS):
+        records = [(f"key-{k}".encode(), f"round-{n}-of-{k}".encode()) for k in range(KEYS)]
+        if n == ROUNDS - 1:
+            records[0] = (records[0][0], None)  # a tombstone: kept for delete.retention.ms (a day by default)
+        acked = KAFKA_PYTHON.produce(broker.bootstrap, topic, records, compression="gzip" if n % 2 else "none")
+        last |= {key: (offset, value) for (key, value), (_, offset) in zip(records, acked)}
+    first_filler = None
+    for start in range(0, FILLERS, 50):  # in requests below segment.bytes
+        fillers = [(f"filler-{i}".encode(), b"x" * 20) for i in range(start, start + 50)]
+        acked = KAFKA_PYTHON.produce(broker.bootstrap, topic, fillers)
+        last |= {key: (offset, value) for (key, value), (_, offset) in zip(fillers, acked)}
+        first_filler = acked[0][1] if first_filler is None else first_filler
+
+    checkpoint = OffsetCheckpoint(str(broker.dir / "data" / "cleaner-offset-checkpoint"))
+    wait_for(lambda: checkpoint.read().get(TopicPartition(topic, 0), -1) > first_filler, 60,
+             "the cleaner to clean past the last round of keyed records")
+
+    received = CONFLUENT.consume(broker.bootstrap, topic, {0: 0}, count=len(last), timeout_s=60)
+    assert sorted((r.key, r.offset, r.value) for r in received) == sorted(
+        (key, offset, value) for key, (offset, value) in last.items()
+    )
+    assert broker.log_lines(r"Log cleaner finished cleaning log compacted-0")
+    assert len(broker.log_lines(r"Cleaning segment \d+ in log compacted-0")) > 5  # small segments, many cleaned
