@@ -5,58 +5,67 @@ How:
 
 1. **A child process drives the real log code.** Each run forks a child that opens a log directory with the
    real `LogManager` (so with the real recovery path, the recovery-point checkpoint and the clean-shutdown
-   marker), holding two partitions of a topic with small settings: 6 KiB segments, a few index entries per
-   segment (so indexes fill and force rolls), 24 KiB of retention, and per chain one of several flush
-   settings (`flush.messages` 1 to never, `flush.ms`). Its workload, seeded: appends of message sets (1-10
-   messages, magic 0 and 1, a fifth gzip-compressed), retention, `flush_dirty_logs`, the recovery-point and
-   high-watermark checkpoints, the leader-epoch checkpoint, the deferred flush after a roll and the delayed
-   deletion of `.deleted` files (run a few steps later, as the broker's scheduler would), and now and then a
-   clean shutdown and reopen. It keeps a journal beside the log (one `write` per line; SIGKILL leaves the
-   page cache, so the journal survives whatever the log does): each append's intent before it and its offsets
-   once acknowledged, each flush's recovery point (fsynced, as the brief asks), each retention and each
-   checkpoint write with its content.
+   marker), holding three logs with small settings -- two partitions of a topic with 24 KiB of retention and
+   one of a compacted topic (`cleanup.policy=compact`, 64 keys) -- all with 6 KiB segments, a few index
+   entries per segment (so indexes fill and force rolls), and per chain one of several flush settings
+   (`flush.messages` 1 to never, `flush.ms`). Its workload, seeded: appends of message sets (1-10 messages,
+   magic 0 and 1, a fifth gzip-compressed), retention, `flush_dirty_logs`, the recovery-point and
+   high-watermark checkpoints, the leader-epoch checkpoint, a follower's truncation (to the start of a message
+   set, as a follower's target is), a cleaning by the log cleaner (what its thread does when it wakes: the
+   filthiest compacted log, its `.cleaned` segments, their `.swap` into the log, the cleaner checkpoint), the
+   deferred flush after a roll and the delayed deletion of `.deleted` files (run a few steps later, as the
+   broker's scheduler would), and now and then a clean shutdown and reopen. It keeps a journal beside the log
+   (one `write` per line; SIGKILL leaves the page cache, so the journal survives whatever the log does): each
+   append's intent before it and its offsets once acknowledged, each flush's recovery point (fsynced, as the
+   brief asks), each retention, truncation and checkpoint write with its content.
 2. **Kill points.** The child counts every call of the log code that changes the disk -- `os.write`,
    `ftruncate`, `rename`/`replace`, `remove`, `fsync`, file creation, the segment's `FileIO.write`, the
    text files' writes, and the offset index's stores through its memory map -- before it and after it, and a
    write also half-done (a random prefix written, then the kill: a torn write). Each point belongs to the
    phase it happens in, the innermost of the table `PHASES` (append, roll, index, retention, flush,
-   checkpoint, recovery, shutdown): a phase is the set of product methods whose calls it covers. A *steered*
-   run picks a phase and a point number in it (uniformly below the count a calibration lifetime of the same
-   settings reached; for recovery, below the count the previous check's recovery of the same files reached)
-   and the child SIGKILLs itself exactly there. A *timed* run (a fifth) is killed by the parent after a random
-   delay, wherever the child is; the phase it was in is read from shared memory.
+   checkpoint, truncate, recovery, shutdown, clean, swap): a phase is the set of product methods whose calls
+   it covers. A *steered* run picks a phase and a point number in it (uniformly below the count a calibration
+   lifetime of the same settings reached; for recovery, below the count the previous check's recovery of the
+   same files reached) and the child SIGKILLs itself exactly there. A *timed* run (a fifth) is killed by the
+   parent after a random delay, wherever the child is; the phase it was in is read from shared memory.
    The seams are all in this script: the child replaces `os` functions, the segment module's `io.FileIO`, the
    text modules' `open` and wraps the phase methods (the parent wraps them too, only to count its recovery's
-   points); the product code holds no hook.
+   points); the product code holds no hook. A phase whose methods reach no kill point in a calibration is a
+   violation: the seams no longer cover what the log does.
 3. **Torn tails (a simulated power cut).** In a quarter of the runs, after the kill, the bytes not yet
    flushed under the settings in force are damaged as a power cut could leave them: for each .log file, the
-   bytes after the last entry below the partition's flushed offset are kept, cut at a random point, zeroed,
-   or overwritten with random bytes, and index entries pointing there are zeroed or garbled. (Only what was
-   flushed is promised then; without a tear, SIGKILL keeps the page cache and every acknowledged record must
-   survive.)
+   bytes after the last entry below the log's flushed offset are kept, cut at a random point, zeroed, or
+   overwritten with random bytes to the end, and index entries pointing there are zeroed or garbled. (Only
+   what was flushed is promised then; without a tear, SIGKILL keeps the page cache and every acknowledged
+   record must survive.)
 4. **The check, after every kill**, on a copy of the directory opened with the real recovery path:
    (a) a valid prefix -- every segment holds only whole, CRC-valid entries (recovery cut the rest), offsets
-   increase across the log, every value is the one its identity says, and a read from every offset of the log
-   returns the right first message (a read below the start or past the end is refused); (b) every record
-   acknowledged is there with its bytes -- with a torn tail, every record acknowledged *and flushed* -- and
-   nothing is there that was never sent; no gap in the offsets (with a torn tail a gap is allowed: Kafka's
-   recovery does not notice a lost tail of one segment when the next survived); the log start offset moved
-   only through retention; (c) each index entry points at the first entry holding its offset, entries
-   increase, and lookups of every offset land at or before its entry; (d) the checkpoints (recovery points,
-   high watermarks, leader epochs) read, each holds either its last completed content or the one being
-   written, and no recovery point is above the recovered log end. The next run's child then recovers the
-   original directory (and a recovery-phase kill lands in that recovery).
+   increase across the log, every key and value is the one its identity says, and a read from every offset of
+   the log returns the right first message (a read below the start or past the end is refused); (b) every
+   record acknowledged is there with its bytes -- with a torn tail, every record acknowledged *and flushed*;
+   in the compacted log, every record but those a later one of the same key replaced; after a truncation,
+   every record below its target -- and nothing is there that was never sent; no gap in the offsets (but in
+   the compacted log, and with a torn tail that cut a segment that is not the last at a message boundary,
+   which recovery cannot see; Kafka's cannot either); the log start moved only through retention; (c) each
+   index entry points at the first entry holding its offset, entries increase, and lookups of every offset
+   land at or before its entry; (d) the checkpoints (recovery points, high watermarks, cleaner offsets,
+   leader epochs) read, each holds either its last completed content or the one being written, and no
+   recovery point is above the recovered log end (but after a truncation killed before its checkpoint, which
+   the next start rewrites). The next run's child then recovers the original directory (and a
+   recovery-phase kill lands in that recovery).
 
 Runs come in chains of `--chain-length` on one directory, so a later run recovers from whatever the earlier
 ones left; a chain starts afresh after a violation. Everything is seeded: `--seed S` replays the plan, and
 `--chain C` replays one chain of it (steered runs are deterministic; a timed kill lands where the scheduler
-puts it). The directories live in /dev/shm when it exists (a SIGKILL does not need a disk, and fsyncs there
-cost nothing on a shared machine).
+puts it). `--phases swap,clean` steers the kills to those phases only; `--keep DIR` keeps the directory and
+journal of each run with a violation. The directories live in /dev/shm when it exists (a SIGKILL does not
+need a disk, and fsyncs there cost nothing on a shared machine).
 
-Adding a phase (the log cleaner's .cleaned/.swap writes, once it exists) is one entry of `PHASES`: the
-methods whose calls it covers and, if the workload must call something to reach it, a `World` method.
+Adding a phase is one entry of `PHASES`: the methods whose calls it covers and, if the workload must call
+something to reach it, a `World` method.
 
-Usage: python bench/crash_torture.py [--runs 200] [--seed 1] [--chain-length 10] [--chain C] [--dir D]
+Usage: python bench/crash_torture.py [--runs 200] [--seed 1] [--chain-length 10] [--chain C] [--phases P,..]
+                                     [--keep DIR] [--dir D] [--progress]
 Prints runs, kills per phase, what was checked and each violation; exits 1 on any violation.
 """
 
@@ -89,6 +98,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zkbroker.log.checkpoint import RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint  # noqa: E402
+from zkbroker.log.cleaner import CleanerConfig  # noqa: E402
+from zkbroker.log.cleaner_manager import CLEANER_CHECKPOINT_FILE  # noqa: E402
 from zkbroker.log.leader_epoch import LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochCache  # noqa: E402
 from zkbroker.log.log import Log  # noqa: E402
 from zkbroker.log.log_config import LogConfig  # noqa: E402
@@ -99,8 +110,11 @@ from zkbroker.protocol.compression import CODEC_GZIP, CODEC_NONE  # noqa: E402
 from zkbroker.protocol.errors import OffsetOutOfRangeError  # noqa: E402
 from zkbroker.topic_partition import TopicPartition  # noqa: E402
 
-TOPIC = "torture"
-PARTITIONS = 2
+# The logs of the child's broker, by their number in the journal: two of a topic with retention, and one of a
+# compacted topic, which the log cleaner rewrites (it keeps only the last message of each key).
+COMPACTED = "compacted"
+LOGS = (TopicPartition("torture", 0), TopicPartition("torture", 1), TopicPartition(COMPACTED, 0))
+KEYS = 64
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"  # the replica manager's file (zkbroker/server/)
 CALIBRATION_STEPS = 300
 TIMED_FRACTION = 0.2
@@ -155,9 +169,9 @@ PHASES = (
     Phase("truncate", methods=("zkbroker.log.log:Log.truncate_to",), action="truncate", every=40),
     Phase("recovery", methods=("zkbroker.log.manager:LogManager.__init__",), sticky=True),
     Phase("shutdown", methods=("zkbroker.log.manager:LogManager.shutdown",), action="restart", every=80),
-    # The log cleaner, once it lands: its methods (e.g. "zkbroker.log.cleaner:Cleaner.clean_segments") and a
-    # World method that makes it clean a compacted partition, e.g. Phase("clean", methods=(...), action="clean",
-    # every=40).
+    # the log cleaner: reading the segments, writing the .cleaned ones, then swapping them in (.swap)
+    Phase("clean", methods=("zkbroker.log.cleaner:Cleaner.clean",), action="clean", every=25),
+    Phase("swap", methods=("zkbroker.log.log:Log.replace_segments",)),
 )
 PHASE_BY_NAME = {phase.name: phase for phase in PHASES}
 TASK_PHASES = {task: phase.name for phase in PHASES for task in phase.tasks}
@@ -362,6 +376,10 @@ def record_value(identity: bytes) -> bytes:
     return identity + b"|" + pad[: zlib.crc32(identity) % 200]
 
 
+def key_of(identity: bytes) -> bytes:
+    return b"k%d" % (int.from_bytes(hashlib.blake2b(identity, digest_size=4).digest(), "big") % KEYS)
+
+
 def identity_of(value: bytes | None) -> bytes | None:
     """The identity a value carries, or None if the value is not one the workload wrote."""
     if value is None or b"|" not in value:
@@ -386,11 +404,22 @@ def chain_config(rng: random.Random) -> dict[str, Any]:
     }
 
 
+CLEANER = CleanerConfig(enable_cleaner=True, dedupe_buffer_size=1024 * 1024, io_buffer_size=8 * 1024)
+
+
 def open_log_dir(log_dir: str, config: dict[str, Any], **kwargs) -> tuple[LogManager, list[Log]]:
-    """The broker's start, for this log directory: the LogManager (recovery), then the partitions' logs."""
-    manager = LogManager([log_dir], LogConfig.of(config), **kwargs)
-    logs = [manager.get_or_create_log(TOPIC, p) for p in range(PARTITIONS)]
+    """The broker's start, for this log directory: the LogManager (recovery), then the partitions' logs. The
+    log cleaner's threads are not started: the workload runs its cleanings in its own thread."""
+    compacted = {**config, "cleanup.policy": "compact", "min.cleanable.dirty.ratio": 0.3}
+    manager = LogManager([log_dir], LogConfig.of(config), {COMPACTED: LogConfig.of(compacted)}, cleaner_config=CLEANER,
+                         **kwargs)
+    logs = [manager.get_or_create_log(*tp) for tp in LOGS]
     return manager, logs
+
+
+def number(log: Log) -> int:
+    """The log's number in the journal."""
+    return LOGS.index((log.topic, log.partition))
 
 
 class Journal:
@@ -427,16 +456,16 @@ def install_journal(journal: Journal) -> None:
 
         setattr(cls, name, wrapper)
 
-    wrap(Log, "flush", None, lambda log, *a: journal.write("F", log.partition, log.recovery_point, sync=True))
+    wrap(Log, "flush", None, lambda log, *a: journal.write("F", number(log), log.recovery_point, sync=True))
     # a truncation is under way until the recovery points are checkpointed after it (LogManager.truncate_to)
     def truncations(manager, offsets, journal_kind):
-        for (_, partition), target in offsets.items():
-            journal.write(journal_kind, partition, target)
+        for topic_partition, target in offsets.items():
+            journal.write(journal_kind, LOGS.index(topic_partition), target)
 
     wrap(LogManager, "truncate_to", lambda m, offsets: truncations(m, offsets, "T"),
          lambda m, offsets: truncations(m, offsets, "t"))
-    wrap(Log, "delete_old_segments", lambda log: journal.write("R", log.partition),
-         lambda log: journal.write("r", log.partition, log.log_start_offset))
+    wrap(Log, "delete_old_segments", lambda log: journal.write("R", number(log)),
+         lambda log: journal.write("r", number(log), log.log_start_offset))
     wrap(OffsetCheckpoint, "write",
          lambda c, offsets: journal.write("K", os.path.basename(c.path), offsets_payload(offsets)),
          lambda c, offsets: journal.write("k", os.path.basename(c.path)))
@@ -479,7 +508,7 @@ class World:
                                                rng=random.Random(self.rng.getrandbits(32)))
         self.hw = OffsetCheckpoint(os.path.join(self.log_dir, HW_CHECKPOINT_FILE))
         for log in self.logs:
-            self.journal.write("O", log.partition, log.log_start_offset, log.log_end_offset)
+            self.journal.write("O", number(log), log.log_start_offset, log.log_end_offset)
         for log in self.logs:
             LeaderEpochCache(log.dir).assign(self.lifetime, log.log_end_offset)
 
@@ -502,13 +531,14 @@ class World:
 
     def append(self) -> None:
         rng = self.rng
-        log = self.logs[rng.randrange(PARTITIONS)]
-        p, seq = log.partition, self.seq
+        log = self.logs[rng.randrange(len(LOGS))]
+        p, seq = number(log), self.seq
         self.seq += 1
         n = rng.randint(1, 10)
         magic = rng.choice([0, 1])
         codec = CODEC_GZIP if rng.random() < 0.2 else CODEC_NONE
-        items = [(b"k%d" % rng.randrange(64), record_value(ident(p, seq, i)), self.now) for i in range(n)]
+        identities = [ident(p, seq, i) for i in range(n)]
+        items = [(key_of(identity), record_value(identity), self.now) for identity in identities]
         records = bytearray(message_set.build_message_set(items, magic=magic, codec=codec))
         self.journal.write("I", p, seq, n)
         info = log.append(records)
@@ -522,20 +552,25 @@ class World:
 
     def checkpoint(self) -> None:
         self.manager.checkpoint_recovery_points()
-        self.hw.write({(TOPIC, log.partition): log.log_end_offset for log in self.logs})
+        self.hw.write({tp: log.log_end_offset for tp, log in zip(LOGS, self.logs)})
 
     def truncate(self) -> None:
         """A follower cutting its log back (to its high watermark, or where its leader's epoch ends): at the
         start of a message set, since it copied its leader's sets as they were. (A target inside a compressed
         set takes the whole set and leaves the log end at the target, a hole kept from 0.8.2; see
         tests/unit/log/test_log.py.)"""
-        log = self.logs[self.rng.randrange(PARTITIONS)]
+        log = self.logs[self.rng.randrange(len(LOGS))]
         target = max(log.log_start_offset, log.log_end_offset - self.rng.randint(0, 40))
         if target < log.log_end_offset:
             first = next(message_set.iter_messages(log.read(target, READ_BYTES).read_bytes()))
             target = min(target, first.offset)  # a compressed set's first inner offset, where it starts
-        self.manager.truncate_to({TopicPartition(TOPIC, log.partition): target})
+        self.manager.truncate_to({LOGS[number(log)]: target})
         LeaderEpochCache(log.dir).truncate_from_end(target)
+
+    def clean(self) -> None:
+        """What a log cleaner thread does when it wakes: clean the filthiest compacted log, if one needs it."""
+        cleaner = self.manager.cleaner
+        cleaner.clean_or_sleep(cleaner.cleaners[0])
 
     def restart(self) -> None:
         """A clean shutdown (flush, close, checkpoint, marker), and the next start on the marker."""
@@ -569,6 +604,7 @@ def child(plan: Plan, log_dir: str, journal_path: str, config: dict[str, Any], s
     """The forked child: the workload until the kill (steered: its own), or CALIBRATION_STEPS to count."""
     try:
         POINTS.shared = shared
+        logging.getLogger("zkbroker.log").setLevel(logging.WARNING)
         POINTS.counts.clear()
         POINTS.rng = random.Random(plan.seed ^ 0x5EED)
         POINTS.target = (plan.phase, plan.point) if plan.mode == "steered" else None
@@ -657,15 +693,18 @@ class Model:
     check found (which is what the next child recovers)."""
 
     def __init__(self) -> None:
-        self.expect: dict[int, dict[int, bytes]] = {p: {} for p in range(PARTITIONS)}  # offset -> identity
-        self.inflight: dict[int, tuple[int, int] | None] = dict.fromkeys(range(PARTITIONS))
-        self.flushed: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
-        self.start: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
-        self.retention_pending: dict[int, bool] = dict.fromkeys(range(PARTITIONS), False)
-        self.truncating: dict[int, int | None] = dict.fromkeys(range(PARTITIONS))  # target of one under way
+        self.expect: dict[int, dict[int, bytes]] = {p: {} for p in range(len(LOGS))}  # offset -> identity
+        self.inflight: dict[int, tuple[int, int] | None] = dict.fromkeys(range(len(LOGS)))
+        self.flushed: dict[int, int] = dict.fromkeys(range(len(LOGS)), 0)
+        self.start: dict[int, int] = dict.fromkeys(range(len(LOGS)), 0)
+        self.retention_pending: dict[int, bool] = dict.fromkeys(range(len(LOGS)), False)
+        self.truncating: dict[int, int | None] = dict.fromkeys(range(len(LOGS)))  # target of one under way
         # a truncation killed before its checkpoint leaves the recovery point above the end until the next write
-        self.stale_recovery_point: dict[int, bool] = dict.fromkeys(range(PARTITIONS), False)
-        self.gaps: dict[int, set[tuple[int, int]]] = {p: set() for p in range(PARTITIONS)}  # lost to a power cut
+        self.stale_recovery_point: dict[int, bool] = dict.fromkeys(range(len(LOGS)), False)
+        self.gaps: dict[int, set[tuple[int, int]]] = {p: set() for p in range(len(LOGS))}  # lost to a power cut
+        # key -> the last offset a message of it was ever acknowledged at: the cleaner may have dropped any
+        # earlier message of the key, even if a truncation took that later one away since
+        self.superseding: dict[int, dict[bytes, int]] = {p: {} for p in range(len(LOGS))}
         self.checkpoints: dict[str, CheckpointState] = collections.defaultdict(CheckpointState)
         self.verified: dict[int, tuple[int, int]] | None = None  # (start, end) the last check recovered
         self.first_open: set[int] = set()  # partitions whose first open of this lifetime is still to come
@@ -687,9 +726,11 @@ class Model:
                 p, seq, first, last = map(int, fields)
                 n = self.inflight[p][1] if self.inflight[p] else last - first + 1
                 if last - first + 1 != n:
-                    violations.append(f"append of {n} messages to partition {p} acknowledged offsets {first}-{last}")
+                    violations.append(f"append of {n} messages to {LOGS[p]} acknowledged offsets {first}-{last}")
                 for i, offset in enumerate(range(first, last + 1)):
-                    self.expect[p][offset] = ident(p, seq, i)
+                    self.expect[p][offset] = identity = ident(p, seq, i)
+                    key = key_of(identity)
+                    self.superseding[p][key] = max(self.superseding[p].get(key, -1), offset)
                 self.inflight[p] = None
                 self.acked += last - first + 1
             elif kind == "F":
@@ -708,12 +749,12 @@ class Model:
                 p, start = map(int, fields)
                 self.start[p], self.retention_pending[p] = start, False
             elif kind == "L":
-                self.first_open = set(range(PARTITIONS)) if self.verified is not None else set()
+                self.first_open = set(range(len(LOGS))) if self.verified is not None else set()
             elif kind == "O":
                 p, start, end = map(int, fields)
                 if p in self.first_open and self.verified[p] != (start, end):
                     violations.append(
-                        f"partition {p}: the child recovered offsets {start}-{end}, the previous check "
+                        f"{LOGS[p]}: the child recovered offsets {start}-{end}, the previous check "
                         f"{self.verified[p][0]}-{self.verified[p][1]} from the same files")
                 self.first_open.discard(p)
                 self.start[p] = start
@@ -721,7 +762,7 @@ class Model:
                 self.checkpoints[fields[0]].pending = fields[1]
             elif kind == "k":
                 if fields[0] == RECOVERY_POINT_CHECKPOINT_FILE:
-                    self.stale_recovery_point = dict.fromkeys(range(PARTITIONS), False)
+                    self.stale_recovery_point = dict.fromkeys(range(len(LOGS)), False)
                 state = self.checkpoints[fields[0]]
                 state.done, state.pending = state.pending or "-", None
 
@@ -740,7 +781,7 @@ class RecoveryLog(logging.Handler):
     }
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.INFO)
         self.counts: collections.Counter[str] = collections.Counter()
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -757,12 +798,12 @@ class SegmentEntry:
     last: int
 
 
-def walk_segment(path: str) -> tuple[list[SegmentEntry], list[tuple[int, bytes | None]], int, str | None]:
-    """The whole entries of a .log file: (entries, messages as (offset, value), bytes covered, problem)."""
+def walk_segment(path: str) -> tuple[list[SegmentEntry], list[message_set.Message], int, str | None]:
+    """The whole entries of a .log file: (entries, their messages, bytes covered, problem)."""
     with open(path, "rb") as f:
         data = f.read()
     entries: list[SegmentEntry] = []
-    messages: list[tuple[int, bytes | None]] = []
+    messages: list[message_set.Message] = []
     try:
         for entry in message_set.iter_entries(data):
             end = entry.position + message_set.LOG_OVERHEAD + entry.size
@@ -771,8 +812,11 @@ def walk_segment(path: str) -> tuple[list[SegmentEntry], list[tuple[int, bytes |
             inner = list(message_set.iter_messages(data[entry.position:end]))
             if not inner:
                 return entries, messages, entry.position, f"entry at byte {entry.position} holds no message"
+            if inner[-1].offset != entry.offset:
+                return entries, messages, entry.position, (f"entry at byte {entry.position} has offset "
+                                                           f"{entry.offset}, its last message {inner[-1].offset}")
             entries.append(SegmentEntry(entry.position, end, inner[0].offset, inner[-1].offset))
-            messages += [(m.offset, m.value) for m in inner]
+            messages += inner
     except Exception as e:  # InvalidMessageError, or anything a damaged wrapper makes a decompressor raise
         covered = entries[-1].end if entries else 0
         return entries, messages, covered, f"invalid entry after byte {covered}: {type(e).__name__}: {e}"
@@ -811,10 +855,10 @@ class Checker:
                 verified = {}
                 for log in logs:
                     try:
-                        self.check_log(log, model, tear, log.partition in invisible, checkpoints, violations)
+                        self.check_log(log, model, tear, number(log) in invisible, checkpoints, violations)
                     except Exception:
-                        violations.append(f"partition {log.partition}: the check raised {traceback.format_exc()}")
-                    verified[log.partition] = (log.log_start_offset, log.log_end_offset)
+                        violations.append(f"{log.name}: the check raised {traceback.format_exc()}")
+                    verified[number(log)] = (log.log_start_offset, log.log_end_offset)
                 model.verified = verified
             finally:
                 manager.shutdown()
@@ -825,7 +869,7 @@ class Checker:
     def read_checkpoints(self, copy: str, model: Model, violations: list[str]) -> dict[str, dict]:
         """(d): every checkpoint reads, and holds its last completed content or the one being written."""
         found: dict[str, dict] = {}
-        for name in (RECOVERY_POINT_CHECKPOINT_FILE, HW_CHECKPOINT_FILE):
+        for name in (RECOVERY_POINT_CHECKPOINT_FILE, HW_CHECKPOINT_FILE, CLEANER_CHECKPOINT_FILE):
             path = os.path.join(copy, name)
             if not os.path.exists(path):
                 continue
@@ -836,8 +880,8 @@ class Checker:
                 continue
             found[name] = offsets
             self.compare(name, offsets_payload(offsets), model, violations)
-        for p in range(PARTITIONS):
-            name = f"{TOPIC}-{p}/{LEADER_EPOCH_CHECKPOINT_FILE}"
+        for topic, partition in LOGS:
+            name = f"{topic}-{partition}/{LEADER_EPOCH_CHECKPOINT_FILE}"
             if not os.path.exists(os.path.join(copy, name)):
                 continue
             try:
@@ -846,7 +890,7 @@ class Checker:
                 violations.append(f"checkpoint {name} unreadable: {e}")
                 continue
             self.compare(name, epochs_payload(entries), model, violations)
-        self.report.checkpoints_read += len(found) + PARTITIONS
+        self.report.checkpoints_read += len(found) + len(LOGS)
         return found
 
     @staticmethod
@@ -861,9 +905,10 @@ class Checker:
                   violations: list[str]) -> None:
         """`invisible_loss`: the torn tail cut a segment that is not the last at a message boundary, which
         recovery cannot tell from a segment that ended there (0.8.2 cannot either): a gap is allowed."""
-        p = log.partition
+        p = number(log)
         start, end = log.log_start_offset, log.log_end_offset
-        where = f"partition {p}"
+        where = log.name
+        compacted = log.config.compact  # the cleaner leaves gaps in the offsets
         actual: dict[int, bytes] = {}
         previous = start - 1
         gaps = 0
@@ -875,13 +920,13 @@ class Checker:
             if covered != segment.size:
                 violations.append(f"{where}: segment {segment.base_offset} is {segment.size} bytes to the log, "
                                   f"{covered} in whole entries")
-            if k + 1 < len(segments) and messages and messages[-1][0] >= segments[k + 1].base_offset:
-                violations.append(f"{where}: segment {segment.base_offset} holds offset {messages[-1][0]}, at or "
-                                  f"above the next segment's base {segments[k + 1].base_offset}")
-            for offset, value in messages:
+            if k + 1 < len(segments) and messages and messages[-1].offset >= segments[k + 1].base_offset:
+                violations.append(f"{where}: segment {segment.base_offset} holds offset {messages[-1].offset}, at "
+                                  f"or above the next segment's base {segments[k + 1].base_offset}")
+            for offset, key, value, _, _ in messages:
                 if offset <= previous:
                     violations.append(f"{where}: offset {offset} follows {previous}")
-                elif offset != previous + 1 and (previous, offset) not in model.gaps[p]:
+                elif offset != previous + 1 and not compacted and (previous, offset) not in model.gaps[p]:
                     if invisible_loss:
                         gaps += 1
                         model.gaps[p].add((previous, offset))
@@ -890,8 +935,9 @@ class Checker:
                 if offset < segment.base_offset:
                     violations.append(f"{where}: offset {offset} below its segment's base {segment.base_offset}")
                 identity = identity_of(value)
-                if identity is None:
-                    violations.append(f"{where}: offset {offset} holds a value the workload never wrote: {value!r:.80}")
+                if identity is None or key != key_of(identity):
+                    violations.append(f"{where}: offset {offset} holds a message the workload never wrote: "
+                                      f"{key!r:.20} {value!r:.80}")
                 actual[offset] = identity or b"?"
                 previous = max(previous, offset)
             self.check_index(where, segment, entries, violations)
@@ -900,8 +946,8 @@ class Checker:
         self.report.gaps += gaps
         self.check_reads(where, log, actual, violations)
         truncating = model.truncating[p]
-        self.check_model(p, start, end, actual, model, tear, violations)
-        rp = checkpoints.get(RECOVERY_POINT_CHECKPOINT_FILE, {}).get((TOPIC, p))
+        self.check_model(where, p, start, end, actual, model, tear, compacted, violations)
+        rp = checkpoints.get(RECOVERY_POINT_CHECKPOINT_FILE, {}).get(LOGS[p])
         # (a truncation checkpoints the recovery points after it: until then the file may be above the end, and
         # the log caps it at load)
         if rp is not None and rp > end and truncating is not None:
@@ -940,6 +986,7 @@ class Checker:
         start, end = log.log_start_offset, log.log_end_offset
         offsets = sorted(actual)
         k = 0
+        wrong: list[str] = []
         for offset in range(start, end):
             while k < len(offsets) and offsets[k] < offset:
                 k += 1
@@ -948,12 +995,14 @@ class Checker:
                 data = log.read(offset, READ_BYTES).read_bytes()
                 got = next((m for m in message_set.iter_messages(data) if m.offset >= offset), None)
             except Exception as e:
-                violations.append(f"{where}: a read from offset {offset} fails: {type(e).__name__}: {e}")
+                wrong.append(f"a read from offset {offset} fails: {type(e).__name__}: {e}")
                 continue
             if got is None or got.offset != expected or identity_of(got.value) != actual.get(expected):
-                violations.append(f"{where}: a read from offset {offset} returns "
-                                  f"{'nothing' if got is None else got.offset}, not {expected}")
+                wrong.append(f"a read from offset {offset} returns {'nothing' if got is None else got.offset}, "
+                             f"not {expected}")
             self.report.reads += 1
+        if wrong:
+            violations.append(f"{where}: {len(wrong)} reads wrong, the first: {wrong[0]}")
         if log.read(end, READ_BYTES).records.size != 0:
             violations.append(f"{where}: a read at the log end {end} returns bytes")
         for outside in (start - 1, end + 1):
@@ -965,18 +1014,26 @@ class Checker:
             except OffsetOutOfRangeError:
                 pass
 
-    def check_model(self, p: int, start: int, end: int, actual: dict[int, bytes], model: Model, tear: bool,
-                    violations: list[str]) -> None:
-        """(b): acknowledged records (with a torn tail: acknowledged and flushed) are there, nothing else is
-        but what was being appended, and the log start moved only through retention."""
-        where = f"partition {p}"
+    def check_model(self, where: str, p: int, start: int, end: int, actual: dict[int, bytes], model: Model,
+                    tear: bool, compacted: bool, violations: list[str]) -> None:
+        """(b): acknowledged records (with a torn tail: acknowledged and flushed) are there, except, in a
+        compacted log, those a later message of the same key replaced; nothing else is there but what was being
+        appended; and the log start moved only through retention."""
         expect = model.expect[p]
         flushed = model.flushed[p]
         truncating = model.truncating[p]
         if truncating is not None:
             flushed = min(flushed, truncating)
 
+        latest = model.superseding[p]  # key -> its last offset acknowledged or present
+        if compacted:
+            for o, identity in actual.items():
+                key = key_of(identity)
+                latest[key] = max(latest.get(key, -1), o)
+
         def may_be_missing(o: int) -> bool:
+            if compacted and latest[key_of(expect[o])] > o:
+                return True
             return (truncating is not None and o >= truncating) or (tear and o >= flushed)
 
         lost = [o for o, identity in expect.items()
@@ -991,8 +1048,8 @@ class Checker:
             if o in expect:
                 continue
             fields = identity.split(b":")
-            if not (inflight and len(fields) == 3 and int(fields[0]) == p and int(fields[1]) == inflight[0]
-                    and int(fields[2]) < inflight[1]):
+            if not (inflight and len(fields) == 3 and fields[2].isdigit() and int(fields[0]) == p
+                    and int(fields[1]) == inflight[0] and int(fields[2]) < inflight[1]):
                 violations.append(f"{where}: offset {o} holds {identity!r}, never acknowledged nor being appended")
                 break
             self.report.unacked_survivors += 1
@@ -1019,8 +1076,8 @@ def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) ->
     boundary (a loss recovery cannot see)."""
     damaged = 0
     invisible = set()
-    for p in range(PARTITIONS):
-        partition_dir = os.path.join(log_dir, f"{TOPIC}-{p}")
+    for p, (topic, partition) in enumerate(LOGS):
+        partition_dir = os.path.join(log_dir, f"{topic}-{partition}")
         if not os.path.isdir(partition_dir):
             continue
         names = sorted(name for name in os.listdir(partition_dir) if name.endswith(".log"))
@@ -1047,9 +1104,9 @@ def tear_unflushed(log_dir: str, flushed: dict[int, int], rng: random.Random) ->
                 elif how == "zero":
                     f.seek(at)
                     f.write(bytes(len(data) - at))
-                elif how == "garble":
+                elif how == "garble":  # to the end: garbage that only hit an offset field would go unseen
                     f.seek(at)
-                    f.write(rng.randbytes(rng.randint(1, max(1, len(data) - at))))
+                    f.write(rng.randbytes(len(data) - at))
             damaged += how != "keep"
             index_path = path[: -len(".log")] + ".index"
             if os.path.exists(index_path):
@@ -1127,6 +1184,8 @@ def run_chain(chain: int, runs: range, args: argparse.Namespace, root: str, repo
             choices = {name: n for name, n in counts.items() if n > 0 and name != "recovery"}
             if recovery_points:
                 choices["recovery"] = recovery_points
+            if args.phases:
+                choices = {name: n for name, n in choices.items() if name in args.phases} or choices
             plan.phase = rng.choice(sorted(choices))
             plan.point = rng.randrange(choices[plan.phase])
             plan.max_steps = 4 * CALIBRATION_STEPS
@@ -1206,12 +1265,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the directories go (default /dev/shm)")
     parser.add_argument("--progress", action="store_true", help="a line per run")
     parser.add_argument("--keep", help="copy each directory and journal with a violation here, before the check")
+    parser.add_argument("--phases", type=lambda text: text.split(","), default=None,
+                        help="steer the kills only to these phases (comma-separated), e.g. swap,clean")
     args = parser.parse_args(argv)
     logging.getLogger().addHandler(logging.NullHandler())
     recovery_log = RecoveryLog()
     log_logger = logging.getLogger("zkbroker.log")
     log_logger.addHandler(recovery_log)
-    log_logger.setLevel(logging.WARNING)
+    log_logger.setLevel(logging.INFO)  # the child sets WARNING: only the checks' recoveries are counted
     log_logger.propagate = False
     install_points()
     root = tempfile.mkdtemp(prefix="crash-torture-", dir=args.dir)
