@@ -28,6 +28,12 @@ Where we deviate from 0.8.2, on purpose:
   and after a restart took the segment for empty (its next offset came out as the base offset).
 - A follower's (assign_offsets=False) message sizes are not checked against max.message.bytes again: the
   leader checked them against the same topic setting.
+- A flush never moves the recovery point past the log end offset. 0.8.2's flush after a roll, scheduled
+  with the roll's offset, could run after a truncation below that offset and vouch for data not yet written.
+- Segments after a truncation's target, or after the segment where recovery found corruption, are deleted
+  newest first, and recovery cuts the corrupt segment only after them, so that a crash in between leaves a
+  valid prefix of the log; 0.8.2 deleted them oldest first (after cutting), and a crash in between left a
+  hole in the offsets that the next recovery kept. (Both found by bench/crash_torture.py.)
 
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
 snapshot of the segments taken under the log's lock), and so does the log cleaner, which reads the segments
@@ -430,8 +436,8 @@ class Log:
         """fsync the segments holding offsets below `offset` (default: the log end offset) that may not be on
         disk yet, and advance the recovery point to `offset`."""
         with self._lock:
-            if offset is None:
-                offset = self._next_offset
+            # capped: a flush scheduled at a roll may run after a truncation below the roll's offset
+            offset = self._next_offset if offset is None else min(offset, self._next_offset)
             if offset <= self.recovery_point:
                 return
             truncations = self._truncations
@@ -465,7 +471,7 @@ class Log:
                 self.truncate_fully_and_start_at(target_offset)
                 return
             below_active = target_offset < self.active_segment.base_offset
-            for segment in self.segments:
+            for segment in reversed(self.segments):  # newest first: a crash in between leaves a prefix
                 if segment.base_offset > target_offset:
                     self._delete_segment(segment)
             self.active_segment.truncate_to(target_offset)
@@ -717,16 +723,20 @@ class Log:
             return
         for i, segment in enumerate(segments):
             logger.info("Recovering unflushed segment %d in log %s.", segment.base_offset, self.name)
-            truncated = segment.recover(self.config.max_message_bytes)
+            later = segments[i + 1 :]
+
+            def drop_later(later: list[LogSegment] = later) -> None:
+                # before the corrupt segment is cut, newest first: a crash in between leaves a valid prefix
+                for dropped in reversed(later):
+                    self._delete_segment(dropped)
+
+            truncated = segment.recover(self.config.max_message_bytes, before_cut=drop_later)
             if truncated > 0:
-                later = segments[i + 1 :]
                 logger.warning(
                     "Corruption found in segment %d of log %s, truncating to offset %d: %d bytes cut%s.",
                     segment.base_offset, self.name, segment.next_offset(), truncated,
                     _describe_deleted(later),
                 )
-                for dropped in later:
-                    self._delete_segment(dropped)
                 return
 
     def __repr__(self) -> str:

@@ -243,10 +243,11 @@ class LogSegment:
 
     # -- recovery -----------------------------------------------------------------------------------------
 
-    def recover(self, max_message_size: int) -> int:
+    def recover(self, max_message_size: int, before_cut: Callable[[], None] | None = None) -> int:
         """Re-validate the whole .log, rebuild the index, and cut the file at the first entry that is torn,
         fails its CRC, is larger than `max_message_size`, or does not have an offset above the previous one.
-        Returns the number of bytes cut.
+        Returns the number of bytes cut. `before_cut` runs first when there is something to cut (a log deletes
+        the segments after this one then, so that a crash before the cut leaves no hole in the offsets).
 
         Index entries go where 0.8.2's recovery put them: at the first entry more than index.interval.bytes
         past the previous index entry. For a compressed entry 0.8.2 decompressed it to index its first inner
@@ -289,6 +290,8 @@ class LogSegment:
                 chunk = _RECOVERY_CHUNK
         truncated = file_size - position
         if truncated:
+            if before_cut is not None:
+                before_cut()
             logger.warning(
                 "Found invalid messages in log segment %s at byte offset %d: %s.",
                 os.path.abspath(self.log_path), position, problem or "torn message at the end of the file",

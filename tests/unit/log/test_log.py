@@ -6,6 +6,7 @@ import random
 import pytest
 
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log, OutOfOrderOffsetsError, parse_topic_partition_name
+from zkbroker.log.segment import LogSegment
 from zkbroker.protocol.compression import CODEC_GZIP
 from zkbroker.protocol.errors import ErrorCode, OffsetOutOfRangeError, RecordListTooLargeError
 from zkbroker.protocol.message_set import InvalidMessageError, iter_entries, iter_messages
@@ -311,6 +312,44 @@ def test_truncate_inside_a_compressed_set_cuts_the_whole_set(make_log, records):
     log.close()
     open(os.path.join(os.path.dirname(log.dir), ".kafka_cleanshutdown"), "w").close()
     assert Log(log.dir, log.config).log_end_offset == 2
+
+
+def test_a_flush_scheduled_at_a_roll_does_not_vouch_for_offsets_a_truncation_removed(make_log, records, scheduler):
+    # crash torture: the roll at offset 6 schedules flush(6); a truncation to 3 runs first. The flush must not
+    # set the recovery point to 6: offsets 3-5 appended again later would count as flushed without being so.
+    log = make_log(segment_bytes=3 * MESSAGE, schedule=scheduler)
+    for i in range(7):
+        log.append(records(i, 1))
+    assert scheduler.names() == ["flush-log", "flush-log"]
+    log.truncate_to(3)
+    scheduler.run_due()
+    assert (log.log_end_offset, log.recovery_point) == (3, 3)
+    log.append(records(3, 1))
+    assert log.recovery_point == 3
+
+
+def test_a_crash_between_the_deletions_of_a_truncation_leaves_a_prefix(make_log, records, monkeypatch):
+    # crash torture: truncating to 3 deletes the segments after it; killed after the first deletion, the log
+    # must not keep a later segment without the one before it (a hole in the offsets after recovery)
+    log = make_log(segment_bytes=2 * MESSAGE)
+    for i in range(10):
+        log.append(records(i, 1))
+    renamed = []
+    real_rename = LogSegment.change_file_suffixes
+
+    def crash_on_the_second(segment, old, new):
+        if renamed:
+            raise KeyboardInterrupt("killed")
+        renamed.append(segment.base_offset)
+        real_rename(segment, old, new)
+
+    monkeypatch.setattr(LogSegment, "change_file_suffixes", crash_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        log.truncate_to(3)
+    monkeypatch.undo()
+    reopened = Log(log.dir, log.config)
+    offsets = [offset for offset, _ in consume(reopened)]
+    assert offsets == list(range(reopened.log_end_offset)) and reopened.log_end_offset == 8
 
 
 def test_truncate_to_beyond_the_end_does_nothing(make_log, records):

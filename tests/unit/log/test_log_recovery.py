@@ -190,6 +190,34 @@ def test_an_untrimmed_active_index_after_a_crash_is_rebuilt(make_log, records):
     assert all_offsets(reopened) == list(range(6))
 
 
+def test_a_crash_while_recovery_drops_the_segments_after_corruption_leaves_a_prefix(make_log, records, monkeypatch):
+    # crash torture: segment 5 is corrupt, so recovery cuts it and deletes segment 10; killed in between, the
+    # next recovery must not find segment 5 cut and segment 10 still there (a hole at offsets 7-9)
+    log = write_log(make_log, records, messages=20)
+    with open(segment_file(log, 5), "r+b") as f:  # flip a byte in the value of offset 7
+        f.seek(2 * MESSAGE + 30)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    renamed = []
+    real_rename = segment_module.LogSegment.change_file_suffixes
+
+    def crash_on_the_second(segment, old, new):
+        if renamed:
+            raise KeyboardInterrupt("killed")
+        renamed.append(segment.base_offset)
+        real_rename(segment, old, new)
+
+    monkeypatch.setattr(segment_module.LogSegment, "change_file_suffixes", crash_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        make_log(**CONFIG)
+    monkeypatch.undo()
+    reopened = make_log(**CONFIG)
+    assert reopened.log_end_offset == 7
+    assert all_offsets(reopened) == list(range(7))
+    assert [s.base_offset for s in reopened.segments] == [0, 5]
+
+
 def test_files_of_interrupted_operations_are_cleaned_up(make_log, records):
     log = write_log(make_log, records)
     mark_clean(log)
