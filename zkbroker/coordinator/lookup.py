@@ -8,8 +8,6 @@ The coordinator is the leader of that partition.
 
 from __future__ import annotations
 
-OFFSETS_TOPIC = "__consumer_offsets"
-
 _INT32_MIN = -(2**31)
 
 
