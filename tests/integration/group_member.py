@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import signal
 import sys
 import time
@@ -136,6 +138,8 @@ def main() -> None:
     parser.add_argument("--max-poll-interval-ms", type=int, default=300000)
     parser.add_argument("--stall-after", type=int)
     args = parser.parse_args()
+    if os.environ.get("GROUP_MEMBER_DEBUG"):  # the client's own logs on stderr, to see a rebalance from inside
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     stop: list = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     emit(event="started")

@@ -22,6 +22,7 @@ The rules, as Kafka 2.x's coordinator applies them to the 0.10.1 protocol we spe
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ from zkbroker.coordinator.record_formats import (
 )
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.topic_partition import TopicPartition
+
+log = logging.getLogger("zkbroker.coordinator.GroupCoordinator")
 
 Records = tuple[tuple[bytes, bytes | None], ...]
 
@@ -152,7 +155,9 @@ class GroupCoordinator:
             for member in list(group.members.values()):
                 deadline = member.session_deadline_ms()
                 if deadline is not None and deadline <= now_ms and group.has(member.member_id):
-                    self._remove_member_and_update(group, member, now_ms)
+                    log.info("[GroupCoordinator]: Member %s in group %s has failed (no heartbeat for %d ms)",
+                             member.member_id, group.group_id, member.session_timeout_ms)
+                    self._remove_member_and_update(group, member, now_ms, "its session expired")
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.config.offsets_topic_partitions)
@@ -273,7 +278,7 @@ class GroupCoordinator:
             group.add(member)
             group.new_member_added = True
             if not group.is_(GroupState.PREPARING_REBALANCE):
-                self._prepare_rebalance(group, now_ms)
+                self._prepare_rebalance(group, now_ms, f"member {member.member_id} joined")
         else:
             member = group.members[member_id]
             unchanged = member.matches(protocols)
@@ -289,7 +294,7 @@ class GroupCoordinator:
                 return
             else:
                 self._update_member(member, token, session_timeout_ms, rebalance_timeout_ms, protocols)
-                self._prepare_rebalance(group, now_ms)
+                self._prepare_rebalance(group, now_ms, f"member {member_id} rejoined")
         self._try_complete_join(group, now_ms)
 
     @staticmethod
@@ -309,7 +314,9 @@ class GroupCoordinator:
                 "group_protocol": group.protocol or "", "leader_id": group.leader_id or "",
                 "member_id": member.member_id, "members": members}
 
-    def _prepare_rebalance(self, group: GroupMetadata, now_ms: int) -> None:
+    def _prepare_rebalance(self, group: GroupMetadata, now_ms: int, reason: str) -> None:
+        log.info("[GroupCoordinator]: Preparing to rebalance group %s in state %s with old generation %d (%s)",
+                 group.group_id, group.state.value, group.generation, reason)
         if group.is_(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         delay = self.config.initial_rebalance_delay_ms
@@ -346,10 +353,14 @@ class GroupCoordinator:
         group.join_deadline_ms = None
         group.initial_delay_active = False
         for member in group.not_yet_rejoined():
+            log.info("[GroupCoordinator]: Member %s in group %s did not rejoin within the rebalance timeout",
+                     member.member_id, group.group_id)
             group.remove(member.member_id)
         if group.is_(GroupState.DEAD):
             return
         group.init_next_generation()
+        log.info("[GroupCoordinator]: Stabilized group %s generation %d with %d members (protocol %s)",
+                 group.group_id, group.generation, len(group.members), group.protocol)
         if group.is_(GroupState.EMPTY):
             self._store_group(group, lambda error, now: None)
             return
@@ -393,12 +404,14 @@ class GroupCoordinator:
                 return
             if error != ErrorCode.NONE:
                 self._reset_and_propagate_assignment_error(group, append_error(error, for_offsets=False))
-                self._prepare_rebalance(group, now)
+                self._prepare_rebalance(group, now, f"the group could not be written (error {error})")
                 return
             for m in group.members.values():
                 m.assignment = complete.get(m.member_id, b"")
             self._propagate_assignment(group, ErrorCode.NONE)
             group.transition_to(GroupState.STABLE)
+            log.info("[GroupCoordinator]: Assignment received from leader %s for group %s for generation %d",
+                     member_id, group_id, current_generation)
 
         self._store_group(group, stored, complete)
         return None
@@ -454,17 +467,18 @@ class GroupCoordinator:
         if member.awaiting_join is not None:
             self._emit(member.awaiting_join, _join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
             member.awaiting_join = None
-        self._remove_member_and_update(group, member, now_ms)
+        self._remove_member_and_update(group, member, now_ms, f"member {member_id} left")
         return ErrorCode.NONE
 
-    def _remove_member_and_update(self, group: GroupMetadata, member: MemberMetadata, now_ms: int) -> None:
+    def _remove_member_and_update(self, group: GroupMetadata, member: MemberMetadata, now_ms: int,
+                                  reason: str) -> None:
         """A member left or expired: the rest rebalance without it."""
         if member.awaiting_sync is not None:
             self._emit(member.awaiting_sync, {"error_code": ErrorCode.UNKNOWN_MEMBER_ID, "member_assignment": b""})
             member.awaiting_sync = None
         group.remove(member.member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, now_ms)
+            self._prepare_rebalance(group, now_ms, reason)
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group, now_ms)
 
