@@ -67,3 +67,22 @@ def test_unknown_versions_are_refused():
         decode_key(b"\x00\x09\x00\x01g")
     with pytest.raises(RemoteProtocolError):
         decode_offset_value(b"\x00\x09")
+
+
+def test_consumer_protocol_assignment_and_subscription_as_kafka_python_writes_them():
+    from kafka.protocol.old import consumer_protocol as theirs_protocol
+
+    from zkbroker.coordinator.consumer_protocol import (
+        decode_assignment,
+        decode_subscription,
+        encode_assignment,
+        encode_subscription,
+    )
+
+    theirs = theirs_protocol.ConsumerProtocolMemberAssignment_v0(0, [("t", [0, 2]), ("u", [1])], b"").encode()
+    assert decode_assignment(theirs) == [("t", 0), ("t", 2), ("u", 1)]
+    assert decode_assignment(encode_assignment([("t", 0), ("t", 2)])) == [("t", 0), ("t", 2)]
+    assert decode_assignment(b"") == []
+    subscription = theirs_protocol.ConsumerProtocolMemberMetadata_v0(0, ["t", "u"], b"").encode()
+    assert decode_subscription(subscription) == ["t", "u"]
+    assert decode_subscription(encode_subscription(["x"])) == ["x"]
