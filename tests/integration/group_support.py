@@ -17,6 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
 
 
+def require_client(client: str) -> None:
+    """KafkaJS runs from tests/node/node_modules, which `make test` installs (tests/real_tools.py); without it
+    the test skips, and under CI fails (tests/conftest.py)."""
+    if client == "kafkajs":
+        from tests.real_tools import require_node_package
+
+        require_node_package("kafkajs")
+
+
 class Member:
     """One consumer process of a group; its JSON lines are in `events()`."""
 
@@ -24,6 +33,7 @@ class Member:
                  topics: list[str] | None = None, pattern: str | None = None, assignor: str = "range",
                  session_timeout_ms: int = 6000, max_poll_interval_ms: int = 300000,
                  stall_after: int | None = None) -> None:
+        require_client(client)
         self.name = name
         self.client = client
         self.out_path = workdir / f"{name}.jsonl"

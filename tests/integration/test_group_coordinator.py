@@ -27,11 +27,13 @@ def produce_values(bootstrap: str, topic: str, count: int, tag: str = "") -> set
     return set(values)
 
 
-PY_GROUP_CLIENTS = [("confluent-kafka", "range"), ("confluent-kafka", "roundrobin"), ("kafka-python", "range")]
+# KafkaJS ships only its round-robin assigner.
+GROUP_CLIENTS = [("confluent-kafka", "range"), ("confluent-kafka", "roundrobin"), ("kafka-python", "range"),
+                 ("kafkajs", "roundrobin")]
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize(("client", "assignor"), PY_GROUP_CLIENTS, ids=lambda v: v)
+@pytest.mark.parametrize(("client", "assignor"), GROUP_CLIENTS, ids=lambda v: v)
 def test_three_members_own_twelve_partitions_exactly_once_and_read_every_record(client, assignor, brokers,
                                                                                 zk_connect, tmp_path):
     (broker,) = brokers(1)
@@ -87,7 +89,7 @@ def add_partitions(zk_connect: str, topic: str, count: int) -> None:
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "kafkajs"])
 def test_committed_offsets_survive_a_restart_of_the_group(client, brokers, zk_connect, tmp_path):
     (broker,) = brokers(1)
     topic = new_name("restart")
@@ -111,7 +113,7 @@ def test_committed_offsets_survive_a_restart_of_the_group(client, brokers, zk_co
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
+@pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python", "kafkajs"])
 def test_sigkilled_member_loses_its_partitions_after_its_session_timeout(client, brokers, zk_connect, tmp_path):
     (broker,) = brokers(1)
     topic = new_name("killed")
