@@ -100,8 +100,21 @@ class GroupValue:
     members: tuple[MemberRecord, ...]
 
 
+# Offset commits are the hot path (one key and value per committed partition): packed with struct directly;
+# tests/unit/coordinator/test_record_formats.py holds them to the schemas above.
+_INT32 = struct.Struct(">i")
+_OFFSET_VALUE_V1 = struct.Struct(">hq")
+_TIMESTAMPS = struct.Struct(">qq")
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return _VERSION.pack(len(data)) + data
+
+
 def encode_offset_key(key: OffsetKey) -> bytes:
-    return _VERSION.pack(OFFSET_KEY_VERSION) + _OFFSET_KEY.encode(key)
+    return b"".join((_VERSION.pack(OFFSET_KEY_VERSION), _string(key.group), _string(key.topic),
+                     _INT32.pack(key.partition)))
 
 
 def encode_group_key(key: GroupKey) -> bytes:
@@ -109,7 +122,8 @@ def encode_group_key(key: GroupKey) -> bytes:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
-    return _VERSION.pack(OFFSET_VALUE_VERSION) + _OFFSET_VALUES[OFFSET_VALUE_VERSION].encode(value)
+    return b"".join((_OFFSET_VALUE_V1.pack(OFFSET_VALUE_VERSION, value.offset), _string(value.metadata),
+                     _TIMESTAMPS.pack(value.commit_timestamp, value.expire_timestamp)))
 
 
 def encode_group_value(value: GroupValue) -> bytes:

@@ -86,3 +86,12 @@ def test_consumer_protocol_assignment_and_subscription_as_kafka_python_writes_th
     subscription = theirs_protocol.ConsumerProtocolMemberMetadata_v0(0, ["t", "u"], b"").encode()
     assert decode_subscription(subscription) == ["t", "u"]
     assert decode_subscription(encode_subscription(["x"])) == ["x"]
+
+
+@pytest.mark.parametrize("group", ["g", "gr\u00fcppe", ""])
+def test_packed_offset_records_equal_the_schemas(group):
+    from zkbroker.coordinator import record_formats as rf
+
+    key, value = OffsetKey(group, "topic-\u00e9", 7), OffsetValue(2**40, "m\u00e9ta", 1700000000000, -1)
+    assert encode_offset_key(key) == b"\x00\x01" + rf._OFFSET_KEY.encode(key)
+    assert encode_offset_value(value) == b"\x00\x01" + rf._OFFSET_VALUES[1].encode(value)
