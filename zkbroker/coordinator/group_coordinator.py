@@ -552,6 +552,28 @@ class GroupCoordinator:
             return ErrorCode.NONE, dict(stored)
         return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
 
+    def expire_offsets(self, now_ms: int) -> int:
+        """offsets.retention.minutes (Kafka 2.1's rule, KIP-211): the offsets of a group without members expire
+        at their expire timestamp; a group left with neither members nor offsets is forgotten. Tombstones go to
+        `__consumer_offsets`, so a restarted coordinator (and the log cleaner) forgets them too. Returns how many
+        offsets expired. (0.8.2-2.0 expired offsets of active groups too, which made idle partitions re-read.)"""
+        expired = 0
+        for group in list(self.groups.values()):
+            if not group.is_(GroupState.EMPTY) or self.partition_for(group.group_id) not in self.owned:
+                continue
+            gone = [tp for tp, o in group.offsets.items() if 0 <= o.expire_timestamp <= now_ms]
+            records = [(encode_offset_key(OffsetKey(group.group_id, tp.topic, tp.partition)), None) for tp in gone]
+            for tp in gone:
+                del group.offsets[tp]
+            expired += len(gone)
+            if not group.offsets:
+                group.transition_to(GroupState.DEAD)
+                del self.groups[group.group_id]
+                records.append((encode_group_key(GroupKey(group.group_id)), None))
+            if records:
+                self._append(group.group_id, tuple(records), lambda error, now: None)
+        return expired
+
     # ---- DescribeGroups and ListGroups --------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> dict:

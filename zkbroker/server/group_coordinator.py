@@ -258,6 +258,13 @@ class GroupCoordinatorDriver:
                  admin.OFFSETS_TOPIC, pid, len(records), groups, (time.monotonic() - started) * 1000)
         self._run()
 
+    async def expire_offsets(self) -> None:
+        """Every offsets.retention.check.interval.ms (KafkaServer runs it)."""
+        expired = self.machine.expire_offsets(_now_ms())
+        if expired:
+            log.info("Broker %d removed %d expired offsets", self.broker_id, expired)
+        self._run()
+
     def shutdown(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

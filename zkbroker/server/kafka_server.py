@@ -94,6 +94,7 @@ class KafkaServer:
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
                               self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
+            self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()

@@ -492,3 +492,19 @@ def test_describe_and_list():
     assert preparing["state"] == "PreparingRebalance" and preparing["protocol"] == ""
     assert all(m["member_assignment"] == b"" for m in preparing["members"])
     assert h.gc.list_groups() == (E.NONE, [("g", "consumer")])
+
+
+# ---- offsets retention ------------------------------------------------------------------------------------
+
+def test_offsets_of_an_empty_group_expire_and_the_group_is_forgotten_with_tombstones():
+    h = Harness(offsets_retention_ms=60_000)
+    assert h.commit("", -1, {("t", 0): (5, "")}, group="idle") == {("t", 0): E.NONE}
+    (leader,), gen = h.stable_group(1)
+    h.commit(leader, gen, {("t", 0): (9, "")})
+    h.now = 60_000
+    assert h.gc.expire_offsets(h.now) == 1  # the active group's offsets stay (KIP-211)
+    h.drain()
+    assert "idle" not in h.gc.groups
+    tombstones = [(decode_key(k), v) for _, k, v in h.log[-2:]]
+    assert tombstones == [(OffsetKey("idle", "t", 0), None), (GroupKey("idle"), None)]
+    assert h.gc.fetch_offsets("g", [TopicPartition("t", 0)])[1][TopicPartition("t", 0)].offset == 9
