@@ -1,7 +1,7 @@
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
 # The two commands: `make demo` and `make test`. Each bootstraps what it needs on a fresh machine:
 # a .venv with the package and its extras, a real Apache ZooKeeper (see zkbroker/lab/zookeeper.py);
-# `make test` also installs the real tools the tests drive, kcat, docker-compose, nft and ip (see
+# `make test` also installs the real tools the tests drive, kcat, docker-compose, nft and ip, and KafkaJS (see
 # tests/real_tools.py), and builds the Spark standalone-cluster workers' Python: pyspark and pyarrow only
 # (zkbroker/lab/spark_cluster.py).
 
@@ -20,7 +20,8 @@ $(STAMP): setup.cfg pyproject.toml
 zookeeper: $(STAMP)
 	@$(PY) -m zkbroker.lab.zookeeper ensure
 
-# The real tools the suite drives (kcat, docker-compose; nft and ip for the lab network), from Debian's packages.
+# The real tools the suite drives (kcat, docker-compose; nft and ip for the lab network), from Debian's packages,
+# and KafkaJS (npm ci in tests/node).
 tools: $(STAMP)
 	@$(PY) -m tests.real_tools ensure
 

@@ -71,10 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     preferred_replica_election.add_command(commands)
     reassign_partitions.add_command(commands)
 
-    from zkbroker.tools import console_consumer, console_producer, consumer_offset_checker
+    from zkbroker.tools import console_consumer, console_producer, consumer_groups, consumer_offset_checker
     console_producer.add_command(commands)
     console_consumer.add_command(commands)
     consumer_offset_checker.add_command(commands)
+    consumer_groups.add_command(commands)
 
     from zkbroker.tools import zookeeper_security_migration
     zookeeper_security_migration.add_command(commands)

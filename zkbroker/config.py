@@ -488,6 +488,17 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("offsets.commit.required.acks", _SHORT, -1,
               "Acks an offset commit needs; at most offsets.topic.replication.factor.", Range(-1)),
 
+    # The group coordinator (DESIGN §12; Kafka 0.9+ keys, 0.8.2 had no coordinator)
+    ConfigKey("group.min.session.timeout.ms", _INT, 6000,
+              "Smallest session timeout a group member may ask for (JoinGroup); below it INVALID_SESSION_TIMEOUT.",
+              _AT_LEAST_0),
+    ConfigKey("group.max.session.timeout.ms", _INT, 1800000,
+              "Largest session timeout a group member may ask for (Kafka 3.0's default; 0.9's 30000 refuses "
+              "today's clients, which ask for 45000).", _AT_LEAST_0),
+    ConfigKey("group.initial.rebalance.delay.ms", _INT, 0,
+              "How long an empty group's first rebalance waits for more members, extended by as much for each "
+              "(KIP-134, Kafka 0.11's default 3000); 0 completes it at once, as 0.9-0.10 did.", _AT_LEAST_0),
+
     ConfigKey("delete.topic.enable", _BOOLEAN, False,
               "Act on /admin/delete_topics; when false a topic marked for deletion stays."),
 )})
@@ -498,6 +509,7 @@ _RELATIONS = (
     ("replica.fetch.wait.max.ms", "at most", "replica.lag.time.max.ms"),  # else idle followers leave the ISR
     ("replica.fetch.max.bytes", "at least", "message.max.bytes"),  # else a follower cannot fetch a big message
     ("offsets.commit.required.acks", "at most", "offsets.topic.replication.factor"),
+    ("group.min.session.timeout.ms", "at most", "group.max.session.timeout.ms"),
 )
 _MIN_DEDUPE_BYTES_PER_CLEANER = 1024 * 1024
 

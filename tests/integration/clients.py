@@ -72,6 +72,10 @@ PYTHON_CLIENTS = [
                  {"api.version.request": False, "broker.version.fallback": "0.8.2"}),
 ]
 
+#: The one configuration that commits with OffsetCommit v0, whose offsets live in ZooKeeper (0.8.1's API; every
+#: client above sends v1 or v2, whose offsets live in __consumer_offsets).
+ZOOKEEPER_OFFSETS_CLIENT = ClientConfig("kafka-python-0.8.1", "kafka-python", {"api_version": (0, 8, 1)})
+
 
 def _deadline(timeout_s: float) -> float:
     return time.monotonic() + timeout_s

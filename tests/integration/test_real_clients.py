@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from tests.integration.clients import PYTHON_CLIENTS, ClientConfig, Received
+from tests.integration.clients import PYTHON_CLIENTS, ZOOKEEPER_OFFSETS_CLIENT, ClientConfig, Received
 from tests.integration.harness import Broker, create_topic, list_offset, wait_for, wait_for_leaders
 from tests.real_tools import require
 from zkbroker.protocol.message_set import build_message_set, iter_entries, iter_messages
@@ -187,12 +187,13 @@ def test_producing_to_an_unknown_topic_auto_creates_it_and_every_record_arrives(
     assert_read_back(records, received, acked)
 
 
-# ---- consumer offsets in ZooKeeper ----------------------------------------------------------------------------
+# ---- consumer offsets: v0 in ZooKeeper, v1 and later in __consumer_offsets (0.8.2's rule) ---------------------
 
 
 @pytest.mark.timeout(90)
-@pytest.mark.parametrize("client", PYTHON_CLIENTS, ids=str)
-def test_client_commits_land_in_zookeeper_and_a_new_consumer_resumes_from_them(client, brokers, zk_connect, zk):
+@pytest.mark.parametrize("client", [*PYTHON_CLIENTS, ZOOKEEPER_OFFSETS_CLIENT], ids=str)
+def test_client_commits_land_where_their_version_says_and_a_new_consumer_resumes_from_them(client, brokers,
+                                                                                            zk_connect, zk):
     (broker,) = brokers(1)
     topic = new_topic()
     create_topic(zk_connect, topic, 3, 1, [broker])
@@ -205,8 +206,9 @@ def test_client_commits_land_in_zookeeper_and_a_new_consumer_resumes_from_them(c
 
     client.commit(broker.bootstrap, group, topic, commits)
 
+    in_zookeeper = client is ZOOKEEPER_OFFSETS_CLIENT  # OffsetCommit v0; the others send v1 or v2
     for p, offset in commits.items():  # 0.8.2's layout: the decimal string of the next offset to read
-        assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}") == str(offset).encode()
+        assert zk.get(f"/consumers/{group}/offsets/{topic}/{p}") == (str(offset).encode() if in_zookeeper else None)
     assert client.committed(broker.bootstrap, group, topic, [0, 1, 2]) == commits
     # A new consumer of the group, assigned without an offset, starts where the group committed (with
     # auto.offset.reset=latest, so a lost commit would show as nothing read rather than a lucky start at 0).
@@ -219,9 +221,11 @@ def test_client_commits_land_in_zookeeper_and_a_new_consumer_resumes_from_them(c
     assert firsts == commits
 
 
-def test_commits_from_both_python_clients_share_the_zookeeper_store(brokers, zk_connect, zk):
+def test_commits_from_both_python_clients_share_the_offsets_topic_and_v0_keeps_zookeeper_apart(
+        brokers, zk_connect, zk):
     """A group committed by kafka-python (OffsetCommit v2) is read back by confluent-kafka legacy
-    (OffsetFetch v1) and the other way round: one store, whatever version wrote it."""
+    (OffsetFetch v1) and the other way round: one store for v1 and later, `__consumer_offsets`. A v0 commit of
+    the same group goes to ZooKeeper and is read back by v0 only, as with 0.8.2's two storages."""
     (broker,) = brokers(1)
     topic = new_topic()
     create_topic(zk_connect, topic, 1, 1, [broker])
@@ -230,8 +234,12 @@ def test_commits_from_both_python_clients_share_the_zookeeper_store(brokers, zk_
     kafka_python.commit(broker.bootstrap, group, topic, {0: 42})
     assert confluent_legacy.committed(broker.bootstrap, group, topic, [0]) == {0: 42}
     confluent.commit(broker.bootstrap, group, topic, {0: 7})
-    assert zk.get(f"/consumers/{group}/offsets/{topic}/0") == b"7"
     assert kafka_python.committed(broker.bootstrap, group, topic, [0]) == {0: 7}
+    assert zk.get(f"/consumers/{group}/offsets/{topic}/0") is None
+    ZOOKEEPER_OFFSETS_CLIENT.commit(broker.bootstrap, group, topic, {0: 99})
+    assert zk.get(f"/consumers/{group}/offsets/{topic}/0") == b"99"
+    assert ZOOKEEPER_OFFSETS_CLIENT.committed(broker.bootstrap, group, topic, [0]) == {0: 99}
+    assert confluent.committed(broker.bootstrap, group, topic, [0]) == {0: 7}
 
 
 # ---- crash and recovery ---------------------------------------------------------------------------------------

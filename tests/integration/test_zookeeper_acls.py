@@ -15,7 +15,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-from tests.integration.clients import PYTHON_CLIENTS
+from tests.integration.clients import ZOOKEEPER_OFFSETS_CLIENT
 from tests.integration.harness import create_topic, wait_for
 from zkbroker.zk.security import JAAS_CONFIG_ENV, client_jaas
 
@@ -124,7 +124,7 @@ def test_secure_brokers_znodes_are_readable_by_everyone_and_changeable_only_by_t
     monkeypatch.setenv(JAAS_CONFIG_ENV, jaas)  # the brokers (and this test's admin client) log in
     b1, b2 = brokers(1, 2, zookeeper_set_acl="true")
     create_topic(chroot_connect, "secured", 2, 2, [b1, b2])
-    PYTHON_CLIENTS[1].commit(b1.bootstrap, "g1", "secured", {0: 5})  # the broker writes it under /consumers
+    ZOOKEEPER_OFFSETS_CLIENT.commit(b1.bootstrap, "g1", "secured", {0: 5})  # v0: the broker writes /consumers
 
     for path in ["/", *kafka_znodes(anonymous, "secured")]:
         anonymous.get(path)  # readable without a login

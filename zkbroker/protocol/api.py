@@ -28,9 +28,14 @@ from .headers import RequestHeader, encode_request_header, parse_response_header
 from .schemas import (
     api_versions,
     controlled_shutdown,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
+    join_group,
     leader_and_isr,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
     offset_commit,
@@ -38,6 +43,7 @@ from .schemas import (
     offsets_for_leader_epoch,
     produce,
     stop_replica,
+    sync_group,
     update_metadata,
 )
 from .types import Schema
@@ -73,11 +79,19 @@ class ApiKey(enum.IntEnum):
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     OFFSETS_FOR_LEADER_EPOCH = 23
 
 
-#: What ApiVersions advertises by default: 0.8.2's APIs at the versions clients of 0.8.2-0.10 use.
+#: What ApiVersions advertises by default: 0.8.2's APIs at the versions clients of 0.8.2-0.10 use, and the group
+#: coordinator's (DESIGN §12) at Kafka 0.10.1's versions, the release whose Produce (0-2) and Fetch (0-3) we
+#: speak: JoinGroup 0-1 (v1 carries max.poll.interval.ms as the rebalance timeout, KIP-62), the others v0.
 #: Never advertise Metadata >= 4 or Produce >= 3: clients then infer 0.11 and need APIs we lack.
 #:
 #: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
@@ -96,6 +110,12 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.OFFSET_COMMIT: (0, 2),
     ApiKey.OFFSET_FETCH: (0, 1),
     ApiKey.FIND_COORDINATOR: (0, 0),
+    ApiKey.JOIN_GROUP: (0, 1),
+    ApiKey.HEARTBEAT: (0, 0),
+    ApiKey.LEAVE_GROUP: (0, 0),
+    ApiKey.SYNC_GROUP: (0, 0),
+    ApiKey.DESCRIBE_GROUPS: (0, 0),
+    ApiKey.LIST_GROUPS: (0, 0),
     ApiKey.API_VERSIONS: (0, 2),
 }
 
@@ -124,6 +144,12 @@ _MODULES = (
     offset_commit,
     offset_fetch,
     find_coordinator,
+    join_group,
+    heartbeat,
+    leave_group,
+    sync_group,
+    describe_groups,
+    list_groups,
     api_versions,
     offsets_for_leader_epoch,
 )

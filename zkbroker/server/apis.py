@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from zkbroker import admin
 from zkbroker.config import KafkaConfig
 from zkbroker.protocol.api import (
     ApiKey,
@@ -38,6 +39,7 @@ from zkbroker.zk.znodes import decode_offset, encode_offset
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
+    from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
 
@@ -47,7 +49,8 @@ Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
-                 controller: KafkaController | None = None) -> None:
+                 controller: KafkaController | None = None,
+                 group_coordinator: GroupCoordinatorDriver | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -56,6 +59,7 @@ class KafkaApis:
         self.bridge = bridge
         self.topic_creator = topic_creator
         self.controller = controller
+        self.group_coordinator = group_coordinator
         self._handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -70,6 +74,15 @@ class KafkaApis:
             ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
         }
+        if group_coordinator is not None:
+            self._handlers.update({
+                ApiKey.JOIN_GROUP: self.handle_join_group,
+                ApiKey.SYNC_GROUP: self.handle_sync_group,
+                ApiKey.HEARTBEAT: self.handle_heartbeat,
+                ApiKey.LEAVE_GROUP: self.handle_leave_group,
+                ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
+                ApiKey.LIST_GROUPS: self.handle_list_groups,
+            })
         leader_epoch = config["replication.truncation"] == "leader-epoch"
         self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
@@ -247,7 +260,8 @@ class KafkaApis:
                 rows.append({"error_code": error, "partition": partition_id,
                              "leader": state.leader if state.leader in snapshot.brokers else -1,
                              "replicas": live_replicas, "isr": live_isr})
-            topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": False, "partitions": rows})
+            topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": name == admin.OFFSETS_TOPIC,
+                           "partitions": rows})
         body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id}
         return encode_response(header, body)
 
@@ -280,10 +294,14 @@ class KafkaApis:
 
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
         error, partitions = await self.replica_manager.become_leader_or_follower(request)
+        if self.group_coordinator is not None:
+            self.group_coordinator.on_leadership_change()
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_stop_replica(self, header: RequestHeader, request: Any) -> bytes:
         error, partitions = self.replica_manager.stop_replicas(request)
+        if self.group_coordinator is not None:
+            self.group_coordinator.on_leadership_change()
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
@@ -307,11 +325,14 @@ class KafkaApis:
             topics.append({"topic": topic_entry.topic, "partitions": rows})
         return encode_response(header, {"topics": topics})
 
-    # ---- consumer offsets, kept in ZooKeeper as 0.8.2's default offsets.storage=zookeeper ----------------
+    # ---- consumer offsets: v0 in ZooKeeper (0.8.2's offsets.storage=zookeeper), v1+ in __consumer_offsets ----
 
     async def handle_offset_commit(self, header: RequestHeader, request: Any) -> bytes:
-        max_metadata = self.config["offset.metadata.max.bytes"]
         snapshot = self.metadata_cache.snapshot
+        if header.api_version >= 1 and self.group_coordinator is not None:
+            unknown = {t.topic for t in request.topics if t.topic not in snapshot.partitions}
+            return encode_response(header, await self.group_coordinator.commit_offsets(request, unknown))
+        max_metadata = self.config["offset.metadata.max.bytes"]
         topics = []
         for topic_entry in request.topics:
             rows = []
@@ -346,6 +367,8 @@ class KafkaApis:
         return ErrorCode.NONE
 
     async def handle_offset_fetch(self, header: RequestHeader, request: Any) -> bytes:
+        if header.api_version >= 1 and self.group_coordinator is not None:
+            return encode_response(header, self.group_coordinator.fetch_offsets(request))
         topics = []
         for topic_entry in request.topics:
             rows = []
@@ -366,7 +389,10 @@ class KafkaApis:
         return encode_response(header, {"topics": topics})
 
     async def handle_find_coordinator(self, header: RequestHeader, request: Any) -> bytes:
-        """Offsets live in ZooKeeper, so any live broker can serve a group; every broker picks the same one."""
+        """The leader of the group's `__consumer_offsets` partition (DESIGN §12). Without a group coordinator
+        (offsets only in ZooKeeper), any live broker can serve a group; every broker picks the same one."""
+        if self.group_coordinator is not None:
+            return encode_response(header, await self.group_coordinator.find_coordinator(request.group_id))
         brokers = sorted(self.metadata_cache.snapshot.brokers.values(), key=lambda b: b.broker_id)
         if not brokers:
             return encode_response(header, {"error_code": ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE,
@@ -374,6 +400,26 @@ class KafkaApis:
         chosen = brokers[zlib.crc32(request.group_id.encode()) % len(brokers)]
         return encode_response(header, {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id,
                                         "host": chosen.host, "port": chosen.port})
+
+    # ---- group membership (the group coordinator, DESIGN §12) ----------------------------------------------
+
+    async def handle_join_group(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, await self.group_coordinator.join_group(header, request))
+
+    async def handle_sync_group(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, await self.group_coordinator.sync_group(header, request))
+
+    async def handle_heartbeat(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, self.group_coordinator.heartbeat(request))
+
+    async def handle_leave_group(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, self.group_coordinator.leave_group(request))
+
+    async def handle_describe_groups(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, self.group_coordinator.describe_groups(request))
+
+    async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
+        return encode_response(header, self.group_coordinator.list_groups())
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:

@@ -38,6 +38,7 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.lab_control import BrokerState, LabControlServer
+from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.registration import BrokerRegistrar
@@ -67,6 +68,7 @@ class KafkaServer:
                                          config.advertised_port, stopping=lambda: self._stopping)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.group_coordinator: GroupCoordinatorDriver | None = None
         self.socket_server: SocketServer | None = None
         self._stopping = False
         self._started = False
@@ -104,8 +106,11 @@ class KafkaServer:
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.config, self.log_manager, self.zk, bridge)
+            topic_creator = TopicAutoCreator(self.config, self.zk)
+            self.group_coordinator = GroupCoordinatorDriver(self.config, self.metadata_cache, self.replica_manager,
+                                                            topic_creator)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
-                             TopicAutoCreator(self.config, self.zk), self.controller)
+                             topic_creator, self.controller, self.group_coordinator)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config))
@@ -114,6 +119,7 @@ class KafkaServer:
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
                               self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
+            self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
@@ -284,6 +290,8 @@ class KafkaServer:
             task.cancel()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         if self.log_manager is not None:

@@ -318,6 +318,26 @@ class ReplicaManager:
             return AppendResult(e.errno, partition=p)
         return AppendResult(ErrorCode.NONE, info.first_offset, info, p)
 
+    async def append_and_wait(self, topic: str, partition: int, records: bytes, required_acks: int,
+                              timeout_ms: int) -> int:
+        """Append as leader and, with acks=-1, wait until the ISR has the records (the broker's own writes, such
+        as the group coordinator's to `__consumer_offsets`; Kafka's replicaManager.appendMessages with a
+        callback). The error code: NONE, the append's, or REQUEST_TIMED_OUT after `timeout_ms`."""
+        result = self.append_to_leader(topic, partition, records, required_acks)
+        if result.error_code != ErrorCode.NONE or required_acks != -1 or result.info is None:
+            return result.error_code
+        p, required_offset = result.partition, result.info.last_offset + 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000.0
+        while (answer := p.check_enough_replicas_reach_offset(required_offset)) is None:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            waiter = p.waiter(loop)
+            await asyncio.wait([waiter], timeout=remaining)
+            waiter.cancel()
+        return answer
+
     def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> ReadResult:
         """Read for a consumer (replica_id -1: capped at the HW) or a follower (not capped)."""
         error, p = self.leader_partition(topic, partition)

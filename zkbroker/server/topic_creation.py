@@ -25,6 +25,8 @@ class TopicAutoCreator:
         self.zk = zk
 
     async def create(self, topic: str) -> int:
+        if topic == admin.OFFSETS_TOPIC:
+            return await self.create_offsets_topic()
         loop = asyncio.get_running_loop()
         try:
             assignment = await loop.run_in_executor(
@@ -40,4 +42,30 @@ class TopicAutoCreator:
             return ErrorCode.LEADER_NOT_AVAILABLE
         log.info("Auto creation of topic %s with %d partitions and replication factor %d is successful!",
                  topic, len(assignment), self.config["default.replication.factor"])
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+    async def create_offsets_topic(self) -> int:
+        """`__consumer_offsets` on first use (a FindCoordinator, or Metadata asking for it), as Kafka does:
+        offsets.topic.num.partitions partitions, offsets.topic.replication.factor replicas capped to the live
+        brokers, compacted, with offsets.topic.segment.bytes segments. The controller elects its leaders; until
+        then the coordinator is not available, which clients retry."""
+        loop = asyncio.get_running_loop()
+        partitions = self.config["offsets.topic.num.partitions"]
+        config = {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])}
+
+        def create() -> int:
+            live = admin.live_broker_ids(self.zk)
+            replication = max(1, min(self.config["offsets.topic.replication.factor"], len(live)))
+            admin.create_topic(self.zk, admin.OFFSETS_TOPIC, partitions, replication, config)
+            return replication
+
+        try:
+            replication = await loop.run_in_executor(None, create)
+        except admin.TopicExistsError:
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        except Exception as e:  # no live broker yet, or ZooKeeper unavailable: the client asks again
+            log.warning("Could not create the offsets topic %s: %r", admin.OFFSETS_TOPIC, e)
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        log.info("Created the offsets topic %s with %d partitions and replication factor %d", admin.OFFSETS_TOPIC,
+                 partitions, replication)
         return ErrorCode.LEADER_NOT_AVAILABLE

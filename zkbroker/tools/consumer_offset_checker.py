@@ -2,9 +2,10 @@
 (kafka.tools.ConsumerOffsetChecker).
 
 For each partition of the group's topics (`--topic t1,t2`, else the topics under `/consumers/<g>/owners`) it
-prints the committed offset (`/consumers/<g>/offsets/<t>/<p>`), the log size (the leader's high watermark,
-from a ListOffsets request), the lag and the owner (`/consumers/<g>/owners/<t>/<p>`, or `none`), in 0.8.2's
-format `%-15s %-30s %-3s %-15s %-15s %-15s %s`:
+prints the committed offset -- as 0.8.2 did, the one kept in `__consumer_offsets` (OffsetFetch v1 at the group's
+coordinator, the leader of its offsets partition) if there is one, else `/consumers/<g>/offsets/<t>/<p>` -- the
+log size (the leader's high watermark, from a ListOffsets request), the lag and the owner
+(`/consumers/<g>/owners/<t>/<p>`, or `none`), in 0.8.2's format `%-15s %-30s %-3s %-15s %-15s %-15s %s`:
 
     Group           Topic                          Pid Offset          logSize         Lag             Owner
     billing         orders                         0   1200            1250            50              billing_host-1-0
@@ -22,6 +23,7 @@ import argparse
 
 from zkbroker import admin
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.coordinator.lookup import partition_for
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.tools.common import ToolError, integer, read_partitions, skip_znode, topic_names, zookeeper
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = integer(args, "socket_timeout_ms", "socket.timeout.ms") / 1000.0
     group = args.group
     with zookeeper(args.zookeeper) as zk:
-        if zk.kazoo.exists(paths.consumer_group_path(group)) is None:
+        if zk.kazoo.exists(paths.consumer_group_path(group)) is None and not args.topic:
             raise ToolError(f"Consumer group {group} does not exist in ZooKeeper")
         owners = paths.consumer_group_path(group) + "/owners"
         topics = [t for t in args.topic.split(",") if t] if args.topic else topic_names(zk, owners)
@@ -70,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 skip_znode(f"{owners}/{topic}", f"topic {topic} does not exist")
         checker = _Checker(zk, group, timeout_s)
         try:
+            checker.read_kafka_offsets(partitions)
             print(ROW % ("Group", "Topic", "Pid", "Offset", "logSize", "Lag", "Owner"))
             for topic in sorted(partitions):
                 for pid in partitions[topic]:
@@ -91,8 +94,32 @@ class _Checker:
         self.timeout_s = timeout_s
         self.brokers: dict[int, BrokerRegistration | None] = {}
         self._connections: dict[int, BrokerConnection] = {}
+        self.kafka_offsets: dict[tuple[str, int], int] = {}
+
+    def read_kafka_offsets(self, partitions: dict[str, list[int]]) -> None:
+        """The group's offsets in `__consumer_offsets`, from its coordinator, found through ZooKeeper (the leader of
+        partition Utils.abs(hashCode) % partitions) so that the tool never creates the topic; none if it does not
+        exist or its coordinator cannot answer."""
+        assignment = read_partitions(self.zk, admin.OFFSETS_TOPIC) if admin.topic_exists(
+            self.zk, admin.OFFSETS_TOPIC) else None
+        if not assignment or not partitions:
+            return
+        leader = self.leader(admin.OFFSETS_TOPIC, partition_for(self.group, len(assignment)))
+        broker = None if leader is None else self.broker(leader)
+        if broker is None:
+            return
+        request = {"group_id": self.group, "topics": [{"topic": t, "partitions": ps} for t, ps in partitions.items()]}
+        try:
+            response = self._connection(broker).send(ApiKey.OFFSET_FETCH, 1, request)
+        except OSError:
+            self._connection(broker).close()
+            return
+        self.kafka_offsets = {(t.topic, p.partition): p.offset for t in response.topics for p in t.partitions
+                              if p.error_code == ErrorCode.NONE and p.offset >= 0}
 
     def offset(self, topic: str, pid: int) -> str:
+        if (topic, pid) in self.kafka_offsets:
+            return str(self.kafka_offsets[(topic, pid)])
         path = paths.consumer_offset_path(self.group, topic, pid)
         data, _ = self.zk.get(path)
         if data is not None:
@@ -127,11 +154,15 @@ class _Checker:
                 self.brokers[broker_id] = None
         return self.brokers[broker_id]
 
-    def log_size(self, broker: BrokerRegistration, topic: str, pid: int) -> str:
+    def _connection(self, broker: BrokerRegistration) -> BrokerConnection:
         conn = self._connections.get(broker.broker_id)
         if conn is None:
             conn = self._connections[broker.broker_id] = BrokerConnection(
                 broker.host, broker.port, "ConsumerOffsetChecker", self.timeout_s)
+        return conn
+
+    def log_size(self, broker: BrokerRegistration, topic: str, pid: int) -> str:
+        conn = self._connection(broker)
         try:
             response = conn.send(ApiKey.LIST_OFFSETS, 0, {"replica_id": -1, "topics": [
                 {"topic": topic, "partitions": [{"partition": pid, "timestamp": -1, "max_num_offsets": 1}]}]})

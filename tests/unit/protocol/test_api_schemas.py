@@ -8,7 +8,7 @@ written out by hand from Kafka's message JSON.
 import struct
 
 import pytest
-from kafka.protocol.old import commit, fetch, find_coordinator, list_offsets, produce
+from kafka.protocol.old import admin, commit, fetch, find_coordinator, group, list_offsets, produce
 from kafka.protocol.old import offset_for_leader_epoch as leader_epoch
 
 from zkbroker.protocol.api import (
@@ -55,6 +55,23 @@ CASES = [
     (9, 1, "response", commit.OffsetFetchResponse_v1, ([("t", [(0, -1, "", 0)])],)),
     (10, 0, "request", find_coordinator.FindCoordinatorRequest_v0, ("my-group",)),
     (10, 0, "response", find_coordinator.FindCoordinatorResponse_v0, (0, 2, "127.0.0.1", 9093)),
+    (11, 0, "request", group.JoinGroupRequest_v0, ("g", 10000, "", "consumer", [("range", b"m1"), ("rr", b"")])),
+    (11, 1, "request", group.JoinGroupRequest_v1, ("g", 10000, 300000, "m-1", "consumer", [("range", b"m")])),
+    (11, 0, "response", group.JoinGroupResponse_v0, (0, 3, "range", "m-1", "m-1", [("m-1", b"a"), ("m-2", b"")])),
+    (11, 1, "response", group.JoinGroupResponse_v1, (25, -1, "", "", "m-2", [])),
+    (12, 0, "request", group.HeartbeatRequest_v0, ("g", 3, "m-1")),
+    (12, 0, "response", group.HeartbeatResponse_v0, (27,)),
+    (13, 0, "request", group.LeaveGroupRequest_v0, ("g", "m-1")),
+    (13, 0, "response", group.LeaveGroupResponse_v0, (0,)),
+    (14, 0, "request", group.SyncGroupRequest_v0, ("g", 3, "m-1", [("m-1", b"x"), ("m-2", b"")])),
+    (14, 0, "response", group.SyncGroupResponse_v0, (0, b"assignment")),
+    (15, 0, "request", admin.DescribeGroupsRequest_v0, (["g", "h"],)),
+    (
+        15, 0, "response", admin.DescribeGroupsResponse_v0,
+        ([(0, "g", "Stable", "consumer", "range", [("m-1", "c", "/127.0.0.1", b"md", b"as")])],),
+    ),
+    (16, 0, "request", admin.ListGroupsRequest_v0, ()),
+    (16, 0, "response", admin.ListGroupsResponse_v0, (0, [("g", "consumer"), ("h", "")])),
     (
         23, 0, "request", leader_epoch.OffsetForLeaderEpochRequest_v0,
         ([("t", [(0, 3), (1, 0)])],),

@@ -35,11 +35,17 @@ DESIGN_TABLE = {
     8: (0, 2),
     9: (0, 1),
     10: (0, 0),
+    11: (0, 1),  # DESIGN §12: the group coordinator, at Kafka 0.10.1's versions
+    12: (0, 0),
+    13: (0, 0),
+    14: (0, 0),
+    15: (0, 0),
+    16: (0, 0),
     18: (0, 2),
 }
 
 
-def test_advertised_table_is_design_section_3():
+def test_advertised_table_is_design_sections_3_and_12():
     assert SUPPORTED_VERSIONS == DESIGN_TABLE
     assert advertised_versions() == DESIGN_TABLE
     assert list(advertised_versions()) == sorted(DESIGN_TABLE)

@@ -1,4 +1,4 @@
-"""OffsetCommit (8): a consumer group's committed offsets (kept in ZooKeeper by this broker).
+"""OffsetCommit (8): a consumer group's committed offsets: v0 in ZooKeeper, v1 and later in `__consumer_offsets`.
 
 v0: group_id and per partition (offset, metadata). v1 adds generation_id and member_id, and a
 per-partition commit timestamp. v2 replaces the timestamp with a request-wide retention_time_ms.

@@ -1,7 +1,6 @@
 """OffsetFetch (9): read a consumer group's committed offsets (-1 and "" when none).
 
-v0 and v1 have the same layout; in Kafka v0 read ZooKeeper and v1 the offsets topic. This
-broker keeps every version in ZooKeeper, so both read the same znodes.
+v0 and v1 have the same layout; v0 reads ZooKeeper and v1 `__consumer_offsets`, as in Kafka 0.8.2-2.x.
 """
 
 from ..types import Array, Int16, Int32, Int64, NullableString, Schema, String

@@ -1,0 +1,197 @@
+"""`zkbroker consumer-groups`: Kafka 2.x's kafka-consumer-groups.sh for coordinator groups (DESIGN §12).
+
+    zkbroker consumer-groups --bootstrap-server HOST:PORT (--list | --describe --group G)
+
+`--list` asks every broker for the groups it coordinates (ListGroups) and prints their ids, one a line.
+`--describe` asks the group's coordinator (FindCoordinator) for its members (DescribeGroups) and committed offsets
+(OffsetFetch v1, over every partition of the cluster's topics: v1 cannot ask for "all"), the partition leaders
+for their log end offsets (ListOffsets), and prints one row per partition, owned or committed, in Kafka 2.x's
+columns and widths. A group without active members first says so on stderr, and its rows show `-` for CONSUMER-ID,
+HOST and CLIENT-ID; a rebalancing one warns on stderr. ZooKeeper groups stay with `consumer-offset-checker`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+from zkbroker import admin
+from zkbroker.client.connection import BrokerConnection
+from zkbroker.coordinator.consumer_protocol import decode_assignment
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.errors import ErrorCode, for_code
+from zkbroker.tools.common import ToolError
+
+MISSING = "-"
+HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+          "CLIENT-ID")
+
+
+def add_command(commands) -> None:
+    p = commands.add_parser("consumer-groups",
+                            help="list coordinator groups, or describe one (kafka-consumer-groups.sh)",
+                            description="List all consumer groups, describe a consumer group.")
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]",
+                   help="The server(s) to connect to.")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--list", action="store_true", help="List all consumer groups.")
+    action.add_argument("--describe", action="store_true", help="Describe consumer group and list offset lag.")
+    p.add_argument("--group", help="The consumer group we wish to act on.")
+    p.add_argument("--timeout", type=int, default=5000, metavar="MS", help="Socket timeout in ms (default 5000).")
+    p.set_defaults(run=run)
+
+
+@dataclass(frozen=True)
+class Row:
+    group: str
+    topic: str
+    partition: int
+    offset: int | None
+    log_end_offset: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+
+    def cells(self) -> tuple[str, ...]:
+        lag = None if self.offset is None or self.log_end_offset is None else self.log_end_offset - self.offset
+        return tuple(MISSING if v is None else str(v) for v in (
+            self.group, self.topic, self.partition, self.offset, self.log_end_offset, lag, self.consumer_id,
+            self.host, self.client_id))
+
+
+def format_describe(rows: list[Row]) -> list[str]:
+    """Kafka 2.x's printOffsets: a blank line, the header, the rows; GROUP, TOPIC, CONSUMER-ID and HOST at least
+    15 wide or as wide as their longest value."""
+    cells = [r.cells() for r in rows]
+    width = {i: max([15] + [len(c[i]) for c in cells]) for i in (0, 1, 6, 7)}
+    pattern = (f"%-{width[0]}s %-{width[1]}s %-10s %-15s %-15s %-15s %-{width[6]}s %-{width[7]}s %s")
+    return ["", pattern % HEADER, *(pattern % c for c in cells)]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.describe and not args.group:
+        raise ToolError("Option [describe] takes one of these options: [group]")
+    cluster = _Cluster(args.bootstrap_server, args.timeout / 1000.0)
+    try:
+        if args.list:
+            for group in cluster.list_groups():
+                print(group)
+        else:
+            describe(cluster, args.group)
+    finally:
+        cluster.close()
+    return 0
+
+
+def describe(cluster: _Cluster, group: str) -> None:
+    coordinator = cluster.coordinator(group)
+    described = coordinator.send(ApiKey.DESCRIBE_GROUPS, 0, {"group_ids": [group]}).groups[0]
+    if described.error_code != ErrorCode.NONE:
+        raise ToolError(f"Could not describe group {group}: {for_code(described.error_code)()}")
+    if described.state == "Dead":
+        raise ToolError(f"Consumer group '{group}' does not exist.")
+    if described.state in ("PreparingRebalance", "CompletingRebalance"):
+        print(f"Warning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+    owners: dict[tuple[str, int], tuple[str, str, str]] = {}
+    for member in described.members:
+        for tp in decode_assignment(bytes(member.member_assignment)):
+            owners[tp] = (member.member_id, member.client_host, member.client_id)
+    if not described.members:
+        print(f"Consumer group '{group}' has no active members.", file=sys.stderr)
+    committed = cluster.committed(coordinator, group)
+    partitions = sorted(set(owners) | set(committed))
+    ends = cluster.log_end_offsets(partitions)
+    rows = [Row(group, topic, partition, committed.get((topic, partition)), ends.get((topic, partition)),
+                *owners.get((topic, partition), (None, None, None))) for topic, partition in partitions]
+    for line in format_describe(rows):
+        print(line)
+
+
+class _Cluster:
+    """Connections to the brokers, found from the bootstrap servers' Metadata."""
+
+    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._connections: dict[int, BrokerConnection] = {}
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+        errors = []
+        for server in [s.strip() for s in bootstrap.split(",") if s.strip()]:
+            host, _, port = server.rpartition(":")
+            if not host or not port.isdigit():
+                raise ToolError(f"Invalid bootstrap server {server!r}: expected HOST:PORT")
+            conn = BrokerConnection(host, int(port), "consumer-groups", timeout_s)
+            try:
+                metadata = conn.send(ApiKey.METADATA, 1, {"topics": None})
+            except OSError as e:
+                errors.append(f"{server}: {e}")
+                continue
+            finally:
+                conn.close()
+            self.brokers = {b.node_id: (b.host, b.port) for b in metadata.brokers}
+            self.leaders = {(t.topic, p.partition): p.leader for t in metadata.topics for p in t.partitions}
+            return
+        raise ToolError(f"Cannot reach any bootstrap server ({'; '.join(errors)})")
+
+    def connection(self, broker_id: int) -> BrokerConnection:
+        if broker_id not in self._connections:
+            host, port = self.brokers[broker_id]
+            self._connections[broker_id] = BrokerConnection(host, port, "consumer-groups", self.timeout_s)
+        return self._connections[broker_id]
+
+    def list_groups(self) -> list[str]:
+        groups: set[str] = set()
+        for broker_id in sorted(self.brokers):
+            response = self.connection(broker_id).send(ApiKey.LIST_GROUPS, 0, {})
+            groups |= {g.group_id for g in response.groups if g.protocol_type in ("consumer", "")}
+        return sorted(groups)
+
+    def coordinator(self, group: str) -> BrokerConnection:
+        any_broker = self.connection(min(self.brokers))
+        response = any_broker.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
+        if response.error_code != ErrorCode.NONE or response.node_id not in self.brokers:
+            raise ToolError(f"The coordinator of group {group} is not available: "
+                            f"{for_code(response.error_code)()}")
+        return self.connection(response.node_id)
+
+    def committed(self, coordinator: BrokerConnection, group: str) -> dict[tuple[str, int], int]:
+        topics: dict[str, list[int]] = {}
+        for topic, partition in sorted(self.leaders):
+            if topic != admin.OFFSETS_TOPIC:
+                topics.setdefault(topic, []).append(partition)
+        if not topics:
+            return {}
+        response = coordinator.send(ApiKey.OFFSET_FETCH, 1, {"group_id": group, "topics": [
+            {"topic": t, "partitions": ps} for t, ps in topics.items()]})
+        out = {}
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code != ErrorCode.NONE:
+                    raise ToolError(f"Could not fetch the offsets of group {group}: {for_code(p.error_code)()}")
+                if p.offset >= 0:
+                    out[(t.topic, p.partition)] = p.offset
+        return out
+
+    def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in partitions:
+            leader = self.leaders.get(tp, -1)
+            if leader in self.brokers:
+                by_leader.setdefault(leader, []).append(tp)
+        out = {}
+        for leader, tps in by_leader.items():
+            topics: dict[str, list] = {}
+            for topic, partition in tps:
+                topics.setdefault(topic, []).append({"partition": partition, "timestamp": -1, "max_num_offsets": 1})
+            response = self.connection(leader).send(ApiKey.LIST_OFFSETS, 0, {"replica_id": -1, "topics": [
+                {"topic": t, "partitions": ps} for t, ps in topics.items()]})
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code == ErrorCode.NONE and p.offsets:
+                        out[(t.topic, p.partition)] = p.offsets[0]
+        return out
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
