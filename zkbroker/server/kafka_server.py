@@ -37,8 +37,8 @@ from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.lab_control import BrokerState, LabControlServer
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
+from zkbroker.server.lab_control import BrokerState, LabControlServer
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.registration import BrokerRegistrar
