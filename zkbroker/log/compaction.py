@@ -21,10 +21,8 @@ the active segment, which the cleaner never touches.
   thread (KAFKA-1755); `discard_keyless` is 0.9's answer, dropping such messages (see LogCleaner).
 
 Where we deviate from 0.8.2, on purpose:
-- Compressed sets are compacted: opened, and rewritten with their survivors in their codec (Kafka 0.9,
-  KAFKA-1374). 0.8.2's documentation said compaction did not work with compressed topics; its cleaner read
-  a compressed set's inner messages but counted their uncompressed sizes as positions in the file, and
-  wrote survivors uncompressed.
+- Compressed sets are compacted: opened, and rewritten with their survivors in their codec, as from Kafka
+  0.9 (KAFKA-1374). 0.8.2's documentation listed compressed topics among compaction's limitations.
 - A group also ends where its offsets would no longer fit the offset index's 32-bit relative offsets (Kafka
   0.9's check); 0.8.2 could write an index that wrapped around.
 """
