@@ -20,8 +20,11 @@ the active segment, which the cleaner never touches.
 - A message without a key, in 0.8.2, fails the cleaner's `require(message.hasKey)`, which ends the cleaner
   thread (KAFKA-1755); `discard_keyless` is 0.9's answer, dropping such messages (see LogCleaner).
 
-Where we deviate from 0.8.2, on purpose: a group also ends where its offsets would no longer fit the offset
-index's 32-bit relative offsets (Kafka 0.9's check); 0.8.2 could write an index that wrapped around.
+Where we deviate from 0.8.2, on purpose:
+- Compressed sets are compacted: opened, and rewritten with their survivors in their codec, as from Kafka
+  0.9 (KAFKA-1374). 0.8.2's documentation listed compressed topics among compaction's limitations.
+- A group also ends where its offsets would no longer fit the offset index's 32-bit relative offsets (Kafka
+  0.9's check); 0.8.2 could write an index that wrapped around.
 """
 
 from __future__ import annotations

@@ -237,6 +237,19 @@ def test_compressed_sets_keep_their_survivors_recompressed_with_their_codec(make
     assert_index_consistent(log)
 
 
+def test_messages_larger_than_a_piece_or_a_read_buffer_are_cleaned(make_log, make_cleaner):
+    log = make_log(**(COMPACT | {"segment_bytes": 2 * 1024 * 1024}))
+    produced = {}
+    for n, size in enumerate([40_000, 10, 300_000, 40_000, 10, 300_000, 10]):  # pieces are 32 KB, reads 256 KB
+        key = f"k{n % 3}".encode()
+        info = log.append(keyed((key, bytes([n]) * size)))
+        produced[key] = (info.first_offset, bytes([n]) * size)
+    log.roll()
+    assert clean_once(make_cleaner(log, config=CleanerConfig(enable_cleaner=True)))  # Kafka's I/O buffer sizes
+    assert last_values(contents(log)) == produced
+    assert len(contents(log)) == 3
+
+
 # -- the index ------------------------------------------------------------------------------------------------
 
 def test_the_index_of_cleaned_segments_points_at_their_offsets(make_log, make_cleaner):
