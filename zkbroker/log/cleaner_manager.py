@@ -68,6 +68,8 @@ class LogCleanerManager:
                 continue
             with log.lock:
                 segments = [(s.base_offset, s.size) for s in log.segments]
+                if not segments:  # deleted since the logs were listed
+                    continue
                 active_base = log.active_segment.base_offset
             log_start = segments[0][0]
             first_dirty = last_clean.get(topic_partition, log_start)

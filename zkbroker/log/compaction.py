@@ -9,7 +9,7 @@ the active segment, which the cleaner never touches.
 - Which log: the one with the highest cleanable ratio, dirty bytes / (clean + dirty bytes), among the
   compacted logs whose ratio is above their min.cleanable.dirty.ratio (`LogToClean`).
 - The offset map: the last offset of each key in the dirty section (`index_keys`).
-- What stays (`should_retain`): a message unless a later one has its key, and a tombstone (a null value)
+- What stays (`retention_rule`): a message unless a later one has its key, and a tombstone (a null value)
   unless its segment was last modified before the *delete horizon*: the last modification of the last
   clean segment, less delete.retention.ms (`delete_horizon_ms`). A tombstone therefore survives at least
   delete.retention.ms after it was cleaned, so that a consumer reading the log from the start meanwhile
@@ -26,11 +26,11 @@ index's 32-bit relative offsets (Kafka 0.9's check); 0.8.2 could write an index 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from zkbroker.protocol.message_set import LOG_OVERHEAD, Message, Retained, entry_starts, iter_messages, retain_messages
+from zkbroker.protocol.message_set import LOG_OVERHEAD, Retained, entry_starts, iter_keys, retain_messages
 from zkbroker.topic_partition import TopicPartition
 
 from .offset_map import OffsetMap
@@ -88,9 +88,9 @@ def delete_horizon_ms(last_clean_segment_modified_ms: int | None, delete_retenti
     return last_clean_segment_modified_ms - delete_retention_ms
 
 
-def _keyless(message: Message, where: str) -> KeylessMessageError:
+def _keyless(offset: int, where: str) -> KeylessMessageError:
     return KeylessMessageError(
-        f"requirement failed: message at offset {message.offset} in {where} has no key, and the log is compacted"
+        f"requirement failed: message at offset {offset} in {where} has no key, and the log is compacted"
     )
 
 
@@ -109,27 +109,34 @@ def index_keys(
     last = starts[-1]
     walked = last + LOG_OVERHEAD + int.from_bytes(view[last + 8 : last + 12], "big", signed=True)
     count = 0
-    for message in iter_messages(view[:walked], max_inflated_bytes=max_inflated_bytes):
-        if message.key is not None:
-            offset_map.put(message.key, message.offset)
+    put = offset_map.put
+    for offset, key, _ in iter_keys(view[:walked], max_inflated_bytes=max_inflated_bytes):
+        if key is not None:
+            put(key, offset)
         elif not discard_keyless:
-            raise _keyless(message, where)
+            raise _keyless(offset, where)
         count += 1
     return walked, count
 
 
-def should_retain(message: Message, offset_map: OffsetMap, retain_deletes: bool, *, discard_keyless: bool,
-                  where: str) -> bool:
-    """Whether compaction keeps `message`: not if a later message has its key, nor if it is a tombstone and
-    deletes are no longer retained in its segment."""
-    if message.key is None:
-        if discard_keyless:
+def retention_rule(
+    offset_map: OffsetMap, retain_deletes: bool, *, discard_keyless: bool, where: str
+) -> Callable[[int, bytes | None, bool], bool]:
+    """Whether compaction keeps the message (offset, key, value is null): not if a later message has its key,
+    nor if it is a tombstone and deletes are no longer retained in its segment. A keyless message raises
+    KeylessMessageError naming `where` (0.8.2), or goes with `discard_keyless`."""
+    get = offset_map.get
+
+    def keep(offset: int, key: bytes | None, null: bool) -> bool:
+        if key is None:
+            if discard_keyless:
+                return False
+            raise _keyless(offset, where)
+        if offset < get(key):  # redundant: a later message has the key
             return False
-        raise _keyless(message, where)
-    found = offset_map.get(message.key)
-    redundant = found >= 0 and message.offset < found
-    obsolete_delete = not retain_deletes and message.value is None
-    return not redundant and not obsolete_delete
+        return retain_deletes or not null
+
+    return keep
 
 
 def clean_chunk(
@@ -137,12 +144,8 @@ def clean_chunk(
     max_inflated_bytes: int | None = None,
 ) -> Retained:
     """The complete entries of `chunk` with only the messages compaction keeps (see `retain_messages`)."""
-    return retain_messages(
-        chunk,
-        lambda message: should_retain(message, offset_map, retain_deletes, discard_keyless=discard_keyless,
-                                      where=where),
-        max_inflated_bytes=max_inflated_bytes,
-    )
+    keep = retention_rule(offset_map, retain_deletes, discard_keyless=discard_keyless, where=where)
+    return retain_messages(chunk, keep, max_inflated_bytes=max_inflated_bytes)
 
 
 class SegmentSpan(NamedTuple):

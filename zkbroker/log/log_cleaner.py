@@ -15,15 +15,18 @@ discard` is 0.9's fix on the cleaner's side: such messages are dropped.
 
 Test seam: with the environment variable ZKBROKER_TEST_CLEANER_PHASE_DIR naming a directory ("{broker_id}"
 in it replaced by the broker's id), at each phase of a cleaning (see cleaner.py and Log.replace_segments,
-then "checkpointed") a thread creates `<phase>.reached` there, then waits while `<phase>.hold` exists --
-so that a test can SIGKILL the broker at exactly that point. (The phases of the swap hold the log's lock:
-the broker's appends to that log wait meanwhile.) Unset, it costs nothing.
+then "checkpointed") a thread creates `<phase>.reached` there; then, if `<phase>.kill` exists, it SIGKILLs
+its own process on the spot (the files are left exactly as a crash there leaves them), and otherwise waits
+while `<phase>.hold` exists, so that a test can look, or kill the broker itself. (The phases of the swap
+run under the log's lock: a broker held there blocks at its next append to that partition.) Unset, it costs
+nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +53,9 @@ def phase_seam_from_environment(broker_id: int) -> Phase | None:
     def phase(name: str) -> None:
         os.makedirs(directory, exist_ok=True)
         open(os.path.join(directory, name + ".reached"), "a").close()
+        if os.path.exists(os.path.join(directory, name + ".kill")):
+            logger.warning("Killing this process at log cleaner phase %s (%s)", name, PHASE_DIR_VARIABLE)
+            os.kill(os.getpid(), signal.SIGKILL)
         hold = os.path.join(directory, name + ".hold")
         while os.path.exists(hold):
             time.sleep(0.01)

@@ -26,7 +26,8 @@ reader goes through it:
 * tools, tests and the simple consumer: :func:`iter_messages` yields :class:`Message` objects
   (compressed wrappers opened), :func:`iter_entries` the stored entries for DumpLogSegments, and
   :func:`build_message_set` writes sets;
-* the log cleaner: :func:`retain_messages` -- the set with only the messages it keeps, offsets
+* the log cleaner: :func:`iter_keys` -- offset, key and whether the value is null, of every
+  message -- and :func:`retain_messages` -- the set with only the messages it keeps, offsets
   unchanged, compressed wrappers that lose some rebuilt with their codec.
 
 A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
@@ -614,15 +615,6 @@ def _inner_messages(
     max_inflated: int,
 ) -> Iterator[Message]:
     inner = _open_wrapper(view, pos, end, magic, attributes & CODEC_MASK, verify_crc, max_inflated)
-    for message, _, _ in _opened_messages(inner, offset, magic, attributes, timestamp):
-        yield message
-
-
-def _opened_messages(
-    inner: _Inner, offset: int, magic: int, attributes: int, timestamp: int
-) -> Iterator[tuple[Message, int, int]]:
-    """The messages of an opened wrapper at ``offset``, each with where its entry starts and ends in
-    ``inner.data``."""
     data = memoryview(inner.data)
     # Magic 1: inner offsets are relative and the wrapper holds the last one's absolute offset.
     base = 0
@@ -638,11 +630,66 @@ def _opened_messages(
             inner_timestamp = (
                 timestamp if attributes & LOG_APPEND_TIME else _INT64.unpack_from(data, at + 18)[0]
             )
-        message = Message(base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic)
-        yield message, at, inner_end
+        yield Message(
+            base + inner_offset, _bytes(key), _bytes(value), inner_timestamp, inner_magic
+        )
 
 
-# -- keeping some messages (log compaction) -------------------------------------------------------
+# -- keys, and keeping some messages (log compaction) ----------------------------------------------
+
+
+def _key_and_null(view: memoryview, start: int, end: int, magic: int) -> tuple[bytes | None, bool]:
+    """The key (copied) of the message at ``start`` (its CRC) ending at ``end``, and whether its value
+    is null; checks that the lengths fill the message exactly, as :func:`_key_value` does."""
+    key_at = start + (14 if magic else 6)
+    (key_size,) = _INT32.unpack_from(view, key_at)
+    if key_size < -1:
+        raise InvalidMessageError(f"negative key length {key_size}", start - LOG_OVERHEAD)
+    value_at = key_at + 4 + (key_size if key_size > 0 else 0)
+    if value_at + 4 > end:
+        raise InvalidMessageError("key runs past the end of the message", start - LOG_OVERHEAD)
+    (value_size,) = _INT32.unpack_from(view, value_at)
+    if value_size < -1 or value_at + 4 + (value_size if value_size > 0 else 0) != end:
+        raise InvalidMessageError(
+            "value length does not match the message size", start - LOG_OVERHEAD
+        )
+    return (None if key_size < 0 else bytes(view[key_at + 4 : value_at])), value_size < 0
+
+
+def _inner_keys(inner: _Inner, offset: int, magic: int) -> Iterator[tuple[int, bytes | None, bool, int, int]]:
+    """(offset, key, value is null, start, end in ``inner.data``) of each message of an opened wrapper
+    at ``offset``."""
+    data = memoryview(inner.data)
+    base = offset - _OFFSET.unpack_from(data, inner.positions[-1])[0] if magic else 0
+    for at in inner.positions:
+        inner_offset, size = _OFFSET_SIZE.unpack_from(data, at)
+        inner_end = at + LOG_OVERHEAD + size
+        key, null = _key_and_null(data, at + LOG_OVERHEAD, inner_end, data[at + 16])
+        yield base + inner_offset, key, null, at, inner_end
+
+
+def iter_keys(
+    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(offset, key, whether the value is null) of every message of a set, compressed wrappers
+    opened, without copying values: what the log cleaner's offset map needs. Stops at a torn tail;
+    raises :class:`InvalidMessageError` as :func:`iter_messages` does."""
+    if max_inflated_bytes is None:
+        max_inflated_bytes = inflation_bound()
+    view = _as_view(buf)
+    n = len(view)
+    pos = 0
+    while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
+        offset, end, magic, attributes = head
+        codec = attributes & CODEC_MASK
+        if codec == CODEC_NONE:
+            key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
+            yield offset, key, null
+        else:
+            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
+            for inner_offset, key, null, _, _ in _inner_keys(inner, offset, magic):
+                yield inner_offset, key, null
+        pos = end
 
 
 @dataclass(frozen=True, slots=True)
@@ -664,13 +711,14 @@ class Retained:
 
 def retain_messages(
     buf: Buffer,
-    keep: Callable[[Message], bool],
+    keep: Callable[[int, bytes | None, bool], bool],
     *,
     verify_crc: bool = True,
     max_inflated_bytes: int | None = None,
 ) -> Retained:
-    """The set with only the messages ``keep`` accepts, every offset unchanged (gaps where messages
-    went), as Kafka's log cleaner rewrites a segment; stops at a torn tail.
+    """The set with only the messages for which ``keep(offset, key, value is null)`` is true, every
+    offset unchanged (gaps where messages went), as Kafka's log cleaner rewrites a segment; stops at
+    a torn tail.
 
     A plain entry kept is copied as it is. A compressed wrapper whose inner messages all stay is
     copied too, one that loses them all goes, and one that loses some is rebuilt from the bytes of
@@ -691,41 +739,42 @@ def retain_messages(
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
         codec = attributes & CODEC_MASK
-        timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
         if codec == CODEC_NONE:
-            key, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
-            if keep(Message(offset, _bytes(key), _bytes(value), timestamp, magic)):
+            key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
+            if keep(offset, key, null):
                 entries.append((written, offset))
                 pieces.append(view[pos:end])
                 written += end - pos
                 kept += 1
             else:
                 dropped += 1
+            pos = end
+            continue
+        inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
+        stay = [
+            (inner_offset, start, stop)
+            for inner_offset, key, null, start, stop in _inner_keys(inner, offset, magic)
+            if keep(inner_offset, key, null)
+        ]
+        dropped += len(inner.positions) - len(stay)
+        kept += len(stay)
+        if len(stay) == len(inner.positions):
+            entry: Buffer = view[pos:end]
+        elif stay:
+            data = memoryview(inner.data)
+            wrapper_key, _, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
+            timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
+            value = compress(codec, b"".join(data[start:stop] for _, start, stop in stay), magic)
+            message = encode_message(
+                wrapper_key, value, magic=magic, attributes=attributes, timestamp=timestamp
+            )
+            entry = _OFFSET_SIZE.pack(stay[-1][0], len(message)) + message
         else:
-            inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
-            stay = [
-                (message.offset, start, stop)
-                for message, start, stop in _opened_messages(inner, offset, magic, attributes, timestamp)
-                if keep(message)
-            ]
-            dropped += len(inner.positions) - len(stay)
-            kept += len(stay)
-            if len(stay) == len(inner.positions):
-                entry: Buffer = view[pos:end]
-            elif stay:
-                data = memoryview(inner.data)
-                wrapper_key, _, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
-                value = compress(codec, b"".join(data[start:stop] for _, start, stop in stay), magic)
-                message = encode_message(
-                    wrapper_key, value, magic=magic, attributes=attributes, timestamp=timestamp
-                )
-                entry = _OFFSET_SIZE.pack(stay[-1][0], len(message)) + message
-            else:
-                entry = b""
-            if entry:
-                entries.append((written, stay[0][0]))
-                pieces.append(entry)
-                written += len(entry)
+            entry = b""
+        if entry:
+            entries.append((written, stay[0][0]))
+            pieces.append(entry)
+            written += len(entry)
         pos = end
     return Retained(b"".join(pieces), entries, pos, kept, dropped)
 

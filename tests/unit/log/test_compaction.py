@@ -12,17 +12,13 @@ from zkbroker.log.compaction import (
     filthiest,
     group_segments_by_size,
     index_keys,
-    should_retain,
+    retention_rule,
 )
 from zkbroker.log.offset_map import OffsetMap, OffsetMapFullError
-from zkbroker.protocol.message_set import Message, build_message_set, iter_messages
+from zkbroker.protocol.message_set import build_message_set, iter_messages
 from zkbroker.topic_partition import TopicPartition
 
 TP = TopicPartition("t", 0)
-
-
-def message(offset, key, value=b"v"):
-    return Message(offset, key, value, -1, 0)
 
 
 def test_the_offset_map_keeps_the_last_offset_of_each_key():
@@ -35,7 +31,7 @@ def test_the_offset_map_keeps_the_last_offset_of_each_key():
 
 
 def test_the_offset_map_holds_what_its_memory_would_hold_in_kafka():
-    offsets = OffsetMap(3 * 24 + 23)  # 24 bytes a slot: a 16-byte MD5 and an 8-byte offset
+    offsets = OffsetMap(3 * 24 + 23)  # Kafka's slot: a 16-byte MD5 and an 8-byte offset
     assert offsets.slots == 3
     for key in (b"a", b"b", b"c"):
         offsets.put(key, 1)
@@ -47,18 +43,16 @@ def test_the_offset_map_holds_what_its_memory_would_hold_in_kafka():
 def test_a_message_stays_unless_a_later_one_has_its_key():
     offsets = OffsetMap(1024)
     offsets.put(b"a", 5)
-    keep = [should_retain(message(o, k), offsets, True, discard_keyless=False, where="w")
-            for o, k in ((4, b"a"), (5, b"a"), (6, b"b"))]
-    assert keep == [False, True, True]
+    keep = retention_rule(offsets, True, discard_keyless=False, where="w")
+    assert [keep(4, b"a", False), keep(5, b"a", False), keep(6, b"b", False)] == [False, True, True]
 
 
 def test_a_tombstone_stays_while_deletes_are_retained_in_its_segment():
     offsets = OffsetMap(1024)
     offsets.put(b"a", 5)
-    tombstone = message(5, b"a", None)
-    assert should_retain(tombstone, offsets, True, discard_keyless=False, where="w")
-    assert not should_retain(tombstone, offsets, False, discard_keyless=False, where="w")
-    assert should_retain(message(5, b"a"), offsets, False, discard_keyless=False, where="w")
+    assert retention_rule(offsets, True, discard_keyless=False, where="w")(5, b"a", True)
+    assert not retention_rule(offsets, False, discard_keyless=False, where="w")(5, b"a", True)
+    assert retention_rule(offsets, False, discard_keyless=False, where="w")(5, b"a", False)
 
 
 def test_the_delete_horizon_is_the_last_clean_segment_s_time_less_the_retention():

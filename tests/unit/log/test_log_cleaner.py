@@ -466,6 +466,43 @@ def test_the_cleaner_thread_compacts_in_the_background(tmp_path, clock, schedule
         manager.shutdown()
 
 
+def test_a_read_that_began_before_a_swap_still_finds_every_segment_it_looked_up(make_log, make_cleaner, scheduler):
+    """Fetches read without the log's lock (on the owner thread) while the cleaner thread swaps segments in: a
+    read holds the list of base offsets it began with, so every base in it must still lead to a readable
+    segment after the swap -- the replaced ones until the owner's next change of the segments."""
+    log = make_log(schedule=scheduler, **COMPACT)
+    produce(log, 23, keys=2)
+    cleaner = make_cleaner(log)
+    assert clean_once(cleaner)  # leaves small segments, which the next cleaning groups
+    produce(log, 10, keys=2, start=23)
+    bases_before = list(log._bases)
+    assert clean_once(cleaner)
+    assert len(log._bases) < len(bases_before)  # groups of several segments were swapped in as one
+    for base in bases_before:
+        read = log._segments[base].read(base, None, 1 << 20)
+        assert read is None or read.fetch_offset.message_offset == base
+    log.roll()  # the owner changes the segments: the replaced ones are forgotten
+    assert sorted(log._segments) == log._bases
+
+
+def test_reads_on_another_thread_meet_swaps_without_failing(make_log, make_cleaner, scheduler):
+    import threading
+
+    log = make_log(schedule=scheduler, **(COMPACT | {"segment_bytes": 20 * MESSAGE}))
+    produced = produce(log, 300, keys=50)
+    thread = threading.Thread(target=clean_once, args=(make_cleaner(log),))
+    thread.start()
+    try:
+        while thread.is_alive():
+            messages = contents(log)  # each pass from the log start to its end, through Log.read
+            offsets = [offset for offset, _, _ in messages]
+            assert offsets == sorted(set(offsets))
+            assert last_values(messages) == produced
+    finally:
+        thread.join()
+    assert len(contents(log)) < 300
+
+
 def test_dump_log_shows_a_compacted_segment_with_its_gaps(make_log, make_cleaner, capsys):
     log = make_log(**COMPACT)
     for key in (b"a", b"b", b"a", b"c", b"a", b"x", b"x", b"x", b"x", b"x", b"y"):
@@ -479,3 +516,41 @@ def test_dump_log_shows_a_compacted_segment_with_its_gaps(make_log, make_cleaner
     assert [line.split(" key: ")[1] for line in lines] == ["b payload: value", "c payload: value", "a payload: value"]
     assert "Mismatches in" not in out.err  # the index agrees with the log
     assert "Non-secutive offsets in" in out.err  # as 0.8.2's tool reports the gaps of a compacted segment
+
+
+def test_the_cleaner_config_comes_from_the_broker_s_log_cleaner_keys():
+    from zkbroker.config import KafkaConfig
+
+    broker = KafkaConfig.from_props({"broker.id": "1", "zookeeper.connect": "zk:2181", "log.cleaner.enable": "true",
+                                     "log.cleaner.threads": "2", "log.cleaner.backoff.ms": "100",
+                                     "log.cleaner.keyless.messages": "discard"})
+    config = CleanerConfig.from_broker(broker)
+    assert (config.enable_cleaner, config.num_threads, config.backoff_ms) == (True, 2, 100)
+    assert config.discard_keyless
+    assert config.dedupe_buffer_size == 500 * 1024 * 1024 and config.max_message_size == 1_000_012
+    default = KafkaConfig.from_props({"broker.id": "1", "zookeeper.connect": "zk"})
+    assert not CleanerConfig.from_broker(default).enable_cleaner
+
+
+def test_the_phase_seam_marks_each_phase_reached_and_holds_while_told(tmp_path, monkeypatch):
+    import threading
+
+    from zkbroker.log.log_cleaner import PHASE_DIR_VARIABLE, phase_seam_from_environment
+
+    monkeypatch.delenv(PHASE_DIR_VARIABLE, raising=False)
+    assert phase_seam_from_environment(1) is None
+    monkeypatch.setenv(PHASE_DIR_VARIABLE, str(tmp_path / "phases-{broker_id}"))
+    phase = phase_seam_from_environment(7)
+    phase("swapped")
+    assert (tmp_path / "phases-7" / "swapped.reached").exists()
+    hold = tmp_path / "phases-7" / "swap-renamed.hold"
+    hold.touch()
+    held = threading.Thread(target=phase, args=("swap-renamed",))
+    held.start()
+    wait_until = time.monotonic() + 30
+    while not (tmp_path / "phases-7" / "swap-renamed.reached").exists() and time.monotonic() < wait_until:
+        time.sleep(0.01)
+    assert held.is_alive()  # held while the file exists
+    hold.unlink()
+    held.join(timeout=30)
+    assert not held.is_alive()

@@ -1,9 +1,17 @@
-"""retain_messages: a set with only the messages a predicate keeps, as the log cleaner rewrites segments."""
+"""iter_keys and retain_messages: what the log cleaner reads of a set, and the set with only the messages a
+predicate keeps."""
 
 import pytest
 
 from zkbroker.protocol.compression import CODEC_GZIP, CODEC_LZ4, CODEC_NONE, CODEC_SNAPPY
-from zkbroker.protocol.message_set import CODEC_MASK, build_message_set, iter_entries, iter_messages, retain_messages
+from zkbroker.protocol.message_set import (
+    CODEC_MASK,
+    build_message_set,
+    iter_entries,
+    iter_keys,
+    iter_messages,
+    retain_messages,
+)
 
 CODECS = [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4]
 
@@ -21,7 +29,7 @@ def two_wrappers(codec, magic):
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_wrapper_losing_some_messages_is_recompressed_with_its_codec_and_offsets_kept(codec, magic):
     data = two_wrappers(codec, magic)
-    retained = retain_messages(data, lambda m: m.offset not in (0, 4))
+    retained = retain_messages(data, lambda offset, key, null: offset not in (0, 4))
     assert retained.walked == len(data)
     assert (retained.kept, retained.dropped) == (4, 2)
     assert [(m.offset, m.key, m.value) for m in iter_messages(retained.records)] == [
@@ -40,7 +48,7 @@ def test_a_wrapper_losing_some_messages_is_recompressed_with_its_codec_and_offse
 @pytest.mark.parametrize("codec", CODECS)
 def test_a_wrapper_keeping_everything_is_copied_as_it_is_and_one_keeping_nothing_goes(codec):
     data = two_wrappers(codec, 0)
-    retained = retain_messages(data, lambda m: m.offset >= 3)
+    retained = retain_messages(data, lambda offset, key, null: offset >= 3)
     assert retained.records == data[len(data) - len(retained.records):]
     assert [m.offset for m in iter_messages(retained.records)] == [3, 4, 5]
     assert retained.entries == [(0, 3)]
@@ -48,7 +56,7 @@ def test_a_wrapper_keeping_everything_is_copied_as_it_is_and_one_keeping_nothing
 
 def test_plain_messages_are_copied_byte_for_byte_and_gaps_kept():
     data = build_message_set([(b"k", str(i).encode()) for i in range(5)], base_offset=10)
-    retained = retain_messages(data, lambda m: m.offset % 2 == 0)
+    retained = retain_messages(data, lambda offset, key, null: offset % 2 == 0)
     assert [m.offset for m in iter_messages(retained.records)] == [10, 12, 14]
     kept = [e for e in iter_entries(data) if e.offset % 2 == 0]
     assert retained.records == b"".join(data[e.position:e.position + 12 + e.size] for e in kept)
@@ -57,6 +65,16 @@ def test_plain_messages_are_copied_byte_for_byte_and_gaps_kept():
 
 def test_a_torn_tail_is_left_for_the_next_read():
     data = build_message_set([(b"k", b"v")] * 3, codec=CODEC_NONE)
-    retained = retain_messages(data[:-3], lambda m: True)
+    retained = retain_messages(data[:-3], lambda offset, key, null: True)
     assert retained.kept == 2
     assert retained.walked == 2 * (len(data) // 3)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [CODEC_NONE, *CODECS])
+def test_iter_keys_gives_each_message_s_offset_key_and_whether_its_value_is_null(codec, magic):
+    data = two_wrappers(codec, magic)
+    assert list(iter_keys(data)) == [(0, b"a", False), (1, b"b", False), (2, b"c", False),
+                                     (3, b"a", False), (4, b"b", True), (5, b"d", False)]
+    torn = 5 if codec == CODEC_NONE else 3  # a torn tail is left out: a message, or a whole wrapper
+    assert list(iter_keys(data[:-1])) == list(iter_keys(data))[:torn]
