@@ -401,6 +401,8 @@ class ScenarioRun:
             return o.running(broker)
         if condition == "log_contains":
             return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition == "log_end":
+            return len(o.replica_log(broker, topic, partition)) == args["size"]
         if condition in ("acked", "refused"):
             producer = self.producers[args["of"]]
             if not producer.answered():
@@ -570,6 +572,7 @@ def describe_condition(condition: str, f: dict) -> str:
         "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
         "running": f"broker {broker}'s process runs",
         "log_contains": f"broker {broker} logs /{f.get('pattern')}/",
+        "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
     }

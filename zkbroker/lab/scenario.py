@@ -51,7 +51,7 @@ ENSEMBLE_SIZES = (1, 3, 5)
 # What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, or a produce step's outcome.
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
-              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "acked", "refused")
+              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "acked", "refused")
 # The lab control interface's fault points (issue 12, item 5).
 FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr", "delay_next_leader_and_isr",
                 "drop_next_update_metadata", "hold_controller_queue", "release_controller_queue",
