@@ -265,6 +265,10 @@ class KafkaController(SessionListener):
     def _run(self) -> None:
         while True:
             event = self._queue.get()
+            if not isinstance(event, Shutdown) and FAULTS.controller_held:
+                # The lab's fault point hold_controller_queue: this event (and those behind it) wait.
+                self.log.info("Lab fault point: the event queue is held; %s waits", type(event).__name__)
+                FAULTS.wait_while_controller_held(self._closing)
             if isinstance(event, Shutdown):
                 self._on_controller_resignation()
                 self._refuse_pending_shutdowns()
