@@ -67,6 +67,7 @@ from controller.replica_state import ReplicaState
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.logconfig import per_partition_level
@@ -196,6 +197,24 @@ class KafkaController(SessionListener):
     def is_active(self) -> bool:
         return self.active
 
+    def lab_state(self) -> dict | None:
+        """What this controller knows, for the lab's `state` query (zkbroker/lab/control.py); None when it is not
+        the controller. Called from another thread: each collection is copied in one C-level step (atomic under
+        the GIL), so a copy is never torn, though two copies may straddle one event."""
+        ctx = self.context
+        if not self.active:
+            return None
+        leadership = dict(ctx.leadership)
+        assignments = dict(ctx.assignments)
+        return {"epoch": ctx.epoch, "epoch_zk_version": ctx.epoch_zk_version,
+                "live_brokers": sorted(list(ctx.live_brokers)),
+                "shutting_down": sorted(set(ctx.shutting_down_broker_ids)),
+                "queue_held": FAULTS.controller_held, "queued_events": self._queue.qsize(),
+                "partitions": [{"topic": tp[0], "partition": tp[1], "leader": s.leader, "leader_epoch": s.leader_epoch,
+                                "isr": list(s.isr), "replicas": list(assignments.get(tp, ())),
+                                "zk_version": s.zk_version, "controller_epoch": s.controller_epoch}
+                               for tp, s in sorted(leadership.items())]}
+
     def shutdown_broker(self, broker_id: int, reply: Callable[[int, list[TopicPartition]], None]) -> None:
         """A ControlledShutdown request (from the network thread): `reply(error code, partitions the broker
         still leads)` is called later, on the event thread, once leadership has been moved."""
@@ -246,6 +265,10 @@ class KafkaController(SessionListener):
     def _run(self) -> None:
         while True:
             event = self._queue.get()
+            if not isinstance(event, Shutdown) and FAULTS.controller_held:
+                # The lab's fault point hold_controller_queue: this event (and those behind it) wait.
+                self.log.info("Lab fault point: the event queue is held; %s waits", type(event).__name__)
+                FAULTS.wait_while_controller_held(self._closing)
             if isinstance(event, Shutdown):
                 self._on_controller_resignation()
                 self._refuse_pending_shutdowns()

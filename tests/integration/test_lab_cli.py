@@ -25,9 +25,10 @@ def test_lab_with_its_own_zookeeper_up_status_down(lab_dir):
     assert cluster["zookeeper"].startswith("127.0.0.1:") and "/zkbroker-" in cluster["zookeeper"]
     assert process_state(cluster["zookeeper_pid"]) == "running"  # it outlived the `lab up` command
     for i, b in enumerate(cluster["brokers"], start=1):
-        assert list(b) == ["id", "host", "port", "pid", "config"]
+        assert list(b) == ["id", "host", "port", "pid", "config", "control"]
         assert (b["id"], b["host"]) == (i, "127.0.0.1")
         assert b["config"] == str(lab_dir.resolve() / f"broker-{i}" / "server.properties")
+        assert b["control"] == str(lab_dir.resolve() / f"broker-{i}" / "control.sock")
         assert process_state(b["pid"]) == "running"
     ok("down", "--dir", str(lab_dir))
     assert all(process_state(b["pid"]) == "dead" for b in cluster["brokers"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from zkbroker import timeline
+from zkbroker import fault_points, timeline
 from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.scenario_cli import add_scenario_commands
@@ -58,6 +58,22 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     partition.add_argument("--one-way", action="store_true", help="drop only what NODE sends to them")
     heal = action("heal", "remove the partitions involving NODE (every partition without NODE)", _heal)
     heal.add_argument("node", metavar="NODE", nargs="?", help=NODE_HELP)
+    state = action("state", "a broker's own view: each partition's applied LeaderAndIsr, HW and LEO, its "
+                   "metadata cache, ZooKeeper session and controller epoch (its lab control socket)", _state)
+    state.add_argument("--broker", type=int, metavar="ID", required=True)
+    state.add_argument("--json", action="store_true", help="print the broker's `state` answer as JSON")
+    fault = action("fault", "put a fault point in force inside a broker (or --heal it); a broker that is down "
+                   "gets it from the first instant of its next start", _fault)
+    fault.add_argument("--broker", type=int, metavar="ID", required=True)
+    fault.add_argument("point", metavar="POINT", nargs="?", help=", ".join(fault_points.POINTS))
+    fault.add_argument("--count", type=int, metavar="N", help="drop_next_* / delay_next_*: how many requests")
+    fault.add_argument("--ms", type=int, metavar="MS", help="delay_next_*: how long each request is held")
+    fault.add_argument("--write", choices=tuple(fault_points.ZOOKEEPER_WRITES), metavar="WRITE",
+                       help="stop_*_zookeeper_write: which write (" + ", ".join(fault_points.ZOOKEEPER_WRITES) + ")")
+    fault.add_argument("--action", choices=fault_points.STOP_ACTIONS,
+                       help="stop_*_zookeeper_write: kill (SIGKILL) or pause (SIGSTOP; `lab resume` goes on)")
+    fault.add_argument("--heal", action="store_true", help="heal POINT, or every fault point of the broker")
+    fault.add_argument("--json", action="store_true", help="print the fault points in force as JSON")
     timeline_ = action("timeline", "print the lab's timeline (DIR/timeline.jsonl), one line an event", _timeline)
     timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
     timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
@@ -118,6 +134,11 @@ def format_status(status: dict) -> str:
         rows.append((str(b["id"]), b["host"], str(b["port"]), str(b["pid"] or "-"), b["process"],
                      registered, "controller" if b["id"] == controller else ""))
     lines += [""] + _table(rows)
+    faults = [f"broker {b['id']}: " + "; ".join(map(fault_points.describe, b["faults"]))
+              for b in status["brokers"] if b.get("faults")]
+    faults += [f"broker {b['id']} (at its next start): " + "; ".join(map(fault_points.describe, b["faults_at_start"]))
+               for b in status["brokers"] if b.get("faults_at_start")]
+    lines += ["", *(f"Fault point: {f}" for f in faults)] if faults else ["", "Fault points: none"]
     if status["network"]:
         lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
         lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
@@ -184,6 +205,61 @@ def _heal(args: argparse.Namespace) -> int:
         print(f"Healed: {partition.describe()}.")
     if not healed:
         print("Nothing to heal.")
+    return 0
+
+
+def _state(args: argparse.Namespace) -> int:
+    state = LabCluster(args.dir).broker_state(args.broker)
+    print(json.dumps(state, indent=2) if args.json else format_state(state))
+    return 0
+
+
+def format_state(state: dict) -> str:
+    """`lab state`: a broker's own view in words and tables."""
+    controller = state["controller"]
+    lines = [f"Broker {state['broker']} (pid {state['pid']}): ZooKeeper session {state['session'] or 'none'}"
+             f" ({'connected' if state['zookeeper_connected'] else 'disconnected'}); controller epoch seen "
+             f"{state['controller_epoch_seen']}; " + (f"the controller (epoch {controller['epoch']})" if controller
+                                                      else "not the controller")]
+    metadata = state["metadata"]
+    lines.append(f"Metadata cache: controller {metadata['controller']}, live brokers "
+                 f"{','.join(map(str, metadata['live_brokers'])) or 'none'}")
+    rows = [("TOPIC", "PARTITION", "ROLE", "LEADER", "EPOCH", "ISR", "ZKVERSION", "HW", "LEO", "METADATA-LEADER")]
+    for p in state["partitions"]:
+        rows.append((p["topic"], str(p["partition"]), p["role"], str(p["leader"]), str(p["leader_epoch"]),
+                     ",".join(map(str, p["isr"])), str(p["zk_version"]), str(p["hw"]), str(p["leo"]),
+                     "-" if p["metadata_leader"] is None else str(p["metadata_leader"])))
+    lines += [""] + (_table(rows) if len(rows) > 1 else ["No partitions on this broker."])
+    if controller:
+        lines += ["", f"Controller: epoch {controller['epoch']} (zkVersion {controller['epoch_zk_version']}), live "
+                      f"brokers {','.join(map(str, controller['live_brokers'])) or 'none'}, event queue "
+                      f"{'HELD' if controller['queue_held'] else 'running'} ({controller['queued_events']} queued)"]
+        rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "ISR", "ZKVERSION")]
+        for p in controller["partitions"]:
+            rows.append((p["topic"], str(p["partition"]), str(p["leader"]), str(p["leader_epoch"]),
+                         ",".join(map(str, p["isr"])), str(p["zk_version"])))
+        if len(rows) > 1:
+            lines += _table(rows)
+    lines += ["", "Fault points: " + ("; ".join(map(fault_points.describe, state["faults"])) or "none")]
+    return "\n".join(lines)
+
+
+def _fault(args: argparse.Namespace) -> int:
+    lab = LabCluster(args.dir)
+    if args.heal:
+        in_force = lab.heal_faults(args.broker, args.point)
+        said = f"Healed {args.point or 'every fault point'} on broker {args.broker}."
+    else:
+        if args.point is None:
+            raise LabError(f"Name a fault point ({', '.join(fault_points.POINTS)}), or --heal")
+        in_force = lab.fault(args.broker, args.point, count=args.count, ms=args.ms, write=args.write,
+                             action=args.action)
+        said = f"Fault point {args.point} in force on broker {args.broker}."
+    if args.json:
+        print(json.dumps(in_force))
+        return 0
+    print(said)
+    print("In force: " + ("; ".join(map(fault_points.describe, in_force)) or "nothing"))
     return 0
 
 

@@ -48,7 +48,10 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from zkbroker import timeline
+from zkbroker import fault_points, timeline
+from zkbroker.lab.control import ENV_VAR as CONTROL_ENV_VAR
+from zkbroker.lab.control import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
+from zkbroker.lab.control_client import ControlClient
 from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
@@ -66,6 +69,8 @@ DEFAULT_BASE_PORT = 9092
 LAB_TICK_TIME_MS = 500  # ZooKeeper allows sessions of 2-20 ticks by default; we raise the maximum too
 ENSEMBLE_SIZES = (1, 3, 5)
 LOCK_FILE = "lab.lock"
+FAULTS_AT_START_FILE = "faults-at-start.json"  # in DIR/broker-ID/: fault points for the broker's next start
+CONTROL_TIMEOUT_S = 2.0  # a running broker answers its control socket in milliseconds
 JAAS_FILE = "jaas.conf"  # the ZooKeeper login of a --secure lab, for its brokers and tools
 LAB_ZK_USER = "kafka"
 # Long enough for the slowest locked command (an `up` that waits 60 s for its brokers after starting
@@ -84,6 +89,7 @@ class BrokerEntry:
     port: int
     pid: int | None
     config: str
+    control: str | None = None  # the broker's lab control socket (zkbroker/lab/control.py)
 
 
 @dataclass
@@ -442,16 +448,143 @@ class LabCluster:
         return entry
 
     @_under_lock
-    def start(self, broker_id: int, timeout_s: float = 60.0) -> BrokerEntry:
-        """Start a stopped or killed broker again from its server.properties; wait until it registers."""
+    def start(self, broker_id: int, timeout_s: float = 60.0, faults: list[dict] | tuple[dict, ...] = ()) -> BrokerEntry:
+        """Start a stopped or killed broker again from its server.properties; wait until it registers.
+
+        `faults` ({"point": ..., params}, as `fault` takes them) are in force from the broker's first instant,
+        with any that `fault` armed while it was down. A stop at its registration write ends the wait once the
+        broker has stopped there instead."""
         cluster = self.load()
         entry = cluster.broker(broker_id)
         if entry.pid is not None and process_state(entry.pid) != "dead":
             raise LabError(f"Broker {broker_id} is already running (pid {entry.pid})")
+        added = []
+        for spec in faults:
+            params = {k: v for k, v in spec.items() if k != "point"}
+            try:
+                fault_points.check(str(spec.get("point")), params)
+            except fault_points.FaultPointError as e:
+                raise LabError(str(e)) from None
+            added.append(fault_request(spec["point"], **params))
+        pending = self._pending_faults(broker_id) + added
+        if added:
+            self._faults_at_start(broker_id).write_text(json.dumps(pending))
+        for request in added:
+            self._record("fault_applied", fault=request["point"], node=f"broker:{broker_id}", at_start=True,
+                         **{k: v for k, v in request.items() if k not in ("command", "point")})
         entry.pid = self._spawn_broker(entry)
         self.save(cluster)
+        if any(r.get("write") == "registration" for r in pending):
+            pid = entry.pid
+            wait_until(lambda: process_state(pid) != "running" or self._registered(cluster, broker_id), timeout_s,
+                       interval_s=0.2)
+            return entry
         self._wait_usable(cluster, [broker_id], timeout_s)
         return entry
+
+    def _registered(self, cluster: ClusterFile, broker_id: int) -> bool:
+        try:
+            with _zk(cluster.zookeeper, timeout_s=5.0) as zk:
+                return zk.exists(paths.broker_path(broker_id)) is not None
+        except LabError:
+            return False
+
+    # ---- the lab control interface: fault points and state (zkbroker/lab/control.py) -----------------------
+
+    def control(self, broker_id: int, timeout_s: float = CONTROL_TIMEOUT_S) -> ControlClient:
+        """A client of the broker's control socket (which answers only while the broker runs)."""
+        entry = self.load().broker(broker_id)
+        if entry.control is None:
+            raise LabError(f"Broker {broker_id} has no control socket in cluster.json (a lab started by an older "
+                           f"zkbroker); start the lab again")
+        return ControlClient(entry.control, timeout_s, name=f"broker {broker_id}'s control socket")
+
+    def _running(self, broker_id: int) -> BrokerEntry:
+        entry = self.load().broker(broker_id)
+        state = process_state(entry.pid) if entry.pid is not None else "dead"
+        if state == "dead":
+            raise LabError(f"Broker {broker_id} is not running")
+        if state == "paused":
+            raise LabError(f"Broker {broker_id} is paused and cannot answer; resume it first")
+        return entry
+
+    def broker_state(self, broker_id: int) -> dict:
+        """The broker's own view (its `state` answer: applied LeaderAndIsr, HW, LEO, session, ...)."""
+        self._running(broker_id)
+        try:
+            with self.control(broker_id) as client:
+                return client.state()
+        except ControlError as e:
+            raise LabError(str(e)) from None
+
+    def fault(self, broker_id: int, point: str, **params: object) -> list[dict]:
+        """Put a fault point in force in a broker (zkbroker/fault_points.py); returns the points in force there.
+        A broker that is not running gets it from the first instant of its next start (`start`)."""
+        params = {k: v for k, v in params.items() if v is not None}
+        try:
+            fault_points.check(point, params)
+        except fault_points.FaultPointError as e:
+            raise LabError(str(e)) from None
+        entry = self.load().broker(broker_id)
+        if entry.pid is None or process_state(entry.pid) == "dead":
+            with self.locked():
+                pending = self._pending_faults(broker_id) + [fault_request(point, **params)]
+                self._faults_at_start(broker_id).write_text(json.dumps(pending))
+            self._record("fault_applied", fault=point, node=f"broker:{broker_id}", at_start=True, **params)
+            return [{k: v for k, v in r.items() if k != "command"} for r in pending]
+        self._running(broker_id)
+        try:
+            with self.control(broker_id) as client:
+                in_force = client.fault(point, **params)
+        except ControlError as e:
+            raise LabError(str(e)) from None
+        kind = "fault_healed" if point in fault_points.RELEASES else "fault_applied"
+        self._record(kind, fault=fault_points.RELEASES.get(point, point), node=f"broker:{broker_id}", **params)
+        return in_force
+
+    def heal_faults(self, broker_id: int, point: str | None = None) -> list[dict]:
+        """Heal one fault point of a broker, or all of them (those armed for its next start too); returns what
+        is still in force."""
+        if point is not None and point not in fault_points.POINTS:
+            raise LabError(f"unknown fault point {point!r}; allowed: {', '.join(fault_points.POINTS)}")
+        entry = self.load().broker(broker_id)
+        pending = self._pending_faults(broker_id)
+        kept = [r for r in pending if point is not None and r.get("point") != point]
+        if len(kept) != len(pending):
+            with self.locked():
+                if kept:
+                    self._faults_at_start(broker_id).write_text(json.dumps(kept))
+                else:
+                    self._faults_at_start(broker_id).unlink(missing_ok=True)
+        in_force: list[dict] = []
+        if entry.pid is not None and process_state(entry.pid) != "dead":
+            self._running(broker_id)
+            try:
+                with self.control(broker_id) as client:
+                    in_force = client.heal(point)
+            except ControlError as e:
+                raise LabError(str(e)) from None
+        self._record("fault_healed", fault=point or "all", node=f"broker:{broker_id}")
+        return in_force
+
+    def _faults_at_start(self, broker_id: int) -> Path:
+        return self.dir / f"broker-{broker_id}" / FAULTS_AT_START_FILE
+
+    def _pending_faults(self, broker_id: int) -> list[dict]:
+        try:
+            return json.loads(self._faults_at_start(broker_id).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return []
+
+    def _faults_in_force(self, entry: BrokerEntry) -> list[dict] | None:
+        """The fault points a running broker reports (None when it cannot answer: dead, paused, no socket)."""
+        if entry.control is None or entry.pid is None or process_state(entry.pid) != "running":
+            return None
+        try:
+            with ControlClient(entry.control, 1.0) as client:
+                return client.faults()
+        except ControlError:
+            return None
 
     # ---- one ZooKeeper server -------------------------------------------------------------------------------
 
@@ -551,11 +684,18 @@ class LabCluster:
         props.update(overrides)
         config = broker_dir / "server.properties"
         config.write_text("# written by `zkbroker lab up`\n" + "".join(f"{k}={v}\n" for k, v in props.items()))
-        return BrokerEntry(broker_id, host, int(props["port"]), None, str(config))
+        return BrokerEntry(broker_id, host, int(props["port"]), None, str(config), str(broker_dir / SOCKET_NAME))
 
     def _spawn_broker(self, entry: BrokerEntry) -> int:
         log_path = Path(entry.config).parent / "server.log"
         env = {**os.environ, timeline.ENV_VAR: str(self.timeline_file)}
+        env.pop(FAULTS_ENV_VAR, None)
+        if entry.control is not None:
+            env[CONTROL_ENV_VAR] = entry.control
+            pending = self._faults_at_start(entry.id)
+            if pending.exists():  # fault points `lab fault` armed while the broker was down
+                env[FAULTS_ENV_VAR] = pending.read_text()
+                pending.unlink()
         if self.secure:
             env[JAAS_CONFIG_ENV] = str(self.dir / JAAS_FILE)
         with open(log_path, "ab") as out:
@@ -606,6 +746,10 @@ class LabCluster:
                 raise
             out["zookeeper_reachable"] = False
             out["brokers"] = [_broker_row(entry, None) for entry in cluster.brokers]
+        for entry, row in zip(cluster.brokers, out["brokers"]):
+            row["faults"] = self._faults_in_force(entry)
+            row["faults_at_start"] = [{k: v for k, v in r.items() if k != "command"}
+                                      for r in self._pending_faults(entry.id)]
         return out
 
     def _network_status(self) -> dict | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -25,12 +26,15 @@ from collections.abc import Awaitable, Callable
 from controller.controller import KafkaController
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
+from zkbroker.lab import control
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
+from zkbroker.server.lab_control import BrokerState, LabControlServer
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.registration import BrokerRegistrar
@@ -65,6 +69,22 @@ class KafkaServer:
         self._started = False
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self.lab_control = self._lab_control()
+
+    def _lab_control(self) -> LabControlServer | None:
+        """In a lab (ZKBROKER_LAB_CONTROL set), the control socket and the fault points the lab wants in force
+        from the first instant (ZKBROKER_LAB_FAULTS); outside one, nothing."""
+        path = os.environ.get(control.ENV_VAR)
+        if not path:
+            return None
+        FAULTS.source = f"broker:{self.broker_id}"
+        handler = control.ControlHandler(FAULTS, BrokerState(self.broker_id, self.zk, self.metadata_cache,
+                                                             self.controller, lambda: self.replica_manager, FAULTS))
+        for request in control.initial_faults(os.environ.get(control.FAULTS_ENV_VAR)):
+            answer = handler.handle(request)
+            if not answer["ok"]:
+                raise control.ControlError(f"{control.FAULTS_ENV_VAR}: {answer['error']}")
+        return LabControlServer(path, handler)
 
     async def run(self) -> None:
         """Start, serve until SIGTERM/SIGINT (or stop()), then shut down cleanly."""
@@ -75,6 +95,8 @@ class KafkaServer:
         for warning in self.config.warnings:
             log.warning("%s", warning)
         try:
+            if self.lab_control is not None:
+                await self.lab_control.start()
             bridge = LoopBridge(loop)
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
@@ -263,4 +285,6 @@ class KafkaServer:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.controller.shutdown)
         await loop.run_in_executor(None, self.zk.close)
+        if self.lab_control is not None:
+            await self.lab_control.stop()
         log.info("%sshut down completed", self.prefix)

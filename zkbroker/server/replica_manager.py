@@ -23,6 +23,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
@@ -384,8 +385,10 @@ class ReplicaManager:
             state = LeaderIsrState(self.broker_id, p.leader_epoch, p.controller_epoch, new_isr)
             path = paths.partition_state_path(p.topic, p.partition)
             version = p.zk_version
+            FAULTS.at_zookeeper_write("isr_update", "before")
             try:
                 stat = await self.bridge.wait_for(self.zk.kazoo.set_async(path, state.encode(), version))
+                FAULTS.at_zookeeper_write("isr_update", "after")
             except BadVersionError:
                 log.info("Cached zkVersion [%d] not equal to that in zookeeper, skip updating ISR", version)
                 return False

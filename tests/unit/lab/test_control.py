@@ -1,0 +1,247 @@
+"""The lab control interface without a broker: the fault points' registry, the command handler (sans I/O),
+and one round trip over a real Unix socket between the broker's server and the lab's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+
+import pytest
+
+from zkbroker import fault_points, timeline
+from zkbroker.fault_points import FaultPointError, FaultPoints
+from zkbroker.lab.control import ControlError, ControlHandler, decode, encode, fault_request, initial_faults
+from zkbroker.lab.control_client import ControlClient
+from zkbroker.server.lab_control import LabControlServer
+
+
+@pytest.fixture
+def stops():
+    """The signals a FaultPoints registry sent itself (instead of really stopping the test)."""
+    return []
+
+
+@pytest.fixture
+def faults(stops):
+    return FaultPoints(stop_self=stops.append)
+
+
+@pytest.fixture
+def handler(faults):
+    return ControlHandler(faults, lambda: {"broker": 7, "partitions": []})
+
+
+# ---- the registry ------------------------------------------------------------------------------------------
+
+
+def test_hold_and_release_fetchers(faults):
+    assert not faults.fetchers_held
+    faults.apply("hold_fetchers")
+    assert faults.fetchers_held and faults.in_force() == [{"point": "hold_fetchers"}]
+    faults.apply("release_fetchers")
+    assert not faults.fetchers_held and faults.in_force() == []
+
+
+def test_a_drop_counts_the_requests_it_takes_and_ends_when_spent(faults):
+    faults.apply("drop_next_leader_and_isr", count=2)
+    assert faults.take_request_fault("update_metadata") is None
+    first = faults.take_request_fault("leader_and_isr")
+    assert first is not None and first.ms is None
+    assert faults.in_force() == [{"point": "drop_next_leader_and_isr", "count": 1}]
+    assert faults.take_request_fault("leader_and_isr") is not None
+    assert faults.take_request_fault("leader_and_isr") is None
+    assert faults.in_force() == []
+
+
+def test_a_delay_says_how_long_and_count_defaults_to_one(faults):
+    faults.apply("delay_next_update_metadata", ms=1500)
+    assert faults.in_force() == [{"point": "delay_next_update_metadata", "count": 1, "ms": 1500}]
+    assert faults.take_request_fault("update_metadata").ms == 1500
+    assert faults.take_request_fault("update_metadata") is None
+
+
+def test_the_controller_queue_hold_blocks_until_released(faults):
+    faults.apply("hold_controller_queue")
+    assert faults.controller_held
+    released = threading.Event()
+
+    def wait() -> None:
+        faults.wait_while_controller_held(threading.Event())
+        released.set()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    assert not released.wait(0.2)
+    faults.apply("release_controller_queue")
+    assert released.wait(5)
+    waiter.join()
+
+
+def test_the_controller_queue_hold_lets_a_closing_controller_go(faults):
+    faults.apply("hold_controller_queue")
+    closing = threading.Event()
+    closing.set()
+    faults.wait_while_controller_held(closing)  # returns at once
+    assert faults.controller_held
+
+
+@pytest.mark.parametrize("action, sig", [("kill", signal.SIGKILL), ("pause", signal.SIGSTOP)])
+def test_a_stop_at_a_zookeeper_write_fires_once_at_its_point_only(faults, stops, action, sig, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:3"
+    faults.apply("stop_after_zookeeper_write", write="isr_update", action=action)
+    faults.at_zookeeper_write("isr_update", "before")
+    faults.at_zookeeper_write("registration", "after")
+    assert stops == []
+    faults.at_zookeeper_write("isr_update", "after")
+    assert stops == [sig]
+    faults.at_zookeeper_write("isr_update", "after")
+    assert stops == [sig] and faults.in_force() == []
+    (event,) = timeline.read(tmp_path / "timeline.jsonl")
+    assert (event["source"], event["kind"], event["point"], event["write"], event["action"]) == (
+        "broker:3", "fault_fired", "stop_after_zookeeper_write", "isr_update", action)
+
+
+def test_heal_one_point_or_all(faults):
+    faults.apply("hold_fetchers")
+    faults.apply("hold_controller_queue")
+    faults.apply("drop_next_update_metadata", count=3)
+    faults.apply("stop_before_zookeeper_write", write="registration")
+    assert [f["point"] for f in faults.in_force()] == [
+        "hold_fetchers", "hold_controller_queue", "drop_next_update_metadata", "stop_before_zookeeper_write"]
+    assert faults.in_force()[-1] == {"point": "stop_before_zookeeper_write", "write": "registration",
+                                     "action": "kill"}
+    faults.heal("drop_next_update_metadata")
+    assert [f["point"] for f in faults.in_force()] == [
+        "hold_fetchers", "hold_controller_queue", "stop_before_zookeeper_write"]
+    faults.heal()
+    assert faults.in_force() == [] and not faults.fetchers_held and not faults.controller_held
+
+
+@pytest.mark.parametrize("point, params, message", [
+    ("explode", {}, "unknown fault point 'explode'; allowed: hold_fetchers, "),
+    ("hold_fetchers", {"count": 1}, "fault point hold_fetchers has no parameter 'count'; it takes none"),
+    ("delay_next_leader_and_isr", {"count": 1}, "fault point delay_next_leader_and_isr needs ms"),
+    ("drop_next_leader_and_isr", {"count": 0}, "count of fault point drop_next_leader_and_isr must be an integer "
+                                               "of at least 1, not 0"),
+    ("drop_next_leader_and_isr", {"count": "2"}, "must be an integer"),
+    ("stop_before_zookeeper_write", {}, "fault point stop_before_zookeeper_write needs write"),
+    ("stop_before_zookeeper_write", {"write": "anything"}, "unknown ZooKeeper write 'anything'; allowed: "
+                                                            "registration, controller_election, "),
+    ("stop_after_zookeeper_write", {"write": "registration", "action": "explode"},
+     "unknown stop action 'explode'; allowed: kill, pause"),
+])
+def test_a_bad_fault_point_is_refused_with_what_is_allowed(faults, point, params, message):
+    with pytest.raises(FaultPointError) as refused:
+        faults.apply(point, **params)
+    assert message in str(refused.value)
+    assert faults.in_force() == []
+
+
+def test_fault_points_in_words():
+    describe = fault_points.describe
+    assert describe({"point": "hold_fetchers"}) == "replica fetchers held"
+    assert describe({"point": "drop_next_leader_and_isr", "count": 1}) == "the next 1 LeaderAndIsr request dropped"
+    assert describe({"point": "delay_next_update_metadata", "count": 2, "ms": 500}) == (
+        "the next 2 UpdateMetadata requests delayed 500 ms")
+    assert describe({"point": "stop_before_zookeeper_write", "write": "registration", "action": "pause"}) == (
+        "SIGSTOP before the ZooKeeper write registration")
+
+
+# ---- the command handler -----------------------------------------------------------------------------------
+
+
+def test_state_is_the_brokers_view(handler):
+    assert handler.handle({"command": "state"}) == {"ok": True, "state": {"broker": 7, "partitions": []}}
+
+
+def test_fault_and_heal_answer_what_is_in_force(handler, faults):
+    answer = handler.handle(fault_request("drop_next_leader_and_isr", count=2))
+    assert answer == {"ok": True, "faults": [{"point": "drop_next_leader_and_isr", "count": 2}]}
+    assert handler.handle({"command": "faults"})["faults"] == answer["faults"]
+    assert handler.handle({"command": "heal", "point": "drop_next_leader_and_isr"}) == {"ok": True, "faults": []}
+    handler.handle({"command": "fault", "point": "hold_fetchers"})
+    assert faults.fetchers_held
+    assert handler.handle({"command": "heal"}) == {"ok": True, "faults": []}
+
+
+@pytest.mark.parametrize("request_, error", [
+    ({"command": "explode"}, "unknown command 'explode'; allowed: state, faults, fault, heal"),
+    ({}, "unknown command None"),
+    ({"command": "state", "broker": 1}, "state takes nothing, not 'broker'"),
+    ({"command": "heal", "count": 1}, "heal takes point, not 'count'"),
+    ({"command": "fault"}, "fault needs a point"),
+    ({"command": "fault", "point": "hold_fetchers", "ms": 5}, "has no parameter 'ms'"),
+    ({"command": "heal", "point": "explode"}, "unknown fault point 'explode'"),
+])
+def test_a_refused_request_is_one_sentence_and_changes_nothing(handler, faults, request_, error):
+    answer = handler.handle(request_)
+    assert answer["ok"] is False and error in answer["error"]
+    assert faults.in_force() == []
+
+
+def test_lines_in_lines_out(handler):
+    answer, go_on = handler.handle_line(b'{"command": "faults"}\n')
+    assert (decode(answer), go_on) == ({"ok": True, "faults": []}, True)
+    answer, go_on = handler.handle_line(b"not json\n")
+    assert decode(answer)["ok"] is False and "not a JSON line" in decode(answer)["error"] and not go_on
+    answer, go_on = handler.handle_line(b"[1, 2]\n")
+    assert decode(answer)["error"] == "a control message is a JSON object" and not go_on
+    assert encode({"a": 1}) == b'{"a":1}\n'
+
+
+def test_initial_faults_come_as_a_json_list_of_fault_requests():
+    assert initial_faults(None) == [] and initial_faults("") == []
+    requests = [fault_request("hold_fetchers"), fault_request("stop_before_zookeeper_write", write="registration")]
+    assert initial_faults(json.dumps(requests)) == requests
+    with pytest.raises(ControlError, match="ZKBROKER_LAB_FAULTS is not a JSON list"):
+        initial_faults('{"command": "fault"}')
+
+
+# ---- over a real Unix socket ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(handler, tmp_path):
+    """The broker's control server on a loop of its own; yields its socket path (deep enough to need the
+    long-path workaround: a Unix socket address holds at most 107 bytes)."""
+    path = tmp_path / ("d" * 60) / ("e" * 60) / "control.sock"
+    loop = asyncio.new_event_loop()
+    server = LabControlServer(path, handler)
+    ready = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(server.start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield path
+    asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
+    assert not path.exists()  # the socket file goes with the server
+
+
+def test_the_client_and_the_server_over_a_unix_socket(served, faults):
+    assert len(str(served)) > 107
+    with ControlClient(served) as client:
+        assert client.state() == {"broker": 7, "partitions": []}
+        assert client.fault("drop_next_leader_and_isr", count=3) == [{"point": "drop_next_leader_and_isr",
+                                                                      "count": 3}]
+        assert faults.requests["leader_and_isr"].remaining == 3
+        with pytest.raises(ControlError, match="unknown fault point 'explode'"):
+            client.fault("explode")
+        assert client.faults() == [{"point": "drop_next_leader_and_isr", "count": 3}]  # the connection goes on
+        assert client.heal() == []
+
+
+def test_the_client_says_when_nothing_listens(tmp_path):
+    with pytest.raises(ControlError, match="does not exist"):
+        ControlClient(tmp_path / "control.sock").state()

@@ -1,0 +1,241 @@
+"""Fault points inside a lab process: the steps that chance decides in production, made to happen on demand
+(DESIGN §10; README: Failover lab, "Fault points").
+
+A broker of a lab applies them when told through its control socket (zkbroker/lab/control.py); outside a lab
+nothing ever sets one, and each check below is one attribute read. The points, by name:
+
+- `hold_fetchers` / `release_fetchers`: this broker's replica fetchers fetch nothing (they still do a leader
+  epoch truncation first), as if the follower were slow or cut off from its leaders;
+- `drop_next_leader_and_isr`, `drop_next_update_metadata` (`count`, default 1): the next `count` such requests from a
+  controller are read and thrown away unanswered, and the connection they came on is closed, as a request
+  lost with its connection would be (the controller's channel sends it again on a new connection, which the
+  next drop takes too, until the count is spent);
+- `delay_next_leader_and_isr`, `delay_next_update_metadata` (`count`, default 1; `ms`): the next `count` requests
+  are held `ms` milliseconds before they apply (the requests after them on that connection wait too);
+- `hold_controller_queue` / `release_controller_queue`: this broker's controller takes no event from its
+  queue (ZooKeeper watches, broker answers and ControlledShutdown requests pile up); it still answers `state`;
+- `stop_before_zookeeper_write` / `stop_after_zookeeper_write` (`write`, `action`): right before (or right
+  after) the named ZooKeeper write, the process stops itself -- SIGKILL (`action` "kill", the default) or SIGSTOP
+  ("pause": `lab resume` lets it go on from that very point). One-shot: it fires once, then is gone.
+
+Each point is in force until healed (`heal`); counted ones also end when their count is spent.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from zkbroker import timeline
+
+# The named ZooKeeper writes a stop can be put before or after.
+ZOOKEEPER_WRITES = {
+    "registration": "a broker's /brokers/ids/<id> (at startup, and again after a session expiry)",
+    "controller_election": "the /controller node a broker creates when it wins the controller election",
+    "controller_epoch": "the /controller_epoch increment of a newly elected controller",
+    "isr_update": "a partition leader's own ISR change (shrink or expand) of the partition's state znode",
+    "state_write": "the controller's writes of partitions' state znodes (new partitions, elections, ISR removals)",
+}
+STOP_ACTIONS = ("kill", "pause")
+# The controller requests a drop or delay applies to, by the name in the point.
+REQUESTS = {"leader_and_isr": "LeaderAndIsr", "update_metadata": "UpdateMetadata"}
+
+POINTS = ("hold_fetchers", "release_fetchers",
+          "drop_next_leader_and_isr", "delay_next_leader_and_isr",
+          "drop_next_update_metadata", "delay_next_update_metadata",
+          "hold_controller_queue", "release_controller_queue",
+          "stop_before_zookeeper_write", "stop_after_zookeeper_write")
+# Which parameters each point takes (required, unless DEFAULTS has one).
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "drop_next_leader_and_isr": ("count",), "drop_next_update_metadata": ("count",),
+    "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
+    "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
+}
+# What a parameter left out means: the next one request; a SIGKILL.
+DEFAULTS = {"count": 1, "action": "kill"}
+# The points that undo another one rather than apply a fault.
+RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue"}
+
+
+class FaultPointError(ValueError):
+    """A fault point that does not exist, or parameters it does not take; the message says which are allowed."""
+
+
+class DroppedByFaultPoint(ConnectionAbortedError):
+    """A controller request thrown away by a drop point: the connection it came on closes unanswered."""
+
+
+@dataclass
+class RequestFault:
+    """A drop (ms None) or delay of the next `remaining` requests of one kind."""
+
+    remaining: int
+    ms: int | None = None
+
+
+class FaultPoints:
+    """The fault points in force in this process. The network thread, the fetchers (both on the asyncio loop),
+    the controller's event thread and ZooKeeper's threads consult it; the control socket changes it."""
+
+    def __init__(self, stop_self: Callable[[signal.Signals], None] | None = None) -> None:
+        self.source = "process"  # the timeline source of this process, e.g. "broker:2" (set at startup)
+        self.fetchers_held = False
+        self._controller_open = threading.Event()
+        self._controller_open.set()
+        self.requests: dict[str, RequestFault] = {}
+        self.zookeeper_stops: dict[tuple[str, str], str] = {}  # (write, "before"|"after") -> action
+        self._lock = threading.Lock()
+        self._stop_self = stop_self or _signal_self
+
+    # ---- applying and healing -------------------------------------------------------------------------------
+
+    def apply(self, point: str, **params: object) -> None:
+        """Put a point in force (or, for release_*, heal what it releases). Raises FaultPointError."""
+        check(point, params)
+        params = {**{k: v for k, v in DEFAULTS.items() if k in PARAMETERS.get(point, ())},
+                  **{k: v for k, v in params.items() if v is not None}}
+        if point in RELEASES:
+            self.heal(RELEASES[point])
+        elif point == "hold_fetchers":
+            self.fetchers_held = True
+        elif point == "hold_controller_queue":
+            self._controller_open.clear()
+        elif point.startswith(("drop_next_", "delay_next_")):
+            kind, request = point.split("_next_", 1)
+            with self._lock:
+                self.requests[request] = RequestFault(int(params["count"]),
+                                                      int(params["ms"]) if kind == "delay" else None)
+        else:  # stop_before_zookeeper_write / stop_after_zookeeper_write
+            when = "before" if point.startswith("stop_before") else "after"
+            with self._lock:
+                self.zookeeper_stops[(str(params["write"]), when)] = str(params["action"])
+
+    def heal(self, point: str | None = None) -> None:
+        """End one point (every entry of it) or, with None, every point in force."""
+        if point is not None and point not in POINTS:
+            raise FaultPointError(f"unknown fault point {point!r}; allowed: {', '.join(POINTS)}")
+        point = RELEASES.get(point, point) if point is not None else None
+        if point in (None, "hold_fetchers"):
+            self.fetchers_held = False
+        if point in (None, "hold_controller_queue"):
+            self._controller_open.set()
+        with self._lock:
+            for request in list(self.requests):
+                if point is None or point.endswith("_next_" + request):
+                    del self.requests[request]
+            for write, when in list(self.zookeeper_stops):
+                if point is None or point == f"stop_{when}_zookeeper_write":
+                    del self.zookeeper_stops[(write, when)]
+
+    def in_force(self) -> list[dict]:
+        """Each point in force with its parameters, e.g. {"point": "drop_next_leader_and_isr", "count": 2}
+        (the count still to come)."""
+        out: list[dict] = []
+        if self.fetchers_held:
+            out.append({"point": "hold_fetchers"})
+        if self.controller_held:
+            out.append({"point": "hold_controller_queue"})
+        with self._lock:
+            for request, fault in sorted(self.requests.items()):
+                if fault.ms is None:
+                    out.append({"point": f"drop_next_{request}", "count": fault.remaining})
+                else:
+                    out.append({"point": f"delay_next_{request}", "count": fault.remaining, "ms": fault.ms})
+            for (write, when), action in sorted(self.zookeeper_stops.items()):
+                out.append({"point": f"stop_{when}_zookeeper_write", "write": write, "action": action})
+        return out
+
+    # ---- where the processes consult them -----------------------------------------------------------------
+
+    def take_request_fault(self, request: str) -> RequestFault | None:
+        """For a controller request of kind `request` ("leader_and_isr", "update_metadata") that just arrived:
+        the drop or delay to apply to it (counting it), or None."""
+        if not self.requests:
+            return None
+        with self._lock:
+            fault = self.requests.get(request)
+            if fault is None:
+                return None
+            fault.remaining -= 1
+            if fault.remaining <= 0:
+                del self.requests[request]
+        timeline.emit(self.source, "fault_fired", point=("drop_next_" if fault.ms is None else "delay_next_") + request,
+                      remaining=max(fault.remaining, 0), **({} if fault.ms is None else {"ms": fault.ms}))
+        return fault
+
+    @property
+    def controller_held(self) -> bool:
+        return not self._controller_open.is_set()
+
+    def wait_while_controller_held(self, closing: threading.Event) -> None:
+        """Block the controller's event thread while its queue is held (until released, or `closing` is set)."""
+        while not self._controller_open.is_set() and not closing.is_set():
+            self._controller_open.wait(0.1)
+
+    def at_zookeeper_write(self, write: str, when: str) -> None:
+        """Called right before ("before") and right after ("after") the named ZooKeeper write: stops this
+        process there when a stop is in force for it (once)."""
+        if not self.zookeeper_stops:
+            return
+        with self._lock:
+            action = self.zookeeper_stops.pop((write, when), None)
+        if action is None:
+            return
+        timeline.emit(self.source, "fault_fired", point=f"stop_{when}_zookeeper_write", write=write, action=action)
+        self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
+
+
+def check(point: str, params: dict) -> None:
+    """Raise FaultPointError unless `point` exists and `params` are exactly the ones it takes, well formed."""
+    if point not in POINTS:
+        raise FaultPointError(f"unknown fault point {point!r}; allowed: {', '.join(POINTS)}")
+    wanted = PARAMETERS.get(point, ())
+    unknown = [k for k in params if k not in wanted]
+    if unknown:
+        takes = f"it takes {', '.join(wanted)}" if wanted else "it takes none"
+        raise FaultPointError(f"fault point {point} has no parameter {unknown[0]!r}; {takes}")
+    missing = [k for k in wanted if params.get(k) is None and k not in DEFAULTS]
+    if missing:
+        raise FaultPointError(f"fault point {point} needs {', '.join(missing)}")
+    for key in ("count", "ms"):
+        if key in params and (isinstance(params[key], bool) or not isinstance(params[key], int)
+                              or params[key] < (1 if key == "count" else 0)):
+            least = "1" if key == "count" else "0"
+            raise FaultPointError(f"{key} of fault point {point} must be an integer of at least {least}, "
+                                  f"not {params[key]!r}")
+    if "write" in params and params["write"] not in ZOOKEEPER_WRITES:
+        raise FaultPointError(f"unknown ZooKeeper write {params['write']!r}; allowed: {', '.join(ZOOKEEPER_WRITES)}")
+    if "action" in params and params["action"] not in STOP_ACTIONS:
+        raise FaultPointError(f"unknown stop action {params['action']!r}; allowed: {', '.join(STOP_ACTIONS)}")
+
+
+def describe(fault: dict) -> str:
+    """A fault point in force (an `in_force` entry) in words, e.g. "the next 2 LeaderAndIsr requests dropped"."""
+    point = fault.get("point", "?")
+    if point == "hold_fetchers":
+        return "replica fetchers held"
+    if point == "hold_controller_queue":
+        return "controller event queue held"
+    if point.startswith(("drop_next_", "delay_next_")):
+        kind, request = point.split("_next_", 1)
+        count = fault.get("count", 1)
+        what = f"the next {count} {REQUESTS.get(request, request)} request{'s' if count != 1 else ''}"
+        return f"{what} dropped" if kind == "drop" else f"{what} delayed {fault.get('ms')} ms"
+    if point.startswith("stop_"):
+        when = "before" if point.startswith("stop_before") else "after"
+        how = "SIGKILL" if fault.get("action") == "kill" else "SIGSTOP"
+        return f"{how} {when} the ZooKeeper write {fault.get('write')}"
+    return point
+
+
+def _signal_self(sig: signal.Signals) -> None:
+    os.kill(os.getpid(), sig)
+    if sig == signal.SIGKILL:  # never returns; the signal may take a moment to land
+        time.sleep(60)
+
+
+FAULTS = FaultPoints()  # this process's fault points
