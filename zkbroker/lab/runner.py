@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from zkbroker import admin, timeline
+from zkbroker import admin, fault_points, timeline
 from zkbroker.lab import recorder
 from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
@@ -36,7 +36,7 @@ from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
 from zkbroker.lab.processes import process_state
 from zkbroker.lab.recorder import RecordingProducer
-from zkbroker.lab.scenario import Scenario, Step
+from zkbroker.lab.scenario import Scenario, Step, fault_parameters
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
@@ -311,6 +311,8 @@ class ScenarioRun:
                 self.names[target["as"]] = broker
             method = {"kill": self.lab.kill, "pause": self.lab.pause, "resume": self.lab.resume,
                       "start": self.lab.start, "stop": self.lab.stop}[action]
+            if action == "start":  # log_contains looks at what this process of the broker has logged
+                self._log_marks[broker] = len(self.observer.server_log(broker))
             method(broker)
         self.observer.reload()
 
@@ -322,8 +324,14 @@ class ScenarioRun:
         self.lab.heal(self._node(node) if node else None)
 
     def _fault(self, step: Step, point: str, broker: int | str, **args) -> None:
-        raise StepFailed(f"the fault point {point} needs the brokers' lab control interface, which this build "
-                         f"does not have yet")
+        broker_id = self._broker(broker)
+        in_force = self.lab.fault(broker_id, point, **fault_parameters(args))
+        if in_force and self.observer.running(broker_id):
+            self.say(f"[{self.label}]     in force on broker {broker_id}: "
+                     + "; ".join(fault_points.describe(f) for f in in_force))
+
+    def _heal_faults(self, step: Step, broker: int | str, point: str | None = None) -> None:
+        self.lab.heal_faults(self._broker(broker), point)
 
     def _cut_log(self, step: Step, broker: int | str, topic: str, keep: int, partition: int = 0) -> None:
         broker_id = self._broker(broker)
@@ -401,6 +409,11 @@ class ScenarioRun:
             return o.running(broker)
         if condition == "log_contains":
             return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition in ("believes_leader", "hw"):
+            view = self._broker_view(broker, topic, partition)
+            if view is None:
+                return False
+            return view["role"] == "leader" if condition == "believes_leader" else view["hw"] == args["size"]
         if condition == "log_end":
             return len(o.replica_log(broker, topic, partition)) == args["size"]
         if condition in ("acked", "refused"):
@@ -437,6 +450,14 @@ class ScenarioRun:
         if condition == "isr_size":
             return len(leadership.isr) == args["size"]
         raise StepFailed(f"condition {condition} is not known to this runner")
+
+    def _broker_view(self, broker: int, topic: str, partition: int) -> dict | None:
+        """The broker's own view of a partition (its `state` answer), None when it cannot answer."""
+        try:
+            state = self.lab.broker_state(broker)
+        except LabError:
+            return None
+        return next((p for p in state["partitions"] if (p["topic"], p["partition"]) == (topic, partition)), None)
 
     # ---- targets ---------------------------------------------------------------------------------------------------
 
@@ -543,6 +564,8 @@ def describe_step(step: Step) -> str:
         return f"sleep {f['ms']} ms"
     if step.action == "fault":
         return f"fault point {f['point']} on broker {f['broker']}"
+    if step.action == "heal_faults":
+        return f"heal {f.get('point', 'every fault point')} on broker {f['broker']}"
     if step.action == "create_topic":
         return f"create topic {f['topic']}"
     if step.action == "delete_topic":
@@ -573,6 +596,8 @@ def describe_condition(condition: str, f: dict) -> str:
         "running": f"broker {broker}'s process runs",
         "log_contains": f"broker {broker} logs /{f.get('pattern')}/",
         "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
+        "believes_leader": f"broker {broker} believes it leads {tp}",
+        "hw": f"broker {broker}'s high watermark of {tp} is {f.get('size')}",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
     }

@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkbroker.fault_points import POINTS, FaultPointError
+from zkbroker.fault_points import check as check_parameters
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the same parser, before it joined the standard library
@@ -51,11 +54,10 @@ ENSEMBLE_SIZES = (1, 3, 5)
 # What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, or a produce step's outcome.
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
-              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "acked", "refused")
-# The lab control interface's fault points (issue 12, item 5).
-FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr", "delay_next_leader_and_isr",
-                "drop_next_update_metadata", "hold_controller_queue", "release_controller_queue",
-                "stop_before_zookeeper_write", "stop_after_zookeeper_write")
+              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
+              "hw", "acked", "refused")
+# The lab control interface's fault points (zkbroker/fault_points.py).
+FAULT_POINTS = POINTS
 
 _INT = (int,)
 _STR = (str,)
@@ -79,7 +81,9 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "stop": (_PROCESS, ()),
     "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": ({"node": _STR}, ()),
-    "fault": ({"point": _STR, "broker": _TARGET, "write": _STR, "ms": _INT}, ("point", "broker")),
+    "fault": ({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR},
+              ("point", "broker")),
+    "heal_faults": ({"broker": _TARGET, "point": _STR}, ("broker",)),
     "cut_log": ({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
     "wait": ({**_CONDITION, "timeout_ms": _INT, "slow_ms": _INT}, ("condition",)),
     "expect": (_CONDITION, ("condition",)),
@@ -240,8 +244,13 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
     if action in ("wait", "expect") and step["condition"] not in CONDITIONS:
         check.fail(where, "condition", f"unknown condition {step['condition']!r}; allowed: {', '.join(CONDITIONS)}")
-    if action == "fault" and step["point"] not in FAULT_POINTS:
+    if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    if action == "fault":
+        try:
+            check_parameters(step["point"], fault_parameters(step))
+        except FaultPointError as e:
+            check.fail(where, "point", str(e))
     if action in ("wait", "expect") and step["condition"] in ("acked", "refused"):
         if "of" not in step:
             check.fail(where, None, f"a {step['condition']} condition names a produce step with of = \"NAME\"")
@@ -257,6 +266,13 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
                                    f"or a name given earlier with as = ...")
     fields = {k: v for k, v in step.items() if k not in _COMMON}
     return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
+
+
+def fault_parameters(fields: dict) -> dict:
+    """A fault step's parameters as the fault point takes them (`stop` is the stop's `action`, a name a step's
+    own `action` already has)."""
+    names = {"count": "count", "ms": "ms", "write": "write", "stop": "action"}
+    return {names[k]: v for k, v in fields.items() if k in names}
 
 
 def _settings(config: dict) -> dict[str, str]:
