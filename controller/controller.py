@@ -579,11 +579,26 @@ class KafkaController(SessionListener):
         known = self.context.live_brokers
         new_ids = set(current) - set(known)
         dead_ids = set(known) - set(current)
-        self.context.live_brokers = current
-        if not new_ids and not dead_ids:
+        # KIP-380 (broker.epoch.enable): a broker registered under a new znode since we last looked bounced; it is
+        # handled as a failure and a startup. 0.8.2 compared the id sets only, and missed it (KAFKA-1120).
+        bounced = {b for b in set(current) & set(known) if current[b].epoch != known[b].epoch} \
+            if self.config["broker.epoch.enable"] else set()
+        self.context.live_brokers = {b: r for b, r in current.items() if b not in bounced}
+        if not new_ids and not dead_ids and not bounced:
             return
-        self.log.info("Newly added brokers: %s, deleted brokers: %s, all live brokers: %s",
-                      _ids(new_ids), _ids(dead_ids), _ids(current))
+        if self.config["broker.epoch.enable"]:  # Kafka 2.2's line
+            self.log.info("Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
+                          _ids(new_ids), _ids(dead_ids), _ids(bounced), _ids(current))
+        else:
+            self.log.info("Newly added brokers: %s, deleted brokers: %s, all live brokers: %s",
+                          _ids(new_ids), _ids(dead_ids), _ids(current))
+        if bounced:
+            for broker_id in sorted(bounced):
+                self.channel.remove_broker(broker_id)
+            self.batch.live_brokers = dict(self.context.live_brokers)
+            self._on_broker_failure(bounced)
+            self.context.live_brokers = current
+            new_ids |= bounced
         for broker_id in sorted(new_ids):
             self.channel.add_broker(current[broker_id])
         for broker_id in sorted(dead_ids):

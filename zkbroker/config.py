@@ -452,6 +452,11 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "How often the controller checks for leader imbalance."),
     ConfigKey("unclean.leader.election.enable", _BOOLEAN, True,
               "Elect a replica outside the ISR when no ISR member is alive, accepting the loss of messages."),
+    ConfigKey("broker.epoch.enable", _BOOLEAN, False,
+              "Extension (KIP-380, Kafka 2.2): the controller tells two registrations of a broker apart by their "
+              "znode's creation zxid (the broker epoch), so a broker that bounced before the controller looked "
+              "at /brokers/ids is handled as a failure and a startup (0.8.2 saw an unchanged id set and did "
+              "nothing, KAFKA-1120)."),
     ConfigKey("replication.truncation", _STRING, "high-watermark",
               "Extension (KIP-101): where a new follower truncates its log: high-watermark (0.8.2) or "
               "leader-epoch.", OneOf(("high-watermark", "leader-epoch"))),

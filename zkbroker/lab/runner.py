@@ -238,7 +238,7 @@ class ScenarioRun:
         zk = self.observer.zk
         if replicas is not None:
             rows = replicas if replicas and isinstance(replicas[0], list) else [replicas]
-            assignment = {p: tuple(int(b) for b in row) for p, row in enumerate(rows)}
+            assignment = {p: tuple(self._broker(b) for b in row) for p, row in enumerate(rows)}
         else:
             assignment = admin.assign_replicas_to_brokers(admin.live_broker_ids(zk), partitions,
                                                           replication_factor or min(3, self.scenario.brokers))
@@ -253,6 +253,10 @@ class ScenarioRun:
                                        and lead.leader is not None and set(lead.isr) == set(replicas_)
                                        for p, replicas_ in assignment.items()),
                            DEFAULT_WAIT_MS, f"{topic}'s partitions to have leaders and full ISRs", fail=True)
+
+    def _choose(self, step: Step, broker: int | str, **named) -> None:
+        self.names[named["as"]] = chosen = self._broker(broker)
+        self.say(f"[{self.label}]     {named['as']} is broker {chosen}")
 
     def _delete_topic(self, step: Step, topic: str) -> None:
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
@@ -347,20 +351,20 @@ class ScenarioRun:
         self._idle(ms / 1000)
 
     def _wait(self, step: Step, condition: str, timeout_ms: int = DEFAULT_WAIT_MS, slow_ms: int | None = None,
-              **args) -> None:
+              negate: bool = False, **args) -> None:
         began = time.monotonic()
-        what = describe_condition(condition, args)
-        if not self._wait_for(lambda: self._holds(condition, args), timeout_ms, what):
+        what = describe_condition(condition, args, negate)
+        if not self._wait_for(lambda: self._holds(condition, args) != negate, timeout_ms, what):
             return
         took = (time.monotonic() - began) * 1000
         if slow_ms is not None and took > slow_ms:
             self.result.slow.append(f"{what} took {took:.0f} ms (more than {slow_ms})")
             self.say(f"[{self.label}]     slow: {what} took {took:.0f} ms (more than {slow_ms} ms)")
 
-    def _expect(self, step: Step, condition: str, **args) -> None:
-        what = describe_condition(condition, args)
+    def _expect(self, step: Step, condition: str, negate: bool = False, **args) -> None:
+        what = describe_condition(condition, args, negate)
         try:
-            holds = self._holds(condition, args)
+            holds = self._holds(condition, args) != negate
         except Unknown:
             holds = False
         if holds:
@@ -467,6 +471,12 @@ class ScenarioRun:
             return target
         if target in self.names:
             return self.names[target]
+        if target.startswith("not:"):
+            excluded = {int(part) if part.isdigit() else self._broker(part) for part in target[4:].split(",")}
+            others = sorted(b.id for b in self.observer.cluster.brokers if b.id not in excluded)
+            if not others:
+                raise StepFailed(f"every broker is one of {target[4:]}")
+            return others[0]
         if target == "controller":
             controller = self.observer.controller()
             if controller is None:
@@ -570,12 +580,19 @@ def describe_step(step: Step) -> str:
         return f"create topic {f['topic']}"
     if step.action == "delete_topic":
         return f"delete topic {f['topic']}"
+    if step.action == "choose":
+        return f"call broker {f['broker']} {f['as']}"
     if step.action == "cut_log":
         return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
     return step.action
 
 
-def describe_condition(condition: str, f: dict) -> str:
+def describe_condition(condition: str, f: dict, negate: bool = False) -> str:
+    words = _condition_words(condition, f)
+    return f"not ({words})" if negate or f.get("negate") else words
+
+
+def _condition_words(condition: str, f: dict) -> str:
     broker = f.get("broker")
     tp = f"{f.get('topic')}-{f.get('partition', 0)}"
     words = {

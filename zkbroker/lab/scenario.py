@@ -65,13 +65,14 @@ _TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / a na
 _PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
 _CONDITION = {"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
-              "pattern": _STR, "of": _STR}
+              "pattern": _STR, "of": _STR, "negate": (bool,)}
 
 # action -> ({field: allowed types}, required fields)
 STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
                       "config": (dict,), "wait": (bool,)}, ("topic",)),
     "delete_topic": ({"topic": _STR}, ("topic",)),
+    "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                  "interval_ms": _INT, "background": (bool,), "as": _STR}, ("topic", "count")),
     "kill": (_PROCESS, ()),
@@ -256,16 +257,24 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
             check.fail(where, None, f"a {step['condition']} condition names a produce step with of = \"NAME\"")
         if step["of"] not in names:
             check.fail(where, "of", f"no earlier produce step is named {step['of']!r} (with as = ...)")
+    targets = [(key, step[key]) for key in ("broker", "zookeeper") if key in step]
+    targets += [("replicas", r) for row in step.get("replicas", []) for r in (row if isinstance(row, list) else [row])]
+    for key, target in targets:
+        if isinstance(target, str) and not _target_known(target, names):
+            check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\", "
+                                   f"\"not:NAME[,NAME]\" or a name given earlier with as = ...")
     if "as" in step:
         names.add(step["as"])
-    for key in ("broker", "zookeeper"):
-        target = step.get(key)
-        if isinstance(target, str) and not (target in ("controller", "leader") or target.startswith("leader:")
-                                            or target in names):
-            check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\" "
-                                   f"or a name given earlier with as = ...")
     fields = {k: v for k, v in step.items() if k not in _COMMON}
     return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
+
+
+def _target_known(target: str, names: set[str]) -> bool:
+    """A broker named by a string: "controller", "leader" (a ZooKeeper server), "leader:TOPIC-PARTITION", a name
+    bound earlier with `as`, or "not:A,B" (the lowest broker id that is none of those)."""
+    if target.startswith("not:"):
+        return all(_target_known(part, names) or part.isdigit() for part in target[4:].split(","))
+    return target in ("controller", "leader") or target.startswith("leader:") or target in names
 
 
 def fault_parameters(fields: dict) -> dict:
