@@ -365,7 +365,7 @@ class ScenarioRun:
         what = describe_condition(condition, args, negate)
         try:
             holds = self._holds(condition, args) != negate
-        except Unknown:
+        except (Unknown, StepFailed):
             holds = False
         if holds:
             self.say(f"[{self.label}]     as expected: {what}")
@@ -381,7 +381,7 @@ class ScenarioRun:
             try:
                 if condition():
                     return True
-            except Unknown:
+            except (Unknown, StepFailed):  # e.g. "leader:t-0" while t-0 has no leader
                 pass
             if time.monotonic() > deadline:
                 if quiet:
