@@ -17,6 +17,7 @@ dashboard's Step button calls.
 
 from __future__ import annotations
 
+import functools
 import select
 import shutil
 import sys
@@ -317,7 +318,13 @@ class ScenarioRun:
                       "start": self.lab.start, "stop": self.lab.stop}[action]
             if action == "start":  # log_contains looks at what this process of the broker has logged
                 self._log_marks[broker] = len(self.observer.server_log(broker))
-            method(broker)
+                if not target.get("wait", True):  # do not wait for its registration
+                    method = functools.partial(self.lab.start, timeout_s=0.0)
+            try:
+                method(broker)
+            except LabError:
+                if action != "start" or target.get("wait", True):
+                    raise
         self.observer.reload()
 
     def _partition(self, step: Step, node: str, **fields) -> None:

@@ -78,7 +78,7 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "kill": (_PROCESS, ()),
     "pause": (_PROCESS, ()),
     "resume": (_PROCESS, ()),
-    "start": (_PROCESS, ()),
+    "start": ({**_PROCESS, "wait": (bool,)}, ()),
     "stop": (_PROCESS, ()),
     "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": ({"node": _STR}, ()),
