@@ -137,6 +137,7 @@ class KafkaController(SessionListener):
         self._closing = threading.Event()  # set by shutdown: stop holding for an unreachable ZooKeeper
         self._last_config_change = -1
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
+        self._held_event: ControllerEvent | None = None  # taken from the queue, waiting out a lab hold
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
         self.state_change_log = logging.getLogger("state.change.logger")
         self._handlers: dict[type, Callable[[Any], Any]] = {
@@ -209,7 +210,8 @@ class KafkaController(SessionListener):
         return {"epoch": ctx.epoch, "epoch_zk_version": ctx.epoch_zk_version,
                 "live_brokers": sorted(list(ctx.live_brokers)),
                 "shutting_down": sorted(set(ctx.shutting_down_broker_ids)),
-                "queue_held": FAULTS.controller_held, "queued_events": self._queue.qsize(),
+                "queue_held": FAULTS.controller_held,
+                "queued_events": self._queue.qsize() + (self._held_event is not None),
                 "partitions": [{"topic": tp[0], "partition": tp[1], "leader": s.leader, "leader_epoch": s.leader_epoch,
                                 "isr": list(s.isr), "replicas": list(assignments.get(tp, ())),
                                 "zk_version": s.zk_version, "controller_epoch": s.controller_epoch}
@@ -268,7 +270,9 @@ class KafkaController(SessionListener):
             if not isinstance(event, Shutdown) and FAULTS.controller_held:
                 # The lab's fault point hold_controller_queue: this event (and those behind it) wait.
                 self.log.info("Lab fault point: the event queue is held; %s waits", type(event).__name__)
+                self._held_event = event
                 FAULTS.wait_while_controller_held(self._closing)
+                self._held_event = None
             if isinstance(event, Shutdown):
                 self._on_controller_resignation()
                 self._refuse_pending_shutdowns()
