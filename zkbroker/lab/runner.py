@@ -215,7 +215,10 @@ class ScenarioRun:
             thread.join(timeout=15)
         if self.observer is not None:
             self.observer.close()
-        if self.keep and "interrupted" not in self.result.failures and self.lab.cluster_file.exists():
+        interrupted = "interrupted" in self.result.failures
+        if interrupted:
+            self.say(f"[{self.label}] interrupted: tearing the lab down")
+        if self.keep and not interrupted and self.lab.cluster_file.exists():
             self.say(f"[{self.label}] the lab keeps running in {self.directory} "
                      f"(zkbroker lab down --dir {self.directory})")
             return
@@ -645,6 +648,17 @@ class ScenarioResult:
         return {"scenario": self.scenario, "seed": self.seed, "runs": [run.as_json() for run in self.runs]}
 
 
+def _wait_through_interrupts(events) -> None:
+    """Wait for the runs to tear their labs down, whatever further Ctrl-C comes meanwhile."""
+    for event in events:
+        while True:
+            try:
+                if event.wait(0.5):
+                    break
+            except KeyboardInterrupt:
+                continue
+
+
 def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
     """`both` is every mode the scenario has; a mode it lacks is an error that says why it lacks it."""
     if mode == "both":
@@ -681,29 +695,31 @@ def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, director
     results: dict[str, RunResult] = {}
     errors: list[BaseException] = []
 
-    def one(m: str) -> None:
+    def one(m: str, finished: threading.Event) -> None:
         try:
             results[m] = runs[m].run()
         except BaseException as e:  # handed to the caller's thread
             errors.append(e)
             cancelled.set()
+        finally:
+            finished.set()
 
     # Each run goes on a thread of its own, so that Ctrl-C (which Python raises in the main thread) only sets
-    # `cancelled`, and every run stops at its next wait and tears its lab down before this returns.
+    # `cancelled`, and every run stops at its next wait and tears its lab down before this returns. (The main
+    # thread waits on events, not Thread.join: a join interrupted by Ctrl-C may report a thread as finished.)
     side_by_side = parallel and stepper is None
     batches = [modes] if side_by_side else [[m] for m in modes]
     for batch in batches:
-        threads = [threading.Thread(target=one, args=(m,), name=f"scenario-{m}") for m in batch]
-        for t in threads:
-            t.start()
+        finished = {m: threading.Event() for m in batch}
+        for m in batch:
+            threading.Thread(target=one, args=(m, finished[m]), name=f"scenario-{m}").start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
+            for event in finished.values():
+                while not event.wait(0.2):
+                    pass
         except BaseException:
             cancelled.set()
-            for t in threads:
-                t.join()
+            _wait_through_interrupts(finished.values())
             raise
         if errors:
             break
