@@ -392,7 +392,7 @@ class KafkaController(SessionListener):
             self.log.info("%s", e)
             self.elector.resign()
             return
-        self.writer = FencedWriter(self.zk, zk_version)
+        self.writer = FencedWriter(self.zk, zk_version, self.config["controller.zookeeper.batched"])
         self._take_context(ControllerContext(controller_id=self.broker_id, epoch=epoch, epoch_zk_version=zk_version))
         self.active = True
         self._active_session = self.zk.session_id

@@ -421,6 +421,10 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     # Replication
     ConfigKey("controller.socket.timeout.ms", _INT, 30000,
               "Socket timeout of the controller's channels to brokers."),
+    ConfigKey("controller.zookeeper.batched", _BOOLEAN, True,
+              "Extension (KAFKA-5642, Kafka 1.1): the controller writes the state of many partitions in "
+              "multi() batches, several in flight; false writes one node per transaction, one at a time, as "
+              "0.8.2's synchronous ZooKeeper client did."),
     ConfigKey("controller.message.queue.size", _INT, INT32_MAX,
               "Requests queued on each of the controller's channels to brokers."),
     ConfigKey("default.replication.factor", _INT, 1, "Replication factor of an automatically created topic.",

@@ -240,8 +240,8 @@ class ScenarioRun:
     def _create_topic(self, step: Step, topic: str, partitions: int = 1, replication_factor: int | None = None,
                       replicas: list | None = None, config: dict | None = None, wait: bool = True) -> None:
         zk = self.observer.zk
-        if replicas is not None:
-            rows = replicas if replicas and isinstance(replicas[0], list) else [replicas]
+        if replicas is not None:  # a row per partition, or one row for every partition
+            rows = replicas if replicas and isinstance(replicas[0], list) else [replicas] * partitions
             assignment = {p: tuple(self._broker(b) for b in row) for p, row in enumerate(rows)}
         else:
             assignment = admin.assign_replicas_to_brokers(admin.live_broker_ids(zk), partitions,
@@ -367,6 +367,8 @@ class ScenarioRun:
         if not self._wait_for(lambda: self._holds(condition, args) != negate, timeout_ms, what):
             return
         took = (time.monotonic() - began) * 1000
+        if took >= 1000:
+            self.say(f"[{self.label}]     after {took / 1000:.1f} s")
         if slow_ms is not None and took > slow_ms:
             self.result.slow.append(f"{what} took {took:.0f} ms (more than {slow_ms})")
             self.say(f"[{self.label}]     slow: {what} took {took:.0f} ms (more than {slow_ms} ms)")
@@ -436,6 +438,11 @@ class ScenarioRun:
                 return False
             acked = producer.acknowledged()
             return acked == len(producer.values) if condition == "acked" else acked == 0
+        if condition in ("leads_all", "transactions_at_most"):
+            stats = o.state_stats(topic) or {}
+            if condition == "leads_all":
+                return bool(stats) and all(lead.leader == broker for lead, _ in stats.values())
+            return len({zxid for _, zxid in stats.values()}) <= args["size"]
         if condition == "topic_exists":
             return o.assignment(topic) is not None
         if condition == "topic_deleted":
@@ -544,14 +551,16 @@ class ScenarioRun:
             self.result.failures.append(f"a producer failed: {error}")
 
     def _partitions(self) -> list[TopicPartition]:
+        """The partitions the run wrote to, of the topics that still exist."""
         out = set()
-        for topic in self.topics:
+        written = {TopicPartition(p.topic, p.partition) for p in self.all_producers}
+        for topic in sorted({tp.topic for tp in written}):
             try:
                 assignment = self.observer.assignment(topic)
             except Unknown:
                 assignment = None
             if assignment is not None:
-                out |= {TopicPartition(topic, p) for p in assignment}
+                out |= {tp for tp in written if tp.topic == topic and tp.partition in assignment}
         return sorted(out)
 
     def _narrate_timeline(self) -> None:
@@ -625,6 +634,9 @@ def _condition_words(condition: str, f: dict) -> str:
         "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
         "believes_leader": f"broker {broker} believes it leads {tp}",
         "hw": f"broker {broker}'s high watermark of {tp} is {f.get('size')}",
+        "leads_all": f"broker {broker} leads every partition of {f.get('topic')}",
+        "transactions_at_most": f"{f.get('topic')}'s state znodes were last written in at most {f.get('size')} "
+                                f"ZooKeeper transactions",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
     }

@@ -55,7 +55,7 @@ ENSEMBLE_SIZES = (1, 3, 5)
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
               "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
-              "hw", "acked", "refused")
+              "hw", "leads_all", "transactions_at_most", "acked", "refused")
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
