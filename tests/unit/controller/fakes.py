@@ -178,7 +178,7 @@ class ControllerHarness:
             self.put_state(topic, partition, leader, isr, leader_epoch=0, controller_epoch=1)
         props = {"broker.id": "1", "zookeeper.connect": "fake:2181", "auto.leader.rebalance.enable": "false"}
         props.update({k.replace("_", "."): v for k, v in config.items()})
-        monkeypatch.setattr(controller_module, "FencedWriter", lambda zk, version: FakeWriter(zk))
+        monkeypatch.setattr(controller_module, "FencedWriter", lambda zk, version, batched=True: FakeWriter(zk))
         monkeypatch.setattr(controller_module, "ControllerChannelManager", FakeChannel)
         self.controller = KafkaController(self.zk, KafkaConfig.from_props(props))
         self.controller.elector.increment_epoch = lambda: (2, 1)
