@@ -31,6 +31,8 @@ VERDICTS = {
     "kafka-2729-stuck-isr": {"0.8": "stuck"},
     "kafka-1120-fast-bounce": {"0.8": "stuck", "fixed": "ok"},
     "kafka-7165-lingering-ephemeral": {"0.8": "ok"},
+    "kafka-5642-many-partitions": {"0.8": "ok", "fixed": "ok"},
+    "zk-consumer-herd": {"0.8": "stuck"},
     "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
     "zookeeper-quorum-loss": {"0.8": "ok"},
 }

@@ -121,6 +121,15 @@ class LabObserver:
                                          stat.version), stat.mzxid)
         return out
 
+    def consumer_owners(self, group: str, topic: str) -> dict[int, str]:
+        """{partition: the consumer thread that owns it} in a ZooKeeper consumer group."""
+        owners = {}
+        for child in self.children(paths.consumer_owners_path(group, topic)):
+            found = self.get(paths.consumer_owner_path(group, topic, int(child)))
+            if found is not None:
+                owners[int(child)] = found[0].decode(errors="replace")
+        return owners
+
     def deletion_pending(self, topic: str) -> bool:
         return self.get(paths.delete_topic_path(topic)) is not None
 

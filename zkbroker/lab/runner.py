@@ -17,9 +17,13 @@ dashboard's Step button calls.
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import re
 import select
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +39,7 @@ from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
-from zkbroker.lab.processes import process_state
+from zkbroker.lab.processes import process_state, signal_process
 from zkbroker.lab.recorder import RecordingProducer
 from zkbroker.lab.scenario import Scenario, Step, fault_parameters
 from zkbroker.topic_partition import TopicPartition
@@ -160,6 +164,7 @@ class ScenarioRun:
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
         self.topics: set[str] = set()
+        self.consumers: dict[str, subprocess.Popen] = {}
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
         self._timeline_seen = 0
         self._log_marks: dict[int, int] = {}
@@ -209,6 +214,10 @@ class ScenarioRun:
         self._check_cancelled()
 
     def _teardown(self) -> None:
+        for process in self.consumers.values():
+            signal_process(process.pid, signal.SIGCONT)
+            process.kill()
+            process.wait(10)
         for producer in self.all_producers:
             producer.cancelled.set()
         for thread in self.threads:
@@ -262,6 +271,21 @@ class ScenarioRun:
         self.names[named["as"]] = chosen = self._broker(broker)
         self.say(f"[{self.label}]     {named['as']} is broker {chosen}")
 
+    def _consumer(self, step: Step, name: str, group: str, topic: str, config: dict | None = None) -> None:
+        """A 0.8.2 high-level consumer (zkbroker console-consumer) as a process of its own, so that it can be
+        paused and killed; its consumer id is GROUP_NAME, its output DIR/consumer-NAME.log."""
+        if name in self.consumers:
+            raise StepFailed(f"there is already a consumer called {name}")
+        properties = {"consumer.id": name, "auto.offset.reset": "smallest", **(config or {})}
+        config_file = self.directory / f"consumer-{name}.properties"
+        config_file.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n"
+                                       for k, v in properties.items()))
+        with open(self.directory / f"consumer-{name}.log", "ab") as out:
+            self.consumers[name] = subprocess.Popen(
+                [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper", self.observer.cluster.zookeeper,
+                 "--topic", topic, "--group", group, "--consumer.config", str(config_file)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
     def _delete_topic(self, step: Step, topic: str) -> None:
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
             raise StepFailed(f"topic {topic} is already marked for deletion")
@@ -307,6 +331,13 @@ class ScenarioRun:
         self._process(step, "stop", target)
 
     def _process(self, step: Step, action: str, target: dict) -> None:
+        if "consumer" in target:
+            process = self.consumers.get(target["consumer"])
+            if process is None:
+                raise StepFailed(f"no consumer is called {target['consumer']!r}")
+            signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
+                                         "resume": signal.SIGCONT}[action])
+            return
         if "zookeeper" in target:
             server = self._zookeeper(target["zookeeper"])
             method = {"kill": self.lab.kill_zookeeper, "pause": self.lab.pause_zookeeper,
@@ -423,8 +454,18 @@ class ScenarioRun:
             return controller is not None and controller != self._broker(args["broker"])
         if condition == "running":
             return o.running(broker)
+        if condition == "log_contains" and "consumer" in args:
+            path = self.directory / f"consumer-{args['consumer']}.log"
+            text = path.read_text(errors="replace") if path.exists() else ""
+            return re.search(args["pattern"], text, re.MULTILINE) is not None
         if condition == "log_contains":
             return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition in ("owns", "owners"):
+            owners = o.consumer_owners(args["group"], topic)
+            if condition == "owns":
+                owner = f"{args['group']}_{args['consumer']}"
+                return sum(1 for o_ in owners.values() if o_.rpartition("-")[0] == owner) == args["size"]
+            return len({o_.rpartition("-")[0] for o_ in owners.values()}) == args["size"]
         if condition in ("believes_leader", "hw"):
             view = self._broker_view(broker, topic, partition)
             if view is None:
@@ -571,11 +612,17 @@ class ScenarioRun:
                 self.say(f"[{self.label}]     {format_line(event)}")
 
 
+def _die_with_parent() -> None:
+    """In a client process the runner starts: end with the runner, whatever ends it (Linux's PDEATHSIG)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def describe_step(step: Step) -> str:
     """`kill broker 2`, `produce 2 records to t-0 (acks=all)`, `wait until broker 1 is out of t-0's ISR`."""
     f = step.fields
     if step.action in ("kill", "pause", "resume", "start", "stop"):
-        target = f"broker {f['broker']}" if "broker" in f else f"ZooKeeper server {f['zookeeper']}"
+        target = (f"broker {f['broker']}" if "broker" in f else f"consumer {f['consumer']}" if "consumer" in f
+                  else f"ZooKeeper server {f['zookeeper']}")
         return f"{step.action} {target}"
     if step.action == "produce":
         how = " in the background" if f.get("background") else ""
@@ -599,6 +646,8 @@ def describe_step(step: Step) -> str:
         return f"create topic {f['topic']}"
     if step.action == "delete_topic":
         return f"delete topic {f['topic']}"
+    if step.action == "consumer":
+        return f"start consumer {f['name']} of group {f['group']} on topic {f['topic']}"
     if step.action == "choose":
         return f"call broker {f['broker']} {f['as']}"
     if step.action == "cut_log":
@@ -630,13 +679,17 @@ def _condition_words(condition: str, f: dict) -> str:
         "zookeeper_quorum": "a ZooKeeper quorum serves",
         "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
         "running": f"broker {broker}'s process runs",
-        "log_contains": f"broker {broker} logs /{f.get('pattern')}/",
+        "log_contains": (f"consumer {f['consumer']}" if "consumer" in f else f"broker {broker}")
+        + f" logs /{f.get('pattern')}/",
         "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
         "believes_leader": f"broker {broker} believes it leads {tp}",
         "hw": f"broker {broker}'s high watermark of {tp} is {f.get('size')}",
         "leads_all": f"broker {broker} leads every partition of {f.get('topic')}",
         "transactions_at_most": f"{f.get('topic')}'s state znodes were last written in at most {f.get('size')} "
                                 f"ZooKeeper transactions",
+        "owns": f"consumer {f.get('consumer')} owns {f.get('size')} partitions of {f.get('topic')} in group "
+                f"{f.get('group')}",
+        "owners": f"{f.get('size')} consumers of group {f.get('group')} own {f.get('topic')}'s partitions",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
     }

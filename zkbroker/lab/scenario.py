@@ -55,23 +55,24 @@ ENSEMBLE_SIZES = (1, 3, 5)
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
               "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
-              "hw", "leads_all", "transactions_at_most", "acked", "refused")
+              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners")
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
 _INT = (int,)
 _STR = (str,)
 _TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / a name bound with `as` (a broker)
-_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}
+_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "consumer": _STR, "as": _STR}
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
 _CONDITION = {"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
-              "pattern": _STR, "of": _STR, "negate": (bool,)}
+              "pattern": _STR, "of": _STR, "consumer": _STR, "group": _STR, "negate": (bool,)}
 
 # action -> ({field: allowed types}, required fields)
 STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
                       "config": (dict,), "wait": (bool,)}, ("topic",)),
     "delete_topic": ({"topic": _STR}, ("topic",)),
+    "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
     "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                  "interval_ms": _INT, "background": (bool,), "as": _STR}, ("topic", "count")),
@@ -239,8 +240,11 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
     check.fields(step, {**_COMMON, **allowed}, where, what=f"field of a {action} step")
     for key in required:
         check.require(step, key, where)
-    if action in _PROCESS_ACTIONS and ("broker" in step) == ("zookeeper" in step):
-        check.fail(where, "action", f"a {action} step names one process: broker or zookeeper")
+    if action in _PROCESS_ACTIONS and sum(key in step for key in ("broker", "zookeeper", "consumer")) != 1:
+        check.fail(where, "action", f"a {action} step names one process: broker, zookeeper or consumer")
+    if action in ("start", "stop") and "consumer" in step:
+        check.fail(where, "consumer", f"a consumer is started with a consumer step; {action} takes a broker or a "
+                                      f"ZooKeeper server")
     if step.get("mode") is not None and step["mode"] not in modes:
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
     if action in ("wait", "expect") and step["condition"] not in CONDITIONS:
