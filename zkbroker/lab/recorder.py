@@ -39,24 +39,34 @@ class RecordingProducer:
         self.timeout_ms = timeout_ms
         self.interval_ms = interval_ms
         self.cancelled = cancelled or threading.Event()
+        self.stop_sending = threading.Event()  # send no more, but wait for the answers of what was sent
         self.config = {"bootstrap.servers": bootstrap, "acks": str(acks), "message.timeout.ms": timeout_ms,
                        "linger.ms": 0, "retries": 0, "enable.idempotence": False,
                        "max.in.flight.requests.per.connection": 1, "topic.metadata.refresh.interval.ms": 1000,
                        "logger": _QUIET}
         self._sent: dict[bytes, float] = {}
         self._answers: dict[bytes, Attempt] = {}
+        self._answered = 0
+        self._acks = 0 if str(acks) == "0" else (1 if str(acks) == "1" else -1)
         self._lock = threading.Lock()
         self.done = threading.Event()
 
     def _delivered(self, error, message) -> None:
+        """librdkafka's delivery report: acknowledged (with its offset), or given up on with an error. With
+        acks=0 nothing is acknowledged: the record was sent, and that is all the producer knows."""
         value = message.value()
         sent_at = self._sent[value]
-        if error is None:
-            attempt = Attempt(self.topic, self.partition, value, sent_at, acked_at=_now_ms(), offset=message.offset())
+        if error is None and self._acks == 0:
+            attempt = Attempt(self.topic, self.partition, value, sent_at, acks=0)  # sent; acks=0 promises nothing
+        elif error is None:
+            attempt = Attempt(self.topic, self.partition, value, sent_at, acked_at=_now_ms(), offset=message.offset(),
+                              acks=self._acks)
         else:
-            attempt = Attempt(self.topic, self.partition, value, sent_at, failed_at=_now_ms(), error=error.name())
+            attempt = Attempt(self.topic, self.partition, value, sent_at, failed_at=_now_ms(), error=error.name(),
+                              acks=self._acks)
         with self._lock:
             self._answers[value] = attempt
+            self._answered += 1
 
     def run(self) -> None:
         from confluent_kafka import Producer
@@ -64,7 +74,7 @@ class RecordingProducer:
         producer = Producer(self.config)
         try:
             for value in self.values:
-                if self.cancelled.is_set():
+                if self.cancelled.is_set() or self.stop_sending.is_set():
                     break
                 self._sent[value] = _now_ms()
                 producer.produce(self.topic, value, partition=self.partition, on_delivery=self._delivered)
@@ -72,24 +82,23 @@ class RecordingProducer:
                 if self.interval_ms:
                     self._poll_for(producer, self.interval_ms / 1000)
             deadline = time.monotonic() + self.timeout_ms / 1000 + 5
-            while len(self._answers) < len(self._sent) and time.monotonic() < deadline and not self.cancelled.is_set():
+            while self._answered < len(self._sent) and time.monotonic() < deadline and not self.cancelled.is_set():
                 producer.poll(0.05)
         finally:
             producer.purge()  # what is still queued is given up on, unanswered
             producer.poll(0)
             self.done.set()
 
-    @staticmethod
-    def _poll_for(producer, seconds: float) -> None:
+    def _poll_for(self, producer, seconds: float) -> None:
         deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
+        while (left := deadline - time.monotonic()) > 0 and not self.stop_sending.is_set():
             producer.poll(min(left, 0.05))
 
     def attempts(self) -> list[Attempt]:
         """Every value sent so far: answered, or (sent_at only) still unanswered."""
         with self._lock:
             answers = dict(self._answers)
-        return [answers.get(value) or Attempt(self.topic, self.partition, value, sent_at)
+        return [answers.get(value) or Attempt(self.topic, self.partition, value, sent_at, acks=self._acks)
                 for value, sent_at in list(self._sent.items())]
 
     def acknowledged(self) -> int:

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkbroker import admin
+from zkbroker import timeline
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
     ApiKey,
     advertised_versions,
@@ -86,6 +88,7 @@ class KafkaApis:
         leader_epoch = config["replication.truncation"] == "leader-epoch"
         self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
+        self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -108,6 +111,7 @@ class KafkaApis:
         debug = log.isEnabledFor(logging.DEBUG)
         results = []
         waits = []
+        appended = [] if self.timeline_source is not None else None  # in a lab, for the produce_acked events
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
@@ -122,12 +126,19 @@ class KafkaApis:
                                    "base_offset": result.base_offset, "log_append_time": -1})
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
+                if appended is not None and result.info is not None:
+                    appended.append((topic_entry.topic, entry.partition, partitions[-1], result.info))
             results.append({"topic": topic_entry.topic, "partitions": partitions})
         if acks == 0:
             # No response at all, even on error (0.8.2 closed the connection only in later versions).
             return None
         if waits:
             await self._wait_for_isr(waits, request.timeout_ms)
+        if appended:
+            for topic, partition, row, info in appended:
+                if row["error_code"] == ErrorCode.NONE:
+                    timeline.emit(self.timeline_source, "produce_acked", topic=topic, partition=partition,
+                                  offset=info.first_offset, last_offset=info.last_offset, acks=acks)
         return encode_response(header, {"topics": results, "throttle_time_ms": 0})
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
@@ -293,6 +304,7 @@ class KafkaApis:
     # ---- controller -> broker ------------------------------------------------------------------------------
 
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
+        await _lab_fault_point("leader_and_isr", request)
         error, partitions = await self.replica_manager.become_leader_or_follower(request)
         if self.group_coordinator is not None:
             self.group_coordinator.on_leadership_change()
@@ -305,6 +317,7 @@ class KafkaApis:
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
+        await _lab_fault_point("update_metadata", request)
         if request.controller_epoch < self.replica_manager.controller_epoch:
             log.warning("Broker %d ignoring UpdateMetadata from controller %d since its controller epoch %d is "
                         "old", self.broker_id, request.controller_id, request.controller_epoch)
@@ -420,6 +433,21 @@ class KafkaApis:
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
         return encode_response(header, self.group_coordinator.list_groups())
+
+
+async def _lab_fault_point(kind: str, request: Any) -> None:
+    """The lab's drop and delay points for controller requests (zkbroker/fault_points.py): a dropped request
+    closes its connection unanswered; a delayed one waits here first. Outside a lab: one dict test."""
+    fault = FAULTS.take_request_fault(kind)
+    if fault is None:
+        return
+    if fault.ms is None:
+        log.info("Lab fault point: dropping %s from controller %d epoch %d (%d more to drop)", kind,
+                 request.controller_id, request.controller_epoch, fault.remaining)
+        raise DroppedByFaultPoint(f"{kind} dropped by the lab's fault point")
+    log.info("Lab fault point: delaying %s from controller %d epoch %d by %d ms", kind, request.controller_id,
+             request.controller_epoch, fault.ms)
+    await asyncio.sleep(fault.ms / 1000.0)
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:

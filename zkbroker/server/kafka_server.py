@@ -50,6 +50,8 @@ from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
+HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
+
 
 class ControllerNotFound(Exception):
     """No `/controller` node: nobody to ask for a controlled shutdown."""
@@ -120,6 +122,8 @@ class KafkaServer:
                               self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
             self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
+            if self.replica_manager.timeline_source is not None:
+                self._every(HW_REPORT_INTERVAL_MS, self.replica_manager.report_high_watermarks, off_loop=False)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
