@@ -139,6 +139,7 @@ def test_invalid_session_timeout_uses_the_kafka_3_bounds(one_broker):
 def test_offsets_topic_made_on_first_use_and_not_coordinator_from_the_other_broker(brokers, zk):
     serving = brokers(1, 2)
     group = group_name()
+    wait_for(lambda: zk.registered() == {1, 2}, 30, "both brokers to register")  # the cap counts live brokers
     coordinator = coordinator_of(serving, group)
     # Created through the controller by the first FindCoordinator: 50 partitions, replication factor 3 capped to
     # the two live brokers, compacted.
