@@ -3,6 +3,7 @@ to real brokers, where a client library would hide the answer behind its retries
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 
@@ -135,10 +136,16 @@ def test_invalid_session_timeout_uses_the_kafka_3_bounds(one_broker):
         assert join(conn, group_name(), session=45000).error_code == E.NONE  # today's clients' default
 
 
-def test_not_coordinator_from_the_other_broker(brokers):
+def test_offsets_topic_made_on_first_use_and_not_coordinator_from_the_other_broker(brokers, zk):
     serving = brokers(1, 2)
     group = group_name()
+    wait_for(lambda: zk.registered() == {1, 2}, 30, "both brokers to register")  # the cap counts live brokers
     coordinator = coordinator_of(serving, group)
+    # Created through the controller by the first FindCoordinator: 50 partitions, replication factor 3 capped to
+    # the two live brokers, compacted.
+    assignment = json.loads(zk.get("/brokers/topics/__consumer_offsets"))["partitions"]
+    assert len(assignment) == 50 and {len(r) for r in assignment.values()} == {2}
+    assert json.loads(zk.get("/config/topics/__consumer_offsets"))["config"]["cleanup.policy"] == "compact"
     other = next(b for b in serving if b is not coordinator)
     with other.connection() as conn:
         assert join(conn, group).error_code == E.NOT_COORDINATOR

@@ -93,12 +93,14 @@ def test_demo_tells_the_story_end_to_end():
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients",
-                    "4. A consumer group shares the partitions through ZooKeeper", "5. The controller dies",
+                    "4. A consumer group shares the partitions through ZooKeeper",
+                    "4b. Both worlds: a coordinator group on the same topic", "5. The controller dies",
                     "6. The old controller comes back", "7. A long pause looks like a death",
                     "8. Then and now: an acknowledged write lost, and kept", "9. Into Spark, exactly once",
                     "10. Tearing down"):
         assert heading in result.stdout
     assert "Consumer a read" in result.stdout and "consumer a owned every partition again" in result.stdout
+    assert "later x owned every partition" in result.stdout and "Stabilized group demo-coordinated" in result.stdout
     assert "Spark, per partition" in result.stdout
     # Chapter 8 is the kafka-1211 scenario through the runner, in both modes, with its timeline.
     assert re.search(r"^0\.8 +lost +yes +3 +1 ", result.stdout, re.MULTILINE), result.stdout

@@ -223,6 +223,67 @@ class Story:
                 second.shutdown()
             first.shutdown()
 
+    def coordinator_group(self, cluster) -> None:
+        from confluent_kafka import Consumer
+
+        from zkbroker.client.connection import BrokerConnection
+        from zkbroker.coordinator.lookup import partition_for
+        from zkbroker.protocol.api import ApiKey
+
+        group = "demo-coordinated"
+        chapter("4b. Both worlds: a coordinator group on the same topic")
+        say(f"""Today's clients do not meet in ZooKeeper: they ask a broker, the group coordinator. Group "{group}"
+            belongs to partition abs(hashCode("{group}")) % 50 = {partition_for(group, 50)} of __consumer_offsets,
+            and that partition's leader coordinates it. Two unmodified confluent-kafka consumers subscribe().""")
+        brokers = {b.id: b for b in cluster.brokers}
+        first_broker = cluster.brokers[0]
+
+        def coordinator() -> int | None:
+            with BrokerConnection(first_broker.host, first_broker.port, timeout_s=5) as conn:
+                answer = conn.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
+            return answer.node_id if answer.error_code == 0 else None
+
+        assigned: dict[str, set[int]] = {}
+        consumers = {}
+        for name in ("x", "y"):
+            consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": group, "client.id": name,
+                                 "auto.offset.reset": "earliest", "heartbeat.interval.ms": 500,
+                                 "session.timeout.ms": 6000})
+            consumer.subscribe([TOPIC], on_assign=lambda c, ps, n=name: assigned.__setitem__(
+                n, {p.partition for p in ps}))
+            consumers[name] = consumer
+        try:
+            def polled_until(done) -> bool:
+                for consumer in consumers.values():
+                    consumer.poll(0.05)
+                return done()
+
+            self.wait(lambda: polled_until(lambda: len(assigned) == 2 and sorted(
+                p for ps in assigned.values() for p in ps) == [0, 1, 2]), 60)
+            self.wait(lambda: coordinator() is not None, 30)
+            chosen = coordinator()
+            show("coordinator", f"broker {chosen} ({brokers[chosen].host}:{brokers[chosen].port})")
+            for name, partitions in sorted(assigned.items()):
+                show(f"consumer {name}", ", ".join(f"p{p}" for p in sorted(partitions)))
+            say("""The first to join leads: it got every member's subscription in its JoinGroup answer, computed the
+                assignment and sent it back in SyncGroup; the coordinator wrote the group to __consumer_offsets and
+                handed each member its part. The coordinator's log says so:""")
+            self.quote_log(chosen, r"Stabilized group demo-coordinated")
+            say("Consumer y closes: one LeaveGroup to the coordinator, one JoinGroup/SyncGroup round for x.")
+            started = time.monotonic()
+            consumers.pop("y").close()
+            assigned.pop("y")
+            self.wait(lambda: polled_until(lambda: assigned.get("x") == {0, 1, 2}), 30)
+            self.quote_log(chosen, r"(Preparing to rebalance|Stabilized) group demo-coordinated", last=2)
+            say(f"""{time.monotonic() - started:.1f} s later x owned every partition. In
+                chapter 4 each member of the ZooKeeper group saw the change through its own watch, re-ran the
+                assignment itself and raced the others for owner znodes; here only the coordinator saw it, and the
+                members learned of it from their heartbeats. Both groups read the same topic, each with its own
+                offsets: chapter 4's in ZooKeeper, this one's in __consumer_offsets.""")
+        finally:
+            for consumer in consumers.values():
+                consumer.close()
+
     def run(self) -> None:
         self.start_spark()
         chapter("1. A cluster starts")
@@ -264,6 +325,7 @@ class Story:
         say(f"All {sum(counts.values())} records came back, in order within each partition.")
 
         self.consumer_group(cluster)
+        self.coordinator_group(cluster)
 
         chapter("5. The controller dies")
         say(f"""Killing broker {first} with SIGKILL: no goodbye, its TCP connection simply breaks. ZooKeeper
