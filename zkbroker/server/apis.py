@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from zkbroker import admin
-from zkbroker import timeline
+from zkbroker import admin, timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
