@@ -297,7 +297,7 @@ class ScenarioRun:
 
     def _spark_read(self, step: Step, topic: str, end: int, partition: int = 0, start: int = 0,
                     options: dict | None = None, background: bool = False, timeout_ms: int = 300000,
-                    **named) -> None:
+                    master: str = "local[2]", **named) -> None:
         """A Spark batch read of offsets [start, end) through the zkkafka source, in a process of its own
         (zkbroker/lab/spark_read.py); its rows are checked against the final log at the end of the run."""
         name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
@@ -305,7 +305,7 @@ class ScenarioRun:
             raise StepFailed(f"there is already a read called {name}")
         options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
         self.reads[name] = read = SparkRead.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
-                                                   partition, start, end, options, timeout_ms / 1000,
+                                                   partition, start, end, options, timeout_ms / 1000, master,
                                                    _die_with_parent)
         self.topics.add(topic)
         if not background:

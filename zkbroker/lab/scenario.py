@@ -75,7 +75,7 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "delete_topic": ({"topic": _STR}, ("topic",)),
     "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
     "spark_read": ({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
-                    "background": (bool,), "timeout_ms": _INT, "as": _STR}, ("topic", "end")),
+                    "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
     "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                  "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR}, ("topic", "count")),

@@ -138,6 +138,8 @@ def format_result(result) -> str:
         for divergence in run.report.divergences[:3]:
             lines.append(f"  {run.mode}: {divergence.topic}-{divergence.partition} offset {divergence.offset} differs "
                          f"between brokers {', '.join(map(str, divergence.values))}")
+        for read in run.report.read_divergences[:3]:
+            lines.append(f"  {run.mode}: {read.cause}")
         for what in run.stuck + run.slow + run.failures:
             lines.append(f"  {run.mode}: {what}")
     if len(result.runs) == 2:

@@ -3,9 +3,9 @@
 whole process group: the driver, its JVM and Spark's Python workers), and a scenario can go on with its steps
 while the read runs.
 
-The process (`python -m zkbroker.lab.spark_read`) starts a local[2] SparkSession (consumer/spark/session.py),
-reads offsets [start, end) of one partition with `assign`, `startingOffsets` and `endingOffsets`, and leaves in
-the lab directory:
+The process (`python -m zkbroker.lab.spark_read`) starts a local SparkSession (consumer/spark/session.py; local[2]
+unless told otherwise), reads offsets [start, end) of one partition with `assign`, `startingOffsets` and
+`endingOffsets`, and leaves in the lab directory:
 
     spark-read-NAME.status.json   {"state": "starting|reading|done|failed", "tasks": 2, "active": 1, "done": 1,
                                    "error": null} (rewritten as the read goes: Spark's own counts of its tasks)
@@ -13,8 +13,12 @@ the lab directory:
                                   (value: the text when it is UTF-8, else "value_base64"; null for a null value)
     spark-read-NAME.log           the JVM's and Spark's own output
 
-An end past the partition's log end is allowed (Spark's endingOffsets JSON takes any offset): the read then
-waits, up to the source's kafkaConsumer.pollTimeoutMs, for records not yet written, following leader moves.
+An end past the partition's log end is allowed (Spark's endingOffsets JSON takes any offset): a task that stands
+at the log's end waits, up to the source's kafkaConsumer.pollTimeoutMs, for records not yet written, following
+leader moves. (A task that starts beyond the log's end finds its offsets out of range: data loss, as Spark
+defines it. With `maxRecordsPerPartition` and local[1] the tasks of a range run one after another, each
+starting where the last one ended, and the status file's count of finished tasks says how far the read has
+got.)
 """
 
 from __future__ import annotations
@@ -68,12 +72,14 @@ class SparkRead:
 
     @classmethod
     def launch(cls, directory: Path, name: str, zookeeper: str, topic: str, partition: int, start: int, end: int,
-               options: Mapping[str, str], timeout_s: float, preexec_fn: Callable[[], None] | None = None) -> SparkRead:
+               options: Mapping[str, str], timeout_s: float, master: str = "local[2]",
+               preexec_fn: Callable[[], None] | None = None) -> SparkRead:
         for path in (status_file(directory, name), rows_file(directory, name)):
             path.unlink(missing_ok=True)
         command = [sys.executable, "-m", "zkbroker.lab.spark_read", "--dir", str(directory), "--name", name,
                    "--zookeeper", zookeeper, "--topic", topic, "--partition", str(partition), "--start", str(start),
-                   "--end", str(end)] + [arg for k, v in options.items() for arg in ("--option", f"{k}={v}")]
+                   "--end", str(end), "--master", master]
+        command += [arg for k, v in options.items() for arg in ("--option", f"{k}={v}")]
         with open(log_file(directory, name), "ab") as out:
             # A session of its own: the JVM and Spark's Python workers join the read's process group, which the
             # runner kills as one.
@@ -171,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partition", type=int, default=0)
     parser.add_argument("--start", type=int, required=True)
     parser.add_argument("--end", type=int, required=True)
+    parser.add_argument("--master", default="local[2]")
     parser.add_argument("--option", action="append", default=[], help="a zkkafka source option, KEY=VALUE")
     args = parser.parse_args(argv)
     status = status_file(args.dir, args.name)
@@ -178,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from consumer.spark.session import spark_session
 
-    spark = spark_session("local[2]", log_file(args.dir, args.name))
+    spark = spark_session(args.master, log_file(args.dir, args.name))
     sc = spark.sparkContext
     reader = (spark.read.format("zkkafka").option("zookeeper.connect", args.zookeeper)
               .option("assign", json.dumps({args.topic: [args.partition]}))
