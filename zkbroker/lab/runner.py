@@ -200,8 +200,11 @@ class ScenarioRun:
                     self.result.step_times.append((step, began, time.time() * 1000))
                     self._narrate_timeline()
             self._finish()
-        except BaseException:  # Cancelled, KeyboardInterrupt, a bug: nothing of the lab stays behind
+        except (Cancelled, KeyboardInterrupt):
             self.result.failures.append("interrupted")
+            raise
+        except BaseException as e:  # a lab that would not start, a bug: nothing of the lab stays behind either
+            self.result.failures.append(f"error: {e}")
             raise
         finally:
             self.result.seconds = time.monotonic() - started
@@ -234,9 +237,11 @@ class ScenarioRun:
         if self.observer is not None:
             self.observer.close()
         interrupted = "interrupted" in self.result.failures
-        if interrupted:
-            self.say(f"[{self.label}] interrupted: tearing the lab down")
-        if self.keep and not interrupted and self.lab.cluster_file.exists():
+        broken = any(f.startswith("error: ") for f in self.result.failures)
+        if interrupted or broken:
+            self.say(f"[{self.label}] {'interrupted' if interrupted else 'stopped by an error'}: "
+                     f"tearing the lab down")
+        if self.keep and not interrupted and not broken and self.lab.cluster_file.exists():
             self.say(f"[{self.label}] the lab keeps running in {self.directory} "
                      f"(zkbroker lab down --dir {self.directory})")
             return
