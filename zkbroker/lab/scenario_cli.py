@@ -153,7 +153,8 @@ def difference(old, fixed) -> str:
     if a["verdict"] == b["verdict"]:
         return f"Both modes end {a['verdict']}."
     parts = []
-    for key, words in (("lost", "acknowledged records lost"), ("divergent", "offsets where replicas diverge"),
+    for key, words in (("lost", "acknowledged records lost"),
+                       ("divergent", "offsets where replicas (or a read and the log) diverge"),
                        ("duplicated", "duplicated records")):
         if a[key] != b[key]:
             parts.append(f"{words}: {a[key]} in 0.8 mode, {b[key]} fixed")
