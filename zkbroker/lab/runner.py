@@ -751,8 +751,8 @@ def _condition_words(condition: str, f: dict) -> str:
         "owners": f"{f.get('size')} consumers of group {f.get('group')} own {f.get('topic')}'s partitions",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
-        "read_tasks_running": f"at least {f.get('size')} Spark tasks of {f.get('of')} are running",
-        "read_tasks_done": f"at least {f.get('size')} Spark tasks of {f.get('of')} are done",
+        "read_tasks_running": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are running",
+        "read_tasks_done": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are done",
     }
     return words.get(condition, condition)
 

@@ -37,7 +37,7 @@ def test_a_spark_read_step_and_a_wait_on_its_tasks_load_and_read_in_words():
     assert read.action == "spark_read" and read.fields["options"] == {"maxRecordsPerPartition": 2,
                                                                       "failOnDataLoss": False}
     assert describe_step(read) == "a Spark read of t-0 offsets [0, 3) in the background"
-    assert describe_step(wait) == "wait until at least 1 Spark tasks of r are done"
+    assert describe_step(wait) == "wait until at least 1 of r's Spark tasks are done"
 
 
 @pytest.mark.parametrize("step, message, line_of", [
