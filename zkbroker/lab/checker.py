@@ -11,7 +11,11 @@ its bytes wherever it ended up. The report names:
 - unacknowledged records that were stored anyway (no anomaly for acks=all; Jepsen counts them);
 - replica divergence below the high watermark (two replicas holding different bytes at one offset);
 - unavailability windows: gaps between acknowledgements on a partition, longer than a threshold, while
-  writes to it were attempted; and partitions left with no leader or with writes never acknowledged.
+  writes to it were attempted; and partitions left with no leader or with writes never acknowledged;
+- for a batch read (a Spark read of an offsets range, `Read`), judged against the final log: rows it returned
+  that the log does not hold at their offset (read beyond the high watermark, or truncated after the read:
+  the read diverges from the log), rows it returned twice, and acknowledged records the log holds inside
+  the read's range that it did not return (lost to the reader).
 
 The verdict is `ok` or the gravest anomaly: lost, divergent, duplicated, stuck, unavailable.
 """
@@ -110,6 +114,29 @@ class Window:
         return (self.end if self.end is not None else run_end) - self.start
 
 
+@dataclass(frozen=True)
+class Read:
+    """What a batch reader returned: the offsets [start, end) it asked for, per partition, and its rows
+    (topic, partition, offset, value). A read that failed returned nothing to judge (its error says why)."""
+
+    name: str
+    ranges: Mapping[TopicPartition, tuple[int, int]]
+    rows: Sequence[tuple[str, int, int, bytes | None]]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadDivergence:
+    """A row a read returned that the final log does not hold at its offset."""
+
+    read: str
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+    cause: str
+
+
 @dataclass
 class Report:
     acknowledged: int = 0
@@ -119,6 +146,7 @@ class Report:
     divergences: list[Divergence] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
     leaderless: list[TopicPartition] = field(default_factory=list)
+    read_divergences: list[ReadDivergence] = field(default_factory=list)
     run_end: float = 0.0
 
     @property
@@ -128,7 +156,7 @@ class Report:
     def verdict(self, max_unavailable_ms: float | None = None) -> str:
         if self.losses:
             return "lost"
-        if self.divergences:
+        if self.divergences or self.read_divergences:
             return "divergent"
         if self.duplicates:
             return "duplicated"
@@ -141,14 +169,16 @@ class Report:
     def as_json(self, max_unavailable_ms: float | None = None) -> dict:
         """The per-run fields of `lab scenario run --json` that the checker decides (DESIGN §10)."""
         return {"verdict": self.verdict(max_unavailable_ms), "acknowledged": self.acknowledged,
-                "lost": len(self.losses), "duplicated": len(self.duplicates), "divergent": len(self.divergences),
+                "lost": len(self.losses), "duplicated": len(self.duplicates),
+                "divergent": len(self.divergences) + len(self.read_divergences),
                 "unavailable_ms_max": round(self.unavailable_ms_max),
                 "losses": [loss.as_json() for loss in self.losses]}
 
 
 def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], events: Sequence[dict] = (),
-          gap_ms: float = 1000.0) -> Report:
-    """Check one run. `gap_ms`: a pause between acknowledgements shorter than this is not unavailability."""
+          gap_ms: float = 1000.0, reads: Sequence[Read] = ()) -> Report:
+    """Check one run. `gap_ms`: a pause between acknowledgements shorter than this is not unavailability.
+    `reads`: batch reads made during the run, each judged against the final log (`check_read`)."""
     states = {state.tp: state for state in partitions}
     run_end = max([a.sent_at for a in attempts] + [a.acked_at or a.failed_at or 0 for a in attempts]
                   + [e["ts"] for e in events], default=0.0)
@@ -177,7 +207,77 @@ def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], eve
         answered = [a for a in tp_attempts if a.acks != 0]
         if answered:
             report.windows += _windows(tp, answered, gap_ms)
+    for read in reads:
+        losses, duplicates, divergences = check_read(read, attempts, states.values(), events)
+        report.losses += losses
+        report.duplicates += duplicates
+        report.read_divergences += divergences
     return report
+
+
+def check_read(read: Read, attempts: Sequence[Attempt], partitions: Iterable[PartitionState],
+               events: Sequence[dict] = ()) -> tuple[list[Loss], list[Duplicate], list[ReadDivergence]]:
+    """One batch read against the final log of the partitions it read: the acknowledged records the log holds
+    inside the read's range that the read did not return, the rows it returned more than once, and the rows
+    the log does not hold at their offset. A partition with no leader at the end has no log to judge by."""
+    if read.error is not None:
+        return [], [], []
+    states = {state.tp: state for state in partitions}
+    acked = {a.value: a for a in attempts if a.acknowledged}
+    losses: list[Loss] = []
+    duplicates: list[Duplicate] = []
+    divergences: list[ReadDivergence] = []
+    for tp, (start, end) in sorted(read.ranges.items()):
+        rows = sorted((offset, value) for topic, partition, offset, value in read.rows
+                      if (topic, partition) == (tp.topic, tp.partition))
+        where: dict[bytes | None, list[int]] = {}
+        for offset, value in rows:
+            where.setdefault(value, []).append(offset)
+        duplicates += [Duplicate(tp.topic, tp.partition, value, tuple(offsets))
+                       for value, offsets in where.items() if len(offsets) > 1 and value is not None]
+        state = states.get(tp)
+        if state is None or state.leader is None:
+            continue
+        log = state.readable()
+        name = f"{tp.topic}-{tp.partition} offset"
+        for offset, value in rows:
+            if log.get(offset) == value:
+                continue
+            what = "acknowledged" if value in acked else "never acknowledged"
+            if value in log.values():
+                now = f"the log holds it at offset {min(o for o, v in log.items() if v == value)}"
+            elif offset in log:
+                now = f"the log now holds {_show(log[offset])} there"
+            else:
+                now = f"the log now ends at offset {max(log, default=-1) + 1}"
+            truncated = _truncation(tp, offset, state, events)
+            divergences.append(ReadDivergence(read.name, tp.topic, tp.partition, offset, value,
+                                              f"{name} {offset} read by {read.name} as {_show(value)} ({what}), but "
+                                              f"{now}" + (f"; {truncated}" if truncated else "")))
+        for offset, value in sorted(log.items()):
+            if start <= offset < end and value in acked and value not in where:
+                seen = next((v for o, v in rows if o == offset), None)
+                instead = f" (it returned {_show(seen)} there)" if seen is not None else ""
+                losses.append(Loss(tp.topic, tp.partition, offset, value,
+                                   f"{name} {offset} acknowledged and in the log, inside {read.name}'s range "
+                                   f"[{start}, {end}), but not in what it read{instead}"))
+    return losses, duplicates, divergences
+
+
+def _show(value: bytes | None) -> str:
+    return "null" if value is None else repr(value.decode("utf-8", "backslashreplace"))
+
+
+def _truncation(tp: TopicPartition, offset: int, state: PartitionState, events: Sequence[dict]) -> str:
+    """The last truncation of the partition that removed `offset` (the leader's first), in words, or ""."""
+    truncations = [e for e in events if e.get("kind") == "truncated" and e.get("topic") == tp.topic
+                   and e.get("partition") == tp.partition and e.get("to", 0) <= offset < e.get("from", offset + 1)]
+    if not truncations:
+        return ""
+    on_leader = [e for e in truncations if e.get("source") == f"broker:{state.leader}"]
+    event = (on_leader or truncations)[-1]
+    broker = event["source"].partition(":")[2]
+    return f"truncated on broker {broker} at {clock(event['ts'])}: {event.get('reason', 'truncation')}"
 
 
 def _divergences(state: PartitionState) -> list[Divergence]:
@@ -218,13 +318,9 @@ def _cause(attempt: Attempt, state: PartitionState, events: Sequence[dict]) -> s
     name = f"{state.topic}-{state.partition} offset {offset}"
     later = [e for e in events if e["ts"] >= (attempt.acked_at or 0) and e.get("topic") == state.topic
              and e.get("partition") == state.partition]
-    truncations = [e for e in later if e["kind"] == "truncated" and offset is not None
-                   and e.get("to", 0) <= offset < e.get("from", offset + 1)]
-    if truncations:
-        on_leader = [e for e in truncations if e.get("source") == f"broker:{state.leader}"]
-        event = (on_leader or truncations)[-1]
-        broker = event["source"].partition(":")[2]
-        return f"{name} truncated on broker {broker} at {clock(event['ts'])}: {event.get('reason', 'truncation')}"
+    truncated = _truncation(state.tp, offset, state, later) if offset is not None else ""
+    if truncated:
+        return f"{name} {truncated}"
     elections = [e for e in later if e["kind"] == "leader_changed"
                  and attempt.value not in state.replicas.get(e.get("leader"), {}).values()]
     if elections:

@@ -42,6 +42,7 @@ from zkbroker.lab.observer import LabObserver, Unknown, cut_log
 from zkbroker.lab.processes import process_state, signal_process
 from zkbroker.lab.recorder import RecordingProducer
 from zkbroker.lab.scenario import Scenario, Step, fault_parameters
+from zkbroker.lab.spark_read import SparkRead
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
@@ -166,6 +167,8 @@ class ScenarioRun:
         self.errors: list[BaseException] = []
         self.topics: set[str] = set()
         self.consumers: dict[str, subprocess.Popen] = {}
+        self.reads: dict[str, SparkRead] = {}
+        self._reads_done: set[str] = set()
         self.until_end: list[RecordingProducer] = []
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
         self._timeline_seen = 0
@@ -197,8 +200,11 @@ class ScenarioRun:
                     self.result.step_times.append((step, began, time.time() * 1000))
                     self._narrate_timeline()
             self._finish()
-        except BaseException:  # Cancelled, KeyboardInterrupt, a bug: nothing of the lab stays behind
+        except (Cancelled, KeyboardInterrupt):
             self.result.failures.append("interrupted")
+            raise
+        except BaseException as e:  # a lab that would not start, a bug: nothing of the lab stays behind either
+            self.result.failures.append(f"error: {e}")
             raise
         finally:
             self.result.seconds = time.monotonic() - started
@@ -218,6 +224,8 @@ class ScenarioRun:
         self._check_cancelled()
 
     def _teardown(self) -> None:
+        for read in self.reads.values():
+            read.kill("the run ended before the read did")
         for process in self.consumers.values():
             signal_process(process.pid, signal.SIGCONT)
             process.kill()
@@ -229,9 +237,11 @@ class ScenarioRun:
         if self.observer is not None:
             self.observer.close()
         interrupted = "interrupted" in self.result.failures
-        if interrupted:
-            self.say(f"[{self.label}] interrupted: tearing the lab down")
-        if self.keep and not interrupted and self.lab.cluster_file.exists():
+        broken = any(f.startswith("error: ") for f in self.result.failures)
+        if interrupted or broken:
+            self.say(f"[{self.label}] {'interrupted' if interrupted else 'stopped by an error'}: "
+                     f"tearing the lab down")
+        if self.keep and not interrupted and not broken and self.lab.cluster_file.exists():
             self.say(f"[{self.label}] the lab keeps running in {self.directory} "
                      f"(zkbroker lab down --dir {self.directory})")
             return
@@ -289,6 +299,35 @@ class ScenarioRun:
                 [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper", self.observer.cluster.zookeeper,
                  "--topic", topic, "--group", group, "--consumer.config", str(config_file)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+
+    def _spark_read(self, step: Step, topic: str, end: int, partition: int = 0, start: int = 0,
+                    options: dict | None = None, background: bool = False, timeout_ms: int = 300000,
+                    master: str = "local[2]", **named) -> None:
+        """A Spark batch read of offsets [start, end) through the zkkafka source, in a process of its own
+        (zkbroker/lab/spark_read.py); its rows are checked against the final log at the end of the run."""
+        name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
+        if name in self.reads:
+            raise StepFailed(f"there is already a read called {name}")
+        options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        self.reads[name] = read = SparkRead.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
+                                                   partition, start, end, options, timeout_ms / 1000, master,
+                                                   _die_with_parent)
+        self.topics.add(topic)
+        if not background:
+            self._await_read(read)
+
+    def _await_read(self, read: SparkRead) -> None:
+        if read.name in self._reads_done:
+            return
+        while read.running():
+            if time.monotonic() > read.deadline:
+                read.kill(f"the read did not end within {read.timeout_s * 1000:.0f} ms")
+                break
+            self._idle(0.2)
+        self._reads_done.add(read.name)
+        result = read.result()
+        self.say(f"[{self.label}]     {read.name} " + (f"failed: {result.error}" if result.error else
+                 f"read {len(result.rows)} rows of {read.topic}-{read.partition} offsets [{read.start}, {read.end})"))
 
     def _delete_topic(self, step: Step, topic: str) -> None:
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
@@ -486,6 +525,9 @@ class ScenarioRun:
                 return False
             acked = producer.acknowledged()
             return acked == len(producer.values) if condition == "acked" else acked == 0
+        if condition in ("read_tasks_running", "read_tasks_done"):
+            counted = "active" if condition == "read_tasks_running" else "done"
+            return self.reads[args["of"]].status().get(counted, 0) >= args["size"]
         if condition in ("leads_all", "transactions_at_most"):
             stats = o.state_stats(topic) or {}
             if condition == "leads_all":
@@ -582,6 +624,9 @@ class ScenarioRun:
             while thread.is_alive():
                 thread.join(0.1)
                 self._check_cancelled()
+        for read in self.reads.values():
+            self._await_read(read)
+        reads = [read.result() for read in self.reads.values()]
         tps = self._partitions()
         if tps:
             self.say(f"[{self.label}] reading every replica of {', '.join(map(str, tps))}")
@@ -590,7 +635,7 @@ class ScenarioRun:
         attempts: list[Attempt] = [a for p in self.all_producers for a in p.attempts()]
         states = [self.observer.final_state(tp) for tp in tps]
         events = timeline.read(self.lab.timeline_file)
-        self.result.report = check(attempts, states, events)
+        self.result.report = check(attempts, states, events, reads=reads)
         verdict = self.result.report.verdict(self.spec.max_unavailable_ms)
         if self.result.stuck:
             verdict = gravest(verdict, "stuck")
@@ -599,11 +644,13 @@ class ScenarioRun:
         self.result.verdict = verdict
         for error in self.errors:
             self.result.failures.append(f"a producer failed: {error}")
+        self.result.failures += [f"the Spark read {r.name} failed: {r.error}" for r in reads if r.error]
 
     def _partitions(self) -> list[TopicPartition]:
         """The partitions the run wrote to, of the topics that still exist."""
         out = set()
         written = {TopicPartition(p.topic, p.partition) for p in self.all_producers}
+        written |= {TopicPartition(r.topic, r.partition) for r in self.reads.values()}
         for topic in sorted({tp.topic for tp in written}):
             try:
                 assignment = self.observer.assignment(topic)
@@ -657,6 +704,9 @@ def describe_step(step: Step) -> str:
         return f"delete topic {f['topic']}"
     if step.action == "consumer":
         return f"start consumer {f['name']} of group {f['group']} on topic {f['topic']}"
+    if step.action == "spark_read":
+        how = " in the background" if f.get("background") else ""
+        return f"a Spark read of {f['topic']}-{f.get('partition', 0)} offsets [{f.get('start', 0)}, {f['end']}){how}"
     if step.action == "choose":
         return f"call broker {f['broker']} {f['as']}"
     if step.action == "cut_log":
@@ -701,6 +751,8 @@ def _condition_words(condition: str, f: dict) -> str:
         "owners": f"{f.get('size')} consumers of group {f.get('group')} own {f.get('topic')}'s partitions",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
+        "read_tasks_running": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are running",
+        "read_tasks_done": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are done",
     }
     return words.get(condition, condition)
 

@@ -55,7 +55,8 @@ ENSEMBLE_SIZES = (1, 3, 5)
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
               "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
-              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners")
+              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners",
+              "read_tasks_running", "read_tasks_done")
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
@@ -73,6 +74,8 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
                       "config": (dict,), "wait": (bool,)}, ("topic",)),
     "delete_topic": ({"topic": _STR}, ("topic",)),
     "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
+    "spark_read": ({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
+                    "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
     "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                  "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR}, ("topic", "count")),
@@ -103,7 +106,7 @@ _MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _
 CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-election", "kafka-6082-zombie-controller",
              "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
-             "kafka-2143-truncate-to-start", "zookeeper-quorum-loss")
+             "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover")
 
 
 class ScenarioError(ValueError):
@@ -256,11 +259,13 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
             check_parameters(step["point"], fault_parameters(step))
         except FaultPointError as e:
             check.fail(where, "point", str(e))
-    if action in ("wait", "expect") and step["condition"] in ("acked", "refused"):
+    if action in ("wait", "expect") and step["condition"] in ("acked", "refused", "read_tasks_running",
+                                                              "read_tasks_done"):
+        of = "spark_read" if step["condition"].startswith("read_") else "produce"
         if "of" not in step:
-            check.fail(where, None, f"a {step['condition']} condition names a produce step with of = \"NAME\"")
+            check.fail(where, None, f"a {step['condition']} condition names a {of} step with of = \"NAME\"")
         if step["of"] not in names:
-            check.fail(where, "of", f"no earlier produce step is named {step['of']!r} (with as = ...)")
+            check.fail(where, "of", f"no earlier {of} step is named {step['of']!r} (with as = ...)")
     targets = [(key, step[key]) for key in ("broker", "zookeeper") if key in step]
     targets += [("replicas", r) for row in step.get("replicas", []) for r in (row if isinstance(row, list) else [row])]
     for key, target in targets:

@@ -138,6 +138,8 @@ def format_result(result) -> str:
         for divergence in run.report.divergences[:3]:
             lines.append(f"  {run.mode}: {divergence.topic}-{divergence.partition} offset {divergence.offset} differs "
                          f"between brokers {', '.join(map(str, divergence.values))}")
+        for read in run.report.read_divergences[:3]:
+            lines.append(f"  {run.mode}: {read.cause}")
         for what in run.stuck + run.slow + run.failures:
             lines.append(f"  {run.mode}: {what}")
     if len(result.runs) == 2:
@@ -151,7 +153,8 @@ def difference(old, fixed) -> str:
     if a["verdict"] == b["verdict"]:
         return f"Both modes end {a['verdict']}."
     parts = []
-    for key, words in (("lost", "acknowledged records lost"), ("divergent", "offsets where replicas diverge"),
+    for key, words in (("lost", "acknowledged records lost"),
+                       ("divergent", "offsets where replicas (or a read and the log) diverge"),
                        ("duplicated", "duplicated records")):
         if a[key] != b[key]:
             parts.append(f"{words}: {a[key]} in 0.8 mode, {b[key]} fixed")
