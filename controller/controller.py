@@ -137,6 +137,7 @@ class KafkaController(SessionListener):
         self._closing = threading.Event()  # set by shutdown: stop holding for an unreachable ZooKeeper
         self._last_config_change = -1
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
+        self._held_event: ControllerEvent | None = None  # taken from the queue, waiting out a lab hold
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
         self.state_change_log = logging.getLogger("state.change.logger")
         self._handlers: dict[type, Callable[[Any], Any]] = {
@@ -209,7 +210,8 @@ class KafkaController(SessionListener):
         return {"epoch": ctx.epoch, "epoch_zk_version": ctx.epoch_zk_version,
                 "live_brokers": sorted(list(ctx.live_brokers)),
                 "shutting_down": sorted(set(ctx.shutting_down_broker_ids)),
-                "queue_held": FAULTS.controller_held, "queued_events": self._queue.qsize(),
+                "queue_held": FAULTS.controller_held,
+                "queued_events": self._queue.qsize() + (self._held_event is not None),
                 "partitions": [{"topic": tp[0], "partition": tp[1], "leader": s.leader, "leader_epoch": s.leader_epoch,
                                 "isr": list(s.isr), "replicas": list(assignments.get(tp, ())),
                                 "zk_version": s.zk_version, "controller_epoch": s.controller_epoch}
@@ -265,6 +267,12 @@ class KafkaController(SessionListener):
     def _run(self) -> None:
         while True:
             event = self._queue.get()
+            if not isinstance(event, Shutdown) and FAULTS.controller_held:
+                # The lab's fault point hold_controller_queue: this event (and those behind it) wait.
+                self.log.info("Lab fault point: the event queue is held; %s waits", type(event).__name__)
+                self._held_event = event
+                FAULTS.wait_while_controller_held(self._closing)
+                self._held_event = None
             if isinstance(event, Shutdown):
                 self._on_controller_resignation()
                 self._refuse_pending_shutdowns()
@@ -384,7 +392,7 @@ class KafkaController(SessionListener):
             self.log.info("%s", e)
             self.elector.resign()
             return
-        self.writer = FencedWriter(self.zk, zk_version)
+        self.writer = FencedWriter(self.zk, zk_version, self.config["controller.zookeeper.batched"])
         self._take_context(ControllerContext(controller_id=self.broker_id, epoch=epoch, epoch_zk_version=zk_version))
         self.active = True
         self._active_session = self.zk.session_id
@@ -575,11 +583,26 @@ class KafkaController(SessionListener):
         known = self.context.live_brokers
         new_ids = set(current) - set(known)
         dead_ids = set(known) - set(current)
-        self.context.live_brokers = current
-        if not new_ids and not dead_ids:
+        # KIP-380 (broker.epoch.enable): a broker registered under a new znode since we last looked bounced; it is
+        # handled as a failure and a startup. 0.8.2 compared the id sets only, and missed it (KAFKA-1120).
+        bounced = {b for b in set(current) & set(known) if current[b].epoch != known[b].epoch} \
+            if self.config["broker.epoch.enable"] else set()
+        self.context.live_brokers = {b: r for b, r in current.items() if b not in bounced}
+        if not new_ids and not dead_ids and not bounced:
             return
-        self.log.info("Newly added brokers: %s, deleted brokers: %s, all live brokers: %s",
-                      _ids(new_ids), _ids(dead_ids), _ids(current))
+        if self.config["broker.epoch.enable"]:  # Kafka 2.2's line
+            self.log.info("Newly added brokers: %s, deleted brokers: %s, bounced brokers: %s, all live brokers: %s",
+                          _ids(new_ids), _ids(dead_ids), _ids(bounced), _ids(current))
+        else:
+            self.log.info("Newly added brokers: %s, deleted brokers: %s, all live brokers: %s",
+                          _ids(new_ids), _ids(dead_ids), _ids(current))
+        if bounced:
+            for broker_id in sorted(bounced):
+                self.channel.remove_broker(broker_id)
+            self.batch.live_brokers = dict(self.context.live_brokers)
+            self._on_broker_failure(bounced)
+            self.context.live_brokers = current
+            new_ids |= bounced
         for broker_id in sorted(new_ids):
             self.channel.add_broker(current[broker_id])
         for broker_id in sorted(dead_ids):

@@ -15,6 +15,7 @@ import logging
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from zkbroker.fault_points import FAULTS
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import (
@@ -42,11 +43,13 @@ class ZookeeperLeaderElector:
         self.leader_id = self.read_controller_id()
         if self.leader_id != -1:
             return False
+        FAULTS.at_zookeeper_write("controller_election", "before")
         try:
             self.zk.kazoo.create(paths.CONTROLLER, ControllerRegistration(self.broker_id).encode(), ephemeral=True)
         except NodeExistsError:
             self.leader_id = self.read_controller_id()
             return False
+        FAULTS.at_zookeeper_write("controller_election", "after")
         self.leader_id = self.broker_id
         log.info("%d successfully elected as leader", self.broker_id)
         return True
@@ -88,12 +91,14 @@ class ZookeeperLeaderElector:
         means another controller moved in first.
         """
         data, stat = self.zk.get(paths.CONTROLLER_EPOCH)
+        FAULTS.at_zookeeper_write("controller_epoch", "before")
         if stat is None:
             try:
                 self.zk.kazoo.create(paths.CONTROLLER_EPOCH, encode_controller_epoch(1))
             except NodeExistsError as e:
                 raise ControllerMovedError("Controller moved to another broker. Aborting controller startup "
                                            "procedure") from e
+            FAULTS.at_zookeeper_write("controller_epoch", "after")
             return 1, 0
         epoch = decode_controller_epoch(data) + 1
         try:
@@ -102,4 +107,5 @@ class ZookeeperLeaderElector:
         except BadVersionError as e:
             raise ControllerMovedError("Controller moved to another broker. Aborting controller startup "
                                        "procedure") from e
+        FAULTS.at_zookeeper_write("controller_epoch", "after")
         return epoch, new_stat.version

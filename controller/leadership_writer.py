@@ -19,6 +19,7 @@ from typing import Generic, Protocol, TypeVar
 
 from controller.context import LeaderIsrAndZkVersion
 from controller.log_lines import LogLine, emit
+from zkbroker.fault_points import FAULTS
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
@@ -87,9 +88,13 @@ class LeadershipWriter:
                     emit(decision.lines)
                 if decision.leadership is not None:
                     decided.append((key, decision))
+            if decided:
+                FAULTS.at_zookeeper_write("state_write", "before")
             versions = self.set_many([
                 (paths.partition_state_path(*partition_of(key)), encode_leadership(d.leadership),
                  d.leadership.zk_version) for key, d in decided])
+            if decided:
+                FAULTS.at_zookeeper_write("state_write", "after")
             remaining = []
             for (key, decision), version in zip(decided, versions):
                 if version is None:

@@ -20,6 +20,7 @@ from controller.leadership_writer import LeadershipWriter, encode_leadership
 from controller.log_lines import STATE_CHANGE, emit, enabled
 from controller.partition_state import PartitionState, Selector
 from controller.zk_writes import FencedWriter
+from zkbroker.fault_points import FAULTS
 from zkbroker.logconfig import per_partition_level
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
@@ -117,8 +118,10 @@ class PartitionStateMachine:
                 raise result
         self._topics_with_partitions_path.update(topics)
         partitions = list(data)
+        FAULTS.at_zookeeper_write("state_write", "before")
         results = writer.create_many([(paths.partition_state_path(*tp), data[tp], [paths.partition_path(*tp)])
                                       for tp in partitions])
+        FAULTS.at_zookeeper_write("state_write", "after")
         created = {tp for tp, result in zip(partitions, results) if result is None}
         clashed = [tp for tp, result in zip(partitions, results) if isinstance(result, NodeExistsError)]
         for result in results:

@@ -6,7 +6,9 @@ therefore cannot change anything: its transaction fails as a whole. This goes be
 only the `state` writes, by their zkVersion, and wrote `/brokers/topics/<t>`, `/admin/*` and the deletion
 removals unfenced; Kafka 2.1 made the fence the rule (KAFKA-6082).
 
-Decisions about many partitions write in batches (`create_many`, `set_many`): multi() transactions of
+Decisions about many partitions write in batches (`create_many`, `set_many`; unless
+`controller.zookeeper.batched` is false, which writes one node per transaction, one at a time, as 0.8.2's
+synchronous ZooKeeper client did until Kafka 1.1's KAFKA-5642): multi() transactions of
 about BATCH_OPS operations, each still opening with the fence, all in flight at once (a multi() of 500
 `state` writes costs ZooKeeper little more than one write; one at a time, each is a round trip and a log
 sync). A multi() is all or nothing, so one stale zkVersion would undo its whole batch: the failing
@@ -36,9 +38,13 @@ BATCH_OPS = 500
 
 
 class FencedWriter:
-    def __init__(self, zk: ZkClient, epoch_zk_version: int) -> None:
+    def __init__(self, zk: ZkClient, epoch_zk_version: int, batched: bool = True) -> None:
         self.zk = zk
         self.epoch_zk_version = epoch_zk_version
+        # Without batching (controller.zookeeper.batched=false) each node's write is a transaction of its own,
+        # waited for before the next is sent: 0.8.2's one synchronous ZooKeeper round trip per partition.
+        self.batch_ops = BATCH_OPS if batched else 1
+        self.batched = batched
         self.writes = 0  # znode writes committed so far (for the controller's timing lines)
 
     def _commit(self, build) -> list:
@@ -156,13 +162,17 @@ class FencedWriter:
             batches: list[list[int]] = [[]]
             size = 0
             for i in pending:
-                if size and size + len(groups[i]) > BATCH_OPS:
+                if size and size + len(groups[i]) > self.batch_ops:
                     batches.append([])
                     size = 0
                 batches[-1].append(i)
                 size += len(groups[i])
-            in_flight = [(batch, self._commit_async(functools.partial(_build, [groups[i] for i in batch])))
-                         for batch in batches]
+            if self.batched:
+                in_flight = [(batch, self._commit_async(functools.partial(_build, [groups[i] for i in batch])))
+                             for batch in batches]
+            else:  # one at a time: each commit is sent only when the one before it has been answered
+                in_flight = ((batch, _Done(self._commit_async(functools.partial(_build, [groups[i] for i in batch]))
+                                           .get())) for batch in batches)
             pending = []
             for batch, result in in_flight:
                 results = self._checked(result.get())
@@ -181,6 +191,16 @@ class FencedWriter:
                 else:
                     self.writes += offset
         return outcome
+
+
+class _Done:
+    """An answer already received, with the `get()` of one still in flight."""
+
+    def __init__(self, results: list) -> None:
+        self.results = results
+
+    def get(self) -> list:
+        return self.results
 
 
 def _build(groups: list[list[tuple]], tx) -> None:

@@ -421,6 +421,10 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     # Replication
     ConfigKey("controller.socket.timeout.ms", _INT, 30000,
               "Socket timeout of the controller's channels to brokers."),
+    ConfigKey("controller.zookeeper.batched", _BOOLEAN, True,
+              "Extension (KAFKA-5642, Kafka 1.1): the controller writes the state of many partitions in "
+              "multi() batches, several in flight; false writes one node per transaction, one at a time, as "
+              "0.8.2's synchronous ZooKeeper client did."),
     ConfigKey("controller.message.queue.size", _INT, INT32_MAX,
               "Requests queued on each of the controller's channels to brokers."),
     ConfigKey("default.replication.factor", _INT, 1, "Replication factor of an automatically created topic.",
@@ -452,6 +456,11 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "How often the controller checks for leader imbalance."),
     ConfigKey("unclean.leader.election.enable", _BOOLEAN, True,
               "Elect a replica outside the ISR when no ISR member is alive, accepting the loss of messages."),
+    ConfigKey("broker.epoch.enable", _BOOLEAN, False,
+              "Extension (KIP-380, Kafka 2.2): the controller tells two registrations of a broker apart by their "
+              "znode's creation zxid (the broker epoch), so a broker that bounced before the controller looked "
+              "at /brokers/ids is handled as a failure and a startup (0.8.2 saw an unchanged id set and did "
+              "nothing, KAFKA-1120)."),
     ConfigKey("replication.truncation", _STRING, "high-watermark",
               "Extension (KIP-101): where a new follower truncates its log: high-watermark (0.8.2) or "
               "leader-epoch.", OneOf(("high-watermark", "leader-epoch"))),

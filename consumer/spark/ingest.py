@@ -72,10 +72,16 @@ class _Revoked(Exception):
     """A rebalance took (or may have taken) partitions of the batch being read: abort it and plan again."""
 
 
+# A documented test seam (README: Spark, "Crashes"): with CRASH_AT_VARIABLE=<stage> in its environment the job
+# kills itself (SIGKILL) at that step of its commit, so tests can prove a re-run recovers from a crash at each
+# one. Unset, it does nothing.
+CRASH_AT_VARIABLE = "ZKBROKER_TEST_CRASH_AT"
+CRASH_STAGES = ("joined", "data-written", "manifest-written", "published")
+
+
 def _checkpoint(stage: str) -> None:
-    """Test-only crash injection: with ZKBROKER_TEST_CRASH_AT=<stage> the process kills itself (SIGKILL) at that
-    point of the commit: joined, data-written, manifest-written, published."""
-    if os.environ.get("ZKBROKER_TEST_CRASH_AT") == stage:
+    """One of CRASH_STAGES reached: the test seam's SIGKILL if CRASH_AT_VARIABLE names it."""
+    if os.environ.get(CRASH_AT_VARIABLE) == stage:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -47,10 +47,11 @@ def brokers(tmp_path, zk_connect):
     """A factory of broker processes on this test's chroot: brokers(1, 2, 3, **overrides)."""
     made: list[Broker] = []
 
-    def make(*ids: int, start: bool = True, dir_name: str | None = None, **overrides) -> list[Broker]:
+    def make(*ids: int, start: bool = True, dir_name: str | None = None, control: bool = False,
+             **overrides) -> list[Broker]:
         out = []
         for broker_id in ids:
-            broker = Broker(tmp_path, broker_id, zk_connect, dir_name, **overrides)
+            broker = Broker(tmp_path, broker_id, zk_connect, dir_name, control, **overrides)
             if start:
                 broker.start()
             made.append(broker)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -41,12 +42,14 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str, inter
 
 
 class Broker:
-    """One `zkbroker server` process with its own server.properties, log file and data dir."""
+    """One `zkbroker server` process with its own server.properties, log file and data dir; with `control`, it
+    opens the lab control interface at DIR/control.sock, as a lab's broker does (zkbroker/lab/control.py)."""
 
     def __init__(self, root: Path, broker_id: int, zk_connect: str, dir_name: str | None = None,
-                 **overrides: object) -> None:
+                 control: bool = False, **overrides: object) -> None:
         self.id = broker_id
         self.dir = root / (dir_name or f"broker-{broker_id}")
+        self.control_path = self.dir / "control.sock" if control else None
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = int(overrides.pop("port", 0) or free_port())
         props = {"broker.id": broker_id, "port": self.port, "host.name": "127.0.0.1",
@@ -61,15 +64,43 @@ class Broker:
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, *extra_args: str, verbose: bool = False) -> Broker:
-        """Start the broker process; verbose=True logs at DEBUG."""
+    def start(self, *extra_args: str, verbose: bool = False, faults: list[dict] = ()) -> Broker:
+        """Start the broker process; verbose=True logs at DEBUG. `faults` (fault requests, as
+        zkbroker.lab.control.fault_request makes them) are in force from its first instant (needs `control`)."""
+        from zkbroker.lab import control
+
         flags = ["--verbose"] if verbose else []
+        env = {k: v for k, v in os.environ.items() if k not in (control.ENV_VAR, control.FAULTS_ENV_VAR)}
+        if self.control_path is not None:
+            env[control.ENV_VAR] = str(self.control_path)
+            if faults:
+                env[control.FAULTS_ENV_VAR] = json.dumps(list(faults))
+        else:
+            assert not faults, "fault points need a broker with control=True"
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", "zkbroker", *flags, "server", str(self.config),
                                           *extra_args],
                                          stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True, env=env)
         return self
+
+    def control(self, timeout_s: float = 5.0):
+        """A client of this broker's lab control socket (waiting for the socket to appear after a start)."""
+        from zkbroker.lab.control import ControlError
+        from zkbroker.lab.control_client import ControlClient
+
+        assert self.control_path is not None, "this broker was made without control=True"
+        client = ControlClient(self.control_path, timeout_s, name=f"broker {self.id}'s control socket")
+
+        def answers() -> bool:
+            try:
+                client.faults()
+            except ControlError:
+                return False
+            return True
+
+        wait_for(answers, 15, f"broker {self.id}'s control socket to answer", interval_s=0.05)
+        return client
 
     @property
     def pid(self) -> int:

@@ -2,8 +2,8 @@
 
 S1 (KAFKA-1211) and S2 (divergent logs) run in both `replication.truncation` modes: `high-watermark` loses
 or diverges as Kafka 0.8 did, `leader-epoch` (KIP-101) does not. S3 is unclean leader election, S4 the
-Jepsen ISR-shrink case. A test-only control pauses one broker's fetchers so that steps happen in the order
-the scenario needs ("kill B before A re-fetches").
+Jepsen ISR-shrink case. The lab control interface's fault point hold_fetchers keeps one broker's fetchers
+from fetching so that steps happen in the order the scenario needs ("kill B before A re-fetches").
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from tests.integration.harness import SESSION_TIMEOUT_MS, wait_for
 from zkbroker import admin
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.lab.control import fault_request
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.message_set import build_message_set, iter_messages
@@ -30,14 +31,12 @@ TOPIC = "scenario"
 SESSION_S = SESSION_TIMEOUT_MS / 1000
 
 
-@pytest.fixture
-def pause_files(tmp_path, monkeypatch):
-    """Broker N's fetchers fetch nothing while tmp_path/pause-fetchers-N exists."""
-    monkeypatch.setenv("ZKBROKER_TEST_PAUSE_FETCHERS_FILE", str(tmp_path / "pause-fetchers-{broker_id}"))
+HOLD_FETCHERS = fault_request("hold_fetchers")
 
-    def path(broker_id: int):
-        return tmp_path / f"pause-fetchers-{broker_id}"
-    return path
+
+def release_fetchers(broker) -> None:
+    with broker.control() as control:
+        control.fault("release_fetchers")
 
 
 @pytest.fixture
@@ -117,9 +116,9 @@ def one_partition(admin_zk, replicas: tuple[int, ...], **config: str) -> None:
 
 @pytest.mark.parametrize("mode, lost", [("high-watermark", True), ("leader-epoch", False)])
 def test_s1_acknowledged_write_lost_on_fast_failover_only_in_high_watermark_mode(
-        brokers, zk, admin_zk, pause_files, mode, lost):
+        brokers, zk, admin_zk, mode, lost):
     # A = broker 1 follows B = broker 2. A long follower long-poll keeps A from learning the new HW in time.
-    a, b = brokers(1, 2, replication_truncation=mode, replica_fetch_wait_max_ms=5000)
+    a, b = brokers(1, 2, control=True, replication_truncation=mode, replica_fetch_wait_max_ms=5000)
     wait_for(lambda: zk.registered() == {1, 2}, 15, "both brokers")
     one_partition(admin_zk, (2, 1))
     wait_state(zk, lambda s: s["leader"] == 2 and s["isr"] == [2, 1], "B leading with A in the ISR")
@@ -131,16 +130,16 @@ def test_s1_acknowledged_write_lost_on_fast_failover_only_in_high_watermark_mode
     assert produce(b, [b"m2"]) == (ErrorCode.NONE, 1)
     assert log_messages(a) == {0: b"m1", 1: b"m2"}
 
-    # Restart A, whose fetchers then stay paused: it truncates as its mode says, and does not re-fetch.
-    pause_files(1).touch()
+    # Restart A, whose fetchers are held from its first instant: it truncates as its mode says, and does not
+    # re-fetch.
     assert a.terminate() == 0
-    a.start()
+    a.start(faults=[HOLD_FETCHERS])
     wait_for(lambda: a.log_lines("became follower of broker 2"), 15, "A to follow B again")
     wait_for(lambda: a.log_lines(r"Truncating log \[scenario,0\] to offset 1") if mode == "high-watermark"
              else True, 10, "A's truncation")
     b.kill()
     wait_state(zk, lambda s: s["leader"] == 1, "A to lead")
-    pause_files(1).unlink()
+    release_fetchers(a)
 
     readable = wait_for(lambda: consume(a) if len(consume(a)) >= 1 else None, 10, "A to serve reads")
     if lost:
@@ -196,12 +195,11 @@ def test_s2_replicas_diverge_after_a_crash_only_in_high_watermark_mode(brokers, 
 
 
 @pytest.mark.parametrize("unclean", [True, False])
-def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(brokers, zk, admin_zk, pause_files,
-                                                                         unclean):
+def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(brokers, zk, admin_zk, unclean):
     # A starts first and is the controller; C is killed while A and B stay in sync.
     (a,) = brokers(1)
     wait_for(lambda: zk.controller() == 1, 15, "A to be the controller")
-    b, c = brokers(2, 3)
+    b, c = brokers(2, 3, control=True)
     wait_for(lambda: zk.registered() == {1, 2, 3}, 15, "three brokers")
     one_partition(admin_zk, (1, 2, 3), **{"unclean.leader.election.enable": str(unclean).lower()})
     wait_state(zk, lambda s: s["leader"] == 1 and sorted(s["isr"]) == [1, 2, 3], "all three in sync")
@@ -212,12 +210,11 @@ def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(broker
         assert produce(a, [b"acked-%d" % i]) == (ErrorCode.NONE, i)
     a.kill()
     wait_state(zk, lambda s: s["leader"] == 2 and s["isr"] == [2], "B leading alone")
-    pause_files(3).touch()  # C returns but does not catch up: it stays out of the ISR
-    c.start()
+    c.start(faults=[HOLD_FETCHERS])  # C returns but does not catch up: it stays out of the ISR
     wait_for(lambda: zk.registered() == {2, 3}, 15, "C back")
     b.kill()
     wait_for(lambda: zk.controller() == 3 and zk.registered() == {3}, SESSION_S + 10, "C alone, as controller")
-    pause_files(3).unlink()
+    release_fetchers(c)
 
     if unclean:
         wait_state(zk, lambda s: s["leader"] == 3 and s["isr"] == [3], "C elected uncleanly")
@@ -244,15 +241,15 @@ def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(broker
 
 
 @pytest.mark.parametrize("min_isr, refused", [(2, True), (1, False)])
-def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, admin_zk, pause_files, min_isr,
-                                                                refused):
-    leader, follower = brokers(1, 2, replica_lag_time_max_ms=1000, replica_fetch_wait_max_ms=200)
+def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, admin_zk, min_isr, refused):
+    leader, follower = brokers(1, 2, control=True, replica_lag_time_max_ms=1000, replica_fetch_wait_max_ms=200)
     wait_for(lambda: zk.registered() == {1, 2}, 15, "both brokers")
     one_partition(admin_zk, (1, 2), **{"min.insync.replicas": str(min_isr)})
     wait_state(zk, lambda s: s["leader"] == 1 and s["isr"] == [1, 2], "both in sync")
     assert produce(leader, [b"before"])[0] == ErrorCode.NONE
 
-    pause_files(2).touch()  # the follower is cut off from its leader (but not from ZooKeeper)
+    with follower.control() as control:  # the follower stops fetching (it keeps its ZooKeeper session)
+        control.fault("hold_fetchers")
     wait_state(zk, lambda s: s["isr"] == [1], "the leader to shrink the ISR to itself", timeout_s=10)
     error, _ = produce(leader, [b"during"])
     if refused:
@@ -260,7 +257,7 @@ def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, adm
         assert consume(leader) == [b"before"]  # nothing was appended
     else:
         assert error == ErrorCode.NONE  # acknowledged by a lone leader: one crash away from loss
-    pause_files(2).unlink()
+    release_fetchers(follower)
     wait_state(zk, lambda s: s["isr"] == [1, 2], "the follower to rejoin", timeout_s=10)
     assert produce(leader, [b"after"])[0] == ErrorCode.NONE
     wait_for(lambda: list(log_messages(follower).values())[-1:] == [b"after"], 10, "the follower to catch up")

@@ -38,6 +38,8 @@ class Attempt:
     offset: int | None = None
     failed_at: float | None = None
     error: str | None = None
+    acks: int = -1  # acks=0 records are never answered, so they say nothing about availability
+
 
     @property
     def acknowledged(self) -> bool:
@@ -172,7 +174,9 @@ def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], eve
             elif not attempt.acknowledged and attempt.value in where:
                 report.unacknowledged_stored.append(attempt)
     for tp, tp_attempts in sorted(by_partition.items()):
-        report.windows += _windows(tp, tp_attempts, gap_ms)
+        answered = [a for a in tp_attempts if a.acks != 0]
+        if answered:
+            report.windows += _windows(tp, answered, gap_ms)
     return report
 
 

@@ -472,6 +472,9 @@ class LabCluster:
         for request in added:
             self._record("fault_applied", fault=request["point"], node=f"broker:{broker_id}", at_start=True,
                          **{k: v for k, v in request.items() if k not in ("command", "point")})
+        # A broker restarted within its session timeout finds the registration of its previous process still
+        # there (KAFKA-1029): it counts only once the new process has registered under a new znode.
+        previous = self._registration_czxid(cluster, broker_id)
         entry.pid = self._spawn_broker(entry)
         self.save(cluster)
         if any(r.get("write") == "registration" for r in pending):
@@ -479,8 +482,16 @@ class LabCluster:
             wait_until(lambda: process_state(pid) != "running" or self._registered(cluster, broker_id), timeout_s,
                        interval_s=0.2)
             return entry
-        self._wait_usable(cluster, [broker_id], timeout_s)
+        self._wait_usable(cluster, [broker_id], timeout_s, {broker_id: previous} if previous is not None else None)
         return entry
+
+    def _registration_czxid(self, cluster: ClusterFile, broker_id: int) -> int | None:
+        try:
+            with _zk(cluster.zookeeper, timeout_s=5.0) as zk:
+                stat = zk.exists(paths.broker_path(broker_id))
+        except LabError:
+            return None
+        return stat.czxid if stat is not None else None
 
     def _registered(self, cluster: ClusterFile, broker_id: int) -> bool:
         try:
@@ -707,12 +718,18 @@ class LabCluster:
         self._record("process_started", node=f"broker:{entry.id}", pid=proc.pid)
         return proc.pid
 
-    def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float) -> None:
-        """Wait until the given brokers are registered and some controller is elected."""
+    def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float,
+                     stale: dict[int, int] | None = None) -> None:
+        """Wait until the given brokers are registered and some controller is elected. `stale`: broker id ->
+        the czxid of a registration left by its previous process, which does not count."""
         deadline = time.monotonic() + timeout_s
         with _zk(cluster.zookeeper) as zk:
             while True:
                 registered = {int(c) for c in _children(zk, paths.BROKER_IDS) if c.isdigit()}
+                for broker_id, czxid in (stale or {}).items():
+                    stat = zk.exists(paths.broker_path(broker_id))
+                    if stat is not None and stat.czxid == czxid:
+                        registered.discard(broker_id)
                 missing = [b for b in broker_ids if b not in registered]
                 controller = zk.exists(paths.CONTROLLER)
                 if not missing and controller is not None:

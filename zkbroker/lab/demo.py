@@ -352,16 +352,11 @@ class Story:
 
     def _kafka_1211(self, cluster, mode: str) -> list[bytes]:
         """KAFKA-1211 (reference S1) on a fresh 2-broker lab in `mode`; returns what the new leader serves."""
-        import os
-
         from zkbroker import admin
-        from zkbroker.server.replica_fetcher import PAUSE_FILE_VARIABLE
         from zkbroker.zk.client import ZkClient
 
         directory = self.lab.dir / f"kafka-1211-{mode}"
         lab = LabCluster(directory)
-        # The brokers started here (and A's restart) inherit the lab's fetcher control.
-        os.environ[PAUSE_FILE_VARIABLE] = str(directory / "pause-fetchers-{broker_id}")
         zk = None
         try:
             small = lab.up(brokers=2, zookeeper=cluster.zookeeper,
@@ -376,22 +371,20 @@ class Story:
             _produce_one(b.port, b"m1")
             self.wait(lambda: _log_values(directory, 1) == [b"m1"], 10)
             _produce_one(b.port, b"m2")  # acknowledged: A has it, but learns HW=2 only from its next fetch
-            (directory / "pause-fetchers-1").touch()
             followed = len(_scenario_lines(directory, 1, "became follower of broker 2"))
             lab.stop(1)
-            lab.start(1)
+            lab.start(1, faults=[{"point": "hold_fetchers"}])  # the lab's fault point, from A's first instant
             self.wait(lambda: len(_scenario_lines(directory, 1, "became follower of broker 2")) > followed, 15)
             if mode == "high-watermark":
                 self.wait(lambda: _scenario_lines(directory, 1, r"Truncating log \[kafka-1211,0\] to offset 1"), 10)
             lab.kill(2)
             self.wait(lambda: _leader_isr(zk)[0] == 1, SESSION_TIMEOUT_MS / 1000 + 15)
-            (directory / "pause-fetchers-1").unlink()
+            lab.fault(1, "release_fetchers")
             deadline = time.monotonic() + 10
             while not (values := _fetch_all(a.port)) and time.monotonic() < deadline:
                 time.sleep(0.05)  # A has not heard yet that it leads
             return values
         finally:
-            del os.environ[PAUSE_FILE_VARIABLE]
             if zk is not None:
                 zk.close()
             if lab.cluster_file.exists():

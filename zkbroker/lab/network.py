@@ -19,18 +19,21 @@ no latency fault rather than pretend one.
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import json
 import os
 import secrets
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 CLIENTS = "clients"
 STATE_FILE = "network.json"
+HOST_LOCK_FILE = "zkbroker-lab-network.lock"  # in the temporary directory: one subnet choice at a time
 TABLE = "zkbroker"
 DEFAULT_SUBNETS = ipaddress.ip_network("10.213.0.0/16")  # the first /24 in it that no interface uses
 
@@ -209,16 +212,20 @@ class LabNetwork:
         """The bridge and a namespace per node; recorded in network.json before each piece is made, so a
         failure half way is undone by :meth:`destroy`."""
         check_privilege()
-        subnet = subnet or free_subnet()
-        addresses = plan_addresses(subnet, zookeeper_ids, broker_ids)
-        lab_id = secrets.token_hex(3)
-        network = ipaddress.ip_network(subnet)
-        nodes = [n for n in addresses if n != CLIENTS]
-        state = NetworkState(lab_id, str(network), f"zkb{lab_id}", addresses,
-                             {node: f"zkb{lab_id}-{node.replace(':', '-')}" for node in nodes})
-        self.save(state)
-        _run(["ip", "link", "add", state.bridge, "type", "bridge"])
-        _run(["ip", "addr", "add", f"{addresses[CLIENTS]}/{network.prefixlen}", "dev", state.bridge])
+        # Two labs started at once (a scenario's two modes side by side) must not both find the same /24 free:
+        # the choice and the bridge's address that takes the subnet happen under one lock for this host.
+        with open(Path(tempfile.gettempdir()) / HOST_LOCK_FILE, "a") as host_lock:
+            fcntl.flock(host_lock, fcntl.LOCK_EX)
+            subnet = subnet or free_subnet()
+            addresses = plan_addresses(subnet, zookeeper_ids, broker_ids)
+            lab_id = secrets.token_hex(3)
+            network = ipaddress.ip_network(subnet)
+            nodes = [n for n in addresses if n != CLIENTS]
+            state = NetworkState(lab_id, str(network), f"zkb{lab_id}", addresses,
+                                 {node: f"zkb{lab_id}-{node.replace(':', '-')}" for node in nodes})
+            self.save(state)
+            _run(["ip", "link", "add", state.bridge, "type", "bridge"])
+            _run(["ip", "addr", "add", f"{addresses[CLIENTS]}/{network.prefixlen}", "dev", state.bridge])
         _run(["ip", "link", "set", state.bridge, "up"])
         for index, node in enumerate(nodes):
             namespace, outside = state.namespaces[node], f"zv{lab_id}{index}"

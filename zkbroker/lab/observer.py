@@ -101,6 +101,35 @@ class LabObserver:
             return None
         return dict(TopicAssignment.decode(found[0], topic).partitions)
 
+    def state_stats(self, topic: str) -> dict[int, tuple[Leadership, int]] | None:
+        """Each partition's leadership and the zxid of the transaction that last wrote its `state` znode, read
+        together; None when the topic does not exist."""
+        assignment = self.assignment(topic)
+        if assignment is None:
+            return None
+        asks = {p: self.zk.kazoo.get_async(paths.partition_state_path(topic, p)) for p in sorted(assignment)}
+        out = {}
+        for partition, ask in asks.items():
+            try:
+                data, stat = ask.get(timeout=READ_TIMEOUT_S * 5)
+            except NoNodeError:
+                continue
+            except (KazooException, KazooTimeoutError) as e:
+                raise Unknown(str(e) or type(e).__name__) from None
+            state = LeaderIsrState.decode(data)
+            out[partition] = (Leadership(state.leader if state.leader >= 0 else None, state.leader_epoch, state.isr,
+                                         stat.version), stat.mzxid)
+        return out
+
+    def consumer_owners(self, group: str, topic: str) -> dict[int, str]:
+        """{partition: the consumer thread that owns it} in a ZooKeeper consumer group."""
+        owners = {}
+        for child in self.children(paths.consumer_owners_path(group, topic)):
+            found = self.get(paths.consumer_owner_path(group, topic, int(child)))
+            if found is not None:
+                owners[int(child)] = found[0].decode(errors="replace")
+        return owners
+
     def deletion_pending(self, topic: str) -> bool:
         return self.get(paths.delete_topic_path(topic)) is not None
 

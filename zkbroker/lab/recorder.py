@@ -45,18 +45,27 @@ class RecordingProducer:
                        "logger": _QUIET}
         self._sent: dict[bytes, float] = {}
         self._answers: dict[bytes, Attempt] = {}
+        self._answered = 0
+        self._acks = 0 if str(acks) == "0" else (1 if str(acks) == "1" else -1)
         self._lock = threading.Lock()
         self.done = threading.Event()
 
     def _delivered(self, error, message) -> None:
+        """librdkafka's delivery report: acknowledged (with its offset), or given up on with an error. With
+        acks=0 nothing is acknowledged: the record was sent, and that is all the producer knows."""
         value = message.value()
         sent_at = self._sent[value]
-        if error is None:
-            attempt = Attempt(self.topic, self.partition, value, sent_at, acked_at=_now_ms(), offset=message.offset())
+        if error is None and self._acks == 0:
+            attempt = Attempt(self.topic, self.partition, value, sent_at, acks=0)  # sent; acks=0 promises nothing
+        elif error is None:
+            attempt = Attempt(self.topic, self.partition, value, sent_at, acked_at=_now_ms(), offset=message.offset(),
+                              acks=self._acks)
         else:
-            attempt = Attempt(self.topic, self.partition, value, sent_at, failed_at=_now_ms(), error=error.name())
+            attempt = Attempt(self.topic, self.partition, value, sent_at, failed_at=_now_ms(), error=error.name(),
+                              acks=self._acks)
         with self._lock:
             self._answers[value] = attempt
+            self._answered += 1
 
     def run(self) -> None:
         from confluent_kafka import Producer
@@ -72,7 +81,7 @@ class RecordingProducer:
                 if self.interval_ms:
                     self._poll_for(producer, self.interval_ms / 1000)
             deadline = time.monotonic() + self.timeout_ms / 1000 + 5
-            while len(self._answers) < len(self._sent) and time.monotonic() < deadline and not self.cancelled.is_set():
+            while self._answered < len(self._sent) and time.monotonic() < deadline and not self.cancelled.is_set():
                 producer.poll(0.05)
         finally:
             producer.purge()  # what is still queued is given up on, unanswered
@@ -89,7 +98,7 @@ class RecordingProducer:
         """Every value sent so far: answered, or (sent_at only) still unanswered."""
         with self._lock:
             answers = dict(self._answers)
-        return [answers.get(value) or Attempt(self.topic, self.partition, value, sent_at)
+        return [answers.get(value) or Attempt(self.topic, self.partition, value, sent_at, acks=self._acks)
                 for value, sent_at in list(self._sent.items())]
 
     def acknowledged(self) -> int:

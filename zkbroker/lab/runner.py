@@ -17,8 +17,13 @@ dashboard's Step button calls.
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import re
 import select
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -28,15 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from zkbroker import admin, timeline
+from zkbroker import admin, fault_points, timeline
 from zkbroker.lab import recorder
 from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
-from zkbroker.lab.processes import process_state
+from zkbroker.lab.processes import process_state, signal_process
 from zkbroker.lab.recorder import RecordingProducer
-from zkbroker.lab.scenario import Scenario, Step
+from zkbroker.lab.scenario import Scenario, Step, fault_parameters
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
@@ -159,6 +164,7 @@ class ScenarioRun:
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
         self.topics: set[str] = set()
+        self.consumers: dict[str, subprocess.Popen] = {}
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
         self._timeline_seen = 0
         self._log_marks: dict[int, int] = {}
@@ -208,13 +214,20 @@ class ScenarioRun:
         self._check_cancelled()
 
     def _teardown(self) -> None:
+        for process in self.consumers.values():
+            signal_process(process.pid, signal.SIGCONT)
+            process.kill()
+            process.wait(10)
         for producer in self.all_producers:
             producer.cancelled.set()
         for thread in self.threads:
             thread.join(timeout=15)
         if self.observer is not None:
             self.observer.close()
-        if self.keep and "interrupted" not in self.result.failures and self.lab.cluster_file.exists():
+        interrupted = "interrupted" in self.result.failures
+        if interrupted:
+            self.say(f"[{self.label}] interrupted: tearing the lab down")
+        if self.keep and not interrupted and self.lab.cluster_file.exists():
             self.say(f"[{self.label}] the lab keeps running in {self.directory} "
                      f"(zkbroker lab down --dir {self.directory})")
             return
@@ -236,9 +249,9 @@ class ScenarioRun:
     def _create_topic(self, step: Step, topic: str, partitions: int = 1, replication_factor: int | None = None,
                       replicas: list | None = None, config: dict | None = None, wait: bool = True) -> None:
         zk = self.observer.zk
-        if replicas is not None:
-            rows = replicas if replicas and isinstance(replicas[0], list) else [replicas]
-            assignment = {p: tuple(int(b) for b in row) for p, row in enumerate(rows)}
+        if replicas is not None:  # a row per partition, or one row for every partition
+            rows = replicas if replicas and isinstance(replicas[0], list) else [replicas] * partitions
+            assignment = {p: tuple(self._broker(b) for b in row) for p, row in enumerate(rows)}
         else:
             assignment = admin.assign_replicas_to_brokers(admin.live_broker_ids(zk), partitions,
                                                           replication_factor or min(3, self.scenario.brokers))
@@ -253,6 +266,25 @@ class ScenarioRun:
                                        and lead.leader is not None and set(lead.isr) == set(replicas_)
                                        for p, replicas_ in assignment.items()),
                            DEFAULT_WAIT_MS, f"{topic}'s partitions to have leaders and full ISRs", fail=True)
+
+    def _choose(self, step: Step, broker: int | str, **named) -> None:
+        self.names[named["as"]] = chosen = self._broker(broker)
+        self.say(f"[{self.label}]     {named['as']} is broker {chosen}")
+
+    def _consumer(self, step: Step, name: str, group: str, topic: str, config: dict | None = None) -> None:
+        """A 0.8.2 high-level consumer (zkbroker console-consumer) as a process of its own, so that it can be
+        paused and killed; its consumer id is GROUP_NAME, its output DIR/consumer-NAME.log."""
+        if name in self.consumers:
+            raise StepFailed(f"there is already a consumer called {name}")
+        properties = {"consumer.id": name, "auto.offset.reset": "smallest", **(config or {})}
+        config_file = self.directory / f"consumer-{name}.properties"
+        config_file.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n"
+                                       for k, v in properties.items()))
+        with open(self.directory / f"consumer-{name}.log", "ab") as out:
+            self.consumers[name] = subprocess.Popen(
+                [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper", self.observer.cluster.zookeeper,
+                 "--topic", topic, "--group", group, "--consumer.config", str(config_file)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
 
     def _delete_topic(self, step: Step, topic: str) -> None:
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
@@ -299,6 +331,13 @@ class ScenarioRun:
         self._process(step, "stop", target)
 
     def _process(self, step: Step, action: str, target: dict) -> None:
+        if "consumer" in target:
+            process = self.consumers.get(target["consumer"])
+            if process is None:
+                raise StepFailed(f"no consumer is called {target['consumer']!r}")
+            signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
+                                         "resume": signal.SIGCONT}[action])
+            return
         if "zookeeper" in target:
             server = self._zookeeper(target["zookeeper"])
             method = {"kill": self.lab.kill_zookeeper, "pause": self.lab.pause_zookeeper,
@@ -311,7 +350,15 @@ class ScenarioRun:
                 self.names[target["as"]] = broker
             method = {"kill": self.lab.kill, "pause": self.lab.pause, "resume": self.lab.resume,
                       "start": self.lab.start, "stop": self.lab.stop}[action]
-            method(broker)
+            if action == "start":  # log_contains looks at what this process of the broker has logged
+                self._log_marks[broker] = len(self.observer.server_log(broker))
+                if not target.get("wait", True):  # do not wait for its registration
+                    method = functools.partial(self.lab.start, timeout_s=0.0)
+            try:
+                method(broker)
+            except LabError:
+                if action != "start" or target.get("wait", True):
+                    raise
         self.observer.reload()
 
     def _partition(self, step: Step, node: str, **fields) -> None:
@@ -322,8 +369,14 @@ class ScenarioRun:
         self.lab.heal(self._node(node) if node else None)
 
     def _fault(self, step: Step, point: str, broker: int | str, **args) -> None:
-        raise StepFailed(f"the fault point {point} needs the brokers' lab control interface, which this build "
-                         f"does not have yet")
+        broker_id = self._broker(broker)
+        in_force = self.lab.fault(broker_id, point, **fault_parameters(args))
+        if in_force and self.observer.running(broker_id):
+            self.say(f"[{self.label}]     in force on broker {broker_id}: "
+                     + "; ".join(fault_points.describe(f) for f in in_force))
+
+    def _heal_faults(self, step: Step, broker: int | str, point: str | None = None) -> None:
+        self.lab.heal_faults(self._broker(broker), point)
 
     def _cut_log(self, step: Step, broker: int | str, topic: str, keep: int, partition: int = 0) -> None:
         broker_id = self._broker(broker)
@@ -339,21 +392,23 @@ class ScenarioRun:
         self._idle(ms / 1000)
 
     def _wait(self, step: Step, condition: str, timeout_ms: int = DEFAULT_WAIT_MS, slow_ms: int | None = None,
-              **args) -> None:
+              negate: bool = False, **args) -> None:
         began = time.monotonic()
-        what = describe_condition(condition, args)
-        if not self._wait_for(lambda: self._holds(condition, args), timeout_ms, what):
+        what = describe_condition(condition, args, negate)
+        if not self._wait_for(lambda: self._holds(condition, args) != negate, timeout_ms, what):
             return
         took = (time.monotonic() - began) * 1000
+        if took >= 1000:
+            self.say(f"[{self.label}]     after {took / 1000:.1f} s")
         if slow_ms is not None and took > slow_ms:
             self.result.slow.append(f"{what} took {took:.0f} ms (more than {slow_ms})")
             self.say(f"[{self.label}]     slow: {what} took {took:.0f} ms (more than {slow_ms} ms)")
 
-    def _expect(self, step: Step, condition: str, **args) -> None:
-        what = describe_condition(condition, args)
+    def _expect(self, step: Step, condition: str, negate: bool = False, **args) -> None:
+        what = describe_condition(condition, args, negate)
         try:
-            holds = self._holds(condition, args)
-        except Unknown:
+            holds = self._holds(condition, args) != negate
+        except (Unknown, StepFailed):
             holds = False
         if holds:
             self.say(f"[{self.label}]     as expected: {what}")
@@ -369,7 +424,7 @@ class ScenarioRun:
             try:
                 if condition():
                     return True
-            except Unknown:
+            except (Unknown, StepFailed):  # e.g. "leader:t-0" while t-0 has no leader
                 pass
             if time.monotonic() > deadline:
                 if quiet:
@@ -399,14 +454,36 @@ class ScenarioRun:
             return controller is not None and controller != self._broker(args["broker"])
         if condition == "running":
             return o.running(broker)
+        if condition == "log_contains" and "consumer" in args:
+            path = self.directory / f"consumer-{args['consumer']}.log"
+            text = path.read_text(errors="replace") if path.exists() else ""
+            return re.search(args["pattern"], text, re.MULTILINE) is not None
         if condition == "log_contains":
             return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition in ("owns", "owners"):
+            owners = o.consumer_owners(args["group"], topic)
+            if condition == "owns":
+                owner = f"{args['group']}_{args['consumer']}"
+                return sum(1 for o_ in owners.values() if o_.rpartition("-")[0] == owner) == args["size"]
+            return len({o_.rpartition("-")[0] for o_ in owners.values()}) == args["size"]
+        if condition in ("believes_leader", "hw"):
+            view = self._broker_view(broker, topic, partition)
+            if view is None:
+                return False
+            return view["role"] == "leader" if condition == "believes_leader" else view["hw"] == args["size"]
+        if condition == "log_end":
+            return len(o.replica_log(broker, topic, partition)) == args["size"]
         if condition in ("acked", "refused"):
             producer = self.producers[args["of"]]
             if not producer.answered():
                 return False
             acked = producer.acknowledged()
             return acked == len(producer.values) if condition == "acked" else acked == 0
+        if condition in ("leads_all", "transactions_at_most"):
+            stats = o.state_stats(topic) or {}
+            if condition == "leads_all":
+                return bool(stats) and all(lead.leader == broker for lead, _ in stats.values())
+            return len({zxid for _, zxid in stats.values()}) <= args["size"]
         if condition == "topic_exists":
             return o.assignment(topic) is not None
         if condition == "topic_deleted":
@@ -436,6 +513,14 @@ class ScenarioRun:
             return len(leadership.isr) == args["size"]
         raise StepFailed(f"condition {condition} is not known to this runner")
 
+    def _broker_view(self, broker: int, topic: str, partition: int) -> dict | None:
+        """The broker's own view of a partition (its `state` answer), None when it cannot answer."""
+        try:
+            state = self.lab.broker_state(broker)
+        except LabError:
+            return None
+        return next((p for p in state["partitions"] if (p["topic"], p["partition"]) == (topic, partition)), None)
+
     # ---- targets ---------------------------------------------------------------------------------------------------
 
     def _broker(self, target: int | str) -> int:
@@ -444,6 +529,12 @@ class ScenarioRun:
             return target
         if target in self.names:
             return self.names[target]
+        if target.startswith("not:"):
+            excluded = {int(part) if part.isdigit() else self._broker(part) for part in target[4:].split(",")}
+            others = sorted(b.id for b in self.observer.cluster.brokers if b.id not in excluded)
+            if not others:
+                raise StepFailed(f"every broker is one of {target[4:]}")
+            return others[0]
         if target == "controller":
             controller = self.observer.controller()
             if controller is None:
@@ -501,14 +592,16 @@ class ScenarioRun:
             self.result.failures.append(f"a producer failed: {error}")
 
     def _partitions(self) -> list[TopicPartition]:
+        """The partitions the run wrote to, of the topics that still exist."""
         out = set()
-        for topic in self.topics:
+        written = {TopicPartition(p.topic, p.partition) for p in self.all_producers}
+        for topic in sorted({tp.topic for tp in written}):
             try:
                 assignment = self.observer.assignment(topic)
             except Unknown:
                 assignment = None
             if assignment is not None:
-                out |= {TopicPartition(topic, p) for p in assignment}
+                out |= {tp for tp in written if tp.topic == topic and tp.partition in assignment}
         return sorted(out)
 
     def _narrate_timeline(self) -> None:
@@ -519,11 +612,17 @@ class ScenarioRun:
                 self.say(f"[{self.label}]     {format_line(event)}")
 
 
+def _die_with_parent() -> None:
+    """In a client process the runner starts: end with the runner, whatever ends it (Linux's PDEATHSIG)."""
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def describe_step(step: Step) -> str:
     """`kill broker 2`, `produce 2 records to t-0 (acks=all)`, `wait until broker 1 is out of t-0's ISR`."""
     f = step.fields
     if step.action in ("kill", "pause", "resume", "start", "stop"):
-        target = f"broker {f['broker']}" if "broker" in f else f"ZooKeeper server {f['zookeeper']}"
+        target = (f"broker {f['broker']}" if "broker" in f else f"consumer {f['consumer']}" if "consumer" in f
+                  else f"ZooKeeper server {f['zookeeper']}")
         return f"{step.action} {target}"
     if step.action == "produce":
         how = " in the background" if f.get("background") else ""
@@ -541,16 +640,27 @@ def describe_step(step: Step) -> str:
         return f"sleep {f['ms']} ms"
     if step.action == "fault":
         return f"fault point {f['point']} on broker {f['broker']}"
+    if step.action == "heal_faults":
+        return f"heal {f.get('point', 'every fault point')} on broker {f['broker']}"
     if step.action == "create_topic":
         return f"create topic {f['topic']}"
     if step.action == "delete_topic":
         return f"delete topic {f['topic']}"
+    if step.action == "consumer":
+        return f"start consumer {f['name']} of group {f['group']} on topic {f['topic']}"
+    if step.action == "choose":
+        return f"call broker {f['broker']} {f['as']}"
     if step.action == "cut_log":
         return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
     return step.action
 
 
-def describe_condition(condition: str, f: dict) -> str:
+def describe_condition(condition: str, f: dict, negate: bool = False) -> str:
+    words = _condition_words(condition, f)
+    return f"not ({words})" if negate or f.get("negate") else words
+
+
+def _condition_words(condition: str, f: dict) -> str:
     broker = f.get("broker")
     tp = f"{f.get('topic')}-{f.get('partition', 0)}"
     words = {
@@ -569,7 +679,17 @@ def describe_condition(condition: str, f: dict) -> str:
         "zookeeper_quorum": "a ZooKeeper quorum serves",
         "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
         "running": f"broker {broker}'s process runs",
-        "log_contains": f"broker {broker} logs /{f.get('pattern')}/",
+        "log_contains": (f"consumer {f['consumer']}" if "consumer" in f else f"broker {broker}")
+        + f" logs /{f.get('pattern')}/",
+        "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
+        "believes_leader": f"broker {broker} believes it leads {tp}",
+        "hw": f"broker {broker}'s high watermark of {tp} is {f.get('size')}",
+        "leads_all": f"broker {broker} leads every partition of {f.get('topic')}",
+        "transactions_at_most": f"{f.get('topic')}'s state znodes were last written in at most {f.get('size')} "
+                                f"ZooKeeper transactions",
+        "owns": f"consumer {f.get('consumer')} owns {f.get('size')} partitions of {f.get('topic')} in group "
+                f"{f.get('group')}",
+        "owners": f"{f.get('size')} consumers of group {f.get('group')} own {f.get('topic')}'s partitions",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
     }
@@ -591,6 +711,17 @@ class ScenarioResult:
 
     def as_json(self) -> dict:
         return {"scenario": self.scenario, "seed": self.seed, "runs": [run.as_json() for run in self.runs]}
+
+
+def _wait_through_interrupts(events) -> None:
+    """Wait for the runs to tear their labs down, whatever further Ctrl-C comes meanwhile."""
+    for event in events:
+        while True:
+            try:
+                if event.wait(0.5):
+                    break
+            except KeyboardInterrupt:
+                continue
 
 
 def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
@@ -629,29 +760,31 @@ def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, director
     results: dict[str, RunResult] = {}
     errors: list[BaseException] = []
 
-    def one(m: str) -> None:
+    def one(m: str, finished: threading.Event) -> None:
         try:
             results[m] = runs[m].run()
         except BaseException as e:  # handed to the caller's thread
             errors.append(e)
             cancelled.set()
+        finally:
+            finished.set()
 
     # Each run goes on a thread of its own, so that Ctrl-C (which Python raises in the main thread) only sets
-    # `cancelled`, and every run stops at its next wait and tears its lab down before this returns.
+    # `cancelled`, and every run stops at its next wait and tears its lab down before this returns. (The main
+    # thread waits on events, not Thread.join: a join interrupted by Ctrl-C may report a thread as finished.)
     side_by_side = parallel and stepper is None
     batches = [modes] if side_by_side else [[m] for m in modes]
     for batch in batches:
-        threads = [threading.Thread(target=one, args=(m,), name=f"scenario-{m}") for m in batch]
-        for t in threads:
-            t.start()
+        finished = {m: threading.Event() for m in batch}
+        for m in batch:
+            threading.Thread(target=one, args=(m, finished[m]), name=f"scenario-{m}").start()
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)
+            for event in finished.values():
+                while not event.wait(0.2):
+                    pass
         except BaseException:
             cancelled.set()
-            for t in threads:
-                t.join()
+            _wait_through_interrupts(finished.values())
             raise
         if errors:
             break

@@ -39,6 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkbroker.fault_points import POINTS, FaultPointError
+from zkbroker.fault_points import check as check_parameters
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the same parser, before it joined the standard library
@@ -51,35 +54,38 @@ ENSEMBLE_SIZES = (1, 3, 5)
 # What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, or a produce step's outcome.
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
-              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "acked", "refused")
-# The lab control interface's fault points (issue 12, item 5).
-FAULT_POINTS = ("hold_fetchers", "release_fetchers", "drop_next_leader_and_isr", "delay_next_leader_and_isr",
-                "drop_next_update_metadata", "hold_controller_queue", "release_controller_queue",
-                "stop_before_zookeeper_write", "stop_after_zookeeper_write")
+              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
+              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners")
+# The lab control interface's fault points (zkbroker/fault_points.py).
+FAULT_POINTS = POINTS
 
 _INT = (int,)
 _STR = (str,)
 _TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / a name bound with `as` (a broker)
-_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}
+_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "consumer": _STR, "as": _STR}
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
 _CONDITION = {"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
-              "pattern": _STR, "of": _STR}
+              "pattern": _STR, "of": _STR, "consumer": _STR, "group": _STR, "negate": (bool,)}
 
 # action -> ({field: allowed types}, required fields)
 STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
                       "config": (dict,), "wait": (bool,)}, ("topic",)),
     "delete_topic": ({"topic": _STR}, ("topic",)),
+    "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
+    "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                  "interval_ms": _INT, "background": (bool,), "as": _STR}, ("topic", "count")),
     "kill": (_PROCESS, ()),
     "pause": (_PROCESS, ()),
     "resume": (_PROCESS, ()),
-    "start": (_PROCESS, ()),
+    "start": ({**_PROCESS, "wait": (bool,)}, ()),
     "stop": (_PROCESS, ()),
     "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": ({"node": _STR}, ()),
-    "fault": ({"point": _STR, "broker": _TARGET, "write": _STR, "ms": _INT}, ("point", "broker")),
+    "fault": ({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR},
+              ("point", "broker")),
+    "heal_faults": ({"broker": _TARGET, "point": _STR}, ("broker",)),
     "cut_log": ({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
     "wait": ({**_CONDITION, "timeout_ms": _INT, "slow_ms": _INT}, ("condition",)),
     "expect": (_CONDITION, ("condition",)),
@@ -234,29 +240,52 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
     check.fields(step, {**_COMMON, **allowed}, where, what=f"field of a {action} step")
     for key in required:
         check.require(step, key, where)
-    if action in _PROCESS_ACTIONS and ("broker" in step) == ("zookeeper" in step):
-        check.fail(where, "action", f"a {action} step names one process: broker or zookeeper")
+    if action in _PROCESS_ACTIONS and sum(key in step for key in ("broker", "zookeeper", "consumer")) != 1:
+        check.fail(where, "action", f"a {action} step names one process: broker, zookeeper or consumer")
+    if action in ("start", "stop") and "consumer" in step:
+        check.fail(where, "consumer", f"a consumer is started with a consumer step; {action} takes a broker or a "
+                                      f"ZooKeeper server")
     if step.get("mode") is not None and step["mode"] not in modes:
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
     if action in ("wait", "expect") and step["condition"] not in CONDITIONS:
         check.fail(where, "condition", f"unknown condition {step['condition']!r}; allowed: {', '.join(CONDITIONS)}")
-    if action == "fault" and step["point"] not in FAULT_POINTS:
+    if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    if action == "fault":
+        try:
+            check_parameters(step["point"], fault_parameters(step))
+        except FaultPointError as e:
+            check.fail(where, "point", str(e))
     if action in ("wait", "expect") and step["condition"] in ("acked", "refused"):
         if "of" not in step:
             check.fail(where, None, f"a {step['condition']} condition names a produce step with of = \"NAME\"")
         if step["of"] not in names:
             check.fail(where, "of", f"no earlier produce step is named {step['of']!r} (with as = ...)")
+    targets = [(key, step[key]) for key in ("broker", "zookeeper") if key in step]
+    targets += [("replicas", r) for row in step.get("replicas", []) for r in (row if isinstance(row, list) else [row])]
+    for key, target in targets:
+        if isinstance(target, str) and not _target_known(target, names):
+            check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\", "
+                                   f"\"not:NAME[,NAME]\" or a name given earlier with as = ...")
     if "as" in step:
         names.add(step["as"])
-    for key in ("broker", "zookeeper"):
-        target = step.get(key)
-        if isinstance(target, str) and not (target in ("controller", "leader") or target.startswith("leader:")
-                                            or target in names):
-            check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\" "
-                                   f"or a name given earlier with as = ...")
     fields = {k: v for k, v in step.items() if k not in _COMMON}
     return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
+
+
+def _target_known(target: str, names: set[str]) -> bool:
+    """A broker named by a string: "controller", "leader" (a ZooKeeper server), "leader:TOPIC-PARTITION", a name
+    bound earlier with `as`, or "not:A,B" (the lowest broker id that is none of those)."""
+    if target.startswith("not:"):
+        return all(_target_known(part, names) or part.isdigit() for part in target[4:].split(","))
+    return target in ("controller", "leader") or target.startswith("leader:") or target in names
+
+
+def fault_parameters(fields: dict) -> dict:
+    """A fault step's parameters as the fault point takes them (`stop` is the stop's `action`, a name a step's
+    own `action` already has)."""
+    names = {"count": "count", "ms": "ms", "write": "write", "stop": "action"}
+    return {names[k]: v for k, v in fields.items() if k in names}
 
 
 def _settings(config: dict) -> dict[str, str]:

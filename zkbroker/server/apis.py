@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
     ApiKey,
     advertised_versions,
@@ -279,6 +280,7 @@ class KafkaApis:
     # ---- controller -> broker ------------------------------------------------------------------------------
 
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
+        await _lab_fault_point("leader_and_isr", request)
         error, partitions = await self.replica_manager.become_leader_or_follower(request)
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
@@ -287,6 +289,7 @@ class KafkaApis:
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
+        await _lab_fault_point("update_metadata", request)
         if request.controller_epoch < self.replica_manager.controller_epoch:
             log.warning("Broker %d ignoring UpdateMetadata from controller %d since its controller epoch %d is "
                         "old", self.broker_id, request.controller_id, request.controller_epoch)
@@ -374,6 +377,21 @@ class KafkaApis:
         chosen = brokers[zlib.crc32(request.group_id.encode()) % len(brokers)]
         return encode_response(header, {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id,
                                         "host": chosen.host, "port": chosen.port})
+
+
+async def _lab_fault_point(kind: str, request: Any) -> None:
+    """The lab's drop and delay points for controller requests (zkbroker/fault_points.py): a dropped request
+    closes its connection unanswered; a delayed one waits here first. Outside a lab: one dict test."""
+    fault = FAULTS.take_request_fault(kind)
+    if fault is None:
+        return
+    if fault.ms is None:
+        log.info("Lab fault point: dropping %s from controller %d epoch %d (%d more to drop)", kind,
+                 request.controller_id, request.controller_epoch, fault.remaining)
+        raise DroppedByFaultPoint(f"{kind} dropped by the lab's fault point")
+    log.info("Lab fault point: delaying %s from controller %d epoch %d by %d ms", kind, request.controller_id,
+             request.controller_epoch, fault.ms)
+    await asyncio.sleep(fault.ms / 1000.0)
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:

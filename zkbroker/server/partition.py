@@ -147,10 +147,11 @@ class Partition:
         self.zk_version = new_version
         return True
 
-    def caught_up_followers(self) -> set[int]:
-        """Followers outside the ISR whose log end has reached the high watermark: they may rejoin."""
-        return {r for r in self.replicas if r != self.local_broker_id and r not in self.isr
-                and self.remote_leos.get(r, -1) >= self.high_watermark}
+    def may_rejoin_isr(self, replica_id: int) -> bool:
+        """Whether a follower outside the ISR has reached the high watermark, so it may rejoin (asked for the
+        follower that just fetched only, as 0.8.2's maybeExpandIsr(replicaId) did)."""
+        return (replica_id != self.local_broker_id and replica_id in self.replicas and replica_id not in self.isr
+                and self.remote_leos.get(replica_id, -1) >= self.high_watermark)
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = min LEO over the ISR (ours included); it only moves forward. True when it moved."""

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError
 
+from zkbroker.fault_points import FAULTS
 from zkbroker.zk import paths
 from zkbroker.zk.client import SessionListener, ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ZnodeFormatError
@@ -57,13 +58,16 @@ class BrokerRegistrar(SessionListener):
         with self._lock:
             while not self._stopping():
                 mine = BrokerRegistration(self.broker_id, self.host, self.port)
+                FAULTS.at_zookeeper_write("registration", "before")
                 try:
                     self.zk.create_ephemeral(path, mine.encode())
+                except NodeExistsError:
+                    pass
+                else:
+                    FAULTS.at_zookeeper_write("registration", "after")
                     log.info("Registered broker %d at path %s with address %s:%d.",
                              self.broker_id, path, self.host, self.port)
                     return
-                except NodeExistsError:
-                    pass
                 data, stat = self.zk.get(path)
                 if stat is None:
                     continue  # the old node just vanished: try again at once

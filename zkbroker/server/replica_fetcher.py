@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
@@ -28,11 +28,7 @@ from zkbroker.topic_partition import TopicPartition
 log = logging.getLogger("zkbroker.server.ReplicaFetcherThread")
 
 ERROR_BACKOFF_S = 1.0
-
-# Test-only control: while the file this variable names exists ("{broker_id}" is replaced by ours), this
-# broker's fetchers fetch no data (a follower that has "not fetched yet"), so integration tests can order
-# replication steps deterministically (the KIP-101 scenarios). Unset, it costs nothing.
-PAUSE_FILE_VARIABLE = "ZKBROKER_TEST_PAUSE_FETCHERS_FILE"
+HELD_POLL_S = 0.05  # how often held fetchers look whether the lab released them (fault point hold_fetchers)
 
 
 @dataclass(frozen=True)
@@ -56,8 +52,6 @@ class ReplicaFetcher:
         self._stopped = False
         self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
                                                  timeout_s=config["replica.socket.timeout.ms"] / 1000.0)
-        pause_file = os.environ.get(PAUSE_FILE_VARIABLE)
-        self._pause_file = pause_file.replace("{broker_id}", str(self.broker_id)) if pause_file else None
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, partition: Partition) -> None:
@@ -92,8 +86,8 @@ class ReplicaFetcher:
     async def _fetch_once(self) -> None:
         for partition in [p for p in self.partitions.values() if p.needs_epoch_truncation]:
             await self._truncate_by_leader_epoch(partition)
-        if self._pause_file is not None and os.path.exists(self._pause_file):
-            await asyncio.sleep(0.05)
+        if FAULTS.fetchers_held:  # the lab's fault point: a follower that has "not fetched yet"
+            await asyncio.sleep(HELD_POLL_S)
             return
         # Every fetch names every partition we follow from this broker (as 0.8.2's did), so this loop and the
         # one over the answer run for thousands of partitions twice a second even when idle: keep them lean.

@@ -23,6 +23,7 @@ from typing import Any
 from kazoo.exceptions import BadVersionError, NoNodeError
 
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochCache
@@ -339,14 +340,14 @@ class ReplicaManager:
         return ErrorCode.NONE, p.epoch_cache.end_offset_for(epoch, p.log_end_offset)
 
     def record_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
-        """Once per follower Fetch request: its fetch offset is its LEO, which may advance the HW and let it
-        rejoin the ISR."""
+        """Once per follower Fetch request: its fetch offset is its LEO, which may advance the HW and let that
+        follower (and only that one: another's LEO is only as fresh as its own last fetch) rejoin the ISR."""
         p = self.partitions.get((topic, partition))
         if p is None or not p.is_leader or replica_id not in p.remote_leos:
             return
         p.record_follower_fetch(replica_id, fetch_offset)
-        if p.caught_up_followers():
-            self.bridge.loop.create_task(self._maybe_expand_isr(p))
+        if p.may_rejoin_isr(replica_id):
+            self.bridge.loop.create_task(self._maybe_expand_isr(p, replica_id))
 
     # ---- the ISR, kept by the leader (0.8.2's Partition.maybeShrinkIsr / maybeExpandIsr) ------------------
 
@@ -365,13 +366,11 @@ class ReplicaManager:
                 if await self._update_isr(p, new_isr) and p.maybe_increment_high_watermark():
                     p.wake_waiters()  # fewer members to wait for: acks=-1 requests may complete
 
-    async def _maybe_expand_isr(self, p: Partition) -> None:
-        if not p.is_leader or p.isr_update_in_flight:
+    async def _maybe_expand_isr(self, p: Partition, replica_id: int) -> None:
+        """0.8.2's maybeExpandIsr(replicaId): the follower that fetched rejoins once it has reached the HW."""
+        if not p.is_leader or p.isr_update_in_flight or not p.may_rejoin_isr(replica_id):
             return
-        joining = p.caught_up_followers()
-        if not joining:
-            return
-        new_isr = tuple(p.isr) + tuple(sorted(joining))
+        new_isr = tuple(p.isr) + (replica_id,)
         log.info("Expanding ISR for partition [%s,%d] from %s to %s", p.topic, p.partition,
                  ",".join(map(str, p.isr)), ",".join(map(str, new_isr)))
         await self._update_isr(p, new_isr)
@@ -384,8 +383,10 @@ class ReplicaManager:
             state = LeaderIsrState(self.broker_id, p.leader_epoch, p.controller_epoch, new_isr)
             path = paths.partition_state_path(p.topic, p.partition)
             version = p.zk_version
+            FAULTS.at_zookeeper_write("isr_update", "before")
             try:
                 stat = await self.bridge.wait_for(self.zk.kazoo.set_async(path, state.encode(), version))
+                FAULTS.at_zookeeper_write("isr_update", "after")
             except BadVersionError:
                 log.info("Cached zkVersion [%d] not equal to that in zookeeper, skip updating ISR", version)
                 return False

@@ -3,6 +3,7 @@ context) and for every broker (its MetadataCache), so both skip the same unreada
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
 from typing import Protocol
@@ -32,7 +33,8 @@ def read_broker_registrations(zk: ManyReader, children: Iterable[str],
         if stat is None:
             continue
         try:
-            brokers[broker_id] = BrokerRegistration.decode(broker_id, data)
+            brokers[broker_id] = dataclasses.replace(BrokerRegistration.decode(broker_id, data),
+                                                     epoch=getattr(stat, "czxid", -1))
         except ZnodeFormatError as e:
             log.warning("Ignoring unreadable broker registration %s: %s", child, e)
     return brokers

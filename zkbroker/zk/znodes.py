@@ -83,6 +83,9 @@ class BrokerRegistration:
     port: int
     jmx_port: int = -1
     timestamp: str = field(default_factory=now_ms)
+    # The registration znode's creation zxid, as read (not part of its JSON): KIP-380's broker epoch, which
+    # tells two registrations of one broker apart. -1 when not read from ZooKeeper.
+    epoch: int = field(default=-1, compare=False)
 
     def encode(self) -> bytes:
         return _dump({"version": 1, "host": self.host, "port": self.port,

@@ -24,6 +24,7 @@ from zkbroker.zk.znodes import BrokerRegistration, LeaderIsrState, TopicAssignme
 class Stat:
     version: int
     ephemeralOwner: int = 0
+    czxid: int = 0  # the transaction that created the node
 
 
 class FakeZk:
@@ -33,6 +34,7 @@ class FakeZk:
 
     def __init__(self) -> None:
         self.nodes: dict[str, tuple[bytes, int]] = {}
+        self.created: dict[str, int] = {}  # path -> its czxid
         self.session_id = 1
         self.data_watches: dict[str, list] = {}
         self.child_watches: dict[str, list] = {}
@@ -45,7 +47,7 @@ class FakeZk:
         if path not in self.nodes:
             return None, None
         data, version = self.nodes[path]
-        return data, Stat(version)
+        return data, Stat(version, czxid=self.created.get(path, 0))
 
     def get_many(self, paths_: list[str]):
         return [self.get(path) for path in paths_]
@@ -76,6 +78,8 @@ class FakeZk:
         for i in range(1, len(parts)):
             self.nodes.setdefault("/" + "/".join(parts[:i]), (b"", 0))
         version = self.nodes[path][1] + 1 if path in self.nodes else 0
+        if path not in self.nodes:
+            self.created[path] = len(self.created) + 1
         self.nodes[path] = (data, version)
 
     def json(self, path: str):
@@ -174,7 +178,7 @@ class ControllerHarness:
             self.put_state(topic, partition, leader, isr, leader_epoch=0, controller_epoch=1)
         props = {"broker.id": "1", "zookeeper.connect": "fake:2181", "auto.leader.rebalance.enable": "false"}
         props.update({k.replace("_", "."): v for k, v in config.items()})
-        monkeypatch.setattr(controller_module, "FencedWriter", lambda zk, version: FakeWriter(zk))
+        monkeypatch.setattr(controller_module, "FencedWriter", lambda zk, version, batched=True: FakeWriter(zk))
         monkeypatch.setattr(controller_module, "ControllerChannelManager", FakeChannel)
         self.controller = KafkaController(self.zk, KafkaConfig.from_props(props))
         self.controller.elector.increment_epoch = lambda: (2, 1)
@@ -189,6 +193,7 @@ class ControllerHarness:
 
     def unregister(self, broker_id: int) -> None:
         del self.zk.nodes[paths.broker_path(broker_id)]
+        del self.zk.created[paths.broker_path(broker_id)]
 
     def put_state(self, topic, partition, leader, isr, leader_epoch=0, controller_epoch=2) -> None:
         self.zk.put(paths.partition_state_path(topic, partition),

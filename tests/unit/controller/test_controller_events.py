@@ -99,6 +99,21 @@ def test_broker_failure_elects_from_the_live_isr_in_assignment_order_and_shrinks
     assert h.controller.replica_state_machine.states[("t", 0, 1)] is ReplicaState.OFFLINE
 
 
+def test_a_fast_bounce_goes_unnoticed_unless_broker_epochs_are_on(monkeypatch):
+    # KAFKA-1120: broker 2 re-registered (a new znode) before the controller read /brokers/ids.
+    for epochs, noticed in (("false", False), ("true", True)):
+        h = ControllerHarness(monkeypatch, topics={"t": {0: (2, 1)}}, states={("t", 0): (2, (2, 1))},
+                              broker_epoch_enable=epochs)
+        h.unregister(2)
+        h.register(2)
+        h.process(BrokerChange())
+        if noticed:  # KIP-380: a failure (broker 1 leads) and a startup (broker 2 told to follow)
+            assert _state(h, ("t", 0))[0] == 1
+            assert h.leader_and_isr(2)[("t", 0)]["leader"] == 1
+        else:  # 0.8.2: the same id set, so nothing at all happens
+            assert _state(h, ("t", 0)) == (2, [2, 1], 0) and h.channel.sent == []
+
+
 def test_unclean_election_disabled_keeps_the_partition_offline_with_its_last_isr_member(monkeypatch):
     h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1,))},
                           unclean_leader_election_enable="false")

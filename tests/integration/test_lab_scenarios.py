@@ -1,0 +1,121 @@
+"""Every catalogue scenario, run as a user runs it (`zkbroker lab scenario run NAME --json`, both modes side by
+side, each on a lab of its own: real ZooKeeper, real broker processes, confluent-kafka producers), with the
+verdicts DESIGN §10 expects of it; and Ctrl-C in the middle of a scenario leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.integration.harness import wait_for
+from zkbroker.lab.processes import process_state
+from zkbroker.lab.scenario import CATALOGUE, catalogue
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
+
+ROOT = os.geteuid() == 0
+SEED = 7
+
+# What each mode of each scenario ends with (the verdict its file expects, checked here independently of it).
+VERDICTS = {
+    "kafka-1211": {"0.8": "lost", "fixed": "ok"},
+    "kip-101-divergence": {"0.8": "divergent", "fixed": "ok"},
+    "jepsen-2013": {"0.8": "lost", "fixed": "ok"},
+    "unclean-election": {"0.8": "lost", "fixed": "ok"},
+    "kafka-6082-zombie-controller": {"fixed": "ok"},
+    "kafka-2729-stuck-isr": {"0.8": "stuck"},
+    "kafka-1120-fast-bounce": {"0.8": "stuck", "fixed": "ok"},
+    "kafka-7165-lingering-ephemeral": {"0.8": "ok"},
+    "kafka-5642-many-partitions": {"0.8": "ok", "fixed": "ok"},
+    "zk-consumer-herd": {"0.8": "stuck"},
+    "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
+    "zookeeper-quorum-loss": {"0.8": "ok"},
+}
+SCENARIOS = {s.name: s for s in catalogue()}
+
+
+def run(name: str, *args: str, timeout_s: float = 360) -> tuple[int, dict, str]:
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "scenario", "run", name, "--seed", str(SEED),
+                           "--json", *args], capture_output=True, text=True, timeout=timeout_s)
+    assert done.stdout.strip(), done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_every_catalogue_scenario_has_its_expected_verdicts_here():
+    assert set(VERDICTS) == set(SCENARIOS) and set(SCENARIOS) <= set(CATALOGUE)
+    for name, verdicts in VERDICTS.items():
+        assert verdicts == {mode: spec.expect for mode, spec in SCENARIOS[name].modes.items()}, name
+
+
+@pytest.mark.parametrize("name", sorted(VERDICTS))
+def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
+    if SCENARIOS[name].network and not ROOT:
+        pytest.skip("the lab network needs root (namespaces, nftables)")
+    code, result, narration = run(name)
+    assert result["scenario"] == name and result["seed"] == SEED
+    runs = {r["mode"]: r for r in result["runs"]}
+    assert {mode: r["verdict"] for mode, r in runs.items()} == VERDICTS[name], narration
+    assert all(r["expected"] for r in runs.values()) and code == 0, narration
+    for r in runs.values():
+        assert r["lost"] == len(r["losses"])
+        if r["verdict"] == "ok":
+            assert r["lost"] == r["divergent"] == r["duplicated"] == 0
+    if "0.8" in runs and runs["0.8"]["verdict"] == "lost":
+        assert runs["0.8"]["lost"] >= 1 and runs["0.8"]["acknowledged"] >= runs["0.8"]["lost"]
+        assert all(loss["topic"] == "t" and loss["cause"] for loss in runs["0.8"]["losses"])
+    if "fixed" in runs and "0.8" in runs:
+        assert runs["fixed"]["lost"] == 0 and runs["fixed"]["divergent"] == 0
+    if name == "kafka-1211":  # m1, m2, m3 acknowledged; m2 lost, and m3 took its offset
+        assert (runs["0.8"]["acknowledged"], runs["0.8"]["lost"], runs["0.8"]["losses"][0]["offset"]) == (3, 1, 1)
+        assert (runs["fixed"]["acknowledged"], runs["fixed"]["lost"]) == (3, 0)
+
+
+def test_one_mode_of_a_scenario_and_a_mode_it_lacks():
+    code, result, narration = run("kafka-1211", "--mode", "fixed")
+    assert [r["mode"] for r in result["runs"]] == ["fixed"] and code == 0, narration
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "scenario", "run", "kafka-6082-zombie-controller",
+                           "--mode", "0.8"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "has no 0.8 mode: zkbroker's controller has no unfenced form" in done.stderr
+
+
+@pytest.mark.skipif(not ROOT, reason="the lab network needs root (namespaces, nftables)")
+def test_ctrl_c_in_the_middle_of_a_scenario_leaves_no_process_namespace_or_rule(tmp_path):
+    directory = tmp_path / "lab"
+    runner = subprocess.Popen([sys.executable, "-m", "zkbroker", "lab", "scenario", "run", "jepsen-2013", "--mode",
+                               "0.8", "--dir", str(directory)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        # Interrupt once the followers are cut off from the leader: processes, namespaces and rules all exist.
+        wait_for(lambda: (directory / "network.json").exists()
+                 and json.loads((directory / "network.json").read_text())["partitions"], 120,
+                 "the scenario's first partition", interval_s=0.05)
+        network = json.loads((directory / "network.json").read_text())
+        cluster = json.loads((directory / "cluster.json").read_text())
+        runner.send_signal(signal.SIGINT)
+        output, _ = runner.communicate(timeout=120)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 130, output
+    pids = [b["pid"] for b in cluster["brokers"]] + [z["pid"] for z in cluster["zookeepers"]]
+    assert pids and all(process_state(pid) == "dead" for pid in pids)
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in namespaces for ns in network["namespaces"].values())
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert network["bridge"] not in links
+    assert not (directory / "cluster.json").exists() and not (directory / "network.json").exists()
+
+
+def test_a_scenario_file_of_ones_own_with_an_unknown_step_fails_with_its_line(tmp_path):
+    own = tmp_path / "mine.toml"
+    own.write_text('name = "mine"\nsource = "me"\nsummary = "x"\nwhy_one_mode = "x"\n[modes."0.8"]\nexpect = "ok"\n'
+                   'why = "x"\n[[steps]]\naction = "explode"\n')
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "scenario", "run", "--file", str(own)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"{own}:9: unknown step 'explode'; allowed: create_topic" in done.stderr
