@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller.context import LeaderIsrAndZkVersion
+from zkbroker import timeline
 from zkbroker.client.connection import receive_response
 from zkbroker.protocol.api import ApiKey, request_schema
 from zkbroker.protocol.client_codec import ClientCodec
@@ -31,6 +32,8 @@ from zkbroker.zk.znodes import BrokerRegistration
 log = logging.getLogger("controller.ControllerChannelManager")
 
 RETRY_BACKOFF_S = 0.3
+# A broker told more partition states than this at once goes to the lab's timeline as one summary event.
+TIMELINE_STATES_PER_REQUEST = 64
 
 Callback = Callable[[Any], None]
 
@@ -255,6 +258,8 @@ class RequestBatch:
         """Queue the requests to the brokers' sender threads; with `timing`, log when each kind has been
         acknowledged by every broker it went to."""
         header = {"controller_id": self.controller_id, "controller_epoch": self.controller_epoch}
+        if self.leader_and_isr and timeline.enabled():
+            self._report_leader_and_isr()
         # Brokers told the very same partition states (every replica of the partitions changed, every broker's
         # metadata) get the very same request: it is encoded once for all of them.
         leader_and_isr = _Acks(timing, "LeaderAndIsr", self.leader_and_isr)
@@ -294,6 +299,22 @@ class RequestBatch:
         self.update_metadata.clear()
         self.stop_replica.clear()
         self.stop_replica_callbacks.clear()
+
+
+    def _report_leader_and_isr(self) -> None:
+        """The lab's timeline: each LeaderAndIsr partition state sent, per broker (one summary event for a
+        broker told more than TIMELINE_STATES_PER_REQUEST)."""
+        source = f"controller:{self.controller_id}"
+        common = {"controller": self.controller_id, "controller_epoch": self.controller_epoch}
+        for broker_id, states in sorted(self.leader_and_isr.items()):
+            if len(states) > TIMELINE_STATES_PER_REQUEST:
+                timeline.emit(source, "leader_and_isr_sent", broker=broker_id, **common, count=len(states),
+                              leading=sum(1 for s in states.values() if s["leader"] == broker_id))
+                continue
+            for s in states.values():
+                timeline.emit(source, "leader_and_isr_sent", topic=s["topic"], partition=s["partition"],
+                              broker=broker_id, leader=s["leader"], leader_epoch=s["leader_epoch"], isr=s["isr"],
+                              zk_version=s["zk_version"], **common)
 
 
 def _same_states(a: dict[TopicPartition, dict], b: dict[TopicPartition, dict]) -> bool:

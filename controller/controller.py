@@ -66,6 +66,7 @@ from controller.reassignment import PartitionReassigner
 from controller.replica_state import ReplicaState
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
+from zkbroker import timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
@@ -127,6 +128,7 @@ class KafkaController(SessionListener):
         self.log = _Prefixed(logging.getLogger("controller.KafkaController"),
                              {"prefix": f"[Controller {self.broker_id}]: "})
         self.elector = ZookeeperLeaderElector(zk, self.broker_id)
+        self.timeline_source = f"controller:{self.broker_id}"
         self.channel: ControllerChannelManager | None = None
         self.batch: RequestBatch | None = None
         self.writer: FencedWriter | None = None
@@ -161,7 +163,7 @@ class KafkaController(SessionListener):
         leaderships = None
         if self.writer is not None:
             leaderships = LeadershipWriter(functools.partial(read_leaderships, self.zk), self.writer.set_many,
-                                           context.epoch)
+                                           context.epoch, self.timeline_source)
 
         def requests() -> RequestBatch:
             return self.batch
@@ -397,6 +399,8 @@ class KafkaController(SessionListener):
         self.active = True
         self._active_session = self.zk.session_id
         self.log.info("Controller %d incremented epoch to %d", self.broker_id, epoch)
+        timeline.emit(self.timeline_source, "controller_elected", broker=self.broker_id, epoch=epoch,
+                      epoch_zk_version=zk_version, session=self.zk.session_id)
         ctx = self.context
         # (2) the watches, before reading what they watch
         reassign_data, _ = self.zk.subscribe_data_changes(paths.REASSIGN_PARTITIONS, self._on_reassign_partitions)
@@ -471,11 +475,13 @@ class KafkaController(SessionListener):
         if self.channel is not None:
             self.channel.shutdown()
             self.channel = None
+        epoch = self.context.epoch
         self.active = False
         self._active_session = None
         self.writer = None
         self._take_context(ControllerContext(controller_id=self.broker_id))
         self.log.info("Broker %d resigned as the controller", self.broker_id)
+        timeline.emit(self.timeline_source, "controller_resigned", broker=self.broker_id, epoch=epoch)
 
     def _initialize_preferred_replica_election(self, data: bytes | None) -> None:
         requested = self._read_preferred_election(data)
@@ -617,6 +623,7 @@ class KafkaController(SessionListener):
         ctx = self.context
         for broker_id in sorted(new_ids):
             self.log.info("Broker %d started", broker_id)
+            timeline.emit(self.timeline_source, "broker_started", broker=broker_id, epoch=ctx.epoch)
             self.state_change_log.info("Controller %d epoch %d handled the startup of broker %d",
                                        self.broker_id, ctx.epoch, broker_id)
         self._update_metadata(new_ids)
@@ -637,6 +644,7 @@ class KafkaController(SessionListener):
         ctx = self.context
         for broker_id in sorted(dead_ids):
             self.log.info("Broker %d failed", broker_id)
+            timeline.emit(self.timeline_source, "broker_failed", broker=broker_id, epoch=ctx.epoch)
             self.state_change_log.info("Controller %d epoch %d handled the failure of broker %d",
                                        self.broker_id, ctx.epoch, broker_id)
         was_shutting_down = dead_ids & ctx.shutting_down_broker_ids

@@ -19,6 +19,7 @@ from typing import Generic, Protocol, TypeVar
 
 from controller.context import LeaderIsrAndZkVersion
 from controller.log_lines import LogLine, emit
+from zkbroker import timeline
 from zkbroker.fault_points import FAULTS
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
@@ -59,10 +60,12 @@ class Written(Generic[K, D]):
 
 
 class LeadershipWriter:
-    def __init__(self, read: ReadLeaderships, set_many: SetMany, controller_epoch: int) -> None:
+    def __init__(self, read: ReadLeaderships, set_many: SetMany, controller_epoch: int,
+                 timeline_source: str = "controller") -> None:
         self.read = read
         self.set_many = set_many
         self.controller_epoch = controller_epoch
+        self.timeline_source = timeline_source  # who the lab's timeline says wrote ("controller:1")
 
     def update(self, keys: Iterable[K], partition_of: Callable[[K], TopicPartition],
                decide: Callable[[K, LeaderIsrAndZkVersion | None], D | None],
@@ -70,6 +73,7 @@ class LeadershipWriter:
         """Read, decide, write, and again for the conflicts (at most one key per partition)."""
         out: Written[K, D] = Written({}, {}, [])
         remaining = list(keys)
+        report = timeline.enabled()
         for _ in range(WRITE_ATTEMPTS):
             if not remaining:
                 break
@@ -101,10 +105,23 @@ class LeadershipWriter:
                     remaining.append(key)
                 else:
                     s = decision.leadership
-                    out.written[key] = (decision, LeaderIsrAndZkVersion(s.leader, s.leader_epoch, s.isr,
-                                                                        s.controller_epoch, version))
+                    written = LeaderIsrAndZkVersion(s.leader, s.leader_epoch, s.isr, s.controller_epoch, version)
+                    out.written[key] = (decision, written)
+                    if report:
+                        report_leadership(self.timeline_source, partition_of(key), read[partition_of(key)], written)
         out.conflicted = remaining
         return out
+
+
+def report_leadership(source: str, tp: TopicPartition, before: LeaderIsrAndZkVersion | None,
+                      after: LeaderIsrAndZkVersion) -> None:
+    """The lab's timeline: a `leader_changed` event for a new leader (or a first one), else `isr_changed`."""
+    fields = {"topic": tp[0], "partition": tp[1], "leader": after.leader, "leader_epoch": after.leader_epoch,
+              "isr": list(after.isr), "zk_version": after.zk_version, "controller_epoch": after.controller_epoch}
+    if before is None or before.leader != after.leader:
+        timeline.emit(source, "leader_changed", **fields, previous_leader=before.leader if before else None)
+    elif before.isr != after.isr:
+        timeline.emit(source, "isr_changed", **fields, **{"from": list(before.isr)})
 
 
 def encode_leadership(state: LeaderIsrAndZkVersion) -> bytes:

@@ -16,10 +16,11 @@ from controller import partition_state as decide
 from controller.channel import RequestBatch
 from controller.context import ControllerContext
 from controller.leader_selector import Election
-from controller.leadership_writer import LeadershipWriter, encode_leadership
+from controller.leadership_writer import LeadershipWriter, encode_leadership, report_leadership
 from controller.log_lines import STATE_CHANGE, emit, enabled
 from controller.partition_state import PartitionState, Selector
 from controller.zk_writes import FencedWriter
+from zkbroker import timeline
 from zkbroker.fault_points import FAULTS
 from zkbroker.logconfig import per_partition_level
 from zkbroker.topic_partition import TopicPartition
@@ -96,9 +97,12 @@ class PartitionStateMachine:
         created = self._create_states({tp: encode_leadership(d.leadership) for tp, d in decisions.items()})
         out = {}
         batch = self.requests()
+        report = timeline.enabled()
         for tp, decision in decisions.items():
             if tp in created:
                 ctx.leadership[tp] = decision.leadership
+                if report:
+                    report_leadership(f"controller:{ctx.controller_id}", tp, None, decision.leadership)
                 batch.add_leader_and_isr(decision.election.recipients, tp, decision.leadership, ctx.assignments[tp])
                 out[tp] = decision.election
         return out

@@ -222,12 +222,12 @@ def describe(fault: dict) -> str:
         return "controller event queue held"
     if point.startswith(("drop_next_", "delay_next_")):
         kind, request = point.split("_next_", 1)
-        count = fault.get("count", 1)
+        count = fault.get("count", DEFAULTS["count"])
         what = f"the next {count} {REQUESTS.get(request, request)} request{'s' if count != 1 else ''}"
         return f"{what} dropped" if kind == "drop" else f"{what} delayed {fault.get('ms')} ms"
     if point.startswith("stop_"):
         when = "before" if point.startswith("stop_before") else "after"
-        how = "SIGKILL" if fault.get("action") == "kill" else "SIGSTOP"
+        how = "SIGKILL" if fault.get("action", DEFAULTS["action"]) == "kill" else "SIGSTOP"
         return f"{how} {when} the ZooKeeper write {fault.get('write')}"
     return point
 

@@ -10,6 +10,9 @@ code anywhere in a broker or the controller records an event with one call that 
 
     from zkbroker import timeline
     timeline.emit("broker:2", "truncated", topic="t", partition=0, to=41, reason="high-watermark")
+
+Hot paths (a produce, a HW move) ask `enabled()` once, when their object is made, and skip even the call
+outside a lab. A long-lived process keeps its descriptor of the file open between events.
 """
 
 from __future__ import annotations
@@ -49,11 +52,24 @@ def append(path: str | os.PathLike, source: str, kind: str, **fields: Any) -> No
         os.close(fd)
 
 
+def enabled() -> bool:
+    """Whether this process belongs to a lab (and so `emit` writes)."""
+    return bool(os.environ.get(ENV_VAR))
+
+
+_descriptors: dict[str, int] = {}  # path -> an O_APPEND descriptor this process keeps open
+
+
 def emit(source: str, kind: str, **fields: Any) -> None:
     """Append an event to this process's lab timeline; nothing at all outside a lab."""
     path = os.environ.get(ENV_VAR)
-    if path:
-        append(path, source, kind, **fields)
+    if not path:
+        return
+    line = encode(source, kind, fields)
+    fd = _descriptors.get(path)
+    if fd is None:
+        fd = _descriptors[path] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    os.write(fd, line)
 
 
 def read(path: str | os.PathLike) -> list[dict]:

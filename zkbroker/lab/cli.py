@@ -8,6 +8,7 @@ import json
 from zkbroker import fault_points, timeline
 from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
 from zkbroker.lab.narration import format_line
+from zkbroker.lab.processes import process_state
 from zkbroker.lab.scenario_cli import add_scenario_commands
 from zkbroker.zk.security import JAAS_CONFIG_ENV
 
@@ -278,20 +279,25 @@ def format_state(state: dict) -> str:
 
 def _fault(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
+    down = False
     if args.heal:
         in_force = lab.heal_faults(args.broker, args.point)
         said = f"Healed {args.point or 'every fault point'} on broker {args.broker}."
     else:
         if args.point is None:
             raise LabError(f"Name a fault point ({', '.join(fault_points.POINTS)}), or --heal")
+        entry = lab.load().broker(args.broker)
+        down = entry.pid is None or process_state(entry.pid) == "dead"
         in_force = lab.fault(args.broker, args.point, count=args.count, ms=args.ms, write=args.write,
                              action=args.action)
-        said = f"Fault point {args.point} in force on broker {args.broker}."
+        said = (f"Fault point {args.point} armed for broker {args.broker}'s next start (it is not running)."
+                if down else f"Fault point {args.point} in force on broker {args.broker}.")
     if args.json:
         print(json.dumps(in_force))
         return 0
     print(said)
-    print("In force: " + ("; ".join(map(fault_points.describe, in_force)) or "nothing"))
+    print(("Armed: " if down else "In force: ")
+          + ("; ".join(map(fault_points.describe, in_force)) or "nothing"))
     return 0
 
 

@@ -684,6 +684,7 @@ class LabCluster:
                              overrides: dict[str, str]) -> BrokerEntry:
         broker_dir = self.dir / f"broker-{broker_id}"
         broker_dir.mkdir(parents=True, exist_ok=True)
+        (broker_dir / FAULTS_AT_START_FILE).unlink(missing_ok=True)  # armed in an earlier lab in DIR: not ours
         props = {
             "broker.id": str(broker_id),
             "port": str(port),

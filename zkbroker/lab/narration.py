@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from zkbroker import fault_points
+
 _ZOOKEEPER_STATES = {"leader": "LEADING", "follower": "FOLLOWING", "looking": "LOOKING", "observer": "OBSERVING"}
 
 
@@ -66,11 +68,59 @@ def _zookeeper_role(f: dict) -> str:
 
 def _fault(verb: str) -> Callable[[dict], str]:
     def words(f: dict) -> str:
-        if f.get("fault") != "partition":
-            return f"{verb} {f['fault']}: " + ", ".join(f"{k}={_value(v)}" for k, v in f.items() if k != "fault")
-        how = "what it sends is dropped" if f.get("one_way") else "both directions"
-        return f"{verb} partition: {f['node']} cut off from {_value(f['peers'])} ({how})"
+        fault = f["fault"]
+        if fault == "partition":
+            how = "what it sends is dropped" if f.get("one_way") else "both directions"
+            return f"{verb} partition: {f['node']} cut off from {_value(f['peers'])} ({how})"
+        if fault in fault_points.POINTS or fault == "all":
+            if verb == "Healed":
+                what = "every fault point" if fault == "all" else f"fault point {fault}"
+                return f"Healed {what} on {f['node']}"
+            when = " from its next start" if f.get("at_start") else ""
+            point = {"point": fault, **{k: v for k, v in f.items() if k not in ("fault", "node", "at_start")}}
+            return f"Applied fault point {fault} on {f['node']}{when}: {fault_points.describe(point)}"
+        return f"{verb} {fault}: " + ", ".join(f"{k}={_value(v)}" for k, v in f.items() if k != "fault")
     return words
+
+
+def _fault_fired(f: dict) -> str:
+    point = f["point"]
+    if point.startswith("stop_"):
+        when = "before" if point.startswith("stop_before") else "after"
+        how = "SIGKILL" if f.get("action", "kill") == "kill" else "SIGSTOP"
+        return f"Fault point {point}: stopping itself with {how} right {when} the ZooKeeper write {f['write']}"
+    kind, request = point.split("_next_", 1)
+    name = fault_points.REQUESTS.get(request, request)
+    what = f"dropped a {name} request" if kind == "drop" else f"holding a {name} request {f.get('ms')} ms"
+    return f"Fault point {point}: {what} ({f.get('remaining', 0)} more to come)"
+
+
+def _leader_and_isr(f: dict) -> str:
+    """0.8.2's state change log: `(Leader:1,ISR:1,2,LeaderEpoch:3,ControllerEpoch:2)`."""
+    return (f"(Leader:{f['leader']},ISR:{_value(f['isr'])},LeaderEpoch:{f['leader_epoch']},"
+            f"ControllerEpoch:{f['controller_epoch']},zkVersion:{f['zk_version']})")
+
+
+def _transition(f: dict, broker: int) -> str:
+    return "become-leader" if f["leader"] == broker else "become-follower"
+
+
+def _leader_and_isr_sent(f: dict) -> str:
+    head = f"Controller {f['controller']} epoch {f['controller_epoch']} sending"
+    if "count" in f:
+        return (f"{head} LeaderAndIsr request with {f['count']} partition states ({f['leading']} to lead) to broker "
+                f"{f['broker']}")
+    return (f"{head} {_transition(f, f['broker'])} LeaderAndIsr request {_leader_and_isr(f)} to broker {f['broker']} "
+            f"for partition {_tp(f)}")
+
+
+def _leader_and_isr_applied(f: dict) -> str:
+    if "count" in f:
+        return (f"Broker {f['broker']} completed LeaderAndIsr request from controller {f['controller']} epoch "
+                f"{f['controller_epoch']} for {f['count']} partitions ({f['leading']} to lead, {f['ignored']} ignored)")
+    return (f"Broker {f['broker']} completed LeaderAndIsr request {_leader_and_isr(f)} from controller "
+            f"{f['controller']} epoch {f['controller_epoch']} for the {_transition(f, f['broker'])} transition for "
+            f"partition {_tp(f)}")
 
 
 def _process(verb: str) -> Callable[[dict], str]:
@@ -91,21 +141,29 @@ _WORDS: dict[str, Callable[[dict], str]] = {
                                     + _session(f)),
     "broker_expired": lambda f: (f"zookeeper state changed (Expired): broker {f['broker']}'s session ended and "
                                  f"/brokers/ids/{f['broker']} is gone{_session(f)}"),
-    "leader_changed": lambda f: (f"Partition {_tp(f)}: leader {f['leader']}, leader epoch {f['leader_epoch']}, "
-                                 f"ISR {_value(f['isr'])}, zkVersion {f['zk_version']}"),
+    "leader_changed": lambda f: (f"Partition {_tp(f)}: leader {f['leader']}"
+                                 + (f" (was {f['previous_leader']})" if f.get("previous_leader") is not None else "")
+                                 + f", leader epoch {f['leader_epoch']}, ISR {_value(f['isr'])}, "
+                                   f"zkVersion {f['zk_version']}"),
     "isr_changed": _isr_changed,  # Partition.scala's "Shrinking ISR" / "Expanding ISR"
-    "hw_moved": lambda f: (f"Partition {_tp(f)}" + (f" on broker {f['broker']}" if "broker" in f else "")
-                           + f": high watermark {f['from']} -> {f['to']}"),
+    # Partition.scala's (debug) "High watermark for partition [t,0] updated to 41"; sampled a few times a second
+    "hw_moved": lambda f: (f"High watermark for partition {_tp(f)} updated to {f['to']} (from {f['from']}"
+                           + (f", as {f['role']})" if "role" in f else ")")),
     # Log.truncateTo
     "truncated": lambda f: (f"Truncating log {f['topic']}-{f['partition']} to offset {f['to']} "
                             f"(from {f['from']}): {f['reason']}"),
-    "leader_and_isr_sent": lambda f: (f"Sending LeaderAndIsr for {_tp(f)} to broker {f['broker']}: leader "
-                                      f"{f['leader']}, leader epoch {f['leader_epoch']}, ISR {_value(f['isr'])}"),
-    "leader_and_isr_applied": lambda f: (f"Applied LeaderAndIsr for {_tp(f)}: leader {f['leader']}, leader epoch "
-                                         f"{f['leader_epoch']}, ISR {_value(f['isr'])}"),
-    "produce_acked": lambda f: f"Partition {_tp(f)}: offset {f['offset']} acknowledged (acks={f['acks']})",
+    "leader_and_isr_sent": _leader_and_isr_sent,  # the state change log of 0.8.2's ControllerBrokerRequestBatch
+    "leader_and_isr_applied": _leader_and_isr_applied,  # and of its ReplicaManager.becomeLeaderOrFollower
+    "produce_acked": lambda f: (f"Partition {_tp(f)}: "
+                                + (f"offsets {f['offset']}-{f['last_offset']}"
+                                   if f.get("last_offset", f["offset"]) != f["offset"] else f"offset {f['offset']}")
+                                + f" acknowledged (acks={f['acks']})"),
     "fault_applied": _fault("Applied"),
     "fault_healed": _fault("Healed"),
+    "fault_fired": _fault_fired,
+    # KafkaController.onBrokerStartup / onBrokerFailure
+    "broker_started": lambda f: f"New broker startup callback for {f['broker']} (controller epoch {f['epoch']})",
+    "broker_failed": lambda f: f"Broker failure callback for {f['broker']} (controller epoch {f['epoch']})",
     "zookeeper_role": _zookeeper_role,
     "process_started": _process("started"),
     "process_killed": _process("killed"),

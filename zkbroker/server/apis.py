@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
+from zkbroker import timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
@@ -74,6 +75,7 @@ class KafkaApis:
         leader_epoch = config["replication.truncation"] == "leader-epoch"
         self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
+        self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -96,6 +98,7 @@ class KafkaApis:
         debug = log.isEnabledFor(logging.DEBUG)
         results = []
         waits = []
+        appended = [] if self.timeline_source is not None else None  # in a lab, for the produce_acked events
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
@@ -110,12 +113,19 @@ class KafkaApis:
                                    "base_offset": result.base_offset, "log_append_time": -1})
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
+                if appended is not None and result.info is not None:
+                    appended.append((topic_entry.topic, entry.partition, partitions[-1], result.info))
             results.append({"topic": topic_entry.topic, "partitions": partitions})
         if acks == 0:
             # No response at all, even on error (0.8.2 closed the connection only in later versions).
             return None
         if waits:
             await self._wait_for_isr(waits, request.timeout_ms)
+        if appended:
+            for topic, partition, row, info in appended:
+                if row["error_code"] == ErrorCode.NONE:
+                    timeline.emit(self.timeline_source, "produce_acked", topic=topic, partition=partition,
+                                  offset=info.first_offset, last_offset=info.last_offset, acks=acks)
         return encode_response(header, {"topics": results, "throttle_time_ms": 0})
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:

@@ -46,6 +46,8 @@ from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
+HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
+
 
 class ControllerNotFound(Exception):
     """No `/controller` node: nobody to ask for a controlled shutdown."""
@@ -111,6 +113,8 @@ class KafkaServer:
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
                               self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
+            if self.replica_manager.timeline_source is not None:
+                self._every(HW_REPORT_INTERVAL_MS, self.replica_manager.report_high_watermarks, off_loop=False)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()

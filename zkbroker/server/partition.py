@@ -17,6 +17,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from zkbroker import timeline
 from zkbroker.log.leader_epoch import LeaderEpochCache
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
 from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError
@@ -50,6 +51,9 @@ class Partition:
     needs_epoch_truncation: bool = False
     # Fetch and produce requests waiting for this partition to grow (woken on every append and HW change).
     _waiters: list[asyncio.Future] = field(default_factory=list)
+    # In a lab: this broker's timeline source ("broker:2"), and the HW last reported there (report_hw_move).
+    timeline_source: str | None = None
+    hw_reported: int = -1
 
     @property
     def is_leader(self) -> bool:
@@ -94,18 +98,38 @@ class Partition:
         self.zk_version = zk_version
         self.controller_epoch = controller_epoch
 
-    def truncate_to(self, offset: int) -> None:
-        """Truncate the log (a follower's), keeping the HW and the epoch history within it."""
+    def truncate_to(self, offset: int, reason: str) -> None:
+        """Truncate the log (a follower's), keeping the HW and the epoch history within it; `reason` goes to the
+        lab's timeline."""
+        before = self.log_end_offset
         self.log.truncate_to(offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         if self.epoch_cache is not None:
             self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self._report_truncation(before, reason)
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
+    def truncate_fully_and_start_at(self, offset: int, reason: str) -> None:
+        before = self.log_end_offset
         self.log.truncate_fully_and_start_at(offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         if self.epoch_cache is not None:
             self.epoch_cache.clear()
+        self._report_truncation(before, reason)
+
+    def _report_truncation(self, before: int, reason: str) -> None:
+        if self.timeline_source is not None:
+            timeline.emit(self.timeline_source, "truncated", topic=self.topic, partition=self.partition,
+                          **{"from": before, "to": self.log_end_offset}, reason=reason, hw=self.high_watermark,
+                          leader=self.leader_id, leader_epoch=self.leader_epoch)
+
+    def report_hw_move(self) -> None:
+        """In a lab: a `hw_moved` event if the HW differs from the one last reported (the broker samples its
+        partitions a few times a second rather than report every produce)."""
+        if self.high_watermark != self.hw_reported:
+            previous, self.hw_reported = self.hw_reported, self.high_watermark
+            timeline.emit(self.timeline_source or f"broker:{self.local_broker_id}", "hw_moved", topic=self.topic,
+                          partition=self.partition, **{"from": previous, "to": self.high_watermark},
+                          role="leader" if self.is_leader else "follower")
 
     def append_as_follower(self, records) -> None:
         """Append messages fetched from the leader (offsets already assigned)."""

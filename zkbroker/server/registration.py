@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from kazoo.exceptions import NodeExistsError
 
+from zkbroker import timeline
 from zkbroker.fault_points import FAULTS
 from zkbroker.zk import paths
 from zkbroker.zk.client import SessionListener, ZkClient
@@ -45,6 +46,9 @@ class BrokerRegistrar(SessionListener):
         self.zk.subscribe_state_changes(self)
         self.register()
 
+    def handle_session_expired(self) -> None:
+        timeline.emit(f"broker:{self.broker_id}", "broker_expired", broker=self.broker_id, session=self.zk.session_id)
+
     def handle_new_session(self) -> None:
         log.info("re-registering broker info in ZK for broker %d", self.broker_id)
         try:
@@ -67,6 +71,8 @@ class BrokerRegistrar(SessionListener):
                     FAULTS.at_zookeeper_write("registration", "after")
                     log.info("Registered broker %d at path %s with address %s:%d.",
                              self.broker_id, path, self.host, self.port)
+                    timeline.emit(f"broker:{self.broker_id}", "broker_registered", broker=self.broker_id,
+                                  session=self.zk.session_id, host=self.host, port=self.port)
                     return
                 data, stat = self.zk.get(path)
                 if stat is None:

@@ -140,13 +140,16 @@ class ReplicaFetcher:
                         "%d's latest offset %d: the messages in between are lost (unclean leader election)",
                         self.name, self.broker_id, partition.topic, partition.partition, ours,
                         self.source.broker_id, leader_end)
-            partition.truncate_to(leader_end)
+            partition.truncate_to(leader_end, f"OFFSET_OUT_OF_RANGE: truncation to leader {self.source.broker_id}'s "
+                                              f"log end (an unclean leader election)")
         else:
             leader_start = await self._leader_offset(partition, EARLIEST_TIME)
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
                         "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
                         ours, self.source.broker_id, leader_start)
-            partition.truncate_fully_and_start_at(leader_start)
+            partition.truncate_fully_and_start_at(
+                leader_start, f"OFFSET_OUT_OF_RANGE: the whole log dropped, to start again at leader "
+                              f"{self.source.broker_id}'s log start")
 
     async def _truncate_by_leader_epoch(self, partition: Partition) -> None:
         """KIP-101: ask the leader where our latest epoch ends there, and truncate to that (never further than
@@ -161,12 +164,14 @@ class ReplicaFetcher:
                 end_offset = entry.end_offset
         if end_offset < 0:
             target, why = partition.high_watermark, "its high watermark (no leader epoch answer)"
+            reason = "high-watermark truncation on becoming a follower (no leader epoch answer)"
         else:
             target, why = min(end_offset, partition.log_end_offset), f"the end of leader epoch {epoch} at the leader"
+            reason = f"leader-epoch truncation to the end of leader epoch {epoch} at the leader"
         if target < partition.log_end_offset:
             log.info("[%s], Truncating [%s,%d] from %d to offset %d, %s", self.name, partition.topic,
                      partition.partition, partition.log_end_offset, target, why)
-            partition.truncate_to(target)
+            partition.truncate_to(target, reason)
         partition.needs_epoch_truncation = False
 
     async def _leader_offset(self, partition: Partition, timestamp: int) -> int:

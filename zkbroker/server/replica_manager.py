@@ -22,6 +22,7 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
 
+from zkbroker import timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
@@ -50,6 +51,9 @@ state_change_log = logging.getLogger("state.change.logger")
 STALE_LEADER_EPOCH = 13
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
+# A LeaderAndIsr request with more partition states than this goes to the lab's timeline as one summary event
+# (a controller failover with thousands of partitions would otherwise drown every other line).
+TIMELINE_STATES_PER_REQUEST = 64
 
 
 
@@ -94,6 +98,7 @@ class ReplicaManager:
         self._hw_write_lock = threading.Lock()
         self._hw_snapshots = 0  # HW snapshots taken, and the last one written: see high_watermarks_writer
         self._hw_snapshot_written = 0
+        self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
 
     # ---- controller requests -------------------------------------------------------------------------------
 
@@ -125,6 +130,8 @@ class ReplicaManager:
                 return ErrorCode.STALE_CONTROLLER_EPOCH, []
         with gc_paused():
             results = self._apply_leader_and_isr(request, configs)
+        if self.timeline_source is not None:
+            self._report_leader_and_isr(request, results)
         log.info("Broker %d handled LeaderAndIsr from controller %d epoch %d for %d partitions in %.0f ms",
                  self.broker_id, request.controller_id, request.controller_epoch, len(results),
                  (time.monotonic() - started) * 1000.0)
@@ -199,6 +206,22 @@ class ReplicaManager:
                                   request.controller_id, request.controller_epoch)
         return results
 
+    def _report_leader_and_isr(self, request: Any, results: list[tuple[str, int, int]]) -> None:
+        """The lab's timeline: each partition state this request applied (one summary for a large request)."""
+        applied = {(t, p) for t, p, error in results if error == ErrorCode.NONE}
+        states = [s for s in request.partition_states if (s.topic, s.partition) in applied]
+        common = {"broker": self.broker_id, "controller": request.controller_id,
+                  "controller_epoch": request.controller_epoch}
+        if len(states) > TIMELINE_STATES_PER_REQUEST:
+            timeline.emit(self.timeline_source, "leader_and_isr_applied", **common, count=len(states),
+                          leading=sum(1 for s in states if s.leader == self.broker_id),
+                          ignored=len(results) - len(states))
+            return
+        for s in states:
+            timeline.emit(self.timeline_source, "leader_and_isr_applied", topic=s.topic, partition=s.partition,
+                          leader=s.leader, leader_epoch=s.leader_epoch, isr=list(s.isr), zk_version=s.zk_version,
+                          **common)
+
     def _follow(self, partition: Partition, source) -> None:
         """makeFollowers, 0.8.2's way: stop fetching, truncate to our HW, fetch from the new leader (`source`,
         one of the request's live leaders)."""
@@ -209,17 +232,18 @@ class ReplicaManager:
         elif partition.log_end_offset > partition.high_watermark:
             log.info("Truncating log [%s,%d] to offset %d (its high watermark) on becoming a follower of "
                      "broker %d", *tp, partition.high_watermark, source.broker_id)
-            partition.truncate_to(partition.high_watermark)
+            partition.truncate_to(partition.high_watermark, "high-watermark truncation on becoming a follower")
         self.fetcher_manager.add_partition(partition, SourceBroker(source.broker_id, source.host, source.port))
 
     def _open_partition(self, tp: TopicPartition, config: LogConfig) -> Partition:
         log_ = self.log_manager.get_or_create_log(*tp, config)
-        p = Partition(*tp, self.broker_id, log_)
+        p = Partition(*tp, self.broker_id, log_, timeline_source=self.timeline_source)
         if self.leader_epoch_mode:
             p.epoch_cache = LeaderEpochCache(log_.dir)
             p.epoch_cache.truncate_from_end(log_.log_end_offset)  # recovery may have cut the log's tail
         # 0.8.2: the HW restarts from the checkpoint, never beyond the log end.
         p.high_watermark = min(self._checkpointed_hws.get(tp, 0), log_.log_end_offset)
+        p.hw_reported = p.high_watermark
         self.partitions[tp] = p
         return p
 
@@ -393,9 +417,22 @@ class ReplicaManager:
             except Exception as e:
                 log.warning("Could not update the ISR of [%s,%d]: %r", p.topic, p.partition, e)
                 return False
-            return p.apply_isr_change(new_isr, version, stat.version)
+            old_isr = p.isr
+            adopted = p.apply_isr_change(new_isr, version, stat.version)
+            if adopted and self.timeline_source is not None:
+                timeline.emit(self.timeline_source, "isr_changed", topic=p.topic, partition=p.partition,
+                              broker=self.broker_id, isr=list(new_isr), **{"from": list(old_isr)},
+                              leader_epoch=p.leader_epoch, zk_version=stat.version)
+            return adopted
         finally:
             p.isr_update_in_flight = False
+
+    def report_high_watermarks(self) -> None:
+        """In a lab, a few times a second: a `hw_moved` event for each partition whose HW moved since the last
+        report (sampled: a HW may move with every produce)."""
+        for p in list(self.partitions.values()):
+            if p.high_watermark != p.hw_reported:
+                p.report_hw_move()
 
     async def shutdown(self) -> None:
         await self.fetcher_manager.shutdown()

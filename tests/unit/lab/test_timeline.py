@@ -109,3 +109,54 @@ def test_a_line_is_the_time_the_source_and_the_words():
     line = format_line({"ts": ts, "source": "broker:2", "kind": "lab_down"})
     assert line.startswith(f"{clock(ts)} broker:2      Lab stopped")
     assert clock(ts).endswith(".765")
+
+
+@pytest.mark.parametrize(("event", "words"), [
+    ({"kind": "leader_and_isr_sent", "topic": "t", "partition": 0, "broker": 2, "leader": 1, "leader_epoch": 3,
+      "isr": [1, 2], "zk_version": 4, "controller": 1, "controller_epoch": 2},
+     "Controller 1 epoch 2 sending become-follower LeaderAndIsr request (Leader:1,ISR:1,2,LeaderEpoch:3,"
+     "ControllerEpoch:2,zkVersion:4) to broker 2 for partition [t,0]"),
+    ({"kind": "leader_and_isr_sent", "broker": 3, "controller": 1, "controller_epoch": 2, "count": 500,
+      "leading": 170}, "Controller 1 epoch 2 sending LeaderAndIsr request with 500 partition states (170 to lead) "
+                       "to broker 3"),
+    ({"kind": "leader_and_isr_applied", "topic": "t", "partition": 0, "broker": 1, "leader": 1, "leader_epoch": 3,
+      "isr": [1], "zk_version": 4, "controller": 2, "controller_epoch": 2},
+     "Broker 1 completed LeaderAndIsr request (Leader:1,ISR:1,LeaderEpoch:3,ControllerEpoch:2,zkVersion:4) from "
+     "controller 2 epoch 2 for the become-leader transition for partition [t,0]"),
+    ({"kind": "hw_moved", "topic": "t", "partition": 0, "from": 40, "to": 41, "role": "leader"},
+     "High watermark for partition [t,0] updated to 41 (from 40, as leader)"),
+    ({"kind": "broker_failed", "broker": 2, "epoch": 3}, "Broker failure callback for 2 (controller epoch 3)"),
+    ({"kind": "broker_started", "broker": 2, "epoch": 3}, "New broker startup callback for 2 (controller epoch 3)"),
+    ({"kind": "leader_changed", "topic": "t", "partition": 0, "leader": 2, "previous_leader": 1, "leader_epoch": 1,
+      "isr": [2], "zk_version": 1}, "Partition [t,0]: leader 2 (was 1), leader epoch 1, ISR 2, zkVersion 1"),
+    ({"kind": "produce_acked", "topic": "t", "partition": 0, "offset": 41, "last_offset": 45, "acks": 1},
+     "Partition [t,0]: offsets 41-45 acknowledged (acks=1)"),
+    ({"kind": "fault_applied", "fault": "drop_next_leader_and_isr", "node": "broker:2", "count": 2},
+     "Applied fault point drop_next_leader_and_isr on broker:2: the next 2 LeaderAndIsr requests dropped"),
+    ({"kind": "fault_applied", "fault": "stop_before_zookeeper_write", "node": "broker:1", "write": "registration",
+      "at_start": True}, "Applied fault point stop_before_zookeeper_write on broker:1 from its next start: SIGKILL "
+                         "before the ZooKeeper write registration"),
+    ({"kind": "fault_healed", "fault": "hold_fetchers", "node": "broker:3"},
+     "Healed fault point hold_fetchers on broker:3"),
+    ({"kind": "fault_healed", "fault": "all", "node": "broker:3"}, "Healed every fault point on broker:3"),
+    ({"kind": "fault_fired", "point": "stop_after_zookeeper_write", "write": "isr_update", "action": "pause"},
+     "Fault point stop_after_zookeeper_write: stopping itself with SIGSTOP right after the ZooKeeper write "
+     "isr_update"),
+    ({"kind": "fault_fired", "point": "drop_next_update_metadata", "remaining": 0},
+     "Fault point drop_next_update_metadata: dropped a UpdateMetadata request (0 more to come)"),
+])
+def test_the_processes_events_in_plain_words(event, words):
+    assert describe({"ts": 0, "source": "broker:1", **event}) == words
+
+
+def test_emit_keeps_its_descriptor_and_appends_whole_lines(tmp_path, monkeypatch):
+    path = tmp_path / "timeline.jsonl"
+    monkeypatch.setenv(timeline.ENV_VAR, str(path))
+    assert timeline.enabled()
+    for offset in range(3):
+        timeline.emit("broker:1", "produce_acked", topic="t", partition=0, offset=offset, acks=1)
+    timeline.append(path, "lab", "lab_down")  # another writer in between
+    timeline.emit("broker:1", "produce_acked", topic="t", partition=0, offset=3, acks=1)
+    assert [e.get("offset") for e in timeline.read(path)] == [0, 1, 2, None, 3]
+    monkeypatch.delenv(timeline.ENV_VAR)
+    assert not timeline.enabled()
