@@ -10,6 +10,8 @@
 3. Produce throughput (confluent-kafka, 100-byte values, acks=1, 3 partitions on 3 brokers) for a fixed time,
    with no dashboard, with the dashboard running and no page open, and with the page open and live; rounds
    alternated so that all three see the same load on a shared machine. Target: open at most 5% below closed.
+   Beside it the CPU the dashboard's server and Chromium used meanwhile, in % of one core: on a busy shared
+   machine the throughputs wander by more than 5% from run to run, the CPU taken from the brokers does not.
 
 Usage: python bench/dashboard.py [--quick]
 """
@@ -145,6 +147,52 @@ def state_latency(lab: LabCluster, page, rounds: int) -> list[float]:
     return out
 
 
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        for child in children.get(pid, ()):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def cpu_seconds(pids: set[int]) -> float:
+    """User + system CPU time of the given processes (those still alive)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def chromium_pids() -> set[int]:
+    out = set()
+    for pid in _descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"chromium" in f.read().split(b"\0")[0]:
+                    out.add(pid)
+        except OSError:
+            continue
+    return out
+
+
 def row(name: str, values: list[float], reference: str) -> None:
     print(f"  {name:<44} p50 {statistics.median(values):7.1f} ms   p99 {percentile(values, 0.99):7.1f} ms   "
           f"(n={len(values)}; {reference})")
@@ -173,6 +221,7 @@ def main() -> int:
             produce(bootstrap, 1.0)  # warm: leaders elected, logs created
             print(f"Dashboard bench: a lab of 3 brokers in {lab.dir}, {os.cpu_count()} CPUs")
             rates: dict[str, list[float]] = {"no dashboard": [], "dashboard, no page": [], "page open": []}
+            cpu: dict[tuple[str, str], list[float]] = {}
             dashboard = Dashboard(lab.dir)
             try:
                 with browser_page() as page:
@@ -199,7 +248,14 @@ def main() -> int:
                                 page.wait_for_selector("#live.on")
                             elif case == "dashboard, no page":
                                 page.goto("about:blank")
+                            watched = {"dashboard": {dashboard.process.pid} if case != "no dashboard" else set(),
+                                       "Chromium": chromium_pids()}
+                            before = {k: cpu_seconds(v) for k, v in watched.items()}
+                            began = time.monotonic()
                             rates[case].append(produce(bootstrap, seconds))
+                            wall = time.monotonic() - began
+                            for k, v in watched.items():
+                                cpu.setdefault((case, k), []).append((cpu_seconds(v) - before[k]) / wall)
             finally:
                 dashboard.close()
         finally:
@@ -212,6 +268,9 @@ def main() -> int:
         print(f"  {name:<22} {median:12,.0f} records/s   ({', '.join(f'{v:,.0f}' for v in values)})"
               + ("" if name == "dashboard, no page" else f"   {median / closed - 1:+.1%} vs dashboard closed"))
     slowdown = 1 - statistics.median(rates["page open"]) / closed
+    for case in ("dashboard, no page", "page open"):
+        print(f"  CPU while producing, {case}: dashboard server {statistics.median(cpu[(case, 'dashboard')]):.1%} "
+              f"of a core, Chromium {statistics.median(cpu[(case, 'Chromium')]):.1%}")
     print(f"  page open vs closed: {abs(slowdown):.1%} {'lower' if slowdown >= 0 else 'higher'} "
           f"(target: at most {TARGET_SLOWDOWN:.0%} lower)")
     return 0
