@@ -50,6 +50,7 @@ def test_events_are_attributed_and_filtered():
         "leader_changed", "produce_acked", "isr_changed"]
     assert len([e for e in RUN if matches(e, topic="t", partition=0, kinds=["produce_acked"])]) == 3
     assert [e["kind"] for e in RUN if matches(e, since=T + 5000)] == ["truncated", "isr_changed"]
+    assert not [e for e in RUN if matches(e, exclude={"produce_acked"}) and e["kind"] == "produce_acked"]
 
 
 def test_history_bands_lines_and_gaps():

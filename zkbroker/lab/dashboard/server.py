@@ -248,7 +248,8 @@ class Dashboard:
                 await asyncio.wait_for(self._wake.wait(), POLL_S)
             except TimeoutError:
                 pass
-            await asyncio.sleep(MIN_SNAPSHOT_GAP_S)  # a burst of events: one snapshot after it, not one each
+            if self._observed is not None:  # a burst of events: snapshots MIN_SNAPSHOT_GAP_S apart, not one each
+                await asyncio.sleep(max(0.0, self._observed.at + MIN_SNAPSHOT_GAP_S - time.monotonic()))
             self._wake.clear()
             if not self._subscribers:
                 last.clear()
@@ -446,10 +447,12 @@ def _with_words(request: web.Request):
 
 
 def _event_filters(request: web.Request) -> dict:
-    kinds = request.query.get("kind")
+    """`since`, `broker`, `topic`, `partition`, `kind` (comma-separated) and `exclude` (kinds left out)."""
+    kinds, exclude = request.query.get("kind"), request.query.get("exclude")
     return {"since": _query_float(request, "since"), "broker": _query_int(request, "broker"),
             "topic": request.query.get("topic") or None, "partition": _query_int(request, "partition"),
-            "kinds": [k for k in kinds.split(",") if k] if kinds else None}
+            "kinds": frozenset(k for k in kinds.split(",") if k) if kinds else None,
+            "exclude": frozenset(k for k in exclude.split(",") if k) if exclude else None}
 
 
 async def _events(request: web.Request) -> web.Response:
