@@ -129,7 +129,10 @@ def test_stepping_through_a_scenario_with_predictions(lab_dir, dashboard, tmp_pa
             form.locator('select[name="mode"]').select_option("0.8")
             form.locator('select[name="predict"]').select_option("lost")
             form.locator('button[name="start"]').click()
-            page.wait_for_selector('.scenario-step.current[data-step="0"]', timeout=WAIT_MS)
+            try:
+                page.wait_for_selector('.scenario-step.current[data-step="0"]', timeout=WAIT_MS)
+            except Exception:
+                raise AssertionError(f"the scenario did not start: {d.get('/api/scenario')}") from None
             text_is(page, ".lab-dir", str(scenario_lab.resolve()))  # the page follows the scenario's lab
             predicted = 0
             for _ in range(60):

@@ -34,7 +34,7 @@ RUN = [
     ev(4000, "broker:1", "broker_expired", broker=1, session=0x10),
     ev(4100, "controller:2", "controller_elected", broker=2, epoch=2),
     ev(4200, "controller:2", "leader_changed", **TP, leader=2, leader_epoch=1, isr=[2], zk_version=1),
-    ev(4300, "client:p", "produce_acked", **TP, offset=2, acks=-1),
+    ev(4300, "broker:2", "produce_acked", **TP, offset=2, last_offset=4, acks=-1),
     ev(5000, "lab", "process_started", node="broker:1", pid=21),
     ev(5100, "broker:1", "truncated", **TP, **{"from": 2, "to": 1}, reason="high-watermark"),
     ev(6000, "broker:2", "isr_changed", **TP, broker=2, isr=[2, 1], **{"from": [2]}),
@@ -47,9 +47,10 @@ def test_events_are_attributed_and_filtered():
     assert broker_of(RUN[0]) == 1 and broker_of(RUN[5]) == 1 and broker_of(RUN[8]) is None
     assert [e["kind"] for e in RUN if matches(e, broker=2)] == [
         "process_started", "broker_registered", "leader_and_isr_applied", "controller_elected",
-        "leader_changed", "isr_changed"]
+        "leader_changed", "produce_acked", "isr_changed"]
     assert len([e for e in RUN if matches(e, topic="t", partition=0, kinds=["produce_acked"])]) == 3
     assert [e["kind"] for e in RUN if matches(e, since=T + 5000)] == ["truncated", "isr_changed"]
+    assert not [e for e in RUN if matches(e, exclude={"produce_acked"}) and e["kind"] == "produce_acked"]
 
 
 def test_history_bands_lines_and_gaps():
@@ -64,10 +65,19 @@ def test_history_bands_lines_and_gaps():
     assert p["isr_members"] == {"1": [[T + 300, T + 4200], [T + 6000, None]], "2": [[T + 300, None]]}
     assert p["hw"] == {"1": [[T + 450, 1]]}
     assert p["log_end"]["1"] == [[T + 400, 1], [T + 500, 2], [T + 5100, 1]]  # acked, acked, then truncated
-    assert p["log_end"]["2"] == [[T + 4300, 3]]
+    assert p["log_end"]["2"] == [[T + 4300, 5]]  # a batch of offsets 2-4 acknowledged by its leader
     assert p["ack_gaps"] == [{"start": T + 500, "end": T + 4300}]
-    assert sum(n for _, n in p["acks"]) == 3
+    assert sum(n for _, n in p["acks"]) == 5
     assert p["truncations"] == [{"ts": T + 5100, "broker": 1, "from": 2, "to": 1, "reason": "high-watermark"}]
+
+
+def test_a_new_leader_epoch_for_the_same_leader_is_a_new_band():
+    h = history([ev(0, "controller:1", "leader_changed", **TP, leader=1, leader_epoch=0, isr=[1, 2], zk_version=0),
+                 ev(5, "controller:1", "isr_changed", **TP, leader=1, leader_epoch=1, isr=[1], zk_version=1),
+                 ev(9, "broker:1", "isr_changed", **TP, broker=1, isr=[1, 2], leader_epoch=1, zk_version=2)])
+    (p,) = h["partitions"]
+    assert [(b["leader"], b["leader_epoch"]) for b in p["leadership"]] == [(1, 0), (1, 1)]
+    assert [s["isr"] for s in p["isr"]] == [[1, 2], [1], [1, 2]]
 
 
 def test_an_empty_timeline_has_an_empty_history():

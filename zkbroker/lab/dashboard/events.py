@@ -28,11 +28,15 @@ def partition_of(event: dict) -> tuple[str, int] | None:
 
 
 def matches(event: dict, broker: int | None = None, topic: str | None = None, partition: int | None = None,
-            kinds: Iterable[str] | None = None, since: float | None = None) -> bool:
-    """The live timeline's filters: by broker, by topic (and partition), by kind, and events after `since`."""
+            kinds: Iterable[str] | None = None, since: float | None = None,
+            exclude: Iterable[str] | None = None) -> bool:
+    """The live timeline's filters: by broker, by topic (and partition), by kind (or all kinds but those
+    excluded), and events after `since`."""
     if since is not None and not event.get("ts", 0) > since:
         return False
-    if kinds is not None and event.get("kind") not in set(kinds):
+    if kinds is not None and event.get("kind") not in kinds:
+        return False
+    if exclude is not None and event.get("kind") in exclude:
         return False
     if broker is not None and broker_of(event) != broker:
         return False

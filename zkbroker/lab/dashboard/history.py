@@ -76,19 +76,20 @@ class _PartitionHistory:
         self.isr: list[dict] = []
         self.hw: dict[int, list[list[float]]] = {}
         self.log_end: dict[int, list[list[float]]] = {}
-        self.acks: list[float] = []
+        self.acks: list[tuple[float, int]] = []  # (when, how many records)
         self.truncations: list[dict] = []
 
     def add(self, e: dict) -> None:
         kind, ts = e.get("kind"), e["ts"]
-        if kind == "leader_changed":
+        if kind in ("leader_changed", "isr_changed") and "leader" in e:
+            # the controller's writes of the state znode: a new leader, or a new leader epoch for the same one
             leader, epoch = e.get("leader"), e.get("leader_epoch")
             last = self.leadership[-1] if self.leadership else None
             if last is None or (last["leader"], last["leader_epoch"]) != (leader, epoch):
                 _close(self.leadership, ts)
                 self.leadership.append({"start": ts, "end": None, "leader": leader, "leader_epoch": epoch})
             self._isr(ts, e.get("isr"))
-        elif kind == "isr_changed":
+        elif kind == "isr_changed":  # the leader's own ISR write
             self._isr(ts, e.get("isr"))
         elif kind == "hw_moved":
             broker = broker_of(e)
@@ -101,12 +102,13 @@ class _PartitionHistory:
             if broker is not None and isinstance(e.get("to"), int):
                 self.log_end.setdefault(broker, []).append([ts, e["to"]])
         elif kind == "produce_acked" and isinstance(e.get("offset"), int):
-            self.acks.append(ts)
-            leader = self._leader_at()
+            last = e["last_offset"] if isinstance(e.get("last_offset"), int) else e["offset"]
+            self.acks.append((ts, last - e["offset"] + 1))  # one event per acknowledged batch
+            leader = broker_of(e) if str(e.get("source", "")).startswith("broker:") else self._leader_at()
             if leader is not None:
                 points = self.log_end.setdefault(leader, [])
-                if not points or points[-1][1] < e["offset"] + 1:
-                    points.append([ts, e["offset"] + 1])  # the leader's log end is at least past it
+                if not points or points[-1][1] < last + 1:
+                    points.append([ts, last + 1])  # the leader's log end is at least past it
         if isinstance(e.get("leo"), int) and broker_of(e) is not None and kind != "truncated":
             self.log_end.setdefault(broker_of(e), []).append([ts, e["leo"]])
 
@@ -125,10 +127,11 @@ class _PartitionHistory:
 
     def result(self, ack_gap_ms: float) -> dict:
         buckets: dict[int, int] = {}
-        for ts in self.acks:
+        for ts, records in self.acks:
             bucket = int(ts // ACK_BUCKET_MS * ACK_BUCKET_MS)
-            buckets[bucket] = buckets.get(bucket, 0) + 1
-        gaps = [{"start": a, "end": b} for a, b in zip(self.acks, self.acks[1:]) if b - a > ack_gap_ms]
+            buckets[bucket] = buckets.get(bucket, 0) + records
+        times = [ts for ts, _ in self.acks]
+        gaps = [{"start": a, "end": b} for a, b in zip(times, times[1:]) if b - a > ack_gap_ms]
         no_leader = [{"start": band["start"], "end": band["end"]} for band in self.leadership
                      if band["leader"] is None or band["leader"] < 0]
         members: dict[int, list[list[float | None]]] = {}

@@ -45,6 +45,10 @@ log = logging.getLogger("zkbroker.lab.dashboard")
 
 STATIC = Path(__file__).parent / "static"
 POLL_S = 1.0  # a snapshot this often while a page is open
+MIN_SNAPSHOT_GAP_S = 0.1  # and, after a timeline event that may change what the views show, this soon
+# Kinds that change nothing the cluster and truth views show (or come by the thousand under load): they go
+# to the pages, but do not call for a snapshot.
+QUIET_KINDS = frozenset({"produce_acked", "hw_moved", "leader_and_isr_sent", "fault_fired"})
 TAIL_S = 0.05  # the timeline file is looked at this often while a page is open
 KEEPALIVE_S = 15.0
 MAX_QUEUED = 10_000  # events a slow page may fall behind before it is dropped (it reconnects and resumes)
@@ -153,7 +157,7 @@ class Dashboard:
     def events(self) -> list[dict]:
         return timeline.read(self.timeline_path)
 
-    def _read_from(self, offset: int) -> tuple[list[tuple[int, dict]], int]:
+    def read_from(self, offset: int) -> tuple[list[tuple[int, dict]], int]:
         """Whole events after byte `offset`: [(the offset after each, event)], and the new offset. A file
         shorter than `offset` (a new lab in the directory) is read from its start."""
         try:
@@ -177,6 +181,15 @@ class Dashboard:
         return out, end
 
     # ---- the background work while pages are open --------------------------------------------------------
+
+    @property
+    def latest(self) -> Observed | None:
+        """The last snapshot taken, if any (not necessarily fresh)."""
+        return self._observed
+
+    def wake(self) -> None:
+        """Something changed (a fault was applied): take the next snapshot now."""
+        self._wake.set()
 
     def watch(self, directory: str | Path) -> None:
         """Show the lab in `directory` from now on (a scenario's); open pages are told to start afresh."""
@@ -207,7 +220,8 @@ class Dashboard:
         if self.reader is not None:
             await asyncio.to_thread(self.reader.close)
 
-    def _publish(self, item: tuple[str | None, str, int | None]) -> None:
+    def _publish(self, item: tuple[str | None, dict | str, int | None]) -> None:
+        """To every open stream: (None, an event, its end offset) or (a view's name, its JSON, None)."""
         for queue in list(self._subscribers):
             if queue.qsize() >= MAX_QUEUED:
                 self._subscribers.discard(queue)
@@ -216,15 +230,15 @@ class Dashboard:
                 queue.put_nowait(item)
 
     async def _tail(self) -> None:
-        self._tail_offset = self._read_from(0)[1]
+        self._tail_offset = self.read_from(0)[1]
         while True:
             await asyncio.sleep(TAIL_S)
             if not self._subscribers:
                 continue
-            new, self._tail_offset = self._read_from(self._tail_offset)
+            new, self._tail_offset = self.read_from(self._tail_offset)
             for offset, event in new:
-                self._publish((None, json.dumps(event), offset))
-            if new:
+                self._publish((None, event, offset))
+            if any(e.get("kind") not in QUIET_KINDS for _, e in new):
                 self._wake.set()
 
     async def _poll(self) -> None:
@@ -234,6 +248,8 @@ class Dashboard:
                 await asyncio.wait_for(self._wake.wait(), POLL_S)
             except TimeoutError:
                 pass
+            if self._observed is not None:  # a burst of events: snapshots MIN_SNAPSHOT_GAP_S apart, not one each
+                await asyncio.sleep(max(0.0, self._observed.at + MIN_SNAPSHOT_GAP_S - time.monotonic()))
             self._wake.clear()
             if not self._subscribers:
                 last.clear()
@@ -254,7 +270,7 @@ class Dashboard:
         queue: asyncio.Queue = asyncio.Queue()
         self._subscribers.add(queue)
         if len(self._subscribers) == 1:
-            self._tail_offset = self._read_from(0)[1]  # the tail slept while nobody looked
+            self._tail_offset = self.read_from(0)[1]  # the tail slept while nobody looked
         self._wake.set()
         return queue, self._tail_offset
 
@@ -431,10 +447,12 @@ def _with_words(request: web.Request):
 
 
 def _event_filters(request: web.Request) -> dict:
-    kinds = request.query.get("kind")
+    """`since`, `broker`, `topic`, `partition`, `kind` (comma-separated) and `exclude` (kinds left out)."""
+    kinds, exclude = request.query.get("kind"), request.query.get("exclude")
     return {"since": _query_float(request, "since"), "broker": _query_int(request, "broker"),
             "topic": request.query.get("topic") or None, "partition": _query_int(request, "partition"),
-            "kinds": [k for k in kinds.split(",") if k] if kinds else None}
+            "kinds": frozenset(k for k in kinds.split(",") if k) if kinds else None,
+            "exclude": frozenset(k for k in exclude.split(",") if k) if exclude else None}
 
 
 async def _events(request: web.Request) -> web.Response:
@@ -460,29 +478,36 @@ async def _events_stream(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     queue, upto = d.subscribe()
     try:
-        backlog, _ = await asyncio.to_thread(d._read_from, resume)
+        backlog, _ = await asyncio.to_thread(d.read_from, resume)
         chunk = [_sse(None, json.dumps(words(e)), end) for end, e in backlog
                  if end <= upto and matches(e, **filters)]
-        observed = d._observed
+        observed = d.latest
         if observed is not None:
             chunk += [_sse("cluster", json.dumps(observed.cluster)),
                       _sse("partitions", json.dumps(observed.partitions))]
         await response.write("".join(chunk).encode())
         while True:
             try:
-                item = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                items = [await asyncio.wait_for(queue.get(), KEEPALIVE_S)]
             except TimeoutError:
                 await response.write(b": keepalive\n\n")
                 continue
-            if item is None:
+            while not queue.empty():  # whatever else is waiting goes in the same write
+                items.append(queue.get_nowait())
+            out = []
+            for item in items:
+                if item is None:
+                    break
+                name, data, end = item
+                if name is None:
+                    if not matches(data, **filters):
+                        continue
+                    data = json.dumps(words(data))
+                out.append(_sse(name, data, end))
+            if out:
+                await response.write("".join(out).encode())
+            if None in items:
                 break
-            name, data, end = item
-            if name is None:
-                event = json.loads(data)
-                if not matches(event, **filters):
-                    continue
-                data = json.dumps(words(event))
-            await response.write(_sse(name, data, end).encode())
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -540,7 +565,7 @@ async def _faults(request: web.Request) -> web.Response:
         message = await asyncio.to_thread(faults.apply, d.lab, fault)
     except LabError as e:
         return _error(409, str(e))
-    d._wake.set()
+    d.wake()
     return _json({"ok": True, "message": message})
 
 

@@ -272,22 +272,46 @@ function eventItem(e, index) {
   return li;
 }
 
-function addEvent(e) {
-  const index = state.events.length;
-  state.events.push(e);
-  state.historyStale = true;
+const MAX_LISTED = 2000;  // the timeline list keeps the newest this many matching events in the page
+let pending = [];
+
+// Events come in bursts (a loaded broker acknowledges thousands of batches a second): they are taken in
+// once per frame, and drawn into the list only while the timeline is on screen.
+function receiveEvent(e) {
+  pending.push(e);
+  if (pending.length === 1) {
+    if (document.hidden) setTimeout(flushEvents, 200);
+    else requestAnimationFrame(flushEvents);
+  }
+}
+
+function flushEvents() {
+  const batch = pending;
+  pending = [];
+  if (!batch.length) return;
+  const now = Date.now();
+  const list = document.getElementById('events');
+  const drawing = state.view === 'timeline';
+  const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
+  const items = [];
   let changed = false;
-  if (!state.kinds.has(e.kind)) { state.kinds.add(e.kind); changed = true; }
-  const b = eventBroker(e);
-  if (b !== null && !state.brokers.has(b)) { state.brokers.add(b); changed = true; }
+  for (const e of batch) {
+    const index = state.events.length;
+    state.events.push(e);
+    if (!state.kinds.has(e.kind)) { state.kinds.add(e.kind); changed = true; }
+    const b = eventBroker(e);
+    if (b !== null && !state.brokers.has(b)) { state.brokers.add(b); changed = true; }
+    if (drawing && eventMatches(e)) items.push(eventItem(e, index));
+    state.shown.push({ ts: e.ts, kind: e.kind, shownAt: now });
+  }
+  state.historyStale = true;
   if (changed) refreshFilterOptions();
-  if (eventMatches(e)) {
-    const list = document.getElementById('events');
-    const atBottom = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
-    list.append(eventItem(e, index));
+  if (items.length) {
+    list.append(...items);
+    while (list.childElementCount > MAX_LISTED) list.firstElementChild.remove();
     if (atBottom) list.scrollTop = list.scrollHeight;
   }
-  state.shown.push({ ts: e.ts, kind: e.kind, shownAt: Date.now() });
+  if (state.shown.length > 100000) state.shown.splice(0, 50000);
   document.getElementById('event-count').textContent = `${state.events.length} events`;
   updateSliderRange();
 }
@@ -305,7 +329,8 @@ function refreshFilterOptions() {
 
 function renderEvents() {
   const list = document.getElementById('events');
-  list.replaceChildren(...state.events.map((e, i) => [e, i]).filter(([e]) => eventMatches(e)).map(([e, i]) => eventItem(e, i)));
+  const matching = state.events.map((e, i) => [e, i]).filter(([e]) => eventMatches(e)).slice(-MAX_LISTED);
+  list.replaceChildren(...matching.map(([e, i]) => eventItem(e, i)));
   list.scrollTop = list.scrollHeight;
 }
 
@@ -395,7 +420,9 @@ function renderHistory() {
     box.replaceChildren(h('p', { class: 'empty' }, 'The timeline is empty.'));
     return;
   }
-  const end = Math.max(hist.end, hist.start + 1000);
+  // a live lab's history reaches to now; a finished run's to its last event
+  const live = state.cluster && state.cluster.lab_running && state.replayAt === null;
+  const end = Math.max(live ? Date.now() : hist.end, hist.start + 1000);
   const charts = [controllerChart(hist, end)];
   for (const p of hist.partitions) charts.push(partitionChart(hist, p, end));
   if (!hist.partitions.length) charts.push(h('p', { class: 'empty' }, 'No partition events yet (leader changes, ISR changes, HW moves, acknowledgements).'));
@@ -424,7 +451,8 @@ function decorations(hist, x, height, end) {
   const ticks = 6;
   for (let i = 0; i <= ticks; i++) {
     const ts = hist.start + ((end - hist.start) * i) / ticks;
-    axis.append(s('text', { x: x(ts) - 25, y: height - 2 }, clock(ts).slice(0, 8)));
+    const anchor = i === 0 ? 'start' : i === ticks ? 'end' : 'middle';
+    axis.append(s('text', { x: x(ts), y: height - 2, 'text-anchor': anchor }, clock(ts).slice(0, 8)));
   }
   g.append(axis);
   return g;
@@ -698,11 +726,15 @@ function setLive(on) {
 
 let source = null;
 
+// Acknowledgements and HW samples come by the thousand under load: the live list leaves them out unless asked.
+const BUSY_KINDS = 'produce_acked,hw_moved';
+
 function connect() {
-  source = new EventSource('/api/events/stream?words=1');
+  const busy = document.getElementById('event-filter').elements.busy.checked;
+  source = new EventSource(`/api/events/stream?words=1${busy ? '' : `&exclude=${BUSY_KINDS}`}`);
   source.onopen = () => setLive(true);
   source.onerror = () => setLive(false);
-  source.onmessage = (m) => addEvent(JSON.parse(m.data));
+  source.onmessage = (m) => receiveEvent(JSON.parse(m.data));
   source.addEventListener('cluster', (m) => {
     state.cluster = JSON.parse(m.data);
     if (state.replayAt === null) renderStrip(state.cluster, false);
@@ -711,7 +743,7 @@ function connect() {
   source.addEventListener('lab', (m) => {
     // the dashboard now shows another lab (a scenario's): start its timeline afresh
     document.querySelector('.lab-dir').textContent = JSON.parse(m.data).dir;
-    state.events = []; state.kinds.clear(); state.brokers.clear(); state.selected = null;
+    pending = []; state.events = []; state.kinds.clear(); state.brokers.clear(); state.selected = null;
     state.history = null; state.historyStale = true;
     document.getElementById('events').replaceChildren();
     if (state.replayAt !== null) backToLive();
@@ -724,7 +756,13 @@ function connect() {
 
 function init() {
   document.querySelectorAll('.tabs button').forEach((b) => b.addEventListener('click', () => showView(b.dataset.view)));
-  document.getElementById('event-filter').addEventListener('input', renderEvents);
+  document.getElementById('event-filter').addEventListener('input', (e) => {
+    if (e.target.name !== 'busy') return renderEvents();
+    source.close();  // a stream with the other kinds: the timeline starts afresh from its backlog
+    pending = []; state.events = []; state.kinds.clear(); state.brokers.clear(); state.selected = null;
+    document.getElementById('events').replaceChildren();
+    connect();
+  });
   document.getElementById('event-filter').addEventListener('submit', (e) => e.preventDefault());
   document.getElementById('replay-slider').addEventListener('input', (e) => setReplay(Number(e.target.value)));
   document.getElementById('replay-live').addEventListener('click', backToLive);
