@@ -1,9 +1,10 @@
 """Log: one partition's log, the directory `<log.dir>/<topic>-<partition>` of segments (Kafka's kafka.log.Log).
 
 Appends go to the last (active) segment, which rolls when the next message set would take it past
-`segment.bytes`, when it is non-empty and older than `segment.ms` (less a random jitter), or when its index
-is full. Reads return a file range within one segment. Retention deletes whole segments, oldest first,
-by age (the .log file's mtime) and by the log's total size; when every segment would go, the log rolls
+`segment.bytes`, when it is non-empty and older than `segment.ms` (less a random jitter), or when one of its
+indexes is full. Reads return a file range within one segment. Retention deletes whole segments, oldest first,
+by age (the largest timestamp of a segment's messages, or its .log file's mtime when they have none: magic 0,
+as 0.8.2) and by the log's total size; when every segment would go, the log rolls
 first so that an empty active segment remains. Deleted segments are renamed `.deleted` and removed
 `file.delete.delay.ms` later, so ranges already handed to the network stay readable.
 
@@ -23,6 +24,11 @@ Where we deviate from 0.8.2, on purpose:
   and after a restart took the segment for empty (its next offset came out as the base offset).
 - A follower's (assign_offsets=False) message sizes are not checked against max.message.bytes again: the
   leader checked them against the same topic setting.
+
+Beyond 0.8.2, as later Kafka: the time index (`.timeindex`) beside each offset index and ListOffsets by
+timestamp from it (Kafka 0.10.1); message.timestamp.type=LogAppendTime stamps appended messages with the
+broker's time; the leader writes its epoch into each record batch (Kafka 0.11) and recovery reports the
+epochs of the batches it kept (`recovered_leader_epochs`), for the leader-epoch cache.
 
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
 snapshot of the segments taken under the log's lock). Background work (the flush after a roll, the delayed
@@ -65,7 +71,9 @@ from .segment import (
     LogSegment,
     index_filename,
     log_filename,
+    time_index_filename,
 )
+from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +132,8 @@ class Log:
         self._retired: dict[int, LogSegment] = {}  # renamed .deleted, waiting for their delayed delete
         self._last_flushed = clock()
         self._truncations = 0  # counts truncations, so that a concurrent flush does not vouch for new data
+        #: (partition leader epoch, base offset) of the record batches recovery kept, for the leader-epoch cache
+        self.recovered_leader_epochs: list[tuple[int, int]] = []
         self._load_segments()
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
@@ -181,12 +191,18 @@ class Log:
     # -- appending ----------------------------------------------------------------------------------------
 
     def append(
-        self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        assign_offsets: bool = True,
+        leader_epoch: int | None = None,
     ) -> AppendInfo:
         """Validate a message set and append it with one write, rolling first if needed.
 
         With `assign_offsets` (a produce request) the messages are numbered from the log end offset, in place
-        when `records` is writable. Without (a follower copying its leader) the offsets must continue the log.
+        when `records` is writable, record batches get the leader's `leader_epoch`, and with
+        message.timestamp.type=LogAppendTime messages get the broker's time. Without (a follower copying its
+        leader) the offsets must continue the log.
         A torn last message is dropped. Returns `AppendInfo`: first_offset (the log end offset before the
         append), last_offset, count, shallow_count, valid_bytes, codec and the records written. An empty set
         appends nothing.
@@ -203,6 +219,8 @@ class Log:
                     log_end,
                     max_message_bytes=self.config.max_message_bytes - LOG_OVERHEAD,
                     max_inflated_bytes=message_set.inflation_bound(self.config.max_message_bytes),
+                    leader_epoch=leader_epoch,
+                    log_append_time=self._clock() if self.config.log_append_time else None,
                 )
                 if info.shallow_count == 0:
                     return info
@@ -224,7 +242,7 @@ class Log:
                     f"{self.config.segment_bytes}."
                 )
             segment = self._maybe_roll(size)
-            segment.append(info.first_offset, info.records)
+            segment.append(info.first_offset, info.records, info.max_timestamp, info.offset_of_max_timestamp)
             self._next_offset = info.last_offset + 1
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -237,6 +255,7 @@ class Log:
             segment.size > self.config.segment_bytes - messages_size
             or (segment.size > 0 and age > self.config.segment_ms - segment.roll_jitter_ms)
             or segment.index.is_full
+            or segment.time_index.is_full
         ):
             logger.debug(
                 "Rolling new log segment in %s (log_size = %d/%d, index_size = %d/%d, age_ms = %d/%d).",
@@ -256,11 +275,12 @@ class Log:
                     f"Trying to roll a new log segment for {self.name} with start offset {new_offset} "
                     "while it already exists."
                 )
-            for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset)):
+            for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset),
+                         time_index_filename(self.dir, new_offset)):
                 if os.path.exists(path):
                     logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
                     os.remove(path)
-            self.active_segment.index.trim_to_valid_size()
+            self.active_segment.on_become_inactive()
             segment = self._new_segment(new_offset)
             self._add_segment(segment)
         self._schedule("flush-log", lambda: self.flush(new_offset), 0)
@@ -331,6 +351,16 @@ class Log:
         count = min(max_num_offsets, start + 1)
         return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
 
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets v1 and later for a timestamp (Kafka 0.10.1's fetchOffsetsByTimestamp): the first message
+        whose timestamp is at or after it -- (its timestamp, its offset) -- searched in the first segment whose
+        largest timestamp reaches it; None if there is none (and in logs of magic-0 messages, which carry no
+        timestamps)."""
+        for segment in self.segments:
+            if segment.largest_timestamp >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+        return None
+
     def offset_before(self, timestamp: int) -> int | None:
         """The one offset ListOffsets v1 answers: log end for -1, log start for -2, otherwise the base offset
         of the last segment last written at or before `timestamp` (None if every segment is newer)."""
@@ -352,7 +382,7 @@ class Log:
         if retention_ms < 0:
             return 0
         now = self._clock()
-        return self.delete_segments_while(lambda segment: now - segment.last_modified > retention_ms)
+        return self.delete_segments_while(lambda segment: now - segment.largest_timestamp > retention_ms)
 
     def _delete_retention_size_breached(self) -> int:
         retention = self.config.retention_bytes
@@ -520,8 +550,9 @@ class Log:
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
                 continue
-            if name.endswith(INDEX_SUFFIX):
-                if not os.path.exists(path[: -len(INDEX_SUFFIX)] + LOG_SUFFIX):
+            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+                suffix = INDEX_SUFFIX if name.endswith(INDEX_SUFFIX) else TIME_INDEX_SUFFIX
+                if not os.path.exists(path[: -len(suffix)] + LOG_SUFFIX):
                     logger.warning("Found an orphaned index file, %s, with no corresponding log file.", path)
                     os.remove(path)
             elif name.endswith(LOG_SUFFIX):
@@ -541,6 +572,13 @@ class Log:
                 elif not segment.index.is_sane(segment.size):
                     logger.warning("Found a corrupt index file %s, rebuilding index...", segment.index.path)
                     needs_index.append(segment)
+                elif not segment.time_index.is_sane():
+                    logger.warning("Found a corrupt time index file %s, rebuilding index...", segment.time_index.path)
+                    needs_index.append(segment)
+                elif segment.time_index.newly_created:
+                    # written before time indexes (Kafka 0.10.0's upgrade rule): an empty one, and the largest
+                    # timestamp found by a walk of the segment when first asked for
+                    segment.time_index.resize(0)
                 self._add_segment(segment)
         if not self._bases:
             self._add_segment(self._new_segment(0))
@@ -551,6 +589,7 @@ class Log:
                 segment.recover(self.config.max_message_bytes)
         self._recover(recovering)
         self.active_segment.index.resize(self.config.segment_index_bytes)
+        self.active_segment.time_index.resize(self.config.segment_index_bytes)
 
     def _remove_temporary_files(self) -> None:
         """Delete .deleted and .cleaned files; finish a swap a crash interrupted."""
@@ -562,12 +601,13 @@ class Log:
                 os.remove(path)
             elif name.endswith(SWAP_SUFFIX):
                 base_path = path[: -len(SWAP_SUFFIX)]
-                if base_path.endswith(INDEX_SUFFIX):
+                if base_path.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
                     os.remove(path)
                 elif base_path.endswith(LOG_SUFFIX):
-                    index = base_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
-                    if os.path.exists(index):
-                        os.remove(index)
+                    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                        index = base_path[: -len(LOG_SUFFIX)] + suffix
+                        if os.path.exists(index):
+                            os.remove(index)
                     os.rename(path, base_path)
                     logger.info("Found log file %s from interrupted swap operation, repairing.", path)
 
@@ -583,7 +623,7 @@ class Log:
             return
         for i, segment in enumerate(segments):
             logger.info("Recovering unflushed segment %d in log %s.", segment.base_offset, self.name)
-            truncated = segment.recover(self.config.max_message_bytes)
+            truncated = segment.recover(self.config.max_message_bytes, self.recovered_leader_epochs)
             if truncated > 0:
                 later = segments[i + 1 :]
                 logger.warning(

@@ -324,6 +324,14 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _stamp_message(view: memoryview, pos: int, timestamp: int) -> None:
+    """LogAppendTime for the magic-1 message (or wrapper) at ``pos``: the attribute, the time, the CRC again."""
+    view[pos + 17] |= LOG_APPEND_TIME
+    _INT64.pack_into(view, pos + 18, timestamp)
+    (size,) = _INT32.unpack_from(view, pos + 8)
+    _UINT32.pack_into(view, pos + 12, crc32(view[pos + 16 : pos + LOG_OVERHEAD + size]))
+
+
 def _check_size(size: int, max_message_bytes: int | None, pos: int) -> None:
     if max_message_bytes is not None and size > max_message_bytes:
         raise InvalidMessageError(
@@ -476,9 +484,11 @@ def _walk(
     verify_crc: bool,
     max_inflated_bytes: int,
     leader_epoch: int | None = None,
+    log_append_time: int | None = None,
 ) -> AppendInfo:
-    """Validate a message set; with ``base_offset``, also assign offsets from it (deep), and with
-    ``leader_epoch`` stamp it into every record batch."""
+    """Validate a message set; with ``base_offset``, also assign offsets from it (deep), with
+    ``leader_epoch`` stamp it into every record batch, and with ``log_append_time`` stamp that time into
+    every message of magic 1 and batch (LogAppendTime)."""
     view = _as_view(buf)
     if base_offset is not None and view.readonly:
         view = memoryview(bytearray(view))
@@ -512,6 +522,9 @@ def _walk(
                 max_magic = max(max_magic, view[start + 16])
                 if run_max_at >= 0:
                     max_timestamp_offset = run_max_at
+                if log_append_time is not None and view[start + 16] == 1:
+                    for at in entry_starts(view[start:pos]):
+                        _stamp_message(view, start + at, log_append_time)
         head = _entry_head(view, pos, n, max_message_bytes, verify_crc)
         if head is None:
             break  # the end, or a torn last message: the set ends before it
@@ -531,6 +544,9 @@ def _walk(
                 _OFFSET.pack_into(view, pos, offset)
                 if leader_epoch is not None:
                     _INT32.pack_into(view, pos + record_batch.PARTITION_LEADER_EPOCH_AT, leader_epoch)
+                if log_append_time is not None:
+                    record_batch.set_log_append_time(view, pos, end, log_append_time)
+                    header = read_header(view, pos)
                 next_offset += header.last_offset_delta + 1
             entry_last = offset + header.last_offset_delta
             batches.append(
@@ -557,6 +573,8 @@ def _walk(
                 offset = next_offset
                 _OFFSET.pack_into(view, pos, offset)
                 next_offset += 1
+                if log_append_time is not None and magic == 1:
+                    _stamp_message(view, pos, log_append_time)
             if magic:
                 (timestamp,) = _INT64.unpack_from(view, pos + 18)
                 if timestamp > max_timestamp:
@@ -568,6 +586,9 @@ def _walk(
         else:
             inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
             inner_count = len(inner.positions)
+            if log_append_time is not None and magic == 1:
+                _stamp_message(view, pos, log_append_time)  # the wrapper's time is every inner message's
+                attributes |= LOG_APPEND_TIME
             entry_last = next_offset + inner_count - 1
             if magic:
                 (timestamp,) = _INT64.unpack_from(view, pos + 18)
@@ -604,6 +625,10 @@ def _walk(
         records = b"".join(pieces)
     if shallow == 0 and assign:
         first, last = base_offset, base_offset - 1
+    if log_append_time is not None and max_magic >= 1:
+        # Kafka's LogValidator: the set's time is the append time, carried by its last offset in record batches
+        # and by its first in messages of magic 1
+        max_timestamp, max_timestamp_offset = log_append_time, last if max_magic == 2 else first
     return AppendInfo(
         records,
         first,
@@ -628,6 +653,7 @@ def assign_offsets(
     verify_crc: bool = True,
     max_inflated_bytes: int | None = None,
     leader_epoch: int | None = None,
+    log_append_time: int | None = None,
 ) -> AppendInfo:
     """Validate a produced message set and number its messages from ``base_offset``.
 
@@ -636,12 +662,14 @@ def assign_offsets(
     A compressed message or batch may inflate to ``max_inflated_bytes`` (default: the
     :func:`inflation_bound` of ``max_message_bytes``, or of 0.8.2's default without one).
     ``leader_epoch``: the leader's epoch, written into each record batch's partitionLeaderEpoch.
+    ``log_append_time``: the broker's time, stamped into every message of magic 1 (a compressed one's wrapper)
+    and every batch, their CRCs computed again (message.timestamp.type=LogAppendTime).
     Raises :class:`InvalidMessageError` (:class:`InflationBoundError` past the bound); nothing
     should be appended then.
     """
     if max_inflated_bytes is None:
         max_inflated_bytes = inflation_bound(max_message_bytes or _DEFAULT_MESSAGE_MAX_BYTES)
-    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes, leader_epoch)
+    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes, leader_epoch, log_append_time)
 
 
 def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
