@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from zkbroker.protocol import message_set
+from zkbroker.protocol.conversion import convert_for_write, needs_conversion
 from zkbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import LOG_OVERHEAD, AppendInfo
@@ -214,6 +215,9 @@ class Log:
         with self._lock:
             log_end = self._next_offset
             if assign_offsets:
+                to_magic = self.config.message_format_magic
+                if to_magic is not None and needs_conversion(records, to_magic):
+                    records = bytearray(convert_for_write(records, to_magic))  # message.format.version
                 info = message_set.assign_offsets(
                     records,
                     log_end,
@@ -350,6 +354,14 @@ class Log:
                 start -= 1
         count = min(max_num_offsets, start + 1)
         return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
+
+    def format_of(self, records: FileRange) -> tuple[int, bool]:
+        """(highest magic, holds zstd) of the segment a read's range lies in: whether an old Fetch version
+        needs the range converted, or refused (zstd), without reading it when the segment has neither."""
+        for segment in self.segments:
+            if segment.file is records.file:
+                return segment.format
+        return 2, True  # deleted meanwhile: assume the worst, the caller looks at the bytes
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """ListOffsets v1 and later for a timestamp (Kafka 0.10.1's fetchOffsetsByTimestamp): the first message

@@ -30,7 +30,14 @@ import struct
 from collections.abc import Callable
 
 from zkbroker.protocol.fetch_response import FileRange
-from zkbroker.protocol.message_set import LOG_OVERHEAD, MIN_MESSAGE_SIZE, InvalidMessageError, analyze, iter_messages
+from zkbroker.protocol.message_set import (
+    LOG_OVERHEAD,
+    MIN_MESSAGE_SIZE,
+    InvalidMessageError,
+    analyze,
+    entry_starts,
+    iter_messages,
+)
 
 from .fetch_data import FetchDataInfo, LogOffsetMetadata
 from .offset_index import OffsetIndex
@@ -97,6 +104,16 @@ def _entry_last_offset(buf: bytes, at: int, n: int) -> int | None:
     return offset
 
 
+def _highest_magic(view: memoryview) -> int:
+    return max((view[pos + 16] for pos in entry_starts(view)), default=-1)
+
+
+def _holds_zstd(view: memoryview) -> bool:
+    """Whether a set holds a record batch compressed with zstd."""
+    return any(view[pos + 16] == 2 and view[pos + _BATCH_ATTRIBUTES_AT + 1] & _CODEC_MASK == 4
+               for pos in entry_starts(view))
+
+
 def _entry_max_timestamp(buf: bytes, at: int) -> int:
     """The largest timestamp an entry carries: a magic-1 message's (a wrapper's, for a compressed set), a batch's
     maxTimestamp; NO_TIMESTAMP for magic 0. The entry's first 43 bytes must be in `buf`."""
@@ -139,6 +156,9 @@ class LogSegment:
         # The largest timestamp in the segment and the offset carrying it; None until loaded from the time index
         # and the tail of the log after its last entry (Kafka's loadLargestTimestamp), on first use.
         self._max_timestamp: TimestampOffset | None = None if self._size else TimestampOffset(NO_TIMESTAMP, -1)
+        # The highest magic the segment holds and whether it holds a zstd batch: what decides whether a fetch
+        # of an old version must be converted; None until walked for, on first use.
+        self._format: tuple[int, bool] | None = None if self._size else (-1, False)
         # (first offset, last offset of the first entry, position) of the last sets appended, ascending: the
         # first entry reaching that first offset is that entry (its last offset is larger for a compressed
         # wrapper or a batch).
@@ -179,6 +199,17 @@ class LogSegment:
         timestamp = self.max_timestamp.timestamp
         return timestamp if timestamp >= 0 else self.last_modified
 
+    @property
+    def format(self) -> tuple[int, bool]:
+        """(the highest magic among the segment's entries, whether a record batch of it is compressed with zstd)."""
+        if self._format is None:
+            magic, zstd = -1, False
+            for buf, at, _, _ in self._walk_headers(0, _BATCH_ATTRIBUTES_AT + 2):
+                magic = max(magic, buf[at + 16])
+                zstd = zstd or (buf[at + 16] == 2 and buf[at + _BATCH_ATTRIBUTES_AT + 1] & _CODEC_MASK == 4)
+            self._format = (magic, zstd)
+        return self._format
+
     def _load_max_timestamp(self) -> TimestampOffset:
         best = self.time_index.last_entry
         if best.timestamp < 0:
@@ -214,6 +245,9 @@ class LogSegment:
             raise
         if max_timestamp > self.max_timestamp.timestamp:
             self._max_timestamp = TimestampOffset(max_timestamp, offset_of_max_timestamp)
+        if self._format is not None:
+            magic, zstd = self._format
+            self._format = (max(magic, _highest_magic(view)), zstd or _holds_zstd(view))
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.index.append(first_offset, position)
             if self.max_timestamp.timestamp >= 0:
@@ -418,6 +452,7 @@ class LogSegment:
         self._size = position
         self._bytes_since_last_index_entry = position - state.last_index_position
         self._max_timestamp = state.max_timestamp
+        self._format = None  # walked again when asked for
         self.index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         if leader_epochs is not None:
@@ -450,6 +485,7 @@ class LogSegment:
             self.created = self._clock()
         self._bytes_since_last_index_entry = 0
         self._max_timestamp = None  # loaded again from what remains
+        self._format = None
         return truncated
 
     def _truncate_file(self, size: int) -> None:

@@ -30,6 +30,7 @@ from .schemas import (
     controlled_shutdown,
     fetch,
     find_coordinator,
+    init_producer_id,
     leader_and_isr,
     list_offsets,
     metadata,
@@ -74,6 +75,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
     API_VERSIONS = 18
+    INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
 
 
@@ -126,6 +128,7 @@ _MODULES = (
     find_coordinator,
     api_versions,
     offsets_for_leader_epoch,
+    init_producer_id,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.
