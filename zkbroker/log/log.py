@@ -62,6 +62,7 @@ from zkbroker.topic_partition import TopicPartition
 
 from .fetch_data import UNKNOWN_OFFSET_METADATA, FetchDataInfo, LogOffsetMetadata
 from .log_config import LogConfig
+from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -135,9 +136,11 @@ class Log:
         self._truncations = 0  # counts truncations, so that a concurrent flush does not vouch for new data
         #: (partition leader epoch, base offset) of the record batches recovery kept, for the leader-epoch cache
         self.recovered_leader_epochs: list[tuple[int, int]] = []
+        self.producer_state = ProducerStateManager(directory)
         self._load_segments()
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
+        self._load_producer_state()
         logger.info("Completed load of log %s with log end offset %d", self.name, self._next_offset)
 
     # -- the segments -------------------------------------------------------------------------------------
@@ -228,6 +231,16 @@ class Log:
                 )
                 if info.shallow_count == 0:
                     return info
+                if info.batches:
+                    duplicate = self.producer_state.check(info.batches)
+                    if duplicate is not None:
+                        # an idempotent producer's retry of a batch we have: its offsets, nothing written
+                        logger.debug("Duplicate batch of sequences %d-%d in %s, at offsets %d-%d",
+                                     duplicate.first_seq, duplicate.last_seq, self.name, duplicate.first_offset,
+                                     duplicate.last_offset)
+                        return dataclasses.replace(info, records=b"", first_offset=duplicate.first_offset,
+                                                   last_offset=duplicate.last_offset, count=0, shallow_count=0,
+                                                   valid_bytes=0, batches=())
             else:
                 info = message_set.analyze(records)
                 if info.shallow_count == 0:
@@ -248,6 +261,8 @@ class Log:
             segment = self._maybe_roll(size)
             segment.append(info.first_offset, info.records, info.max_timestamp, info.offset_of_max_timestamp)
             self._next_offset = info.last_offset + 1
+            if info.batches:
+                self.producer_state.update(info.batches)
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
         return info
@@ -287,6 +302,8 @@ class Log:
             self.active_segment.on_become_inactive()
             segment = self._new_segment(new_offset)
             self._add_segment(segment)
+            if self.producer_state.producers:  # logs without idempotent producers get no snapshot files
+                self.producer_state.take_snapshot(new_offset)
         self._schedule("flush-log", lambda: self.flush(new_offset), 0)
         logger.info("Rolled new log segment for '%s' in %.0f ms.", self.name, (time.monotonic() - start) * 1000)
         return segment
@@ -427,6 +444,9 @@ class Log:
                     self.roll()
                 for segment in deletable:
                     self._delete_segment(segment)
+                # producers whose batches went with the segments are forgotten, as are older snapshots
+                self.producer_state.truncate_head(self.log_start_offset)
+                self.producer_state.delete_snapshots(lambda offset: offset < self.log_start_offset)
         return len(deletable)
 
     # -- flushing -----------------------------------------------------------------------------------------
@@ -476,6 +496,7 @@ class Log:
             self._truncations += 1
             self._next_offset = target_offset
             self.recovery_point = min(target_offset, self.recovery_point)
+            self._load_producer_state()
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Delete every segment and start the log empty at `new_offset`."""
@@ -487,6 +508,8 @@ class Log:
             self._truncations += 1
             self._next_offset = new_offset
             self.recovery_point = min(new_offset, self.recovery_point)
+            self.producer_state.clear()
+            self.producer_state.delete_snapshots(lambda offset: True)
 
     # -- closing and deleting -----------------------------------------------------------------------------
 
@@ -495,6 +518,8 @@ class Log:
         files, which the next load removes."""
         logger.debug("Closing log %s", self.name)
         with self._lock:
+            if self.producer_state.producers:
+                self.producer_state.take_snapshot(self._next_offset)  # the next load need not replay
             for segment in self.segments:
                 segment.close()
             for segment in self._retired.values():
@@ -512,6 +537,25 @@ class Log:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- internals ----------------------------------------------------------------------------------------
+
+    def _load_producer_state(self) -> None:
+        """The idempotent producers as of the log end (Kafka's loadProducerState): snapshots above the end are
+        deleted, the latest at or below it is loaded, and the record batch headers after it are replayed. Without
+        one, the last two segments are replayed (Kafka's rule for logs with no snapshot: no full scan)."""
+        end = self._next_offset
+        state = self.producer_state
+        state.delete_snapshots(lambda offset: offset > end)
+        state.clear()
+        start = None
+        for offset in reversed(state.snapshot_offsets()):
+            if state.load_snapshot(offset):
+                start = offset
+                break
+        if start is None:
+            start = self._bases[-2] if len(self._bases) > 1 else self._bases[0]
+        for segment in self.segments_between(start, end):
+            state.update(b for b in segment.record_batches(start) if b.last_offset < end)
+        state.truncate_head(self.log_start_offset)
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(

@@ -27,17 +27,19 @@ import io
 import logging
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import (
     LOG_OVERHEAD,
     MIN_MESSAGE_SIZE,
+    BatchInfo,
     InvalidMessageError,
     analyze,
     entry_starts,
     iter_messages,
 )
+from zkbroker.protocol.record_batch import BATCH_OVERHEAD, read_header
 
 from .fetch_data import FetchDataInfo, LogOffsetMetadata
 from .offset_index import OffsetIndex
@@ -372,6 +374,18 @@ class LogSegment:
         for _, _, _, entry_last in self._walk_headers(position):
             last = entry_last
         return last + 1
+
+    def record_batches(self, start_offset: int) -> Iterator[BatchInfo]:
+        """What the headers of the record batches from `start_offset` on say (the producer state's replay)."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return
+        for buf, at, _, _ in self._walk_headers(found[1], BATCH_OVERHEAD):
+            if buf[at + 16] == 2:
+                h = read_header(buf, at)
+                yield BatchInfo(h.base_offset, h.last_offset, h.partition_leader_epoch, h.producer_id,
+                                h.producer_epoch, h.base_sequence, h.last_sequence, h.max_timestamp,
+                                h.is_transactional)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> TimestampOffset | None:
         """The first message at or after `timestamp` with an offset at or above `starting_offset`: (its timestamp,
