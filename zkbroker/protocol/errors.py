@@ -138,6 +138,7 @@ class DuplicateSequenceNumberError(BrokerResponseError):     errno = 46
 class InvalidProducerEpochError(BrokerResponseError):        errno = 47
 class InvalidTxnStateError(BrokerResponseError):             errno = 48
 class InvalidProducerIdMappingError(BrokerResponseError):    errno = 49
+class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74

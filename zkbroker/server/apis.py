@@ -31,6 +31,7 @@ from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import CONNECTION
+from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
@@ -70,9 +71,10 @@ class KafkaApis:
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
             ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
         }
-        leader_epoch = config["replication.truncation"] == "leader-epoch"
-        self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
+        self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
+        self.versions = {key: span for key, span in advertised_versions().items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
@@ -342,6 +344,22 @@ class KafkaApis:
                              "end_offset": end_offset})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
         return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
+
+    async def handle_init_producer_id(self, header: RequestHeader, request: Any) -> bytes:
+        """InitProducerId (KIP-98) for idempotent producers: a new producer id, epoch 0. A transactional id is
+        refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): this broker has no transaction coordinator."""
+        if request.transactional_id is not None:
+            log.warning("Refused InitProducerId for transactional id %r from client %s: no transactions here",
+                        request.transactional_id, header.client_id)
+            error, producer_id = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
+        else:
+            try:
+                error, producer_id = ErrorCode.NONE, await self.producer_ids.generate_producer_id()
+            except Exception as e:  # ZooKeeper unavailable: the client retries
+                log.warning("Could not allocate a producer id: %r", e)
+                error, producer_id = ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, -1
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id,
+                                        "producer_epoch": 0 if producer_id >= 0 else -1})
 
     # ---- consumer offsets, kept in ZooKeeper as 0.8.2's default offsets.storage=zookeeper ----------------
 
