@@ -265,8 +265,10 @@ class ConsumerFetcherThread(threading.Thread):
             for tp, info in partitions.items():
                 topics.setdefault(tp.topic, []).append(
                     {"partition": tp.partition, "fetch_offset": info.fetched_offset, "max_bytes": info.fetch_size})
-            response = self._conn.send(ApiKey.FETCH, 0, {
+            # Fetch v4: record batches come as stored, not down-converted; no response-wide limit beyond 0.8.2's
+            response = self._conn.send(ApiKey.FETCH, 4, {
                 "replica_id": -1, "max_wait_ms": self._max_wait_ms, "min_bytes": self._min_bytes,
+                "max_bytes": 2**31 - 1, "isolation_level": 0,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
         except (OSError, ProtocolError) as e:
             self._conn.close()

@@ -151,9 +151,10 @@ class SimpleConsumer:
         max_bytes = max_bytes or self.fetch_size
 
         def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int]:
-            response = conn.send(ApiKey.FETCH, 0, {
-                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
-                "topics": [{"topic": topic, "partitions": [
+            # Fetch v4: record batches come as stored (with their headers), not down-converted to magic 0
+            response = conn.send(ApiKey.FETCH, 4, {
+                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+                "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
                     {"partition": partition, "fetch_offset": offset, "max_bytes": max_bytes}]}]})
             row = response.topics[0].partitions[0]
             if row.error_code != ErrorCode.NONE:
