@@ -151,11 +151,14 @@ class SimpleConsumer:
         max_bytes = max_bytes or self.fetch_size
 
         def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int]:
-            # Fetch v4: record batches come as stored (with their headers), not down-converted to magic 0
-            response = conn.send(ApiKey.FETCH, 4, {
+            # Fetch v10: record batches come as stored (with their headers, zstd too), not down-converted;
+            # session 0 at epoch -1 is a fetch without a fetch session (KIP-227)
+            response = conn.send(ApiKey.FETCH, 10, {
                 "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
-                "isolation_level": 0, "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "max_bytes": max_bytes}]}]})
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
+                "topics": [{"topic": topic, "partitions": [
+                    {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                     "log_start_offset": -1, "max_bytes": max_bytes}]}]})
             row = response.topics[0].partitions[0]
             if row.error_code != ErrorCode.NONE:
                 raise for_code(row.error_code)(f"[{topic},{partition}] at offset {offset}")
