@@ -196,6 +196,20 @@ class SimpleConsumer:
 
         return self._with_leader(topic, partition, request)
 
+    def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None:
+        """The first offset whose message's timestamp is at or after `timestamp` (ListOffsets v1, the broker's
+        time index), or None when there is none."""
+        def request(conn: BrokerConnection) -> int:
+            response = conn.send(ApiKey.LIST_OFFSETS, 1, {"replica_id": -1, "topics": [
+                {"topic": topic, "partitions": [{"partition": partition, "timestamp": timestamp}]}]})
+            row = response.topics[0].partitions[0]
+            if row.error_code != ErrorCode.NONE:
+                raise for_code(row.error_code)(f"[{topic},{partition}]")
+            return row.offset
+
+        offset = self._with_leader(topic, partition, request)
+        return None if offset < 0 else offset
+
     def earliest_offset(self, topic: str, partition: int) -> int:
         """The first offset still in the log."""
         return self._offset(topic, partition, EARLIEST_TIME)
