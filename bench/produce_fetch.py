@@ -18,11 +18,14 @@ Four figures, each printed next to what it is measured against in the same run:
 4. Broker RSS while serving the above (target <= 200 MB), and each phase's CPU use: the broker is one asyncio
    thread, so ~100% of a core means the broker is the bound; the client process's share says the same of it.
 
-Produce and fetch run twice, in the same run: with magic-1 message sets (librdkafka told the broker is 0.10.0,
-as before record batches) and with record batches (magic 2, librdkafka's default against this broker: target
-no slower than magic 1). A last row reads the record-batch log through a Fetch version that cannot carry
-batches (librdkafka at 0.10.0: Fetch v2), so the broker down-converts: records/s and the broker's CPU per
-record.
+Produce and fetch run twice, in the same run, with the older format and with record batches (magic 2,
+librdkafka's default against this broker: target no slower than the older format). librdkafka writes magic 1
+only to a broker that advertises no 0.11 API, and against this one its only way back is
+`broker.version.fallback=0.9.0` without ApiVersions: 0.8.2's magic 0 (whose messages the broker checks and
+numbers exactly as magic-1 ones), so that is the produce baseline; the fetch baseline is a magic-1 log (a topic
+with message.format.version=0.10.0, converted on write). A last row reads the record-batch log through a Fetch
+version that cannot carry batches (librdkafka at 0.9.0: Fetch v0), so the broker down-converts: records/s and
+the broker's CPU per record.
 
 Everything runs on 127.0.0.1: a ZooKeeper of its own and a one-broker lab cluster, stopped at the end.
 `--profile` samples the broker with py-spy (pip install py-spy) in every phase and prints where the time goes.
@@ -73,8 +76,8 @@ PRODUCER_CONFIG = {"acks": 1, "linger.ms": 5, "compression.codec": "none",
                    "message.timeout.ms": 120_000}
 # librdkafka >= 2.1 postpones a partition's next fetch by fetch.queue.backoff.ms (1000 ms by default) once its
 # local queue holds queued.min.messages: with the defaults a fast reader sits idle most of the time.
-# librdkafka writes magic 1 (Produce v2) and fetches with Fetch v2 when told the broker is 0.10.0
-MAGIC_1 = {"api.version.request": False, "broker.version.fallback": "0.10.0"}
+# librdkafka without ApiVersions, told the broker is 0.9.0: magic 0 in Produce v0, Fetch v0
+OLD_CLIENT = {"api.version.request": False, "broker.version.fallback": "0.9.0"}
 CONSUMER_CONFIG = {"enable.auto.commit": False, "enable.partition.eof": False, "fetch.wait.max.ms": 100,
                    "max.partition.fetch.bytes": 8 * MIB, "fetch.max.bytes": 64 * MIB,
                    "queued.max.messages.kbytes": 256 * 1024, "queued.min.messages": 1_000_000,
@@ -119,11 +122,11 @@ class Bench:
     def data_dir(self) -> Path:
         return Path(self.broker.config).parent / "data"
 
-    def create_topic(self, topic: str, partitions: int) -> None:
+    def create_topic(self, topic: str, partitions: int, config: dict | None = None) -> None:
         zk = ZkClient(self.cluster.zookeeper, name="bench-admin")
         zk.start()
         try:
-            admin.create_topic(zk, topic, partitions, 1)
+            admin.create_topic(zk, topic, partitions, 1, config or {})
         finally:
             zk.close()
         deadline = time.monotonic() + 30
@@ -248,12 +251,12 @@ class RssSampler(threading.Thread):
 # ---- 1. produce --------------------------------------------------------------------------------------------
 
 
-def produce(bench: Bench, topic: str, count: int, magic: int = 1) -> float:
-    """Send `count` 100-byte values as fast as the client takes them, as magic-1 message sets or record batches;
-    returns seconds to the last ack."""
+def produce(bench: Bench, topic: str, count: int, magic: int = 2) -> float:
+    """Send `count` 100-byte values as fast as the client takes them, as record batches or (magic 0) as 0.8.2's
+    message sets; returns seconds to the last ack."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bench.bootstrap, **PRODUCER_CONFIG, **(MAGIC_1 if magic == 1 else {})})
+    producer = Producer({"bootstrap.servers": bench.bootstrap, **PRODUCER_CONFIG, **(OLD_CLIENT if magic < 2 else {})})
     value = bytes(range(VALUE_BYTES))
     send = producer.produce
     poll = producer.poll
@@ -372,11 +375,11 @@ def _recv_exactly(conn: socket.socket, view: memoryview, n: int) -> bool:
 
 def consume_all(bench: Bench, topic: str, partitions: int, count: int, old_fetch: bool = False) -> float:
     """Seconds for one confluent-kafka consumer, assign()ed at offset 0, to receive `count` records; with
-    `old_fetch`, one that fetches with Fetch v2 (record batches then come down-converted)."""
+    `old_fetch`, one that fetches with Fetch v0 (record batches then come down-converted)."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bench.bootstrap, "group.id": "bench", **CONSUMER_CONFIG,
-                         **(MAGIC_1 if old_fetch else {})})
+                         **(OLD_CLIENT if old_fetch else {})})
     try:
         started = time.perf_counter()
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -585,8 +588,8 @@ def _short(frame: str) -> str:
 
 def bench_produce(bench: Bench, report: Report, count: int, kcat: str | None) -> None:
     """1. confluent-kafka into 1 and 6 partitions, each beside the raw socket->file limit and Kreps."""
-    magic_1 = {}
-    for magic in (1, 2):
+    baseline = {}
+    for magic in (0, 2):
         for partitions in (1, 6):
             topic = f"produce-{partitions}-magic{magic}"
             bench.create_topic(topic, partitions)
@@ -598,10 +601,10 @@ def bench_produce(bench: Bench, report: Report, count: int, kcat: str | None) ->
             rate, raw_rate = count / elapsed, count / raw
             beside = ""
             if magic == 2:
-                beside = f"; magic 1 {_rate(magic_1[partitions])}: target >= it {_met(rate >= magic_1[partitions])}"
-            magic_1[partitions] = rate
+                beside = f"; magic 0 {_rate(baseline[partitions])}: target >= it {_met(rate >= baseline[partitions])}"
+            baseline[partitions] = rate
             report.row(f"produce, {partitions} partition{'s' if partitions > 1 else ''}, "
-                       f"{'record batches' if magic == 2 else 'magic 1'} (confluent-kafka)", _rate(rate),
+                       f"{'record batches' if magic == 2 else 'magic 0'} (confluent-kafka)", _rate(rate),
                        f"raw socket->file (best of 3) {_rate(raw_rate)} ({_log_mb(segments) / raw:.0f} MB/s of log); "
                        f"Kreps {KREPS_PRODUCE:,}: target {_met(rate >= KREPS_PRODUCE)}{beside}")
             report.note(phase, count, f"broker CPU {1e6 * phase.cpu_s / count:.2f} us per record")
@@ -627,8 +630,8 @@ def bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None) 
     count = _bench_fetch(bench, report, log_bytes, kcat, 2, magic_1)
     with bench.phase("fetch-down-converted") as phase:
         elapsed = consume_all(bench, "fetch-6-magic2", 6, count, old_fetch=True)
-    report.row("fetch, the record-batch log through Fetch v2 (down-converted to magic 1; confluent-kafka at "
-               "0.10.0)", _rate(count / elapsed),
+    report.row("fetch, the record-batch log through Fetch v0 (down-converted to magic 0; confluent-kafka at "
+               "0.9.0)", _rate(count / elapsed),
                f"broker CPU {1e6 * phase.cpu_s / count:.2f} us per record ({100 * phase.cpu_share:.0f}% of a core)")
     report.note(phase, count)
 
@@ -637,10 +640,10 @@ def _bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None,
                  magic_1: dict) -> dict | int:
     topic = f"fetch-6-magic{magic}"
     kind = "record batches" if magic == 2 else "magic 1"
-    bench.create_topic(topic, 6)
+    bench.create_topic(topic, 6, {} if magic == 2 else {"message.format.version": "0.10.0"})
     entry_bytes = 12 + 22 + VALUE_BYTES  # offset + size, magic-1 header, null key, value
     count = log_bytes // entry_bytes
-    produce(bench, topic, count, magic)
+    produce(bench, topic, count)
     bench.check_count(topic, 6, count)
     segments = bench.segments(topic, 6)
     if magic == 1:

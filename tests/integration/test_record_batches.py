@@ -139,3 +139,23 @@ def test_a_fetch_too_old_for_zstd_is_refused_with_unsupported_compression_type(b
             row = conn.send(ApiKey.FETCH, version, request).topics[0].partitions[0]
             assert row.error_code == expected, version
         assert [m.value for m in iter_messages(row.records)] == [b"z"]
+
+
+def test_producer_ids_come_from_blocks_in_zookeeper_without_collisions_across_brokers(brokers, zk):
+    from zkbroker.protocol.api import ApiKey
+    from zkbroker.zk import paths
+    from zkbroker.zk.znodes import ProducerIdBlock
+
+    pair = brokers(1, 2)
+    ids = []
+    for broker in pair + pair:
+        with broker.connection() as conn:
+            response = conn.send(ApiKey.INIT_PRODUCER_ID, 1,
+                                 {"transactional_id": None, "transaction_timeout_ms": 60000})
+            assert (response.error_code, response.producer_epoch) == (0, 0)
+            ids.append(response.producer_id)
+            refused = conn.send(ApiKey.INIT_PRODUCER_ID, 1, {"transactional_id": "tx", "transaction_timeout_ms": 1})
+            assert refused.error_code == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no transactions here
+    # each broker hands out ids from its own block of 1000, one after the other
+    assert ids == [0, 1000, 1, 1001]
+    assert ProducerIdBlock.decode(zk.get(paths.LATEST_PRODUCER_ID_BLOCK)) == ProducerIdBlock(2, 1000, 1999)
