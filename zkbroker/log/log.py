@@ -544,6 +544,7 @@ class Log:
         one, the last two segments are replayed (Kafka's rule for logs with no snapshot: no full scan)."""
         end = self._next_offset
         state = self.producer_state
+        state.remove_temporary_files()
         state.delete_snapshots(lambda offset: offset > end)
         state.clear()
         start = None

@@ -163,6 +163,12 @@ class ProducerStateManager:
 
     # -- snapshots ------------------------------------------------------------------------------------------
 
+    def remove_temporary_files(self) -> None:
+        """A snapshot whose write a crash interrupted (`.snapshot.tmp`) is removed; the next roll writes another."""
+        for name in os.listdir(self.dir):
+            if name.endswith(SNAPSHOT_SUFFIX + ".tmp"):
+                os.remove(os.path.join(self.dir, name))
+
     def snapshot_offsets(self) -> list[int]:
         offsets = []
         for name in os.listdir(self.dir):

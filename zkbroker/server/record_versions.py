@@ -76,7 +76,10 @@ def records_for_fetch(log: Log, records: FileRange, version: int, fetch_offset: 
     magic, zstd = log.format_of(records)
     if version >= 10 or (version >= 4 and not zstd) or (version < 4 and magic < 2):
         return ErrorCode.NONE, records
-    data = memoryview(os.pread(records.file.fileno(), records.size, records.position))
+    try:
+        data = memoryview(os.pread(records.file.fileno(), records.size, records.position))
+    except (OSError, ValueError):  # the segment was deleted under the read (retention): nothing to send now
+        return ErrorCode.NONE, None
     if version >= 4:
         if CODEC_ZSTD in _batch_codecs(data):
             return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, None
