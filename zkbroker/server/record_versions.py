@@ -92,7 +92,9 @@ def records_for_fetch(log: Log, records: FileRange, version: int, fetch_offset: 
         return e.error_code, None
     except InvalidMessageError:
         return ErrorCode.CORRUPT_MESSAGE, None
-    return ErrorCode.NONE, converted or None
+    # Nothing converted: the range holds no complete batch (a fetch size below the first batch). The partial
+    # bytes go as they are, so the client sees what a 0.8.2 client saw there: a message larger than its fetch.
+    return ErrorCode.NONE, converted or records
 
 
 def offset_by_time(partition: Partition, timestamp: int, from_follower: bool) -> tuple[int, int]:

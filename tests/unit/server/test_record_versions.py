@@ -84,3 +84,11 @@ def test_offsets_for_leader_epoch_in_both_truncation_modes(tmp_path):
     plain = leader(tmp_path / "b")  # 0.8.2's high-watermark mode keeps no epochs: the log end
     plain.append_messages_to_leader(bytearray(build_record_batch([(None, b"a", T)])), 1)
     assert record_versions.epoch_end(plain, 2) == (2, 1)
+
+
+def test_a_fetch_too_small_for_the_first_batch_gets_its_partial_bytes_as_0_8_2_did(tmp_path):
+    p = leader(tmp_path)
+    p.append_messages_to_leader(bytearray(build_record_batch([(None, b"x" * 500, T)])), 1)
+    cut = p.read(0, 100, from_follower=False)  # a fetch size below the batch
+    assert cut.size == 100
+    assert record_versions.records_for_fetch(p.log, cut, 0, 0, 100) == (ErrorCode.NONE, cut)
