@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from tests.integration.clients import PYTHON_CLIENTS
-from tests.integration.harness import create_topic
+from tests.integration.harness import create_topic, wait_for
 from tests.integration.test_real_clients import kcat_read_all, new_topic
 from tests.real_tools import require
 from zkbroker.protocol.message_set import iter_entries, iter_messages
@@ -147,6 +147,7 @@ def test_producer_ids_come_from_blocks_in_zookeeper_without_collisions_across_br
     from zkbroker.zk.znodes import ProducerIdBlock
 
     pair = brokers(1, 2)
+    wait_for(lambda: zk.registered() == {1, 2}, 15, "both brokers to register")
     ids = []
     for broker in pair + pair:
         with broker.connection() as conn:
