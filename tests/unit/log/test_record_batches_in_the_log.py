@@ -285,3 +285,27 @@ def test_truncating_inside_a_batch_cuts_the_whole_batch_and_its_time_index_entri
     assert log.active_segment.time_index.last_entry == (T0 + 12, 5)
     assert log.active_segment.max_timestamp == (T0 + 12, 5)
     assert log.active_segment.translate_offset(4) == (5, log.active_segment.translate_offset(3)[1])
+
+
+def test_message_format_version_converts_appends_and_unset_stores_as_sent(tmp_path):
+    from zkbroker.protocol.conversion import ConversionError, highest_magic
+
+    def stored(log):
+        return log.read(0, 1 << 20).read_bytes()
+
+    as_sent = Log(str(tmp_path / "a-0"))
+    as_sent.append(bytearray(build_message_set([(None, b"m0")]) + build_record_batch([(None, b"b", T0)])))
+    assert {m.magic for m in iter_messages(stored(as_sent))} == {0, 2}
+
+    old = Log(str(tmp_path / "b-0"), {"message.format.version": "0.8.2"})
+    old.append(bytearray(build_record_batch([(b"k", b"b", T0), (None, b"c", T0)], codec=CODEC_GZIP)))
+    assert highest_magic(stored(old)) == 0
+    assert [(m.offset, m.value) for m in iter_messages(stored(old))] == [(0, b"b"), (1, b"c")]
+    with pytest.raises(ConversionError) as raised:  # an idempotent producer's batch cannot become magic 0
+        old.append(bytearray(build_record_batch([(None, b"x", T0)], producer_id=1, producer_epoch=0,
+                                                base_sequence=0)))
+    assert raised.value.error_code == 43 and old.log_end_offset == 2
+
+    new = Log(str(tmp_path / "c-0"), {"message.format.version": "0.11.0"})
+    new.append(bytearray(build_message_set([(None, b"m1", T0)], magic=1)))
+    assert highest_magic(stored(new)) == 2 and read_header(stored(new)).partition_leader_epoch == -1
