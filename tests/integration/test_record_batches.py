@@ -47,7 +47,8 @@ def test_kafka_python_batches_and_its_0_8_2_messages_share_a_topic_both_read_all
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_aiokafka_round_trips_20000_records_with_headers(codec, brokers, zk_connect):
-    aiokafka = pytest.importorskip("aiokafka")
+    import aiokafka
+
     (broker,) = brokers(1)
     topic = new_topic("aio")
     create_topic(zk_connect, topic, 1, 1, [broker])
