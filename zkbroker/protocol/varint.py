@@ -77,9 +77,13 @@ def _read(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int, what: s
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """The int32 varint at ``pos`` and the position after it."""
-    byte = buf[pos] if pos < len(buf) else 0x80
+    n = len(buf)
+    byte = buf[pos] if pos < n else 0x80
     if byte < 0x80:  # one byte: most lengths and deltas
         return (byte >> 1) ^ -(byte & 1), pos + 1
+    if pos + 1 < n and buf[pos + 1] < 0x80:  # two: lengths below 8 KiB
+        value = (byte & 0x7F) | (buf[pos + 1] << 7)
+        return (value >> 1) ^ -(value & 1), pos + 2
     value, at = _read(buf, pos, 5, "varint")
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise VarintError(f"varint {value} out of the int32 range at byte {pos}")
@@ -88,9 +92,13 @@ def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int
 
 def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """The int64 varint (varlong) at ``pos`` and the position after it."""
-    byte = buf[pos] if pos < len(buf) else 0x80
+    n = len(buf)
+    byte = buf[pos] if pos < n else 0x80
     if byte < 0x80:
         return (byte >> 1) ^ -(byte & 1), pos + 1
+    if pos + 1 < n and buf[pos + 1] < 0x80:
+        value = (byte & 0x7F) | (buf[pos + 1] << 7)
+        return (value >> 1) ^ -(value & 1), pos + 2
     value, at = _read(buf, pos, 10, "varlong")
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise VarintError(f"varlong {value} out of the int64 range at byte {pos}")
