@@ -212,8 +212,11 @@ class Log:
         appends nothing.
 
         Raises `InvalidMessageError` (its `error_code` is CORRUPT_MESSAGE or MESSAGE_TOO_LARGE; nothing is
-        written), `RecordListTooLargeError` for a set larger than segment.bytes, `OutOfOrderOffsetsError` for
-        a replica set that does not continue the log, and OSError when the disk fails.
+        written), `ConversionError` for what message.format.version cannot hold, `ProducerStateError` for an
+        idempotent producer's batch out of sequence or epoch, `RecordListTooLargeError` for a set larger than
+        segment.bytes, `OutOfOrderOffsetsError` for a replica set that does not continue the log, and OSError
+        when the disk fails. An idempotent producer's retry of a batch the log has returns the offsets it was
+        written at (count 0) and writes nothing.
         """
         with self._lock:
             log_end = self._next_offset
