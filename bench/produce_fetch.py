@@ -18,6 +18,15 @@ Four figures, each printed next to what it is measured against in the same run:
 4. Broker RSS while serving the above (target <= 200 MB), and each phase's CPU use: the broker is one asyncio
    thread, so ~100% of a core means the broker is the bound; the client process's share says the same of it.
 
+Produce and fetch run twice, in the same run, with the older format and with record batches (magic 2,
+librdkafka's default against this broker: target no slower than the older format). librdkafka writes magic 1
+only to a broker that advertises no 0.11 API, and against this one its only way back is
+`broker.version.fallback=0.9.0` without ApiVersions: 0.8.2's magic 0 (whose messages the broker checks and
+numbers exactly as magic-1 ones), so that is the produce baseline; the fetch baseline is a magic-1 log (a topic
+with message.format.version=0.10.0, converted on write). A last row reads the record-batch log through a Fetch
+version that cannot carry batches (librdkafka at 0.9.0: Fetch v0), so the broker down-converts: records/s and
+the broker's CPU per record.
+
 Everything runs on 127.0.0.1: a ZooKeeper of its own and a one-broker lab cluster, stopped at the end.
 `--profile` samples the broker with py-spy (pip install py-spy) in every phase and prints where the time goes.
 
@@ -45,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from consumer.decode import last_offset  # noqa: E402
 from zkbroker import admin  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
 from zkbroker.lab.cluster import LabCluster  # noqa: E402
@@ -66,6 +76,8 @@ PRODUCER_CONFIG = {"acks": 1, "linger.ms": 5, "compression.codec": "none",
                    "message.timeout.ms": 120_000}
 # librdkafka >= 2.1 postpones a partition's next fetch by fetch.queue.backoff.ms (1000 ms by default) once its
 # local queue holds queued.min.messages: with the defaults a fast reader sits idle most of the time.
+# librdkafka without ApiVersions, told the broker is 0.9.0: magic 0 in Produce v0, Fetch v0
+OLD_CLIENT = {"api.version.request": False, "broker.version.fallback": "0.9.0"}
 CONSUMER_CONFIG = {"enable.auto.commit": False, "enable.partition.eof": False, "fetch.wait.max.ms": 100,
                    "max.partition.fetch.bytes": 8 * MIB, "fetch.max.bytes": 64 * MIB,
                    "queued.max.messages.kbytes": 256 * 1024, "queued.min.messages": 1_000_000,
@@ -110,11 +122,11 @@ class Bench:
     def data_dir(self) -> Path:
         return Path(self.broker.config).parent / "data"
 
-    def create_topic(self, topic: str, partitions: int) -> None:
+    def create_topic(self, topic: str, partitions: int, config: dict | None = None) -> None:
         zk = ZkClient(self.cluster.zookeeper, name="bench-admin")
         zk.start()
         try:
-            admin.create_topic(zk, topic, partitions, 1)
+            admin.create_topic(zk, topic, partitions, 1, config or {})
         finally:
             zk.close()
         deadline = time.monotonic() + 30
@@ -239,11 +251,12 @@ class RssSampler(threading.Thread):
 # ---- 1. produce --------------------------------------------------------------------------------------------
 
 
-def produce(bench: Bench, topic: str, count: int) -> float:
-    """Send `count` 100-byte values as fast as the client takes them; returns seconds to the last ack."""
+def produce(bench: Bench, topic: str, count: int, magic: int = 2) -> float:
+    """Send `count` 100-byte values as fast as the client takes them, as record batches or (magic 0) as 0.8.2's
+    message sets; returns seconds to the last ack."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bench.bootstrap, **PRODUCER_CONFIG})
+    producer = Producer({"bootstrap.servers": bench.bootstrap, **PRODUCER_CONFIG, **(OLD_CLIENT if magic < 2 else {})})
     value = bytes(range(VALUE_BYTES))
     send = producer.produce
     poll = producer.poll
@@ -360,11 +373,13 @@ def _recv_exactly(conn: socket.socket, view: memoryview, n: int) -> bool:
 # ---- 2. fetch ----------------------------------------------------------------------------------------------
 
 
-def consume_all(bench: Bench, topic: str, partitions: int, count: int) -> float:
-    """Seconds for one confluent-kafka consumer, assign()ed at offset 0, to receive `count` records."""
+def consume_all(bench: Bench, topic: str, partitions: int, count: int, old_fetch: bool = False) -> float:
+    """Seconds for one confluent-kafka consumer, assign()ed at offset 0, to receive `count` records; with
+    `old_fetch`, one that fetches with Fetch v0 (record batches then come down-converted)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bench.bootstrap, "group.id": "bench", **CONSUMER_CONFIG})
+    consumer = Consumer({"bootstrap.servers": bench.bootstrap, "group.id": "bench", **CONSUMER_CONFIG,
+                         **(OLD_CLIENT if old_fetch else {})})
     try:
         started = time.perf_counter()
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -398,12 +413,14 @@ def kcat_consume(kcat: str, bench: Bench, topic: str) -> int:
     return done.stdout.count(b"\n")
 
 
-def fetch_protocol_limit(bench: Bench, topic: str, partitions: int, count: int, entry_bytes: int) -> float:
+def fetch_protocol_limit(bench: Bench, topic: str, partitions: int, count: int, entry_bytes: int | None) -> float:
     """Seconds for a plain Python socket client to read the whole log through the broker's Fetch (v3, 8 MB
     per partition, one request in flight), without looking at the records: the broker's fetch path beside
     raw sendfile. Like the raw reader it receives the records into one reused 8 MB buffer and drops them;
-    only the framing is parsed. Every entry of this log is `entry_bytes` long (uncompressed, fixed-size
-    values), so the next offset follows from the bytes received."""
+    only the framing is parsed. Every entry of a magic-1 log is `entry_bytes` long (uncompressed, fixed-size
+    values), so the next offset follows from the bytes received; a log of record batches (`entry_bytes`
+    None) is read with Fetch v4 (v3 would down-convert it) and the next offset read from the last complete
+    batch's header."""
     offsets = [0] * partitions
     scratch = memoryview(bytearray(8 * MIB))
     started = time.perf_counter()
@@ -411,8 +428,9 @@ def fetch_protocol_limit(bench: Bench, topic: str, partitions: int, count: int, 
         correlation_id = 0
         while sum(offsets) < count:
             correlation_id += 1
-            sock.sendall(encode_request(1, 3, correlation_id, "bench", {
-                "replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": 64 * MIB,
+            version = 3 if entry_bytes else 4
+            sock.sendall(encode_request(1, version, correlation_id, "bench", {
+                "replica_id": -1, "max_wait_ms": 100, "min_bytes": 1, "max_bytes": 64 * MIB, "isolation_level": 0,
                 "topics": [{"topic": topic, "partitions": [
                     {"partition": p, "fetch_offset": offsets[p], "max_bytes": 8 * MIB} for p in range(partitions)]}]}))
             # size, correlation id, throttle time, topic count, then the topic name's length
@@ -424,6 +442,15 @@ def fetch_protocol_limit(bench: Bench, topic: str, partitions: int, count: int, 
                 partition, error_code, _, size = struct.unpack(">ihqi", _recv_header(sock, scratch, 18))
                 if error_code:
                     raise RuntimeError(f"Fetch answered error {error_code} for partition {partition}")
+                if entry_bytes is None:  # v4: last stable offset, aborted transactions (null), then the size
+                    size = struct.unpack(">qii", size.to_bytes(4, "big", signed=True)
+                                         + _recv_header(sock, scratch, 12))[2]
+                    if not _recv_exactly(sock, scratch, size):
+                        raise RuntimeError("the broker closed the connection")
+                    last = last_offset(scratch[:size])
+                    if last is not None:
+                        offsets[partition] = last + 1
+                    continue
                 offsets[partition] += size // entry_bytes
                 while size:  # the message set: received and dropped
                     got = sock.recv_into(scratch, min(size, len(scratch)))
@@ -561,19 +588,26 @@ def _short(frame: str) -> str:
 
 def bench_produce(bench: Bench, report: Report, count: int, kcat: str | None) -> None:
     """1. confluent-kafka into 1 and 6 partitions, each beside the raw socket->file limit and Kreps."""
-    for partitions in (1, 6):
-        topic = f"produce-{partitions}"
-        bench.create_topic(topic, partitions)
-        with bench.phase(topic) as phase:
-            elapsed = produce(bench, topic, count)
-        bench.check_count(topic, partitions, count)
-        segments = bench.segments(topic, partitions)
-        raw = min(raw_receive_limit(bench, segments) for _ in range(3))  # a limit: the best of three
-        rate, raw_rate = count / elapsed, count / raw
-        report.row(f"produce, {partitions} partition{'s' if partitions > 1 else ''} (confluent-kafka)", _rate(rate),
-                   f"raw socket->file (best of 3) {_rate(raw_rate)} ({_log_mb(segments) / raw:.0f} MB/s of log); "
-                   f"Kreps {KREPS_PRODUCE:,}: target {_met(rate >= KREPS_PRODUCE)}")
-        report.note(phase, count)
+    baseline = {}
+    for magic in (0, 2):
+        for partitions in (1, 6):
+            topic = f"produce-{partitions}-magic{magic}"
+            bench.create_topic(topic, partitions)
+            with bench.phase(topic) as phase:
+                elapsed = produce(bench, topic, count, magic)
+            bench.check_count(topic, partitions, count)
+            segments = bench.segments(topic, partitions)
+            raw = min(raw_receive_limit(bench, segments) for _ in range(3))  # a limit: the best of three
+            rate, raw_rate = count / elapsed, count / raw
+            beside = ""
+            if magic == 2:
+                beside = f"; magic 0 {_rate(baseline[partitions])}: target >= it {_met(rate >= baseline[partitions])}"
+            baseline[partitions] = rate
+            report.row(f"produce, {partitions} partition{'s' if partitions > 1 else ''}, "
+                       f"{'record batches' if magic == 2 else 'magic 0'} (confluent-kafka)", _rate(rate),
+                       f"raw socket->file (best of 3) {_rate(raw_rate)} ({_log_mb(segments) / raw:.0f} MB/s of log); "
+                       f"Kreps {KREPS_PRODUCE:,}: target {_met(rate >= KREPS_PRODUCE)}{beside}")
+            report.note(phase, count, f"broker CPU {1e6 * phase.cpu_s / count:.2f} us per record")
     if kcat:  # the same load from a C client: how much of the figure above the Python client costs
         topic = "produce-6-kcat"
         bench.create_topic(topic, 6)
@@ -589,17 +623,32 @@ def bench_produce(bench: Bench, report: Report, count: int, kcat: str | None) ->
 
 
 def bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None) -> None:
-    """2. ~log_bytes of a 6-partition log read from offset 0: confluent-kafka, the broker's Fetch read without
-    parsing, and kcat, each beside raw sendfile of the same segment files."""
-    topic = "fetch-6"
-    bench.create_topic(topic, 6)
+    """2. ~log_bytes of a 6-partition log read from offset 0, written as magic-1 sets and as record batches:
+    confluent-kafka, the broker's Fetch read without parsing, and kcat, each beside raw sendfile of the same
+    segment files; then the record batches down-converted for an old Fetch version."""
+    magic_1 = _bench_fetch(bench, report, log_bytes, kcat, 1, {})
+    count = _bench_fetch(bench, report, log_bytes, kcat, 2, magic_1)
+    with bench.phase("fetch-down-converted") as phase:
+        elapsed = consume_all(bench, "fetch-6-magic2", 6, count, old_fetch=True)
+    report.row("fetch, the record-batch log through Fetch v0 (down-converted to magic 0; confluent-kafka at "
+               "0.9.0)", _rate(count / elapsed),
+               f"broker CPU {1e6 * phase.cpu_s / count:.2f} us per record ({100 * phase.cpu_share:.0f}% of a core)")
+    report.note(phase, count)
+
+
+def _bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None, magic: int,
+                 magic_1: dict) -> dict | int:
+    topic = f"fetch-6-magic{magic}"
+    kind = "record batches" if magic == 2 else "magic 1"
+    bench.create_topic(topic, 6, {} if magic == 2 else {"message.format.version": "0.10.0"})
     entry_bytes = 12 + 22 + VALUE_BYTES  # offset + size, magic-1 header, null key, value
     count = log_bytes // entry_bytes
     produce(bench, topic, count)
     bench.check_count(topic, 6, count)
     segments = bench.segments(topic, 6)
-    with open(segments[0], "rb") as f:
-        assert struct.unpack(">qi", f.read(12))[1] == entry_bytes - 12, "entries are not the expected size"
+    if magic == 1:
+        with open(segments[0], "rb") as f:
+            assert struct.unpack(">qi", f.read(12))[1] == entry_bytes - 12, "entries are not the expected size"
     mb = _log_mb(segments)
     # Raw sendfile and the broker's Fetch, alternately five times, best of each: on a shared machine both then
     # see the same load (single runs of either vary by 2x here).
@@ -607,15 +656,15 @@ def bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None) 
     for _ in range(5):
         raws.append(raw_sendfile_limit(bench, segments))
         with bench.phase("fetch-protocol") as protocol_phase:
-            protocols.append(fetch_protocol_limit(bench, topic, 6, count, entry_bytes))
+            protocols.append(fetch_protocol_limit(bench, topic, 6, count, entry_bytes if magic == 1 else None))
     raw = min(raws)
     raw_rate = count / raw
     target = FETCH_TARGET_OF_SENDFILE * raw_rate
 
-    with bench.phase("fetch") as phase:
+    with bench.phase(f"fetch-{kind}") as phase:
         elapsed = consume_all(bench, topic, 6, count)
     rate = count / elapsed
-    report.row(f"fetch {mb:,.0f} MB from the log start (confluent-kafka)",
+    report.row(f"fetch {mb:,.0f} MB of {kind} from the log start (confluent-kafka)",
                f"{_rate(rate)} ({mb / elapsed:.0f} MB/s of log)",
                f"raw sendfile (best of 5) {_rate(raw_rate)} ({mb / raw:.0f} MB/s of log): {100 * rate / raw_rate:.0f}% "
                f"of it, target >= {100 * FETCH_TARGET_OF_SENDFILE:.0f}% {_met(rate >= target)}; "
@@ -624,20 +673,25 @@ def bench_fetch(bench: Bench, report: Report, log_bytes: int, kcat: str | None) 
 
     elapsed = min(protocols)
     rate = count / elapsed
-    report.row("fetch, same log: the broker's Fetch read by a Python socket (records dropped; best of 5)",
+    beside = f"; magic 1 {_rate(magic_1['protocol'])}: target >= it {_met(rate >= magic_1['protocol'])}" \
+        if magic == 2 else ""
+    report.row(f"fetch, same log of {kind}: the broker's Fetch read by a Python socket (records dropped; best of 5)",
                f"{_rate(rate)} ({mb / elapsed:.0f} MB/s of log)",
                f"{100 * rate / raw_rate:.0f}% of raw sendfile, target >= {100 * FETCH_TARGET_OF_SENDFILE:.0f}% "
-               f"{_met(rate >= target)}")
+               f"{_met(rate >= target)}{beside}")
     report.note(protocol_phase, count, "the last of the five runs")
+    magic_1["protocol"] = rate
 
     if kcat:
         with bench.phase("fetch-kcat") as phase:
             got = kcat_consume(kcat, bench, topic)
         assert got == count, f"kcat read {got} of {count} records"
         rate = count / phase.wall_s
-        report.row("fetch, same log (kcat, C client)", f"{_rate(rate)} ({mb / phase.wall_s:.0f} MB/s of log)",
+        report.row(f"fetch, same log of {kind} (kcat, C client)",
+                   f"{_rate(rate)} ({mb / phase.wall_s:.0f} MB/s of log)",
                    f"{100 * rate / raw_rate:.0f}% of raw sendfile")
         report.note(phase, count)
+    return magic_1 if magic == 1 else count
 
 
 def bench_latency(bench: Bench, report: Report, seconds: float) -> None:

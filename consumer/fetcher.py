@@ -264,10 +264,14 @@ class ConsumerFetcherThread(threading.Thread):
             topics: dict[str, list[dict]] = {}
             for tp, info in partitions.items():
                 topics.setdefault(tp.topic, []).append(
-                    {"partition": tp.partition, "fetch_offset": info.fetched_offset, "max_bytes": info.fetch_size})
-            response = self._conn.send(ApiKey.FETCH, 0, {
+                    {"partition": tp.partition, "current_leader_epoch": -1, "fetch_offset": info.fetched_offset,
+                     "log_start_offset": -1, "max_bytes": info.fetch_size})
+            # Fetch v10: record batches come as stored (zstd too), not down-converted; no response-wide limit
+            # beyond 0.8.2's; session 0 at epoch -1: no fetch session (KIP-227)
+            response = self._conn.send(ApiKey.FETCH, 10, {
                 "replica_id": -1, "max_wait_ms": self._max_wait_ms, "min_bytes": self._min_bytes,
-                "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
+                "max_bytes": 2**31 - 1, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "forgotten_topics": [], "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
         except (OSError, ProtocolError) as e:
             self._conn.close()
             if self._running:

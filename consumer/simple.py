@@ -151,10 +151,14 @@ class SimpleConsumer:
         max_bytes = max_bytes or self.fetch_size
 
         def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int]:
-            response = conn.send(ApiKey.FETCH, 0, {
-                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes,
+            # Fetch v10: record batches come as stored (with their headers, zstd too), not down-converted;
+            # session 0 at epoch -1 is a fetch without a fetch session (KIP-227)
+            response = conn.send(ApiKey.FETCH, 10, {
+                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+                "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
                 "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "fetch_offset": offset, "max_bytes": max_bytes}]}]})
+                    {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                     "log_start_offset": -1, "max_bytes": max_bytes}]}]})
             row = response.topics[0].partitions[0]
             if row.error_code != ErrorCode.NONE:
                 raise for_code(row.error_code)(f"[{topic},{partition}] at offset {offset}")
@@ -191,6 +195,20 @@ class SimpleConsumer:
             return row.offsets[0]
 
         return self._with_leader(topic, partition, request)
+
+    def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None:
+        """The first offset whose message's timestamp is at or after `timestamp` (ListOffsets v1, the broker's
+        time index), or None when there is none."""
+        def request(conn: BrokerConnection) -> int:
+            response = conn.send(ApiKey.LIST_OFFSETS, 1, {"replica_id": -1, "topics": [
+                {"topic": topic, "partitions": [{"partition": partition, "timestamp": timestamp}]}]})
+            row = response.topics[0].partitions[0]
+            if row.error_code != ErrorCode.NONE:
+                raise for_code(row.error_code)(f"[{topic},{partition}]")
+            return row.offset
+
+        offset = self._with_leader(topic, partition, request)
+        return None if offset < 0 else offset
 
     def earliest_offset(self, topic: str, partition: int) -> int:
         """The first offset still in the log."""

@@ -15,7 +15,10 @@ Where we deviate from 0.8.2, on purpose:
 - A topic's min.insync.replicas defaults to the broker's min.insync.replicas. 0.8.2 did not pass that key on
   (it stayed 1 unless set per topic); 0.9 fixed it.
 - Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names),
-  replication.truncation (KIP-101) and log.cleaner.keyless.messages (KAFKA-1755).
+  replication.truncation (KIP-101), log.cleaner.keyless.messages (KAFKA-1755), and log.message.format.version
+  unset by default (each batch stored as sent).
+- Later Kafka keys for later features: log.message.timestamp.type (0.10) and log.message.format.version (0.10),
+  with their topic keys message.timestamp.type and message.format.version.
 """
 
 from __future__ import annotations
@@ -289,6 +292,28 @@ def _counts_at_least_0(counts: Mapping[str, int]) -> Mapping[str, int]:
 
 _COMPRESSION_CODECS = OneOf(("none", "gzip", "snappy", "lz4", "0", "1", "2", "3"))
 _CLEANUP_POLICIES = OneOf(("delete", "compact"))
+_TIMESTAMP_TYPES = OneOf(("CreateTime", "LogAppendTime"))
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(?:-IV\d+)?")
+
+
+def message_format_magic(version: str) -> int | None:
+    """The magic a message.format.version writes -- Kafka's ApiVersion: before 0.10.0 magic 0, before 0.11.0
+    magic 1, from 0.11.0 on magic 2 -- or None for the unset value (our default: each batch as the client sent
+    it). ValueError for something that is not a Kafka version from 0.8.0 on."""
+    if version == "":
+        return None
+    match = _VERSION.fullmatch(version)
+    if match is None:
+        raise ValueError("must be a Kafka version such as 0.8.2, 0.10.0 or 0.11.0, or empty")
+    major, minor = int(match[1]), int(match[2])
+    if (major, minor) < (0, 8):
+        raise ValueError("must be 0.8.0 or later")
+    return 0 if (major, minor) < (0, 10) else 1 if (major, minor) < (0, 11) else 2
+
+
+def _message_format_version(value: str) -> str:
+    message_format_magic(value)
+    return value
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
 
 # A fallback key is listed after the key it falls back to.
@@ -404,6 +429,13 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               Range(4)),
     ConfigKey("log.index.interval.bytes", _INT, 4096,
               "Bytes of messages between two entries of the offset index.", _AT_LEAST_0),
+    ConfigKey("log.message.timestamp.type", _STRING, "CreateTime",
+              "Kafka 0.10: the timestamp messages of magic 1 and 2 keep: CreateTime (the producer's) or "
+              "LogAppendTime (the broker's, stamped at append).", _TIMESTAMP_TYPES),
+    ConfigKey("log.message.format.version", _STRING, "",
+              "Kafka 0.10's key: the message format logs are written in, converted on append, 0.8.2 (magic 0), "
+              "0.10.0 (magic 1) or 0.11.0 (magic 2). Extension: unset (the default) stores each message set as "
+              "the client sent it.", _message_format_version),
     ConfigKey("log.flush.interval.messages", _LONG, INT64_MAX,
               "Messages a partition may receive before its log is flushed to disk.", _AT_LEAST_1),
     ConfigKey("log.segment.delete.delay.ms", _LONG, 60000,
@@ -570,6 +602,11 @@ TOPIC_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key
     ConfigKey("min.insync.replicas", _INT, None,
               "ISR size below which a produce request with acks=-1 fails.",
               _AT_LEAST_1, fallback="min.insync.replicas"),
+    ConfigKey("message.timestamp.type", _STRING, None, "CreateTime or LogAppendTime (Kafka 0.10).",
+              _TIMESTAMP_TYPES, fallback="log.message.timestamp.type"),
+    ConfigKey("message.format.version", _STRING, None,
+              "The message format the topic's log is written in; unset: as each client sends it.",
+              _message_format_version, fallback="log.message.format.version"),
 )})
 
 

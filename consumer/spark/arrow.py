@@ -60,7 +60,7 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
             columns = _general_columns(view, inflation_bound() if max_inflated_bytes is None else max_inflated_bytes)
         except InflationBoundError as e:
             raise e.in_partition(topic, partition) from None
-    offsets, keys, values, timestamps, ts_types, count = columns
+    offsets, keys, values, timestamps, ts_types, count, headers = columns
     if count == 0:
         return None, start, 0
     next_offset = offsets[count - 1].as_py() + 1
@@ -68,13 +68,20 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
         keep = pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end))
         offsets, keys, values, timestamps, ts_types = (pc.filter(c, keep) for c in
                                                        (offsets, keys, values, timestamps, ts_types))
+        if headers is not None:
+            headers = [h for h, k in zip(headers, keep.to_pylist()) if k]
     rows = len(offsets)
     if rows == 0:
         return None, next_offset, count
     arrays = [keys, values, pa.repeat(pa.scalar(topic, pa.string()), rows),
               pa.repeat(pa.scalar(partition, pa.int32()), rows), offsets, timestamps, ts_types]
     if len(schema) > len(arrays):
-        arrays.append(pa.nulls(rows, schema.field("headers").type))
+        header_type = schema.field("headers").type
+        if headers is None:
+            arrays.append(pa.nulls(rows, header_type))
+        else:  # a record's headers; null for messages of magic 0 and 1, which have none (as Spark's source)
+            arrays.append(pa.array([None if h is None else [{"key": k, "value": v} for k, v in h] for h in headers],
+                                   header_type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema), next_offset, count
 
 
@@ -88,6 +95,8 @@ def _plain_columns(view: memoryview):
     buffer = pa.py_buffer(view)
     entries = pa.Array.from_buffers(pa.binary(), count, [None, bounds.buffers()[1], buffer])
     magic, attributes = view[16], view[17]
+    if magic not in _KEY_LENGTH_AT:
+        return None  # record batches: varint records, read by the codec
     same_head = pc.equal(pc.binary_slice(entries, 16, 18), _scalar(bytes(view[16:18])))  # magic, attributes
     if not pc.all(same_head).as_py():
         return None  # formats mixed
@@ -110,7 +119,7 @@ def _plain_columns(view: memoryview):
         millis = _big_endian(pc.binary_slice(entries, 18, 26), pa.int64())
         timestamps = pc.cast(pc.multiply_checked(millis, _scalar(1000, pa.int64())), _TIMESTAMP)
         ts_types = pa.repeat(_scalar(1 if attributes & LOG_APPEND_TIME else 0), count)
-    return offsets, keys, values, timestamps, ts_types, count
+    return offsets, keys, values, timestamps, ts_types, count, None
 
 
 def _entry_bounds(view: memoryview) -> pa.Array:
@@ -173,10 +182,11 @@ def _cut(buffer: pa.Buffer, starts: pa.Array, stops: pa.Array, nulls: pa.Array) 
 
 def _general_columns(view: memoryview, max_inflated_bytes: int):
     """Columns of any checked message set, message by message (compressed wrappers opened by the codec)."""
-    offsets, keys, values, timestamps, ts_types = [], [], [], [], []
+    offsets, keys, values, timestamps, ts_types, headers = [], [], [], [], [], []
     starts = entry_starts(view)
     for pos, stop in zip(starts, starts[1:] + [len(view)]):
-        magic, attributes = view[pos + 16], view[pos + 17]
+        magic = view[pos + 16]
+        attributes = view[pos + 22] if magic == 2 else view[pos + 17]  # a batch's: the low byte of its int16
         ts_type = -1 if magic == 0 else (1 if attributes & LOG_APPEND_TIME else 0)
         for message in iter_messages(view[pos:stop], max_inflated_bytes=max_inflated_bytes):
             offsets.append(message.offset)
@@ -184,8 +194,9 @@ def _general_columns(view: memoryview, max_inflated_bytes: int):
             values.append(message.value)
             timestamps.append(message.timestamp * 1000 if magic else None)
             ts_types.append(ts_type)
+            headers.append(message.headers if magic == 2 else None)
     return (pa.array(offsets, pa.int64()), pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
             pa.array(timestamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")), pa.array(ts_types, pa.int32()),
-            len(offsets))
+            len(offsets), headers)
 
 

@@ -6,6 +6,11 @@ match; Python's dialect, which agrees with Java's on ordinary topic patterns) an
 ZooKeeper) or `{"t":{"0":23,"1":-2}}` (-2 = earliest); `endingOffsets` `latest` (the default) or JSON
 (-1 = latest); `failOnDataLoss`; `minPartitions`; `maxRecordsPerPartition`; `kafkaConsumer.pollTimeoutMs`;
 `fetch.message.max.bytes`; `zookeeper.session.timeout.ms` / `zookeeper.connection.timeout.ms`.
+`startingOffsetsByTimestamp` / `endingOffsetsByTimestamp` (`{"t":{"0":1500000000000}}`, every partition of the
+read) take precedence over startingOffsets / endingOffsets, with Spark's semantics: each partition starts (ends)
+at the first offset whose timestamp is at or after the given one; with none, a start fails the read
+(`startingOffsetsByTimestampStrategy` `error`, the default) or starts at the latest offset (`latest`), and an end
+is the latest offset.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ class SourceOptions:
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     include_headers: bool = False
+    starting_timestamps: dict | None = None  # {(t, p): timestamp ms}: startingOffsetsByTimestamp
+    ending_timestamps: dict | None = None  # endingOffsetsByTimestamp
+    starting_timestamp_strategy: str = "error"  # or "latest"
     fetch_max_bytes: int = 1024 * 1024
     poll_timeout_ms: int = 120_000
     zk_session_timeout_ms: int = 30_000
@@ -160,11 +168,18 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     for key in _IGNORED_IN_BATCH:
         if key in opts:
             log.warning("%s option ignored in batch queries", key)
+    starting_timestamps = _timestamps(opts, "startingoffsetsbytimestamp")
+    ending_timestamps = _timestamps(opts, "endingoffsetsbytimestamp")
+    strategy_by_time = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if strategy_by_time not in ("error", "latest"):
+        raise ZkKafkaOptionError(f"Unknown startingOffsetsByTimestampStrategy '{strategy_by_time}': error or latest")
     return SourceOptions(
         zookeeper_connect=opts["zookeeper.connect"].strip(), strategy=strategy, topics=topics, pattern=pattern,
         assigned=assigned, starting=starting, ending=ending, group_id=group_id,
         fail_on_data_loss=_boolean(opts, "failondataloss", True), min_partitions=min_partitions,
         max_records_per_partition=max_records, include_headers=_boolean(opts, "includeheaders", False),
+        starting_timestamps=starting_timestamps, ending_timestamps=ending_timestamps,
+        starting_timestamp_strategy=strategy_by_time,
         fetch_max_bytes=_positive(opts, "fetch.message.max.bytes", "fetch.message.max.bytes must be positive")
         or 1024 * 1024,
         poll_timeout_ms=_positive(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs must be "
@@ -195,6 +210,27 @@ def _offsets_limit(opts: dict[str, str], key: str, default: str) -> str | dict:
         return out
     except ValueError:
         raise ZkKafkaOptionError(f"Expected e.g. {_OFFSETS_EXAMPLE}, got {value}") from None
+
+
+def _timestamps(opts: dict[str, str], key: str) -> dict | None:
+    """{(topic, partition): timestamp} of a ...ByTimestamp option, or None when it is not given."""
+    if key not in opts:
+        return None
+    try:
+        parsed = json.loads(opts[key])
+        if not isinstance(parsed, dict) or not parsed:
+            raise ValueError
+        out = {}
+        for topic, partitions in parsed.items():
+            if not isinstance(partitions, dict):
+                raise ValueError
+            for partition, timestamp in partitions.items():
+                if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+                    raise ValueError
+                out[(topic, int(partition))] = timestamp
+        return out
+    except ValueError:
+        raise ZkKafkaOptionError(f'Expected e.g. {{"topicA":{{"0":1500000000000}}}}, got {opts[key]}') from None
 
 
 def _assign_json(value: str) -> tuple[tuple[str, int], ...]:

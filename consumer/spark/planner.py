@@ -43,11 +43,14 @@ class OffsetRange:
 
 
 class OffsetLookup(Protocol):
-    """What planning asks the brokers: ListOffsets -2 / -1 at a partition's leader (our SimpleConsumer)."""
+    """What planning asks the brokers: ListOffsets -2 / -1, and v1 by timestamp, at a partition's leader (our
+    SimpleConsumer)."""
 
     def earliest_offset(self, topic: str, partition: int) -> int: ...
 
     def latest_offset(self, topic: str, partition: int) -> int: ...
+
+    def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None: ...
 
 
 def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRange]:
@@ -82,7 +85,8 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
     else:
         wanted = sorted((t, p) for t, ps in partitions.items() for p in ps)
 
-    for limit, name in ((opts.starting, "start"), (opts.ending, "end")):
+    limits = ((opts.starting_timestamps or opts.starting, "start"), (opts.ending_timestamps or opts.ending, "end"))
+    for limit, name in limits:
         if isinstance(limit, dict) and set(limit) != set(wanted):
             raise ZkKafkaOptionError(
                 f"Partitions specified for Kafka {name} offsets don't match what are assigned. Maybe topic "
@@ -115,6 +119,17 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
             start = earliest if start == EARLIEST else start
         end = latest if opts.ending == "latest" else opts.ending[(topic, partition)]
         end = latest if end == LATEST else end
+        if opts.starting_timestamps is not None:  # Spark's precedence: ...ByTimestamp over ...Offsets
+            timestamp = opts.starting_timestamps[(topic, partition)]
+            start = lookup.offset_for_time(topic, partition, timestamp)
+            if start is None:
+                if opts.starting_timestamp_strategy == "error":
+                    raise ZkKafkaOptionError(f"No offset matched from request of topic-partition "
+                                             f"{tp_name(topic, partition)} and timestamp {timestamp}.")
+                start = latest
+        if opts.ending_timestamps is not None:
+            found = lookup.offset_for_time(topic, partition, opts.ending_timestamps[(topic, partition)])
+            end = latest if found is None else found
         if start > end:
             raise ZkKafkaOptionError(
                 f"The resolved start offset {start} is greater than the resolved end offset {end} for topic {topic} "

@@ -12,8 +12,9 @@ Spark's own Kafka source (`format("kafka")`, which shadows any Python source of 
 this one speaks 0.8.2's protocol and finds everything through ZooKeeper. It mirrors Spark's batch source:
 
 * the schema `key binary, value binary, topic string, partition int, offset long, timestamp timestamp,
-  timestampType int` (plus `headers` with includeHeaders=true: always null, 0.8 messages have none). A magic-0
-  message (0.8's format) has a null timestamp and timestampType -1; a magic-1 message has its timestamp and
+  timestampType int` (plus `headers` with includeHeaders=true: a record's headers, an empty array for a record
+  without any, null for magic-0 and magic-1 messages, which have none). A magic-0 message (0.8's format) has a
+  null timestamp and timestampType -1; a magic-1 message or a record of a batch (magic 2) has its timestamp and
   0 (CreateTime) or 1 (LogAppendTime);
 * the options: exactly one of `subscribe` (comma-separated topics), `subscribePattern` (a regex the whole
   topic name must match; Python's dialect, which agrees with Java's on ordinary topic patterns) and `assign`

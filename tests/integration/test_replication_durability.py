@@ -3,12 +3,14 @@ leader-epoch truncation) no acknowledged record is lost or duplicated by the bro
 killed, paused past their session and restarted again and again, and every replica ends byte-identical up
 to the high watermark.
 
-One thing the brokers cannot prevent: librdkafka without idempotence (which needs Produce v3, beyond 0.8.2)
-sends a message set again when its first attempt went to a leader that then stalled, even with retries=0
-— and the first attempt may have reached the new leader through replication. Such a record is stored
-twice. The brokers log, at DEBUG, which produce request (connection and correlation id) appended which
-offsets, so the test tells a client's resend (two requests carried the record) from a duplicate the
-brokers made (one request's records stored twice, or copied by replication: that fails the test).
+One thing the brokers cannot prevent: librdkafka without idempotence sends a message set again when its
+first attempt went to a leader that then stalled, even with retries=0 — and the first attempt may have
+reached the new leader through replication. Such a record is stored twice. The brokers log, at DEBUG, which
+produce request (connection and correlation id) appended which offsets, so the test tells a client's resend
+(two requests carried the record) from a duplicate the brokers made (one request's records stored twice, or
+copied by replication: that fails the test). With enable.idempotence=true (record batches, InitProducerId and
+the brokers' producer state, KIP-98) a resend is recognised by its sequence numbers and answered with the
+offsets it was stored at: nothing may be stored twice at all.
 """
 
 from __future__ import annotations
@@ -100,14 +102,16 @@ def appending_requests(trio) -> dict[tuple[int, int], set[tuple]]:
 
 
 class Producer(threading.Thread):
-    """confluent-kafka with acks=all and no retries: a record is acknowledged once, or not at all."""
+    """confluent-kafka with acks=all and no retries: a record is acknowledged once, or not at all; or idempotent
+    (which retries, each resend carrying the batch's sequence numbers)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, idempotent: bool = False) -> None:
         super().__init__(daemon=True)
         from confluent_kafka import Producer as KafkaProducer
-        self.producer = KafkaProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                       "message.send.max.retries": 0, "message.timeout.ms": 60000,
-                                       "log_level": 0})
+        config = {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "message.timeout.ms": 60000,
+                  "log_level": 0}
+        config.update({"enable.idempotence": True} if idempotent else {"message.send.max.retries": 0})
+        self.producer = KafkaProducer(config)
         self.acked: dict[bytes, tuple[int, int]] = {}
         self.failed = 0
         self.stop = threading.Event()
@@ -127,7 +131,9 @@ class Producer(threading.Thread):
         self.producer.flush(30)
 
 
-def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agree(brokers, zk, zk_connect):
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
+def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agree(idempotent, brokers, zk,
+                                                                                  zk_connect):
     trio = brokers(1, 2, 3, start=False, replication_truncation="leader-epoch", replica_lag_time_max_ms=3000)
     for b in trio:
         b.start(verbose=True)
@@ -142,7 +148,7 @@ def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agre
         client.close()
     wait_for(lambda: healthy(zk), 20, "all partitions led with a full ISR")
 
-    producer = Producer(",".join(f"127.0.0.1:{b.port}" for b in trio))
+    producer = Producer(",".join(f"127.0.0.1:{b.port}" for b in trio), idempotent)
     producer.start()
     rng = random.Random(1211)
     try:
@@ -188,7 +194,7 @@ def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agre
         first, second = (requests.get(place, set()) for place in places[:2])
         return any(a != b for a in first for b in second)
 
-    made_by_brokers = [v for v, places in duplicated.items() if not resent_by_the_client(places)]
+    made_by_brokers = [v for v, places in duplicated.items() if idempotent or not resent_by_the_client(places)]
     print(f"{len(producer.acked)} records acknowledged, {producer.failed} failed; {len(duplicated)} resent by the "
           "client and stored twice")
     assert not made_by_brokers, f"{len(made_by_brokers)} records duplicated by the brokers, e.g. " + ", ".join(

@@ -11,7 +11,9 @@ Records are routed by Kafka's partitioner (`partitioner.py`), gathered per parti
 (`accumulator.py`: `batch.size`, `linger.ms`, `buffer.memory`) and sent by one background thread
 (`sender.py`: acks 0/1/-1, compression, `retries` with a metadata refresh on retriable errors). The
 configuration keys and defaults are those of 0.8.2's new producer (`PRODUCER_CONFIGS`); request.timeout.ms is
-0.9's. Records go out as magic-0 message sets in Produce v0 requests, as 0.8.2's producer sent them.
+0.9's. Records go out as magic-0 message sets in Produce v0 requests, as 0.8.2's producer sent them; with
+`message.format.version=0.11.0` (our extension) as record batches (magic 2) in Produce v3 -- v7 for zstd,
+which only batches can carry -- stamped with the time each batch is sent.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from zkbroker.client.config import ClientConfig
 from zkbroker.client.metadata import Metadata, MetadataClient, parse_broker_list
 from zkbroker.client.partitioner import DefaultPartitioner, InvalidPartitionError
 from zkbroker.client.sender import Sender
-from zkbroker.config import ConfigKey, ConfigType, OneOf, Range
-from zkbroker.protocol.compression import CODEC_NAMES
+from zkbroker.config import ConfigKey, ConfigType, OneOf, Range, message_format_magic
+from zkbroker.protocol.compression import BATCH_CODEC_NAMES, CODEC_ZSTD
 
 __all__ = [
     "PRODUCER_CONFIGS",
@@ -55,7 +57,7 @@ _OVERHEAD = record_size(None, None)  # a record's bytes in a batch beyond its ke
 _INT, _LONG, _BOOLEAN, _STRING, _LIST = (ConfigType.INT, ConfigType.LONG, ConfigType.BOOLEAN, ConfigType.STRING,
                                          ConfigType.LIST)
 _AT_LEAST_0, _AT_LEAST_1 = Range(0), Range(1)
-_CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
+_CODECS = {name: codec for codec, name in BATCH_CODEC_NAMES.items()}
 
 PRODUCER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
     ConfigKey("bootstrap.servers", _LIST, (), "host:port pairs to find the cluster from; one that answers is "
@@ -70,8 +72,11 @@ PRODUCER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for 
               _AT_LEAST_1),
     ConfigKey("block.on.buffer.full", _BOOLEAN, True,
               "When buffer.memory is full, send() waits for space (true) or raises (false)."),
-    ConfigKey("compression.type", _STRING, "none", "Codec of each batch: none, gzip, snappy or lz4.",
-              OneOf(tuple(_CODECS))),
+    ConfigKey("compression.type", _STRING, "none", "Codec of each batch: none, gzip, snappy or lz4; zstd with "
+              "message.format.version 0.11.0.", OneOf(tuple(_CODECS))),
+    ConfigKey("message.format.version", _STRING, "0.8.2", "Extension: the format records are sent in: 0.8.2 "
+              "(magic-0 message sets, Produce v0) or 0.11.0 (record batches, Produce v3; v7 for zstd).",
+              OneOf(("0.8.2", "0.11.0"))),
     ConfigKey("retries", _INT, 0, "Times a batch is resent after a retriable error (a leader moved...).",
               _AT_LEAST_0),
     ConfigKey("retry.backoff.ms", _LONG, 100, "Pause before a retry, and between metadata refreshes.",
@@ -108,6 +113,8 @@ class ProducerConfig(ClientConfig):
             parse_broker_list(self.bootstrap)
         except ValueError as e:
             raise self.invalid("bootstrap.servers", str(e)) from None
+        if self.codec == CODEC_ZSTD and self.magic < 2:
+            raise self.invalid("compression.type", "zstd needs message.format.version 0.11.0 (record batches)")
 
     @property
     def bootstrap(self) -> tuple[str, ...]:
@@ -120,6 +127,10 @@ class ProducerConfig(ClientConfig):
     @property
     def codec(self) -> int:
         return _CODECS[self["compression.type"]]
+
+    @property
+    def magic(self) -> int:
+        return message_format_magic(self["message.format.version"])
 
 
 _clients = iter(range(1, 1 << 62))
@@ -146,7 +157,7 @@ class Producer:
         self.sender = Sender(self.accumulator, self.metadata, client_id=self.client_id, acks=c.acks,
                              ack_timeout_ms=c["timeout.ms"], request_timeout_ms=c["request.timeout.ms"],
                              retries=c["retries"], max_request_size=c["max.request.size"],
-                             max_in_flight=c["max.in.flight.requests.per.connection"], codec=c.codec,
+                             max_in_flight=c["max.in.flight.requests.per.connection"], codec=c.codec, magic=c.magic,
                              reconnect_backoff_ms=c["reconnect.backoff.ms"],
                              send_buffer_bytes=c["send.buffer.bytes"],
                              receive_buffer_bytes=c["receive.buffer.bytes"])

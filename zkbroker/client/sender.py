@@ -30,7 +30,7 @@ from zkbroker.client.accumulator import ProduceBatch, RecordAccumulator
 from zkbroker.client.metadata import BrokerInfo, Metadata, NoBrokersAvailable
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.client_codec import ClientCodec
-from zkbroker.protocol.compression import CODEC_NONE
+from zkbroker.protocol.compression import CODEC_NONE, CODEC_ZSTD
 from zkbroker.protocol.errors import (
     BrokerResponseError,
     NetworkExceptionError,
@@ -39,6 +39,7 @@ from zkbroker.protocol.errors import (
     for_code,
 )
 from zkbroker.protocol.message_set import build_message_set
+from zkbroker.protocol.record_batch import build_record_batch
 from zkbroker.topic_partition import TopicPartition
 
 __all__ = ["Sender", "message_set"]
@@ -96,7 +97,7 @@ class Sender(threading.Thread):
     def __init__(self, accumulator: RecordAccumulator, metadata: Metadata, *, client_id: str, acks: int,
                  ack_timeout_ms: int, request_timeout_ms: int, retries: int, max_request_size: int,
                  max_in_flight: int, codec: int, reconnect_backoff_ms: int, send_buffer_bytes: int,
-                 receive_buffer_bytes: int) -> None:
+                 receive_buffer_bytes: int, magic: int = 0) -> None:
         super().__init__(name=f"kafka-producer-network-thread | {client_id}", daemon=True)
         self.accumulator = accumulator
         self.metadata = metadata
@@ -110,6 +111,9 @@ class Sender(threading.Thread):
         self.max_request_size = max_request_size
         self.max_in_flight = max_in_flight
         self.codec = codec
+        self.magic = magic
+        # Produce v0 for 0.8.2's message sets; v3 for record batches, v7 when they are zstd (KIP-110)
+        self.produce_version = _PRODUCE_VERSION if magic < 2 else (7 if codec == CODEC_ZSTD else 3)
         self.reconnect_backoff_s = reconnect_backoff_ms / 1000.0
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
@@ -262,14 +266,19 @@ class Sender(threading.Thread):
 
     def _send(self, conn: _Connection, batches: list[ProduceBatch], now: float) -> None:
         topics: dict[str, list[dict]] = {}
+        timestamp = time.time_ns() // 1_000_000
         for batch in batches:
-            records = message_set(batch.records) if self.codec == CODEC_NONE else \
-                build_message_set(batch.records, codec=self.codec)
+            if self.magic == 2:
+                records = build_record_batch(batch.records, codec=self.codec, timestamp=timestamp)
+            elif self.codec == CODEC_NONE:
+                records = message_set(batch.records)
+            else:
+                records = build_message_set(batch.records, codec=self.codec)
             topics.setdefault(batch.topic, []).append({"partition": batch.partition, "records": records})
-        body = {"acks": self.acks, "timeout_ms": self.ack_timeout_ms,
+        body = {"acks": self.acks, "timeout_ms": self.ack_timeout_ms, "transactional_id": None,
                 "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]}
         request = _InFlight({TopicPartition(b.topic, b.partition): b for b in batches}, now)
-        conn.out += conn.codec.send(ApiKey.PRODUCE, _PRODUCE_VERSION, body, request)
+        conn.out += conn.codec.send(ApiKey.PRODUCE, self.produce_version, body, request)
         if self.acks == 0:  # no response will come
             for batch in batches:
                 self._complete(batch, -1, None)

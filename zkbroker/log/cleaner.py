@@ -196,6 +196,13 @@ class Cleaner:
                 raise CleaningAbortedError(f"Log {log.name} was deleted.")
             upper_bound = log.active_segment.base_offset
             self._modified = {segment.base_offset: segment.last_modified for segment in segments}
+        if any(s.format()[0] >= 2 for s in segments if s.base_offset < upper_bound):
+            # The offset map and the rewrite walk messages of format 0 and 1; a record batch (magic 2) would
+            # have to be rebuilt record by record. Until then such a log is left whole and marked clean, so
+            # the cleaner does not pick it again until new segments close.
+            logger.warning("Log %s holds record batches (magic 2), which this log cleaner does not compact yet: "
+                           "left as it is up to offset %d.", log.name, upper_bound)
+            return upper_bound
         logger.info("Building offset map for %s...", log.name)
         end_offset = self.build_offset_map(log, segments, first_dirty_offset, upper_bound)
         self.stats.map_done_s = time.monotonic()

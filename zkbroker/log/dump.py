@@ -14,6 +14,21 @@ entry, stopping at the first empty slot of a preallocated index. Index entries t
 message with their offset, and messages whose offsets are not consecutive, are listed on stderr at the end
 (a compacted segment's gaps are among them, as 0.8.2's tool reported them).
 Magic-1 messages print the same fields (as Kafka 0.10 did). Files with other suffixes are skipped.
+
+A record batch (magic 2) prints as Kafka 2.x's DumpLogSegments prints it, one line for the batch:
+
+    baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1
+    partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: 1567500758701
+    size: 162 magic: 2 compresscodec: NONE crc: 2221167045 isvalid: true
+
+(one line), and with `print_data_log` or `deep_iteration` one line per record:
+
+    | offset: 0 CreateTime: 1567500758127 keysize: -1 valuesize: 43 sequence: -1 headerKeys: [] payload: ...
+
+(` key: K` before the payload when the record has a key; no payload for a null value). A `.timeindex` file
+prints `timestamp: T offset: O` per entry, stopping at the first empty slot; entries that do not point at the
+last offset of an entry of the log, or whose timestamp is not that entry's largest, or not above the previous
+entry's, are listed on stderr at the end, in Kafka 2.x's words.
 """
 
 from __future__ import annotations
@@ -25,9 +40,18 @@ import sys
 from typing import TextIO
 
 from zkbroker.protocol.compression import CODEC_NONE, decompress
-from zkbroker.protocol.message_set import LOG_OVERHEAD, Entry, iter_entries, iter_messages
+from zkbroker.protocol.message_set import (
+    LOG_OVERHEAD,
+    Entry,
+    InvalidMessageError,
+    iter_batch_records,
+    iter_entries,
+    iter_messages,
+)
+from zkbroker.protocol.record_batch import BatchHeader, Record
 
 from .segment import INDEX_SUFFIX, LOG_SUFFIX
+from .time_index import TIME_INDEX_SUFFIX
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 _CODEC_NAMES = {
@@ -37,7 +61,33 @@ _CODEC_NAMES = {
     3: "LZ4CompressionCodec",
 }
 _INDEX_ENTRY = struct.Struct(">ii")
+_TIME_INDEX_ENTRY = struct.Struct(">qi")
 _CODEC_MASK = 0x07
+#: Kafka's CompressionType names, as record batch lines print them.
+_BATCH_CODEC_NAMES = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
+
+
+class _TimeIndexErrors:
+    """What a time index dump found wrong, printed at the end as Kafka's TimeIndexDumpErrors prints it."""
+
+    def __init__(self) -> None:
+        self.mismatches: dict[str, list[tuple[int, int]]] = {}
+        self.out_of_order: dict[str, list[tuple[int, int]]] = {}
+        self.not_found: dict[str, list[tuple[int, int]]] = {}
+
+    def print(self, err: TextIO) -> None:
+        for path, pairs in self.mismatches.items():
+            print(f"Found timestamp mismatch in :{path}", file=err)
+            for index_timestamp, log_timestamp in pairs:
+                print(f"  Index timestamp: {index_timestamp}, log timestamp: {log_timestamp}", file=err)
+        for path, pairs in self.out_of_order.items():
+            print(f"Found out of order timestamp in :{path}", file=err)
+            for index_timestamp, previous in pairs:
+                print(f"  Index timestamp: {index_timestamp}, Previously indexed timestamp: {previous}", file=err)
+        for pairs in self.not_found.values():
+            print("The following indexed offsets are not found in the log.", file=err)
+            for indexed, found in pairs:
+                print(f"Indexed offset: {indexed}, found log offset: {found}", file=err)
 
 
 def dump_log_segments(
@@ -56,6 +106,7 @@ def dump_log_segments(
     err = err or sys.stderr
     index_mismatches: dict[str, list[tuple[int, int]]] = {}
     non_consecutive: dict[str, list[tuple[int, int]]] = {}
+    time_index_errors = _TimeIndexErrors()
     for path in files:
         name = os.path.basename(path)
         if name.endswith(LOG_SUFFIX):
@@ -64,6 +115,10 @@ def dump_log_segments(
         elif name.endswith(INDEX_SUFFIX):
             print(f"Dumping {path}", file=out)
             _dump_index(path, verify_index_only, max_message_size, index_mismatches, out)
+        elif name.endswith(TIME_INDEX_SUFFIX):
+            print(f"Dumping {path}", file=out)
+            _dump_time_index(path, verify_index_only, max_message_size, time_index_errors, out)
+    time_index_errors.print(err)
     for path, mismatches in index_mismatches.items():
         print(f"Mismatches in :{path}", file=err)
         for index_offset, log_offset in reversed(mismatches):
@@ -99,6 +154,16 @@ def _dump_log(
     valid_bytes = 0
     last_offset = -1
     for entry in iter_entries(data, max_message_bytes=max_message_size):
+        if entry.batch is not None:
+            if last_offset != -1 and entry.offset != last_offset + 1:
+                non_consecutive.setdefault(os.path.abspath(path), []).append((last_offset, entry.offset))
+            last_offset = entry.batch.last_offset
+            out.write(_batch_line(entry, valid_bytes) + "\n")
+            if print_data or deep:
+                for record in _records(data, entry):
+                    out.write(_record_line(entry.batch, record, print_data) + "\n")
+            valid_bytes += LOG_OVERHEAD + entry.size
+            continue
         for offset, message in _messages(entry, deep):
             codec = message.attributes & _CODEC_MASK
             if last_offset == -1:
@@ -111,6 +176,55 @@ def _dump_log(
     trailing = len(data) - valid_bytes
     if trailing > 0:
         print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}", file=out)
+
+
+def _records(data: bytes, entry: Entry) -> list[Record]:
+    try:
+        return iter_batch_records(data, entry.position)[1]
+    except InvalidMessageError as exc:  # a batch that fails its CRC may not parse: say so and go on
+        print(f"Could not read the records of the batch at position {entry.position}: {exc}", file=sys.stderr)
+        return []
+
+
+def _timestamp_type(batch: BatchHeader) -> str:
+    return "LogAppendTime" if batch.log_append_time else "CreateTime"
+
+
+def _batch_line(entry: Entry, position: int) -> str:
+    b = entry.batch
+    assert b is not None
+    return (
+        f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count}"
+        f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence}"
+        f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch}"
+        f" partitionLeaderEpoch: {b.partition_leader_epoch} isTransactional: {_bool(b.is_transactional)}"
+        f" isControl: {_bool(b.is_control)} position: {position} {_timestamp_type(b)}: {b.max_timestamp}"
+        f" size: {LOG_OVERHEAD + entry.size} magic: {b.magic}"
+        f" compresscodec: {_BATCH_CODEC_NAMES.get(b.codec, f'UNKNOWN({b.codec})')} crc: {b.crc}"
+        f" isvalid: {_bool(entry.valid)}"
+    )
+
+
+def _record_line(batch: BatchHeader, record: Record, print_data: bool) -> str:
+    parts = [
+        f"| offset: {record.offset} {_timestamp_type(batch)}: {record.timestamp}"
+        f" keysize: {_size(record.key)} valuesize: {_size(record.value)}"
+        f" sequence: {record.sequence} headerKeys: [{','.join(key for key, _ in record.headers)}]"
+    ]
+    if print_data:
+        if record.key is not None:
+            parts.append(f" key: {_text(record.key)}")
+        if record.value is not None:
+            parts.append(f" payload: {_text(record.value)}")
+    return "".join(parts)
+
+
+def _size(field: bytes | None) -> int:
+    return -1 if field is None else len(field)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _messages(entry: Entry, deep: bool) -> list[tuple[int, Entry]]:
@@ -166,6 +280,60 @@ def _dump_index(
             return
         if not verify_only:
             print(f"offset: {base + relative} position: {position}", file=out)
+
+
+def _dump_time_index(
+    path: str, verify_only: bool, max_message_size: int, errors: _TimeIndexErrors, out: TextIO
+) -> None:
+    """Each entry, checked as Kafka's dumpTimeIndex checks it: the entry of the log whose last offset reaches the
+    indexed offset must end exactly there and carry exactly the indexed timestamp as its largest."""
+    base = _base_offset(path)
+    stem = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.basename(path).split(".")[0])
+    time_index = _map(path)
+    offset_index = _map(stem + INDEX_SUFFIX)
+    log = _map(stem + LOG_SUFFIX)
+    entries = [_INDEX_ENTRY.unpack_from(offset_index, i * 8) for i in range(len(offset_index) // 8)]
+    previous = -1
+    name = os.path.abspath(path)
+    for i in range(len(time_index) // _TIME_INDEX_ENTRY.size):
+        timestamp, relative = _TIME_INDEX_ENTRY.unpack_from(time_index, i * _TIME_INDEX_ENTRY.size)
+        offset = base + relative
+        if relative == 0 and i > 0:  # a preallocated index ends in empty slots: stop at the first
+            return
+        position = max((p for r, p in entries if base + r <= offset), default=0)
+        found = _entry_reaching(log, position, offset, max_message_size)
+        if found is None:
+            errors.not_found.setdefault(name, []).append((offset, -1))
+        elif found[0] != offset:
+            errors.not_found.setdefault(name, []).append((offset, found[0]))
+        else:
+            if found[1] != timestamp:
+                errors.mismatches.setdefault(name, []).append((timestamp, found[1]))
+            if previous >= timestamp:
+                errors.out_of_order.setdefault(name, []).append((timestamp, previous))
+        if not verify_only:
+            print(f"timestamp: {timestamp} offset: {offset}", file=out)
+        previous = timestamp
+
+
+def _entry_reaching(log: bytes, position: int, offset: int, max_message_size: int) -> tuple[int, int] | None:
+    """(last offset, largest timestamp of its messages) of the first entry from `position` whose last offset is
+    at least `offset`."""
+    if not 0 <= position <= len(log):
+        return None
+    window = memoryview(log)[position:]
+    for entry in iter_entries(window, max_message_bytes=max_message_size):
+        if entry.batch is not None:
+            last = entry.batch.last_offset
+        elif entry.attributes & _CODEC_MASK:
+            last = entry.offset  # a wrapper carries its last inner offset
+        else:
+            last = entry.offset
+        if last >= offset:
+            stored = window[entry.position : entry.position + LOG_OVERHEAD + entry.size]
+            timestamps = [m.timestamp for m in iter_messages(stored, verify_crc=False)]
+            return last, max(timestamps, default=-1)
+    return None
 
 
 def _first_offset_at(log: bytes, position: int, max_message_size: int) -> int:

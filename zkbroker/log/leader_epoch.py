@@ -54,6 +54,13 @@ class LeaderEpochCache:
         epochs = [e for e, _ in self.entries]
         return self.entries[bisect.bisect_right(epochs, epoch)][1]
 
+    def epoch_and_end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch v1+: the largest epoch we know at or below `epoch`, and where it ends (see
+        end_offset_for); (-1, UNDEFINED) for an epoch older than every entry."""
+        end = self.end_offset_for(epoch, log_end_offset)
+        known = [e for e, _ in self.entries if e <= epoch]
+        return (known[-1] if known and end != UNDEFINED_EPOCH_OFFSET else -1), end
+
     def truncate_from_end(self, end_offset: int) -> None:
         """After the log was truncated to end_offset: forget epochs that start at or after it."""
         kept = [(e, o) for e, o in self.entries if o < end_offset]

@@ -1,9 +1,10 @@
 """Log: one partition's log, the directory `<log.dir>/<topic>-<partition>` of segments (Kafka's kafka.log.Log).
 
 Appends go to the last (active) segment, which rolls when the next message set would take it past
-`segment.bytes`, when it is non-empty and older than `segment.ms` (less a random jitter), or when its index
-is full. Reads return a file range within one segment. Retention deletes whole segments, oldest first,
-by age (the .log file's mtime) and by the log's total size; when every segment would go, the log rolls
+`segment.bytes`, when it is non-empty and older than `segment.ms` (less a random jitter), or when one of its
+indexes is full. Reads return a file range within one segment. Retention deletes whole segments, oldest first,
+by age (the largest timestamp of a segment's messages, or its .log file's mtime when they have none: magic 0,
+as 0.8.2) and by the log's total size; when every segment would go, the log rolls
 first so that an empty active segment remains. Deleted segments are renamed `.deleted` and removed
 `file.delete.delay.ms` later, so ranges already handed to the network stay readable.
 
@@ -35,6 +36,11 @@ Where we deviate from 0.8.2, on purpose:
   valid prefix of the log; 0.8.2 deleted them oldest first (after cutting), and a crash in between left a
   hole in the offsets that the next recovery kept. (Both found by bench/crash_torture.py.)
 
+Beyond 0.8.2, as later Kafka: the time index (`.timeindex`) beside each offset index and ListOffsets by
+timestamp from it (Kafka 0.10.1); message.timestamp.type=LogAppendTime stamps appended messages with the
+broker's time; the leader writes its epoch into each record batch (Kafka 0.11) and recovery reports the
+epochs of the batches it kept (`recovered_leader_epochs`), for the leader-epoch cache.
+
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
 snapshot of the segments taken under the log's lock), and so does the log cleaner, which reads the segments
 under the lock and swaps them with `replace_segments`, in steps that readers without the lock can meet.
@@ -61,6 +67,7 @@ from typing import Any
 
 from zkbroker.fsync import fsync_path
 from zkbroker.protocol import message_set
+from zkbroker.protocol.conversion import convert_for_write, needs_conversion
 from zkbroker.protocol.errors import OffsetOutOfRangeError, RecordListTooLargeError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import LOG_OVERHEAD, AppendInfo
@@ -68,6 +75,7 @@ from zkbroker.topic_partition import TopicPartition
 
 from .fetch_data import UNKNOWN_OFFSET_METADATA, FetchDataInfo, LogOffsetMetadata
 from .log_config import LogConfig
+from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -79,7 +87,9 @@ from .segment import (
     index_filename,
     last_offset_in_file,
     log_filename,
+    time_index_filename,
 )
+from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
 
 logger = logging.getLogger(__name__)
 
@@ -156,9 +166,13 @@ class Log:
         # log cleaner must drop a cleaning of those segments, and its checkpoint must not stay above data that
         # is gone (LogManager sets it when the cleaner runs).
         self.on_truncate: Callable[[Log], None] | None = None
+        #: (partition leader epoch, base offset) of the record batches recovery kept, for the leader-epoch cache
+        self.recovered_leader_epochs: list[tuple[int, int]] = []
+        self.producer_state = ProducerStateManager(directory)
         self._load_segments()
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
+        self._load_producer_state()
         logger.info("Completed load of log %s with log end offset %d", self.name, self._next_offset)
 
     # -- the segments -------------------------------------------------------------------------------------
@@ -224,31 +238,55 @@ class Log:
     # -- appending ----------------------------------------------------------------------------------------
 
     def append(
-        self, records: bytes | bytearray | memoryview, *, assign_offsets: bool = True
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        assign_offsets: bool = True,
+        leader_epoch: int | None = None,
     ) -> AppendInfo:
         """Validate a message set and append it with one write, rolling first if needed.
 
         With `assign_offsets` (a produce request) the messages are numbered from the log end offset, in place
-        when `records` is writable. Without (a follower copying its leader) the offsets must continue the log.
+        when `records` is writable, record batches get the leader's `leader_epoch`, and with
+        message.timestamp.type=LogAppendTime messages get the broker's time. Without (a follower copying its
+        leader) the offsets must continue the log.
         A torn last message is dropped. Returns `AppendInfo`: first_offset (the log end offset before the
         append), last_offset, count, shallow_count, valid_bytes, codec and the records written. An empty set
         appends nothing.
 
         Raises `InvalidMessageError` (its `error_code` is CORRUPT_MESSAGE or MESSAGE_TOO_LARGE; nothing is
-        written), `RecordListTooLargeError` for a set larger than segment.bytes, `OutOfOrderOffsetsError` for
-        a replica set that does not continue the log, and OSError when the disk fails.
+        written), `ConversionError` for what message.format.version cannot hold, `ProducerStateError` for an
+        idempotent producer's batch out of sequence or epoch, `RecordListTooLargeError` for a set larger than
+        segment.bytes, `OutOfOrderOffsetsError` for a replica set that does not continue the log, and OSError
+        when the disk fails. An idempotent producer's retry of a batch the log has returns the offsets it was
+        written at (count 0) and writes nothing.
         """
         with self._lock:
             log_end = self._next_offset
             if assign_offsets:
+                to_magic = self.config.message_format_magic
+                if to_magic is not None and needs_conversion(records, to_magic):
+                    records = bytearray(convert_for_write(records, to_magic))  # message.format.version
                 info = message_set.assign_offsets(
                     records,
                     log_end,
                     max_message_bytes=self.config.max_message_bytes - LOG_OVERHEAD,
                     max_inflated_bytes=message_set.inflation_bound(self.config.max_message_bytes),
+                    leader_epoch=leader_epoch,
+                    log_append_time=self._clock() if self.config.log_append_time else None,
                 )
                 if info.shallow_count == 0:
                     return info
+                if info.batches:
+                    duplicate = self.producer_state.check(info.batches)
+                    if duplicate is not None:
+                        # an idempotent producer's retry of a batch we have: its offsets, nothing written
+                        logger.debug("Duplicate batch of sequences %d-%d in %s, at offsets %d-%d",
+                                     duplicate.first_seq, duplicate.last_seq, self.name, duplicate.first_offset,
+                                     duplicate.last_offset)
+                        return dataclasses.replace(info, records=b"", first_offset=duplicate.first_offset,
+                                                   last_offset=duplicate.last_offset, count=0, shallow_count=0,
+                                                   valid_bytes=0, batches=())
             else:
                 info = message_set.analyze(records)
                 if info.shallow_count == 0:
@@ -267,8 +305,10 @@ class Log:
                     f"{self.config.segment_bytes}."
                 )
             segment = self._maybe_roll(size)
-            segment.append(info.first_offset, info.records)
+            segment.append(info.first_offset, info.records, info.max_timestamp, info.offset_of_max_timestamp)
             self._next_offset = info.last_offset + 1
+            if info.batches:
+                self.producer_state.update(info.batches)
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
         return info
@@ -280,6 +320,7 @@ class Log:
             segment.size > self.config.segment_bytes - messages_size
             or (segment.size > 0 and age > self.config.segment_ms - segment.roll_jitter_ms)
             or segment.index.is_full
+            or segment.time_index.is_full
         ):
             logger.debug(
                 "Rolling new log segment in %s (log_size = %d/%d, index_size = %d/%d, age_ms = %d/%d).",
@@ -299,13 +340,16 @@ class Log:
                     f"Trying to roll a new log segment for {self.name} with start offset {new_offset} "
                     "while it already exists."
                 )
-            for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset)):
+            for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset),
+                         time_index_filename(self.dir, new_offset)):
                 if os.path.exists(path):
                     logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
                     os.remove(path)
-            self.active_segment.index.trim_to_valid_size()
+            self.active_segment.on_become_inactive()
             segment = self._new_segment(new_offset)
             self._add_segment(segment)
+            if self.producer_state.producers:  # logs without idempotent producers get no snapshot files
+                self.producer_state.take_snapshot(new_offset)
         self._schedule("flush-log", lambda: self.flush(new_offset), 0)
         logger.info("Rolled new log segment for '%s' in %.0f ms.", self.name, (time.monotonic() - start) * 1000)
         return segment
@@ -374,6 +418,24 @@ class Log:
         count = min(max_num_offsets, start + 1)
         return sorted((pairs[start - j][0] for j in range(count)), reverse=True)
 
+    def format_of(self, records: FileRange) -> tuple[int, bool]:
+        """(highest magic, holds zstd) of the segment a read's range lies in: whether an old Fetch version
+        needs the range converted, or refused (zstd), without reading it when the segment has neither."""
+        for segment in self.segments:
+            if segment.file is records.file:
+                return segment.format
+        return 2, True  # deleted meanwhile: assume the worst, the caller looks at the bytes
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets v1 and later for a timestamp (Kafka 0.10.1's fetchOffsetsByTimestamp): the first message
+        whose timestamp is at or after it -- (its timestamp, its offset) -- searched in the first segment whose
+        largest timestamp reaches it; None if there is none (and in logs of magic-0 messages, which carry no
+        timestamps)."""
+        for segment in self.segments:
+            if segment.largest_timestamp >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+        return None
+
     def offset_before(self, timestamp: int) -> int | None:
         """The one offset ListOffsets v1 answers: log end for -1, log start for -2, otherwise the base offset
         of the last segment last written at or before `timestamp` (None if every segment is newer)."""
@@ -395,7 +457,7 @@ class Log:
         if retention_ms < 0:
             return 0
         now = self._clock()
-        return self.delete_segments_while(lambda segment: now - segment.last_modified > retention_ms)
+        return self.delete_segments_while(lambda segment: now - segment.largest_timestamp > retention_ms)
 
     def _delete_retention_size_breached(self) -> int:
         retention = self.config.retention_bytes
@@ -428,6 +490,9 @@ class Log:
                     self.roll()
                 for segment in deletable:
                     self._delete_segment(segment)
+                # producers whose batches went with the segments are forgotten, as are older snapshots
+                self.producer_state.truncate_head(self.log_start_offset)
+                self.producer_state.delete_snapshots(lambda offset: offset < self.log_start_offset)
         return len(deletable)
 
     # -- flushing -----------------------------------------------------------------------------------------
@@ -478,6 +543,7 @@ class Log:
             self._truncations += 1
             self._next_offset = target_offset
             self.recovery_point = min(target_offset, self.recovery_point)
+            self._load_producer_state()
             if below_active:
                 self._segments_truncated()
 
@@ -496,6 +562,8 @@ class Log:
             self._truncations += 1
             self._next_offset = new_offset
             self.recovery_point = min(new_offset, self.recovery_point)
+            self.producer_state.clear()
+            self.producer_state.delete_snapshots(lambda offset: True)
             self._segments_truncated()
 
     # -- closing and deleting -----------------------------------------------------------------------------
@@ -505,6 +573,8 @@ class Log:
         files, which the next load removes."""
         logger.debug("Closing log %s", self.name)
         with self._lock:
+            if self.producer_state.producers:
+                self.producer_state.take_snapshot(self._next_offset)  # the next load need not replay
             for segment in self.segments:
                 segment.close()
             for segment in self._retired.values():
@@ -578,6 +648,26 @@ class Log:
 
     # -- internals ----------------------------------------------------------------------------------------
 
+    def _load_producer_state(self) -> None:
+        """The idempotent producers as of the log end (Kafka's loadProducerState): snapshots above the end are
+        deleted, the latest at or below it is loaded, and the record batch headers after it are replayed. Without
+        one, the last two segments are replayed (Kafka's rule for logs with no snapshot: no full scan)."""
+        end = self._next_offset
+        state = self.producer_state
+        state.remove_temporary_files()
+        state.delete_snapshots(lambda offset: offset > end)
+        state.clear()
+        start = None
+        for offset in reversed(state.snapshot_offsets()):
+            if state.load_snapshot(offset):
+                start = offset
+                break
+        if start is None:
+            start = self._bases[-2] if len(self._bases) > 1 else self._bases[0]
+        for segment in self.segments_between(start, end):
+            state.update(b for b in segment.record_batches(start) if b.last_offset < end)
+        state.truncate_head(self.log_start_offset)
+
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(
             self.dir,
@@ -638,8 +728,9 @@ class Log:
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
                 continue
-            if name.endswith(INDEX_SUFFIX):
-                if not os.path.exists(path[: -len(INDEX_SUFFIX)] + LOG_SUFFIX):
+            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+                suffix = INDEX_SUFFIX if name.endswith(INDEX_SUFFIX) else TIME_INDEX_SUFFIX
+                if not os.path.exists(path[: -len(suffix)] + LOG_SUFFIX):
                     logger.warning("Found an orphaned index file, %s, with no corresponding log file.", path)
                     os.remove(path)
             elif name.endswith(LOG_SUFFIX):
@@ -659,6 +750,13 @@ class Log:
                 elif not segment.index.is_sane(segment.size):
                     logger.warning("Found a corrupt index file %s, rebuilding index...", segment.index.path)
                     needs_index.append(segment)
+                elif not segment.time_index.is_sane():
+                    logger.warning("Found a corrupt time index file %s, rebuilding index...", segment.time_index.path)
+                    needs_index.append(segment)
+                elif segment.time_index.newly_created:
+                    # written before time indexes (Kafka 0.10.0's upgrade rule): an empty one, and the largest
+                    # timestamp found by a walk of the segment when first asked for
+                    segment.time_index.resize(0)
                 self._add_segment(segment)
         if not self._bases:
             self._add_segment(self._new_segment(0))
@@ -669,6 +767,7 @@ class Log:
                 segment.recover(self.config.max_message_bytes)
         self._recover(recovering)
         self.active_segment.index.resize(self.config.segment_index_bytes)
+        self.active_segment.time_index.resize(self.config.segment_index_bytes)
 
     def _remove_temporary_files(self) -> None:
         """Delete .deleted and .cleaned files; finish a swap a crash interrupted."""
@@ -680,14 +779,14 @@ class Log:
                 os.remove(path)
             elif name.endswith(SWAP_SUFFIX):
                 base_path = path[: -len(SWAP_SUFFIX)]
-                if base_path.endswith(INDEX_SUFFIX):
+                if base_path.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
                     os.remove(path)
                 elif base_path.endswith(LOG_SUFFIX):
                     self._complete_swap(path, base_path)
 
     def _complete_swap(self, swap_path: str, log_path: str) -> None:
         """A cleaned segment was committed (renamed .swap) but not yet swapped in: delete the old segments whose
-        offsets it holds, then rename it over the first of them; its index is rebuilt. Safe to repeat if a
+        offsets it holds, then rename it over the first of them; its indexes are rebuilt. Safe to repeat if a
         crash stops this too: the .swap stays until the old segments are gone.
 
         0.8.2 only renamed the .swap, leaving the later segments of its group in place, so the log held their
@@ -702,12 +801,14 @@ class Log:
             if base < int(other) <= last:
                 logger.info("Deleting segment %s of log %s: the interrupted swap of %s holds its offsets.",
                             name, self.name, os.path.basename(swap_path))
-                for path in (os.path.join(self.dir, name), os.path.join(self.dir, other + INDEX_SUFFIX)):
+                for path in (os.path.join(self.dir, name), os.path.join(self.dir, other + INDEX_SUFFIX),
+                             os.path.join(self.dir, other + TIME_INDEX_SUFFIX)):
                     if os.path.exists(path):
                         os.remove(path)
-        index = log_path[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
-        if os.path.exists(index):
-            os.remove(index)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            index = log_path[: -len(LOG_SUFFIX)] + suffix
+            if os.path.exists(index):
+                os.remove(index)
         os.rename(swap_path, log_path)
         logger.info("Found log file %s from interrupted swap operation, repairing.", swap_path)
 
@@ -730,7 +831,8 @@ class Log:
                 for dropped in reversed(later):
                     self._delete_segment(dropped)
 
-            truncated = segment.recover(self.config.max_message_bytes, before_cut=drop_later)
+            truncated = segment.recover(self.config.max_message_bytes, self.recovered_leader_epochs,
+                                        before_cut=drop_later)
             if truncated > 0:
                 logger.warning(
                     "Corruption found in segment %d of log %s, truncating to offset %d: %d bytes cut%s.",

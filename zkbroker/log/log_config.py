@@ -17,7 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig, validate_topic_config
+from zkbroker.config import (
+    SERVER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigError,
+    KafkaConfig,
+    message_format_magic,
+    validate_topic_config,
+)
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
 
@@ -57,6 +64,8 @@ class LogConfig:
     cleanup_policy: str = _default("cleanup.policy")
     unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
     min_insync_replicas: int = _default("min.insync.replicas")
+    message_timestamp_type: str = _default("message.timestamp.type")
+    message_format_version: str = _default("message.format.version")
 
     @classmethod
     def of(cls, config: LogConfig | Mapping[str, Any] | None) -> LogConfig:
@@ -78,6 +87,15 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return self.cleanup_policy == "compact"
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def message_format_magic(self) -> int | None:
+        """The magic appends are converted to, or None: each set stored as the client sent it."""
+        return message_format_magic(self.message_format_version)
 
     def random_segment_jitter(self, rng: random.Random | None = None) -> int:
         """How much earlier than segment.ms a new segment rolls: uniform below min(jitter, segment.ms)."""

@@ -1,21 +1,19 @@
 """OffsetIndex: a segment's `<base offset>.index` file (Kafka's kafka.log.OffsetIndex).
 
 A sparse map from offsets to positions in the segment's .log file: 8-byte entries, int32 offset relative to
-the segment's base offset and int32 file position, in increasing offset order. The file of the active
-segment is preallocated to `segment.index.bytes` (rounded down to a multiple of 8) and memory-mapped; it
-is trimmed to its entries when the segment rolls or closes. An existing file is taken to be all entries,
-as 0.8.2 did: a preallocated file left by a crash fails `is_sane()` and is rebuilt from the log.
-`lookup` is a binary search for the largest entry at or below the target.
+the segment's base offset and int32 file position, in increasing offset order. The file is a `MappedIndex`:
+preallocated for the active segment, trimmed at roll, taken whole when it exists (a preallocated file left by
+a crash fails `is_sane()` and is rebuilt from the log, as in 0.8.2). `lookup` is a binary search for the
+largest entry at or below the target.
 """
 
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import struct
 
-from zkbroker.fsync import fsync_path
+from .index_file import MappedIndex
 
 logger = logging.getLogger(__name__)
 
@@ -28,50 +26,15 @@ class InvalidOffsetError(ValueError):
     """An index entry would not be above the last one (Kafka's InvalidOffsetException)."""
 
 
-class OffsetIndex:
+class OffsetIndex(MappedIndex):
     """The offset index of the segment whose first offset is `base_offset`."""
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self.max_index_size = max_index_size
-        self._mm: mmap.mmap | None = None
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            newly_created = True
-        except FileExistsError:
-            fd = os.open(path, os.O_RDWR)
-            newly_created = False
-        try:
-            length = os.fstat(fd).st_size
-            if newly_created:
-                if max_index_size < ENTRY_SIZE:
-                    raise ValueError(f"Invalid max index size: {max_index_size}")
-                length = _round_down(max_index_size)
-                os.ftruncate(fd, length)
-            self._map(fd, length)
-        finally:
-            os.close(fd)
-        self._entries = 0 if newly_created else length // ENTRY_SIZE
+    entry_size = ENTRY_SIZE
+
+    def _entries_changed(self) -> None:
         self.last_offset = self._read_last_offset()
 
     # -- reading ------------------------------------------------------------------------------------------
-
-    @property
-    def entries(self) -> int:
-        return self._entries
-
-    @property
-    def max_entries(self) -> int:
-        return self._length // ENTRY_SIZE
-
-    @property
-    def is_full(self) -> bool:
-        return self._entries >= self.max_entries
-
-    @property
-    def size_in_bytes(self) -> int:
-        return self._entries * ENTRY_SIZE
 
     def entry(self, n: int) -> tuple[int, int]:
         """The n-th entry as stored: (offset relative to the base offset, file position)."""
@@ -113,7 +76,7 @@ class OffsetIndex:
     def is_sane(self, log_size: int) -> bool:
         """The cheap checks 0.8.2 made at load (a whole number of entries, the last one above the base
         offset), plus: the last entry points inside the log file."""
-        if os.path.getsize(self.path) % ENTRY_SIZE:
+        if not self._whole_entries_on_disk():
             return False
         if self._entries == 0:
             return True
@@ -136,10 +99,6 @@ class OffsetIndex:
         self._entries += 1
         self.last_offset = offset
 
-    def truncate(self) -> None:
-        """Remove every entry."""
-        self._truncate_to_entries(0)
-
     def truncate_to(self, offset: int) -> None:
         """Remove the entries at or above `offset`."""
         slot = self._slot_for(offset)
@@ -157,70 +116,3 @@ class OffsetIndex:
         while entries and _ENTRY.unpack_from(self._mm, (entries - 1) * ENTRY_SIZE)[1] >= position:
             entries -= 1
         self._truncate_to_entries(entries)
-
-    def _truncate_to_entries(self, entries: int) -> None:
-        self._entries = entries
-        self.last_offset = self._read_last_offset()
-
-    def trim_to_valid_size(self) -> None:
-        """Shrink the file to its entries (at roll and close)."""
-        self.resize(self._entries * ENTRY_SIZE)
-
-    def resize(self, new_size: int) -> None:
-        """Set the file's length (rounded down to a multiple of 8), keeping the entries it still holds."""
-        length = _round_down(new_size)
-        self._unmap()
-        fd = os.open(self.path, os.O_RDWR)
-        try:
-            os.ftruncate(fd, length)
-            self._map(fd, length)
-        finally:
-            os.close(fd)
-        self._entries = min(self._entries, self.max_entries)
-
-    def flush(self) -> None:
-        """fsync the file: that writes the pages dirtied through any mapping of it, and its length."""
-        try:
-            fsync_path(self.path)
-        except FileNotFoundError:  # renamed for deletion meanwhile
-            pass
-
-    def close(self) -> None:
-        self.trim_to_valid_size()
-        self._unmap()
-
-    def release(self) -> None:
-        """Unmap the file without trimming it (a segment renamed for deletion)."""
-        self._unmap()
-
-    def rename(self, path: str) -> None:
-        os.rename(self.path, path)
-        self.path = path
-
-    def delete(self) -> None:
-        self._unmap()
-        logger.info("Deleting index %s", os.path.abspath(self.path))
-        try:
-            os.remove(self.path)
-        except FileNotFoundError:
-            pass
-
-    # -- the mapping --------------------------------------------------------------------------------------
-
-    def _map(self, fd: int, length: int) -> None:
-        self._length = length
-        # mmap cannot map an empty file; an index with no room and no entries needs no mapping.
-        self._mm = mmap.mmap(fd, length) if length else None
-
-    def _unmap(self) -> None:
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
-        self._length = 0
-
-    def __repr__(self) -> str:
-        return f"OffsetIndex({self.path!r}, entries={self._entries}, max_entries={self.max_entries})"
-
-
-def _round_down(size: int) -> int:
-    return size - size % ENTRY_SIZE

@@ -1,5 +1,5 @@
-"""LogSegment: one `<base offset>.log` file of message-set entries and its `.index` (Kafka's kafka.log.LogSegment
-and FileMessageSet).
+"""LogSegment: one `<base offset>.log` file of message-set entries, its `.index` and `.timeindex` (Kafka's
+kafka.log.LogSegment and FileMessageSet).
 
 The base offset, zero-padded to 20 digits, names both files. The .log holds entries exactly as produced
 (`offset int64 | size int32 | message`), appended one whole message set per write; before an append whose
@@ -9,7 +9,14 @@ at or below it, then a forward walk over the entry headers of the .log. The segm
 its last few appended sets start: a consumer or follower that keeps up fetches from exactly those offsets
 (each fetch starts where the log ended when the previous one was answered), and finds them without a walk
 or a read. Reads return file ranges, never bytes. `recover` re-validates the file (CRCs via
-`message_set.analyze`), rebuilds the index and cuts the file at the first torn or corrupt entry.
+`message_set.analyze`), rebuilds the indexes and cuts the file at the first torn or corrupt entry.
+
+Entries are messages (magic 0 and 1) or record batches (magic 2): an entry's offset field is a message's offset,
+a compressed wrapper's last inner offset, or a batch's base offset, and where an entry's *last* offset is
+needed (finding an offset, the log end) a batch adds its lastOffsetDelta. Beyond 0.8.2 (Kafka 0.10.1, KIP-33):
+the segment tracks the largest timestamp it holds and the offset that carries it, and keeps the time index by
+Kafka's rules (see time_index); `largest_timestamp` (that, or the file's mtime for a segment without
+timestamps) is what time-based retention goes by, and `find_offset_by_timestamp` answers ListOffsets.
 """
 
 from __future__ import annotations
@@ -20,13 +27,23 @@ import io
 import logging
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from zkbroker.protocol.fetch_response import FileRange
-from zkbroker.protocol.message_set import LOG_OVERHEAD, MIN_MESSAGE_SIZE, InvalidMessageError, analyze
+from zkbroker.protocol.message_set import (
+    LOG_OVERHEAD,
+    MIN_MESSAGE_SIZE,
+    BatchInfo,
+    InvalidMessageError,
+    analyze,
+    entry_starts,
+    iter_messages,
+)
+from zkbroker.protocol.record_batch import BATCH_OVERHEAD, read_header
 
 from .fetch_data import FetchDataInfo, LogOffsetMetadata
 from .offset_index import OffsetIndex
+from .time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +55,14 @@ SWAP_SUFFIX = ".swap"  # a cleaned segment being swapped in
 
 _HEADER = struct.Struct(">qi")  # offset, size
 _HEADER_ATTRIBUTES = struct.Struct(">qi4xxb")  # offset, size, (crc, magic), attributes
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_HEAD = 27  # bytes of an entry that say its last offset: a batch's lastOffsetDelta ends at byte 27
+_BATCH_LAST_OFFSET_DELTA_AT = 23
+_BATCH_ATTRIBUTES_AT = 21
+_BATCH_MAX_TIMESTAMP_AT = 35
+_MESSAGE_TIMESTAMP_AT = 18
 _CODEC_MASK = 0x07
 _SEARCH_CHUNK = 8 * 1024  # first read of a header walk; doubled per read up to _MAX_CHUNK
 _MAX_CHUNK = 256 * 1024
@@ -62,6 +87,44 @@ def log_filename(directory: str, offset: int) -> str:
 
 def index_filename(directory: str, offset: int) -> str:
     return os.path.join(directory, filename_prefix(offset) + INDEX_SUFFIX)
+
+
+def time_index_filename(directory: str, offset: int) -> str:
+    return os.path.join(directory, filename_prefix(offset) + TIME_INDEX_SUFFIX)
+
+
+def _entry_last_offset(buf: bytes, at: int, n: int) -> int | None:
+    """The last offset of the entry whose header starts at `at` of `buf` (n bytes): its offset field, plus a
+    batch's lastOffsetDelta; None if `buf` ends before the bytes that say it."""
+    if at + 17 > n:
+        return None
+    (offset,) = _INT64.unpack_from(buf, at)
+    if buf[at + 16] == 2:
+        if at + _HEAD > n:
+            return None
+        offset += _INT32.unpack_from(buf, at + _BATCH_LAST_OFFSET_DELTA_AT)[0]
+    return offset
+
+
+def _highest_magic(view: memoryview) -> int:
+    return max((view[pos + 16] for pos in entry_starts(view)), default=-1)
+
+
+def _holds_zstd(view: memoryview) -> bool:
+    """Whether a set holds a record batch compressed with zstd."""
+    return any(view[pos + 16] == 2 and view[pos + _BATCH_ATTRIBUTES_AT + 1] & _CODEC_MASK == 4
+               for pos in entry_starts(view))
+
+
+def _entry_max_timestamp(buf: bytes, at: int) -> int:
+    """The largest timestamp an entry carries: a magic-1 message's (a wrapper's, for a compressed set), a batch's
+    maxTimestamp; NO_TIMESTAMP for magic 0. The entry's first 43 bytes must be in `buf`."""
+    magic = buf[at + 16]
+    if magic == 2:
+        return _INT64.unpack_from(buf, at + _BATCH_MAX_TIMESTAMP_AT)[0]
+    if magic == 1:
+        return _INT64.unpack_from(buf, at + _MESSAGE_TIMESTAMP_AT)[0]
+    return NO_TIMESTAMP
 
 
 class LogSegment:
@@ -91,10 +154,18 @@ class LogSegment:
         self._file = io.FileIO(self.log_path, "a+")
         self._size = os.fstat(self._file.fileno()).st_size
         self.index = OffsetIndex(index_filename(directory, base_offset) + suffix, base_offset, max_index_size)
+        self.time_index = TimeIndex(time_index_filename(directory, base_offset) + suffix, base_offset, max_index_size)
         self.created = clock()
         self._bytes_since_last_index_entry = 0
-        # (first offset, offset of the first entry, position) of the last sets appended, ascending: the first
-        # entry at or above that first offset is that entry (its offset is larger for a compressed wrapper).
+        # The largest timestamp in the segment and the offset carrying it; None until loaded from the time index
+        # and the tail of the log after its last entry (Kafka's loadLargestTimestamp), on first use.
+        self._max_timestamp: TimestampOffset | None = None if self._size else TimestampOffset(NO_TIMESTAMP, -1)
+        # The highest magic the segment holds and whether it holds a zstd batch: what decides whether a fetch
+        # of an old version must be converted; None until walked for, on first use.
+        self._format: tuple[int, bool] | None = None if self._size else (-1, False)
+        # (first offset, last offset of the first entry, position) of the last sets appended, ascending: the
+        # first entry reaching that first offset is that entry (its last offset is larger for a compressed
+        # wrapper or a batch).
         self._recent_sets: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=_RECENT_SETS)
 
     # -- state --------------------------------------------------------------------------------------------
@@ -115,13 +186,56 @@ class LogSegment:
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     def set_last_modified(self, ms: int) -> None:
-        for path in (self.log_path, self.index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path):
             os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+
+    @property
+    def max_timestamp(self) -> TimestampOffset:
+        """(largest timestamp of the segment's messages, the offset that carries it); NO_TIMESTAMP if none has one."""
+        if self._max_timestamp is None:
+            self._max_timestamp = self._load_max_timestamp()
+        return self._max_timestamp
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What time-based retention and ListOffsets by time go by (Kafka 0.10.1): the largest timestamp, or the
+        .log file's mtime when no message has one (magic 0: 0.8.2's rule)."""
+        timestamp = self.max_timestamp.timestamp
+        return timestamp if timestamp >= 0 else self.last_modified
+
+    @property
+    def format(self) -> tuple[int, bool]:
+        """(the highest magic among the segment's entries, whether a record batch of it is compressed with zstd)."""
+        if self._format is None:
+            magic, zstd = -1, False
+            for buf, at, _, _ in self._walk_headers(0, _BATCH_ATTRIBUTES_AT + 2):
+                magic = max(magic, buf[at + 16])
+                zstd = zstd or (buf[at + 16] == 2 and buf[at + _BATCH_ATTRIBUTES_AT + 1] & _CODEC_MASK == 4)
+            self._format = (magic, zstd)
+        return self._format
+
+    def _load_max_timestamp(self) -> TimestampOffset:
+        best = self.time_index.last_entry
+        if best.timestamp < 0:
+            best = TimestampOffset(NO_TIMESTAMP, -1)
+        _, position = self.index.lookup(max(best.offset, self.base_offset))
+        for buf, at, _, last_offset in self._walk_headers(position, 43):
+            timestamp = _entry_max_timestamp(buf, at)
+            if timestamp > best.timestamp:
+                best = TimestampOffset(timestamp, last_offset)
+        return best
 
     # -- appending ----------------------------------------------------------------------------------------
 
-    def append(self, first_offset: int, records: bytes | bytearray | memoryview) -> None:
-        """Append a validated message set whose offsets are assigned and start at `first_offset`."""
+    def append(
+        self,
+        first_offset: int,
+        records: bytes | bytearray | memoryview,
+        max_timestamp: int = NO_TIMESTAMP,
+        offset_of_max_timestamp: int = -1,
+    ) -> None:
+        """Append a validated message set whose offsets are assigned and start at `first_offset`; its largest
+        timestamp and the offset carrying it feed the time index."""
         view = memoryview(records)
         if not view.nbytes:
             return
@@ -133,18 +247,26 @@ class LogSegment:
         except OSError:
             os.ftruncate(self._file.fileno(), position)  # no partial set stays behind to shift later positions
             raise
+        if max_timestamp > self.max_timestamp.timestamp:
+            self._max_timestamp = TimestampOffset(max_timestamp, offset_of_max_timestamp)
+        if self._format is not None:
+            magic, zstd = self._format
+            self._format = (max(magic, _highest_magic(view)), zstd or _holds_zstd(view))
         # (an active segment with a full index rolls before this; a cleaned one just stops indexing)
         if self._bytes_since_last_index_entry > self.index_interval_bytes and not self.index.is_full:
             self.index.append(first_offset, position)
+            if self.max_timestamp.timestamp >= 0:
+                self.time_index.maybe_append(*self.max_timestamp)
             self._bytes_since_last_index_entry = 0
-        self._recent_sets.append((first_offset, _HEADER.unpack_from(view)[0], position))
+        self._recent_sets.append((first_offset, _entry_last_offset(view, 0, len(view)), position))
         self._size += written
         self._bytes_since_last_index_entry += written
 
     # -- finding offsets ----------------------------------------------------------------------------------
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, int] | None:
-        """(offset, position) of the first entry whose offset is at least `offset`, or None if there is none.
+        """(last offset, position) of the first entry whose last offset is at least `offset` -- the entry that
+        holds `offset`, or the first after it -- or None if there is none.
 
         `starting_position` is a known position at or before that entry, to skip part of the walk.
         """
@@ -159,19 +281,46 @@ class LogSegment:
                 break
         return self._search_for(offset, position)
 
-    def _search_for(self, target: int, position: int) -> tuple[int, int] | None:
-        """Walk entry headers from `position` (an entry boundary) to the first offset >= target."""
+    def _walk_headers(self, position: int, head: int = _HEAD):
+        """(buffer, index in it, position in the file, last offset) of each complete entry from `position` (an
+        entry boundary) to the end of the file, with at least `head` bytes of each entry (or all of it) in the
+        buffer. The walk reads chunks, doubling them up to _MAX_CHUNK."""
         size = self._size
         fd = self._file.fileno()
         chunk = _SEARCH_CHUNK
         while position + LOG_OVERHEAD < size:
             buf = os.pread(fd, min(chunk, size - position), position)
             n = len(buf)
-            # the last header start to look at: one whose 12 bytes lie in buf and which is not the file's end
-            last = n - LOG_OVERHEAD - (1 if position + n == size else 0)
             at = 0
-            while at <= last:
-                offset, message_size = _HEADER.unpack_from(buf, at)
+            while at + LOG_OVERHEAD <= n:
+                (message_size,) = _INT32.unpack_from(buf, at + 8)
+                if message_size < MIN_MESSAGE_SIZE[0]:
+                    raise CorruptLogError(
+                        f"Invalid message size {message_size} at byte {position + at} of {self.log_path}"
+                    )
+                end = at + LOG_OVERHEAD + message_size
+                if position + at + LOG_OVERHEAD + message_size > size:
+                    return  # a torn entry at the end of the file
+                if at + min(head, LOG_OVERHEAD + message_size) > n:
+                    break  # the next chunk holds it
+                yield buf, at, position + at, _entry_last_offset(buf, at, n)
+                at = end
+            if at == 0:
+                chunk = max(chunk, head)
+            position += at
+            chunk = min(chunk * 2, _MAX_CHUNK)
+
+    def _search_for(self, target: int, position: int) -> tuple[int, int] | None:
+        """Walk entry headers from `position` (an entry boundary) to the first entry whose last offset >= target."""
+        size = self._size
+        fd = self._file.fileno()
+        chunk = _SEARCH_CHUNK
+        while position + LOG_OVERHEAD < size:
+            buf = os.pread(fd, min(chunk, size - position), position)
+            n = len(buf)
+            at = 0
+            while (offset := _entry_last_offset(buf, at, n)) is not None:
+                (message_size,) = _INT32.unpack_from(buf, at + 8)
                 if offset >= target:
                     return offset, position + at
                 if message_size < MIN_MESSAGE_SIZE[0]:
@@ -179,15 +328,17 @@ class LogSegment:
                         f"Invalid message size {message_size} at byte {position + at} of {self.log_path}"
                     )
                 step = LOG_OVERHEAD + message_size
-                run = _uniform_run(buf, at, step, last)
+                run = _uniform_run(buf, at, step, n - _HEAD)
                 if run > 1:
-                    # Offsets rise from entry to entry (appends and recovery enforce it): bisect the run.
-                    k = bisect.bisect_left(range(run), target, key=lambda k: _HEADER.unpack_from(buf, at + k * step)[0])
+                    # Last offsets rise from entry to entry (appends and recovery enforce it): bisect the run.
+                    k = bisect.bisect_left(range(run), target, key=lambda k: _entry_last_offset(buf, at + k * step, n))
                     if k < run:
-                        return _HEADER.unpack_from(buf, at + k * step)[0], position + at + k * step
+                        return _entry_last_offset(buf, at + k * step, n), position + at + k * step
                     at += run * step
                 else:
                     at += step
+            if at == 0 and n == size - position:
+                return None  # a torn entry at the end of the file
             position += at
             chunk = min(chunk * 2, _MAX_CHUNK)
         return None
@@ -223,42 +374,65 @@ class LogSegment:
         """The offset after the last complete entry: a walk from the last index entry to the end."""
         _, position = self.index.lookup(self.index.last_offset)
         last = self.base_offset - 1
-        fd = self._file.fileno()
-        size = self._size
-        chunk = _SEARCH_CHUNK
-        while position + LOG_OVERHEAD <= size:
-            buf = os.pread(fd, min(chunk, size - position), position)
-            n = len(buf)
-            at = 0
-            while at + LOG_OVERHEAD <= n:
-                offset, message_size = _HEADER.unpack_from(buf, at)
-                end = position + at + LOG_OVERHEAD + message_size
-                if message_size < MIN_MESSAGE_SIZE[0] or end > size:
-                    return last + 1
-                last = offset
-                at += LOG_OVERHEAD + message_size
-            position += at
-            chunk = min(chunk * 2, _MAX_CHUNK)
+        for _, _, _, entry_last in self._walk_headers(position):
+            last = entry_last
         return last + 1
+
+    def record_batches(self, start_offset: int) -> Iterator[BatchInfo]:
+        """What the headers of the record batches from `start_offset` on say (the producer state's replay)."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return
+        for buf, at, _, _ in self._walk_headers(found[1], BATCH_OVERHEAD):
+            if buf[at + 16] == 2:
+                h = read_header(buf, at)
+                yield BatchInfo(h.base_offset, h.last_offset, h.partition_leader_epoch, h.producer_id,
+                                h.producer_epoch, h.base_sequence, h.last_sequence, h.max_timestamp,
+                                h.is_transactional)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> TimestampOffset | None:
+        """The first message at or after `timestamp` with an offset at or above `starting_offset`: (its timestamp,
+        its offset), or None (Kafka's LogSegment.findOffsetByTimestamp). From the time index's largest entry at
+        or below the timestamp, the first entry whose largest timestamp reaches it is opened and its messages
+        looked at in order."""
+        entry = self.time_index.lookup(timestamp)
+        _, position = self.index.lookup(max(entry.offset, starting_offset))
+        fd = self._file.fileno()
+        for buf, at, file_position, last_offset in self._walk_headers(position, 43):
+            if last_offset < starting_offset or _entry_max_timestamp(buf, at) < timestamp:
+                continue
+            (size,) = _INT32.unpack_from(buf, at + 8)
+            whole = buf[at : at + LOG_OVERHEAD + size]
+            if len(whole) < LOG_OVERHEAD + size:
+                whole = os.pread(fd, LOG_OVERHEAD + size, file_position)
+            for message in iter_messages(whole, verify_crc=False):
+                if message.timestamp >= timestamp and message.offset >= starting_offset:
+                    return TimestampOffset(message.timestamp, message.offset)
+        return None
 
     # -- recovery -----------------------------------------------------------------------------------------
 
-    def recover(self, max_message_size: int, before_cut: Callable[[], None] | None = None) -> int:
-        """Re-validate the whole .log, rebuild the index, and cut the file at the first entry that is torn,
-        fails its CRC, is larger than `max_message_size`, or does not have an offset above the previous one.
-        Returns the number of bytes cut. `before_cut` runs first when there is something to cut (a log deletes
-        the segments after this one then, so that a crash before the cut leaves no hole in the offsets).
+    def recover(self, max_message_size: int, leader_epochs: list[tuple[int, int]] | None = None,
+                before_cut: Callable[[], None] | None = None) -> int:
+        """Re-validate the whole .log, rebuild both indexes and the largest timestamp, and cut the file at the
+        first entry that is torn, fails its CRC, is larger than `max_message_size`, or does not have an offset
+        above the previous one. Returns the number of bytes cut. The (partition leader epoch, base offset) of each
+        record batch kept are added to `leader_epochs`, for the leader-epoch cache (Kafka rebuilds it so).
+        `before_cut` runs first when there is something to cut (a log deletes the segments after this one then,
+        so that a crash before the cut leaves no hole in the offsets).
 
         Index entries go where 0.8.2's recovery put them: at the first entry more than index.interval.bytes
         past the previous index entry. For a compressed entry 0.8.2 decompressed it to index its first inner
         offset; we index the offset after the previous entry's, which is the same offset in a log whose
         offsets are consecutive and a valid lower bound in any log.
         """
-        self.index.truncate()
-        self.index.resize(self.index.max_index_size)
+        for index in (self.index, self.time_index):
+            index.truncate()
+            index.resize(index.max_index_size)
         file_size = os.fstat(self._file.fileno()).st_size
         fd = self._file.fileno()
-        state = _RecoveryWalk(self.base_offset, self.index, self.index_interval_bytes, max_message_size)
+        state = _RecoveryWalk(self.base_offset, self.index, self.time_index, self.index_interval_bytes,
+                              max_message_size)
         position = 0
         chunk = _RECOVERY_CHUNK
         problem = None
@@ -299,26 +473,41 @@ class LogSegment:
             self._truncate_file(position)
         self._size = position
         self._bytes_since_last_index_entry = position - state.last_index_position
+        self._max_timestamp = state.max_timestamp
+        self._format = None  # walked again when asked for
         self.index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        if leader_epochs is not None:
+            leader_epochs += state.epochs
         return truncated
 
     # -- truncation ---------------------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
-        """Remove the entries at or above `offset` from the .log and the index; returns the bytes removed."""
+        """Remove the entries at or above `offset` from the .log and the indexes; returns the bytes removed.
+        An `offset` inside a compressed set or a batch cuts the whole entry."""
         mapping = self.translate_offset(offset)
         if mapping is None:
             return 0
         self.index.truncate_to(offset)
         # `offset` inside a compressed set cuts the whole set, and with it an entry for one of its inner offsets
         self.index.truncate_to_position(mapping[1])
-        # the segment may become the active one again: give its index room to grow
-        self.index.resize(self.index.max_index_size)
         truncated = self._size - mapping[1]
         self._truncate_file(mapping[1])
+        # the first offset cut: the time index keeps the entries below it
+        _, position = self.index.lookup(self.index.last_offset)
+        kept_last = self.base_offset - 1
+        for _, _, _, entry_last in self._walk_headers(position):
+            kept_last = entry_last
+        self.time_index.truncate_to(kept_last + 1)
+        # the segment may become the active one again: give its indexes room to grow
+        self.index.resize(self.index.max_index_size)
+        self.time_index.resize(self.time_index.max_index_size)
         if self._size == 0:
             self.created = self._clock()
         self._bytes_since_last_index_entry = 0
+        self._max_timestamp = None  # loaded again from what remains
+        self._format = None
         return truncated
 
     def _truncate_file(self, size: int) -> None:
@@ -329,7 +518,7 @@ class LogSegment:
     # -- files --------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync the .log and the index (from any thread: a segment deleted meanwhile is skipped)."""
+        """fsync the .log and the indexes (from any thread: a segment deleted meanwhile is skipped)."""
         try:
             os.fsync(self._file.fileno())
         except (ValueError, OSError):
@@ -337,31 +526,46 @@ class LogSegment:
                 return
             raise
         self.index.flush()
+        self.time_index.flush()
+
+    def on_become_inactive(self) -> None:
+        """At roll (and close): the time index gets the segment's largest timestamp as its last entry, and both
+        indexes are trimmed to their entries (Kafka's onBecomeInactiveSegment)."""
+        if self.max_timestamp.timestamp >= 0:
+            self.time_index.maybe_append(*self.max_timestamp, skip_full_check=True)
+        self.index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
 
     def close(self) -> None:
-        """Flush, trim the index to its entries, and close both files."""
+        """Flush, trim the indexes to their entries, and close the files."""
         if self._file.closed:
             return
+        if self._size and self._max_timestamp is not None:
+            self.time_index.maybe_append(*self._max_timestamp, skip_full_check=True)
         self.flush()
         self.index.close()
+        self.time_index.close()
         self._file.close()
 
     def close_files(self) -> None:
-        """Close both files without flushing or trimming (a segment already renamed for deletion)."""
+        """Close the files without flushing or trimming (a segment already renamed for deletion)."""
         self.index.release()
+        self.time_index.release()
         self._file.close()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename both files, e.g. from `.log` to `.log.deleted`; the open file handles follow."""
+        """Rename the files, e.g. from `.log` to `.log.deleted`; the open file handles follow."""
         log_path = _replace_suffix(self.log_path, old_suffix, new_suffix)
         os.rename(self.log_path, log_path)
         self.log_path = log_path
         self.index.rename(_replace_suffix(self.index.path, old_suffix, new_suffix))
+        self.time_index.rename(_replace_suffix(self.time_index.path, old_suffix, new_suffix))
 
     def delete(self) -> None:
-        """Close and remove both files."""
+        """Close and remove the files."""
         self._file.close()
         self.index.delete()
+        self.time_index.delete()
         try:
             os.remove(self.log_path)
         except FileNotFoundError:
@@ -372,14 +576,20 @@ class LogSegment:
 
 
 class _RecoveryWalk:
-    """The header walk of `LogSegment.recover` over validated bytes: size and offset checks, index entries."""
+    """The header walk of `LogSegment.recover` over validated bytes: size and offset checks, index and time index
+    entries, the largest timestamp, and the leader epochs of record batches."""
 
-    def __init__(self, base_offset: int, index: OffsetIndex, interval: int, max_message_size: int) -> None:
+    def __init__(
+        self, base_offset: int, index: OffsetIndex, time_index: TimeIndex, interval: int, max_message_size: int
+    ) -> None:
         self.index = index
+        self.time_index = time_index
         self.interval = interval
         self.max_message_size = max_message_size
         self.last_offset = base_offset - 1
         self.last_index_position = 0
+        self.max_timestamp = TimestampOffset(NO_TIMESTAMP, -1)
+        self.epochs: list[tuple[int, int]] = []  # (partition leader epoch, base offset) of each batch
 
     def walk(self, buf: bytes, valid: int, file_position: int) -> tuple[int, str | None]:
         """Walk the complete entries in buf[:valid]; returns the bytes accepted and the problem that stopped
@@ -391,18 +601,29 @@ class _RecoveryWalk:
                 return at, _too_large(size, self.max_message_size)
             if offset <= self.last_offset:
                 return at, f"offset {offset} is not above the previous offset {self.last_offset}"
+            magic = buf[at + 16]
+            last = _entry_last_offset(buf, at, valid)
+            timestamp = _entry_max_timestamp(buf, at)
+            if timestamp > self.max_timestamp.timestamp:
+                self.max_timestamp = TimestampOffset(timestamp, last)
+            if magic == 2:
+                first = offset
+                self.epochs.append((_INT32.unpack_from(buf, at + 12)[0], offset))
+            else:
+                first = offset if attributes & _CODEC_MASK == 0 else self.last_offset + 1
             position = file_position + at
             if position - self.last_index_position > self.interval and not self.index.is_full:
-                first = offset if attributes & _CODEC_MASK == 0 else self.last_offset + 1
                 self.index.append(first, position)
+                if self.max_timestamp.timestamp >= 0 and not self.time_index.is_full:
+                    self.time_index.maybe_append(*self.max_timestamp)
                 self.last_index_position = position
-            self.last_offset = offset
+            self.last_offset = last
             at += LOG_OVERHEAD + size
         return at, None
 
 
 def last_offset_in_file(path: str) -> int | None:
-    """The offset of the last complete entry of a .log file (a swap the cleaner left behind), by a walk over
+    """The last offset of the last complete entry of a .log file (a swap the cleaner left behind), by a walk over
     the entry headers; None if it holds none."""
     last = None
     with open(path, "rb") as f:
@@ -417,7 +638,10 @@ def last_offset_in_file(path: str) -> int | None:
                 offset, message_size = _HEADER.unpack_from(buf, at)
                 if message_size < MIN_MESSAGE_SIZE[0] or position + at + LOG_OVERHEAD + message_size > size:
                     return last
-                last = offset
+                entry_last = _entry_last_offset(buf, at, len(buf))  # a record batch's last offset, not its base
+                if entry_last is None:
+                    break  # the batch header runs past this chunk: the next read starts at it
+                last = entry_last
                 at += LOG_OVERHEAD + message_size
             position += at
             chunk = min(chunk * 2, _MAX_CHUNK)

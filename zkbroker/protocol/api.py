@@ -32,6 +32,7 @@ from .schemas import (
     fetch,
     find_coordinator,
     heartbeat,
+    init_producer_id,
     join_group,
     leader_and_isr,
     leave_group,
@@ -49,7 +50,6 @@ from .schemas import (
 from .types import Schema
 
 __all__ = [
-    "LEADER_EPOCH_VERSIONS",
     "REQUEST_SCHEMAS",
     "RESPONSE_SCHEMAS",
     "SUPPORTED_VERSIONS",
@@ -86,23 +86,27 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
     API_VERSIONS = 18
+    INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
 
 
-#: What ApiVersions advertises by default: 0.8.2's APIs at the versions clients of 0.8.2-0.10 use, and the group
-#: coordinator's (DESIGN §12) at Kafka 0.10.1's versions, the release whose Produce (0-2) and Fetch (0-3) we
-#: speak: JoinGroup 0-1 (v1 carries max.poll.interval.ms as the rebalance timeout, KIP-62), the others v0.
-#: Never advertise Metadata >= 4 or Produce >= 3: clients then infer 0.11 and need APIs we lack.
+#: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
+#: batches (Produce 3+, Fetch 4+, KIP-98), the idempotent producer's InitProducerId, zstd (Produce 7, Fetch 10),
+#: leader epochs for clients (Metadata 7, Fetch 9, ListOffsets 4, OffsetsForLeaderEpoch 2; KIP-320) -- and the
+#: versions of 0.8.2's APIs this broker implements (the README has the table). Clients that see Metadata >= 4
+#: take the broker for 0.11 or later and write record batches; older versions keep working for older clients.
+#: The group coordinator's APIs (DESIGN §12) stay at Kafka 0.10.1's versions: JoinGroup 0-1 (v1 carries
+#: max.poll.interval.ms as the rebalance timeout, KIP-62), the others v0; clients pick per API from this table.
 #:
 #: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
 #: but a real 0.8.2 broker sends version 0 with its non-standard header
 #: (no client_id), and we parse both, so min 0 is the truth. No client ever asks for key 7, so
 #: advertising it costs nothing.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.PRODUCE: (0, 2),
-    ApiKey.FETCH: (0, 3),
-    ApiKey.LIST_OFFSETS: (0, 1),
-    ApiKey.METADATA: (0, 1),
+    ApiKey.PRODUCE: (0, 7),
+    ApiKey.FETCH: (0, 10),
+    ApiKey.LIST_OFFSETS: (0, 4),
+    ApiKey.METADATA: (0, 7),
     ApiKey.LEADER_AND_ISR: (0, 0),
     ApiKey.STOP_REPLICA: (0, 0),
     ApiKey.UPDATE_METADATA: (0, 0),
@@ -117,18 +121,15 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 0),
     ApiKey.LIST_GROUPS: (0, 0),
     ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
 }
 
-#: Added to the advertised set only with ``replication.truncation=leader-epoch`` (KIP-101).
-LEADER_EPOCH_VERSIONS: dict[int, tuple[int, int]] = {ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 0)}
 
-
-def advertised_versions(leader_epoch: bool = False) -> dict[int, tuple[int, int]]:
-    """The ApiVersions table for this broker's configuration, ordered by api_key."""
-    versions = dict(SUPPORTED_VERSIONS)
-    if leader_epoch:
-        versions.update(LEADER_EPOCH_VERSIONS)
-    return dict(sorted(versions.items()))
+def advertised_versions() -> dict[int, tuple[int, int]]:
+    """The ApiVersions table, ordered by api_key. OffsetsForLeaderEpoch is answered in both truncation modes
+    (clients that see Metadata 7 ask it, KIP-320), so the table no longer depends on the configuration."""
+    return dict(sorted(SUPPORTED_VERSIONS.items()))
 
 
 #: One module per API in schemas/, each with API_KEY, REQUEST and RESPONSE ({version: Schema}).
@@ -152,6 +153,7 @@ _MODULES = (
     list_groups,
     api_versions,
     offsets_for_leader_epoch,
+    init_producer_id,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -1,4 +1,4 @@
-"""The three codecs of Kafka 0.8.2 message sets, in the framings real clients write.
+"""The codecs of Kafka's message sets and record batches, in the framings real clients write.
 
 * gzip (codec 1): a gzip stream (stdlib ``zlib``).
 * snappy (codec 2): Java clients (snappy-java's ``SnappyOutputStream``) and kafka-python write
@@ -9,13 +9,18 @@
   Before KIP-57 Kafka computed the frame descriptor checksum (HC) over the magic number too; that
   broken checksum is the format of magic-0 messages, the correct one of magic-1 messages. We
   write whichever the magic asks for and accept either when reading.
+* zstd (codec 4, Kafka 2.1, KIP-110; record batches only): one standard zstd frame, from ``zstandard``.
+
+Magic-2 record batches compress their records section with the same four framings (KIP-98 changed what is
+compressed, not how).
 
 Snappy and LZ4 blocks come from ``cramjam`` (one Rust-backed wheel for both); LZ4 frames are
 assembled here because the broken checksum is not something a frame library will write. Reading
 needs only a :class:`Decoder` of raw snappy blocks and standard LZ4 frames -- Kafka's framings
 (xerial blocks, the old header checksum) are undone here: ``cramjam`` and the ``lz4`` package's
 streaming frame decompressor where they are installed, else pyarrow's codecs, so a Spark executor
-that has only pyspark and pyarrow reads every codec. gzip is the standard library's ``zlib`` in
+that has only pyspark and pyarrow reads every codec. zstd
+is ``zstandard``'s streaming reader, or pyarrow's zstd stream there. gzip is the standard library's ``zlib`` in
 both cases (pyarrow's gzip codec is the same zlib, and wants the inflated size Kafka does not record).
 
 Decompression is bounded: :func:`decompress` takes ``max_bytes`` and never holds more than that
@@ -40,13 +45,19 @@ try:
     import lz4.frame as lz4_frame
 except ImportError:  # reading falls back to pyarrow
     lz4_frame = None
+try:
+    import zstandard
+except ImportError:  # reading falls back to pyarrow; writing zstd says what is missing
+    zstandard = None
 
 __all__ = [
     "CODEC_GZIP",
     "CODEC_LZ4",
     "CODEC_NONE",
     "CODEC_SNAPPY",
+    "CODEC_ZSTD",
     "CODEC_NAMES",
+    "BATCH_CODEC_NAMES",
     "Decoder",
     "InflationBoundExceeded",
     "compress",
@@ -59,7 +70,11 @@ CODEC_NONE = 0
 CODEC_GZIP = 1
 CODEC_SNAPPY = 2
 CODEC_LZ4 = 3
+CODEC_ZSTD = 4
+#: The codecs of message sets magic 0 and 1 (0.8.2's three); zstd is for record batches (magic 2) only.
 CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy", CODEC_LZ4: "lz4"}
+#: Every codec a record batch may carry.
+BATCH_CODEC_NAMES = {**CODEC_NAMES, CODEC_ZSTD: "zstd"}
 
 Buffer = bytes | bytearray | memoryview
 
@@ -226,6 +241,53 @@ def _snappy_decompress(data: Buffer, max_bytes: int, decoder: Decoder) -> bytes:
     return b"".join(out)
 
 
+# -- zstd frames ----------------------------------------------------------------------------------
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # ..0x184D2A5F: skippable frames
+_ZSTD_DICTIONARY_ID_SIZES = (0, 1, 2, 4)
+
+
+def _check_zstd_frames(data: Buffer) -> None:
+    """Walk the frames' headers and block headers (RFC 8878) to the exact end of ``data``, without
+    decompressing: zstandard's bounded stream reader ends a truncated frame silently, as if it were whole."""
+    view = memoryview(data)
+    n = len(view)
+    pos = 0
+    if n == 0:
+        raise RemoteProtocolError("zstd: empty data")
+    while pos < n:
+        if pos + 4 > n:
+            raise RemoteProtocolError("zstd: truncated frame")
+        (magic,) = _UINT32_LE.unpack_from(view, pos)
+        if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+            if pos + 8 > n:
+                raise RemoteProtocolError("zstd: truncated skippable frame")
+            pos += 8 + _UINT32_LE.unpack_from(view, pos + 4)[0]
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise RemoteProtocolError("zstd: not a zstd frame")
+        if pos + 5 > n:
+            raise RemoteProtocolError("zstd: truncated frame header")
+        descriptor = view[pos + 4]
+        single_segment = (descriptor >> 5) & 1
+        content_size_bytes = (single_segment, 2, 4, 8)[descriptor >> 6]
+        pos += 5 + (1 - single_segment) + _ZSTD_DICTIONARY_ID_SIZES[descriptor & 3] + content_size_bytes
+        while True:
+            if pos + 3 > n:
+                raise RemoteProtocolError("zstd: truncated frame")
+            block = view[pos] | view[pos + 1] << 8 | view[pos + 2] << 16
+            kind = (block >> 1) & 3
+            if kind == 3:
+                raise RemoteProtocolError("zstd: reserved block type")
+            pos += 3 + (1 if kind == 1 else block >> 3)  # an RLE block holds one byte
+            if block & 1:  # the last block
+                break
+        pos += 4 if descriptor & 0x04 else 0  # the content checksum
+    if pos != n:
+        raise RemoteProtocolError("zstd: truncated frame")
+
+
 # -- decoders: raw snappy blocks and standard LZ4 frames ------------------------------------------
 
 
@@ -241,11 +303,14 @@ class Decoder(Protocol):
         """A standard LZ4 frame (header checksum already the correct one), streamed into at most
         ``max_bytes`` of output: InflationBoundExceeded past it."""
 
+    def zstd_frame(self, frame: Buffer, max_bytes: int) -> bytes:
+        """Standard zstd frames, streamed into at most ``max_bytes`` of output: InflationBoundExceeded past it."""
+
 
 class _NativeDecoder:
-    """cramjam's snappy and the lz4 package's streaming frame decompressor: the installed package's own."""
+    """cramjam's snappy, the lz4 package's streaming frame decompressor and zstandard's stream reader."""
 
-    name = "cramjam+lz4"
+    name = "cramjam+lz4+zstandard"
 
     def snappy_block(self, block: memoryview, length: int) -> bytes:
         try:
@@ -270,6 +335,27 @@ class _NativeDecoder:
                     raise RemoteProtocolError("lz4: truncated frame")
         except RuntimeError as exc:  # what the lz4 package raises for a corrupt frame
             raise RemoteProtocolError(f"lz4: {exc}") from None
+        return b"".join(out)
+
+    def zstd_frame(self, frame: Buffer, max_bytes: int) -> bytes:
+        # A frame declares the window its decoder must hold, which a streaming writer sets from its level
+        # alone (Kafka's default level 3: 2 MiB): refuse a window larger than the output bound allows (at
+        # least 8 MiB, what level 19 asks), so that a tiny frame cannot make us allocate 128 MiB.
+        # read_across_frames: Java's ZstdInputStream reads concatenated frames, as gzip members are read.
+        window = min(1 << 27, max(1 << 23, 1 << (max_bytes - 1).bit_length()))
+        reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
+            bytes(frame), read_across_frames=True
+        )
+        out = []
+        total = 0
+        try:
+            while chunk := reader.read(min(_CHUNK, max_bytes - total + 1)):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise InflationBoundExceeded("zstd", max_bytes)
+                out.append(chunk)
+        except zstandard.ZstdError as exc:
+            raise RemoteProtocolError(f"zstd: {exc}") from None
         return b"".join(out)
 
 
@@ -304,6 +390,21 @@ class _ArrowDecoder:
             raise RemoteProtocolError(f"lz4: {exc}") from None
         return b"".join(out)
 
+    def zstd_frame(self, frame: Buffer, max_bytes: int) -> bytes:
+        pa = self._pa
+        out = []
+        total = 0
+        try:
+            with pa.input_stream(pa.py_buffer(bytes(frame)), compression="zstd") as stream:
+                while chunk := stream.read(min(_CHUNK, max_bytes - total + 1)):
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise InflationBoundExceeded("zstd", max_bytes)
+                    out.append(chunk)
+        except self._errors as exc:
+            raise RemoteProtocolError(f"zstd: {exc}") from None
+        return b"".join(out)
+
 
 class _Missing:
     name = "none"
@@ -314,15 +415,19 @@ class _Missing:
     def lz4_frame(self, frame: bytes, max_bytes: int) -> bytes:
         raise RemoteProtocolError("lz4 needs the lz4 or the pyarrow package")
 
+    def zstd_frame(self, frame: Buffer, max_bytes: int) -> bytes:
+        raise RemoteProtocolError("zstd needs the zstandard or the pyarrow package")
+
 
 def decoders() -> list[Decoder]:
     """The decoders this interpreter can use, the preferred (the native packages, the faster) first."""
-    found: list[Decoder] = [_NativeDecoder()] if cramjam is not None and lz4_frame is not None else []
+    native = cramjam is not None and lz4_frame is not None and zstandard is not None
+    found: list[Decoder] = [_NativeDecoder()] if native else []
     try:
         import pyarrow
     except ImportError:
         return found
-    if pyarrow.Codec.is_available("snappy") and pyarrow.Codec.is_available("lz4_frame"):
+    if all(pyarrow.Codec.is_available(codec) for codec in ("snappy", "lz4_frame", "zstd")):
         found.append(_ArrowDecoder(pyarrow))
     return found
 
@@ -342,7 +447,8 @@ def _default_decoder() -> Decoder:
 
 
 def compress(codec: int, data: Buffer, magic: int = 1) -> bytes:
-    """Compress an inner message set for a wrapper message of ``magic`` (0 or 1)."""
+    """Compress an inner message set for a wrapper message of ``magic`` (0 or 1), or the records of a
+    record batch (magic 2)."""
     if codec == CODEC_GZIP:
         # mtime=0 keeps the output deterministic; level 6 is zlib's (and Java's) default.
         compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
@@ -351,6 +457,13 @@ def compress(codec: int, data: Buffer, magic: int = 1) -> bytes:
         return _snappy_compress(data)
     if codec == CODEC_LZ4:
         return _lz4_compress(data, broken_checksum=magic == 0)
+    if codec == CODEC_ZSTD:
+        if magic < 2:
+            raise LocalProtocolError("zstd needs record batches (magic 2)")
+        if zstandard is None:
+            raise LocalProtocolError("zstd needs the zstandard package")
+        # level 3: zstd's default, and Kafka's (ZstdOutputStream's)
+        return zstandard.ZstdCompressor(level=3).compress(data)
     raise LocalProtocolError(f"unknown compression codec {codec}")
 
 
@@ -389,4 +502,7 @@ def decompress(codec: int, data: Buffer, max_bytes: int | None = None, decoder: 
         return _snappy_decompress(data, bound, decoder or _default_decoder())
     if codec == CODEC_LZ4:
         return _lz4_decompress(data, bound, decoder or _default_decoder())
+    if codec == CODEC_ZSTD:
+        _check_zstd_frames(data)
+        return (decoder or _default_decoder()).zstd_frame(data, bound)
     raise RemoteProtocolError(f"unknown compression codec {codec}")

@@ -133,9 +133,17 @@ class InvalidConfigError(BrokerResponseError):               errno = 40
 class NotControllerError(_Retriable):                        errno = 41
 class InvalidRequestError(BrokerResponseError):              errno = 42
 class UnsupportedForMessageFormatError(BrokerResponseError): errno = 43
+class OutOfOrderSequenceNumberError(BrokerResponseError):    errno = 45
+class DuplicateSequenceNumberError(BrokerResponseError):     errno = 46
+class InvalidProducerEpochError(BrokerResponseError):        errno = 47
+class InvalidTxnStateError(BrokerResponseError):             errno = 48
+class InvalidProducerIdMappingError(BrokerResponseError):    errno = 49
+class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
+class UnknownProducerIdError(BrokerResponseError):           errno = 59
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
+class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
 # fmt: on
 
 #: Every registered code by its Kafka constant name, for error_code fields:

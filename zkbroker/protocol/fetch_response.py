@@ -28,6 +28,11 @@ _INT32 = struct.Struct(">i")
 _SIZE_CORRELATION = struct.Struct(">ii")
 _SIZE_CORRELATION_THROTTLE = struct.Struct(">iii")
 _PARTITION_HEADER = struct.Struct(">ihqi")  # partition, error_code, high_watermark, records size
+_PARTITION_HEAD = struct.Struct(">ihq")  # partition, error_code, high_watermark
+_INT64 = struct.Struct(">q")
+_SIZE_CORRELATION_THROTTLE_SESSION = struct.Struct(">iiihi")  # v7+: throttle, error_code, session_id
+_NULL_ARRAY = _INT32.pack(-1)
+_EMPTY_ARRAY = _INT32.pack(0)
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
@@ -56,16 +61,21 @@ def encode_fetch_response(
     api_version: int,
     topics: Iterable[Any],
     throttle_time_ms: int = 0,
+    isolation_level: int = 0,
 ) -> list[Any]:
-    """The complete Fetch response frame (v0-v3) as ``bytes`` pieces and message-set slots.
+    """The complete Fetch response frame (v0-v10) as ``bytes`` pieces and message-set slots.
 
     ``topics``: ``(topic, partitions)`` pairs, where each partition is
     ``(partition, error_code, high_watermark, records)`` -- tuples, dicts or structs with those
-    names. ``records`` is None (sent as an empty set), bytes-like (inlined) or a slot: any other
-    object whose ``len()`` is its size in bytes.
+    names -- or, for v4 and later, ``(partition, error_code, high_watermark, records,
+    last_stable_offset, log_start_offset)``. ``records`` is None (sent as an empty set), bytes-like
+    (inlined) or a slot: any other object whose ``len()`` is its size in bytes. v4+ partitions carry no
+    aborted transactions (there are none without transactions): null for read_uncommitted, empty for
+    read_committed, as Kafka answers; v7+ answers session 0, no fetch session (KIP-227 allows it).
     """
-    if not 0 <= api_version <= 3:
+    if not 0 <= api_version <= 10:
         raise LocalProtocolError(f"no Fetch response version {api_version}")
+    aborted = _EMPTY_ARRAY if isolation_level else _NULL_ARRAY
     pieces: list[Any] = []
     buffer: list[bytes] = []
     total = 0
@@ -80,20 +90,30 @@ def encode_fetch_response(
             for entry in partitions:
                 partition, error_code, high_watermark, records = _fields(
                     entry, ("partition", "error_code", "high_watermark", "records")
-                )
+                )[:4]
+                if api_version >= 4:
+                    last_stable, log_start = (
+                        _fields(entry, _V4_FIELDS)[4:] if _has_v4_fields(entry) else (high_watermark, -1)
+                    )
+                    buffer.append(_PARTITION_HEAD.pack(partition, error_code, high_watermark))
+                    buffer.append(_INT64.pack(last_stable))
+                    if api_version >= 5:
+                        buffer.append(_INT64.pack(log_start))
+                    buffer.append(aborted)
+                    head = _INT32
+                    fields: tuple = ()
+                else:
+                    head = _PARTITION_HEADER
+                    fields = (partition, error_code, high_watermark)
                 if records is None:
-                    buffer.append(_PARTITION_HEADER.pack(partition, error_code, high_watermark, 0))
+                    buffer.append(head.pack(*fields, 0))
                 elif isinstance(records, _BYTES_LIKE):
                     size = memoryview(records).nbytes
-                    buffer.append(
-                        _PARTITION_HEADER.pack(partition, error_code, high_watermark, size)
-                    )
+                    buffer.append(head.pack(*fields, size))
                     buffer.append(records)
                 else:
                     size = len(records)
-                    buffer.append(
-                        _PARTITION_HEADER.pack(partition, error_code, high_watermark, size)
-                    )
+                    buffer.append(head.pack(*fields, size))
                     chunk = b"".join(buffer)
                     pieces.append(chunk)
                     pieces.append(records)
@@ -107,10 +127,23 @@ def encode_fetch_response(
         total += len(chunk)
     if api_version == 0:
         head = _SIZE_CORRELATION.pack(total + 4, correlation_id)
-    else:
+    elif api_version < 7:
         head = _SIZE_CORRELATION_THROTTLE.pack(total + 8, correlation_id, throttle_time_ms)
+    else:
+        head = _SIZE_CORRELATION_THROTTLE_SESSION.pack(total + 14, correlation_id, throttle_time_ms, 0, 0)
     pieces[0] = head + pieces[0]  # always bytes: it starts with the topic count
     return pieces
+
+
+_V4_FIELDS = ("partition", "error_code", "high_watermark", "records", "last_stable_offset", "log_start_offset")
+
+
+def _has_v4_fields(entry: Any) -> bool:
+    if isinstance(entry, tuple) and not hasattr(entry, "_fields"):
+        return len(entry) >= 6
+    if isinstance(entry, dict):
+        return "last_stable_offset" in entry
+    return hasattr(entry, "last_stable_offset")
 
 
 def join_pieces(pieces: Iterable[Any], read_slot: Any = bytes) -> bytes:

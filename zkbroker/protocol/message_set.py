@@ -1,4 +1,5 @@
-"""Message sets, magic 0 (Kafka 0.8) and magic 1 (0.10, adds a timestamp), on the wire and disk.
+"""Message sets -- magic 0 (Kafka 0.8), magic 1 (0.10, adds a timestamp) and magic 2 record batches (0.11) --
+on the wire and disk.
 
 A message set is a sequence of entries ``offset int64 | size int32 | message``, where a message is::
 
@@ -12,6 +13,13 @@ absolute in magic 0 and relative (0..n-1) in magic 1 (KIP-31), so a broker assig
 a magic-1 wrapper by rewriting the wrapper offset alone, but must decompress, renumber,
 recompress and re-CRC a magic-0 one, as 0.8's broker did.
 
+A magic-2 entry is a record batch (:mod:`record_batch`): its offset field is the batch's base offset, its
+size field the batch length, and its magic sits at byte 16 as a message's does, so the walk tells the three
+apart entry by entry (a set may mix them: a log written by old and new clients). A batch is checked by its
+CRC-32C; the produce path also opens it (decompressing a compressed one within the same bound) and checks
+every record, then numbers it by writing its base offset -- and the partition leader epoch -- in place.
+Nothing else of a batch changes, so its CRC stays the client's.
+
 One walk over a set, ``_walk``, holds every rule about where entries end and what makes one
 sound (``_entry_head`` checks one entry; ``_plain_run`` checks a run of uncompressed ones in one
 tight loop, no Python object per message: it is most of the broker's CPU when producing). Every
@@ -24,8 +32,8 @@ reader goes through it:
   Spark source's Arrow decoder check a fetched set with it, find its entries with
   :func:`entry_starts` (sizes only) and then cut keys and values out their own fast ways;
 * tools, tests and the simple consumer: :func:`iter_messages` yields :class:`Message` objects
-  (compressed wrappers opened), :func:`iter_entries` the stored entries for DumpLogSegments, and
-  :func:`build_message_set` writes sets;
+  (compressed wrappers and batches opened), :func:`iter_entries` the stored entries for DumpLogSegments,
+  and :func:`build_message_set` writes sets (:func:`record_batch.build_record_batch` writes batches);
 * the log cleaner: :func:`iter_keys` -- offset, key and whether the value is null, of every
   message -- and :func:`retain_messages` -- the set with only the messages it keeps, offsets
   unchanged, compressed wrappers that lose some rebuilt with their codec.
@@ -52,12 +60,15 @@ try:
 except ImportError:  # a platform without isal wheels: correct, only slower
     from zlib import crc32
 
-from .compression import CODEC_NONE, InflationBoundExceeded, compress, decompress
+from . import record_batch
+from .compression import CODEC_LZ4, CODEC_NONE, InflationBoundExceeded, compress, decompress
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
+from .record_batch import BatchHeader, CorruptRecordError, crc32c, read_header
 
 __all__ = [
     "LOG_OVERHEAD",
     "AppendInfo",
+    "BatchInfo",
     "Entry",
     "INFLATION_FACTOR",
     "InflationBoundError",
@@ -69,6 +80,7 @@ __all__ = [
     "build_message_set",
     "encode_message",
     "entry_starts",
+    "iter_batch_records",
     "iter_entries",
     "inflation_bound",
     "iter_messages",
@@ -77,8 +89,8 @@ __all__ = [
 
 #: Bytes before each message in a set: offset int64 + size int32.
 LOG_OVERHEAD = 12
-#: Smallest message (crc, magic, attributes, key length, value length) per magic.
-MIN_MESSAGE_SIZE = {0: 14, 1: 22}
+#: Smallest message (crc, magic, attributes, key length, value length) per magic; a batch's header.
+MIN_MESSAGE_SIZE = {0: 14, 1: 22, 2: record_batch.MIN_BATCH_SIZE}
 CODEC_MASK = 0x07
 LOG_APPEND_TIME = 0x08
 NO_TIMESTAMP = -1
@@ -86,7 +98,9 @@ NO_TIMESTAMP = -1
 _OFFSET = struct.Struct(">q")
 _OFFSET_SIZE = struct.Struct(">qi")
 _CRC_MAGIC_ATTRIBUTES = struct.Struct(">Ibb")
+_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 _MAGIC0_HEAD = struct.Struct(">bb")  # magic, attributes: the CRC-covered start of a magic-0 message
 _MAGIC1_HEAD = struct.Struct(">bbq")
@@ -150,13 +164,29 @@ class InflationBoundError(InvalidMessageError):
 
 
 class Message(NamedTuple):
-    """One logical message; a compressed wrapper's inner messages come out one by one."""
+    """One logical message; a compressed wrapper's inner messages, and a batch's records, come out one by one."""
 
     offset: int
     key: bytes | None
     value: bytes | None
     timestamp: int  # -1 for magic 0 (and magic-1 messages written without one)
     magic: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()  # magic 2 only
+
+
+class BatchInfo(NamedTuple):
+    """What the log keeps of each magic-2 batch it appends: where its offsets and epoch go (the leader-epoch
+    cache), and who wrote it with which sequences (the idempotent producer's state)."""
+
+    base_offset: int
+    last_offset: int
+    partition_leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    max_timestamp: int
+    transactional: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +210,12 @@ class AppendInfo:
     valid_bytes: int
     codec: int
     offsets_monotonic: bool  # every entry's offset above the last; 0.8.2 refused other replica data
+    #: The highest magic among the entries (-1 for none), and the offset of the entry holding max_timestamp
+    #: (the last offset of its wrapper or batch): the time index's entry.
+    magic: int = -1
+    offset_of_max_timestamp: int = -1
+    #: The magic-2 batches, in order.
+    batches: tuple[BatchInfo, ...] = ()
 
 
 # -- reading one message --------------------------------------------------------------------------
@@ -229,6 +265,8 @@ def _open_wrapper(
     _, value, _ = _key_value(view, pos + LOG_OVERHEAD, end, magic)
     if value is None:
         raise InvalidMessageError("compressed message without a value", pos)
+    if codec > CODEC_LZ4:  # zstd came with record batches: a message of magic 0 or 1 cannot carry it
+        raise InvalidMessageError(f"compression codec {codec} in a message of magic {magic}", pos)
     try:
         data = decompress(codec, value, max_inflated)
     except InflationBoundExceeded:
@@ -290,6 +328,14 @@ def _rebuild_wrapper(
     return _OFFSET_SIZE.pack(first + len(inner.positions) - 1, len(message)) + message
 
 
+def _stamp_message(view: memoryview, pos: int, timestamp: int) -> None:
+    """LogAppendTime for the magic-1 message (or wrapper) at ``pos``: the attribute, the time, the CRC again."""
+    view[pos + 17] |= LOG_APPEND_TIME
+    _INT64.pack_into(view, pos + 18, timestamp)
+    (size,) = _INT32.unpack_from(view, pos + 8)
+    _UINT32.pack_into(view, pos + 12, crc32(view[pos + 16 : pos + LOG_OVERHEAD + size]))
+
+
 def _check_size(size: int, max_message_bytes: int | None, pos: int) -> None:
     if max_message_bytes is not None and size > max_message_bytes:
         raise InvalidMessageError(
@@ -303,8 +349,8 @@ def _entry_head(
     view: memoryview, pos: int, n: int, max_message_bytes: int | None, verify_crc: bool
 ) -> tuple[int, int, int, int] | None:
     """The walk's step, shared by every reader: the entry at ``pos`` checked -- its size (at least a
-    message, at most ``max_message_bytes``), its magic, its CRC -- as (offset, end, magic, attributes);
-    None where the set ends, or where its last entry is torn (a fetch may end inside one)."""
+    message, at most ``max_message_bytes``), its magic, its CRC (CRC-32C for a batch) -- as (offset, end,
+    magic, attributes); None where the set ends, or where its last entry is torn (a fetch may end inside one)."""
     if pos + LOG_OVERHEAD > n:
         return None
     offset, size = _OFFSET_SIZE.unpack_from(view, pos)
@@ -315,6 +361,13 @@ def _entry_head(
         return None
     _check_size(size, max_message_bytes, pos)
     crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+    if magic == 2 and size >= MIN_MESSAGE_SIZE[2]:
+        (crc,) = _UINT32.unpack_from(view, pos + record_batch.CRC_AT)
+        (attributes,) = _INT16.unpack_from(view, pos + record_batch.ATTRIBUTES_AT)
+        # Without the crc32c package (a Spark executor) a batch is read unchecked: see record_batch.
+        if verify_crc and crc32c is not None and crc32c(view[pos + record_batch.ATTRIBUTES_AT : end]) != crc:
+            raise InvalidMessageError("record batch fails its CRC-32C", pos)
+        return offset, end, magic, attributes
     if magic != 0 and (magic != 1 or size < MIN_MESSAGE_SIZE[1]):
         raise InvalidMessageError(f"message with magic {magic} and size {size}", pos)
     if verify_crc and crc32(view[pos + 16 : end]) != crc:
@@ -322,9 +375,47 @@ def _entry_head(
     return offset, end, magic, attributes
 
 
+def _batch_records(view: memoryview, pos: int, end: int, header: BatchHeader, max_inflated: int) -> memoryview:
+    """The records section of the batch at ``pos``, decompressed within ``max_inflated`` bytes."""
+    records = view[pos + record_batch.BATCH_OVERHEAD : end]
+    codec = header.codec
+    if codec == CODEC_NONE:
+        return records
+    try:
+        return memoryview(decompress(codec, records, max_inflated))
+    except InflationBoundExceeded:
+        raise InflationBoundError(
+            f"record batch at offset {header.base_offset} inflates past {max_inflated} bytes",
+            pos,
+            header.base_offset,
+            max_inflated,
+        ) from None
+    except RemoteProtocolError as exc:
+        raise InvalidMessageError(f"cannot decompress the record batch: {exc}", pos) from None
+
+
+def _check_batch(view: memoryview, pos: int, end: int, header: BatchHeader, max_inflated: int) -> None:
+    """A produced batch, as Kafka's LogValidator checks it: records and a count that agrees with the offset
+    range, no control batch (clients may not write one), and every record whole (see check_records)."""
+    count = header.record_count
+    if count <= 0 or header.last_offset_delta != count - 1:
+        raise InvalidMessageError(
+            f"record batch with {count} records and last offset delta {header.last_offset_delta}", pos
+        )
+    if header.is_control:
+        raise InvalidMessageError("clients may not write control batches", pos)
+    if crc32c is None:
+        raise LocalProtocolError("checking produced record batches needs the crc32c package")
+    records = _batch_records(view, pos, end, header, max_inflated)
+    try:
+        record_batch.check_records(records, 0, len(records), count)
+    except CorruptRecordError as exc:
+        raise InvalidMessageError(str(exc), pos) from None
+
+
 def _plain_run(
     view: memoryview, pos: int, next_offset: int | None, previous: int | None, max_timestamp: int, max_size: int
-) -> tuple[int, int, int, int, int]:
+) -> tuple[int, int, int, int, int, int]:
     """Validate the run of uncompressed messages of one magic that starts at ``pos`` -- the common case
     of both the produce path and a follower's append -- in one tight loop (one unpack per entry, no call
     per message, no key or value objects), and with ``next_offset`` number them from it in place. It
@@ -332,14 +423,15 @@ def _plain_run(
     else -- compressed, of the other magic, malformed, torn, too large, or (keeping the entries' own
     offsets) not above ``previous``, the offset before the run -- leaving that entry to :func:`_walk`,
     which handles or reports it. Returns the position it stopped at, the number of messages in the run,
-    their first and last offsets, and the max timestamp so far."""
+    their first and last offsets, the max timestamp so far and the offset of the message in the run that
+    holds it (-1 if none does)."""
     n = len(view)
-    first = last = -1
+    first = last = max_at = -1
     if pos + 17 > n:
-        return pos, 0, first, last, max_timestamp
+        return pos, 0, first, last, max_timestamp, max_at
     magic = view[pos + 16]
     if magic not in _PLAIN_ENTRY:
-        return pos, 0, first, last, max_timestamp
+        return pos, 0, first, last, max_timestamp, max_at
     unpack = _PLAIN_ENTRY[magic].unpack_from
     head = _PLAIN_ENTRY[magic].size
     min_size = MIN_MESSAGE_SIZE[magic]  # also the size of a message with a null key and an empty value
@@ -382,10 +474,11 @@ def _plain_run(
         count += 1
         if timestamp > max_timestamp:
             max_timestamp = timestamp
+            max_at = offset
         pos = end
     if pos == start:
         first = last = -1
-    return pos, count, first, last, max_timestamp
+    return pos, count, first, last, max_timestamp, max_at
 
 
 def _walk(
@@ -394,8 +487,12 @@ def _walk(
     max_message_bytes: int | None,
     verify_crc: bool,
     max_inflated_bytes: int,
+    leader_epoch: int | None = None,
+    log_append_time: int | None = None,
 ) -> AppendInfo:
-    """Validate a message set; with ``base_offset``, also assign offsets from it (deep)."""
+    """Validate a message set; with ``base_offset``, also assign offsets from it (deep), with
+    ``leader_epoch`` stamp it into every record batch, and with ``log_append_time`` stamp that time into
+    every message of magic 1 and batch (LogAppendTime)."""
     view = _as_view(buf)
     if base_offset is not None and view.readonly:
         view = memoryview(bytearray(view))
@@ -405,14 +502,18 @@ def _walk(
     first = last = -1
     count = shallow = 0
     max_timestamp = NO_TIMESTAMP
+    max_timestamp_offset = -1
     max_codec = CODEC_NONE
+    max_magic = -1
     monotonic = True
     rebuilt: list[tuple[int, int, bytes]] = []
+    batches: list[BatchInfo] = []
     max_size = _NO_LIMIT if max_message_bytes is None else max_message_bytes
     pos = 0
     while True:
         if verify_crc:
-            pos, run, run_first, run_last, max_timestamp = _plain_run(
+            start = pos
+            pos, run, run_first, run_last, max_timestamp, run_max_at = _plain_run(
                 view, pos, next_offset if assign else None, last if shallow else None, max_timestamp, max_size
             )
             if run:
@@ -422,45 +523,99 @@ def _walk(
                 shallow += run
                 last = run_last
                 next_offset += run if assign else 0
+                max_magic = max(max_magic, view[start + 16])
+                if run_max_at >= 0:
+                    max_timestamp_offset = run_max_at
+                if log_append_time is not None and view[start + 16] == 1:
+                    for at in entry_starts(view[start:pos]):
+                        _stamp_message(view, start + at, log_append_time)
         head = _entry_head(view, pos, n, max_message_bytes, verify_crc)
         if head is None:
             break  # the end, or a torn last message: the set ends before it
         offset, end, magic, attributes = head
-        if magic:
-            (timestamp,) = _INT64.unpack_from(view, pos + 18)
-            if timestamp > max_timestamp:
-                max_timestamp = timestamp
         codec = attributes & CODEC_MASK
-        if codec == CODEC_NONE or not assign:
+        if magic == 2:
+            header = read_header(view, pos)
+            if header.last_offset_delta < 0 or header.record_count < 0:
+                raise InvalidMessageError(
+                    f"record batch with {header.record_count} records and last offset delta "
+                    f"{header.last_offset_delta}",
+                    pos,
+                )
+            if assign:
+                _check_batch(view, pos, end, header, max_inflated_bytes)
+                offset = next_offset
+                _OFFSET.pack_into(view, pos, offset)
+                if leader_epoch is not None:
+                    _INT32.pack_into(view, pos + record_batch.PARTITION_LEADER_EPOCH_AT, leader_epoch)
+                if log_append_time is not None:
+                    record_batch.set_log_append_time(view, pos, end, log_append_time)
+                    header = read_header(view, pos)
+                next_offset += header.last_offset_delta + 1
+            entry_last = offset + header.last_offset_delta
+            batches.append(
+                BatchInfo(
+                    offset,
+                    entry_last,
+                    header.partition_leader_epoch if leader_epoch is None else leader_epoch,
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    header.last_sequence,
+                    header.max_timestamp,
+                    header.is_transactional,
+                )
+            )
+            if header.max_timestamp > max_timestamp:
+                max_timestamp, max_timestamp_offset = header.max_timestamp, entry_last
+            if shallow == 0:
+                first = offset
+            count += header.record_count
+        elif codec == CODEC_NONE or not assign:
             _key_value(view, pos + LOG_OVERHEAD, end, magic)
             if assign:
                 offset = next_offset
                 _OFFSET.pack_into(view, pos, offset)
                 next_offset += 1
+                if log_append_time is not None and magic == 1:
+                    _stamp_message(view, pos, log_append_time)
+            if magic:
+                (timestamp,) = _INT64.unpack_from(view, pos + 18)
+                if timestamp > max_timestamp:
+                    max_timestamp, max_timestamp_offset = timestamp, offset
             if shallow == 0:
                 first = offset
             count += 1
+            entry_last = offset
         else:
             inner = _open_wrapper(view, pos, end, magic, codec, verify_crc, max_inflated_bytes)
             inner_count = len(inner.positions)
-            if magic and not attributes & LOG_APPEND_TIME:
-                max_timestamp = max(max_timestamp, inner.max_timestamp)
+            if log_append_time is not None and magic == 1:
+                _stamp_message(view, pos, log_append_time)  # the wrapper's time is every inner message's
+                attributes |= LOG_APPEND_TIME
+            entry_last = next_offset + inner_count - 1
+            if magic:
+                (timestamp,) = _INT64.unpack_from(view, pos + 18)
+                if not attributes & LOG_APPEND_TIME:
+                    timestamp = max(timestamp, inner.max_timestamp)
+                if timestamp > max_timestamp:
+                    max_timestamp, max_timestamp_offset = timestamp, entry_last
             if magic and inner.relative_ok:
-                offset = next_offset + inner_count - 1
-                _OFFSET.pack_into(view, pos, offset)
+                _OFFSET.pack_into(view, pos, entry_last)
             else:
-                entry = _rebuild_wrapper(view, pos, end, magic, attributes, inner, next_offset)
-                rebuilt.append((pos, end, entry))
-                offset = next_offset + inner_count - 1
+                rebuilt.append((pos, end, _rebuild_wrapper(view, pos, end, magic, attributes, inner, next_offset)))
+            offset = entry_last
             if shallow == 0:
                 first = next_offset
             next_offset += inner_count
             count += inner_count
         if codec > max_codec:
             max_codec = codec
-        if shallow and offset <= last:
+        if magic > max_magic:
+            max_magic = magic
+        if shallow and offset <= last:  # a batch's base offset, or a message's (a wrapper's: its last inner)
             monotonic = False
-        last = offset
+        last = entry_last
         shallow += 1
         pos = end
     records: Buffer = view[:pos]
@@ -474,8 +629,23 @@ def _walk(
         records = b"".join(pieces)
     if shallow == 0 and assign:
         first, last = base_offset, base_offset - 1
+    if log_append_time is not None and max_magic >= 1:
+        # Kafka's LogValidator: the set's time is the append time, carried by its last offset in record batches
+        # and by its first in messages of magic 1
+        max_timestamp, max_timestamp_offset = log_append_time, last if max_magic == 2 else first
     return AppendInfo(
-        records, first, last, count, shallow, max_timestamp, pos, max_codec, monotonic
+        records,
+        first,
+        last,
+        count,
+        shallow,
+        max_timestamp,
+        pos,
+        max_codec,
+        monotonic,
+        max_magic,
+        max_timestamp_offset,
+        tuple(batches),
     )
 
 
@@ -486,26 +656,31 @@ def assign_offsets(
     max_message_bytes: int | None = None,
     verify_crc: bool = True,
     max_inflated_bytes: int | None = None,
+    leader_epoch: int | None = None,
+    log_append_time: int | None = None,
 ) -> AppendInfo:
     """Validate a produced message set and number its messages from ``base_offset``.
 
     Offsets are written into ``buf`` in place when it is writable (a ``bytearray`` or a view of
     one); a read-only buffer is copied once. A torn last message is left out (0.8.2 trimmed it).
-    A compressed message may inflate to ``max_inflated_bytes`` (default: the
+    A compressed message or batch may inflate to ``max_inflated_bytes`` (default: the
     :func:`inflation_bound` of ``max_message_bytes``, or of 0.8.2's default without one).
+    ``leader_epoch``: the leader's epoch, written into each record batch's partitionLeaderEpoch.
+    ``log_append_time``: the broker's time, stamped into every message of magic 1 (a compressed one's wrapper)
+    and every batch, their CRCs computed again (message.timestamp.type=LogAppendTime).
     Raises :class:`InvalidMessageError` (:class:`InflationBoundError` past the bound); nothing
     should be appended then.
     """
     if max_inflated_bytes is None:
         max_inflated_bytes = inflation_bound(max_message_bytes or _DEFAULT_MESSAGE_MAX_BYTES)
-    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes)
+    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes, leader_epoch, log_append_time)
 
 
 def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
     """Validate a message set that already has offsets (a follower's fetch, log recovery).
 
-    Checks entry sizes and CRCs without opening compressed wrappers, as 0.8.2 did for replica
-    appends; the offsets reported are the entries' own.
+    Checks entry sizes and CRCs without opening compressed wrappers or record batches, as 0.8.2 did
+    for replica appends (and Kafka 0.11 for batches); the offsets reported are the entries' own.
     """
     return _walk(buf, None, None, verify_crc, 0)  # wrappers stay closed: nothing inflates
 
@@ -516,10 +691,11 @@ def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
 def iter_messages(
     buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
 ) -> Iterator[Message]:
-    """The messages of a set, compressed wrappers opened, offsets absolute; stops at a torn tail.
+    """The messages of a set, compressed wrappers and record batches opened, offsets absolute; stops
+    at a torn tail.
 
-    A wrapper that would inflate past ``max_inflated_bytes`` (default :func:`inflation_bound` of
-    0.8.2's message.max.bytes) raises :class:`InflationBoundError` instead of inflating."""
+    A wrapper or batch that would inflate past ``max_inflated_bytes`` (default :func:`inflation_bound`
+    of 0.8.2's message.max.bytes) raises :class:`InflationBoundError` instead of inflating."""
     if max_inflated_bytes is None:
         max_inflated_bytes = inflation_bound()
     view = _as_view(buf)
@@ -527,6 +703,10 @@ def iter_messages(
     pos = 0
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
+        if magic == 2:
+            yield from _batch_messages(view, pos, end, max_inflated_bytes)
+            pos = end
+            continue
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP
         codec = attributes & CODEC_MASK
         if codec == CODEC_NONE:
@@ -539,9 +719,34 @@ def iter_messages(
         pos = end
 
 
+def _batch_messages(view: memoryview, pos: int, end: int, max_inflated: int) -> Iterator[Message]:
+    header = read_header(view, pos)
+    records = _batch_records(view, pos, end, header, max_inflated)
+    try:
+        for record in record_batch.iter_records(header, records):
+            yield Message(record.offset, record.key, record.value, record.timestamp, 2, record.headers)
+    except CorruptRecordError as exc:
+        raise InvalidMessageError(str(exc), pos) from None
+
+
+def iter_batch_records(
+    buf: Buffer, pos: int, *, max_inflated_bytes: int | None = None
+) -> tuple[BatchHeader, list[record_batch.Record]]:
+    """The header and the records of the batch at ``pos`` of a set (tools, down-conversion)."""
+    view = _as_view(buf)
+    header = read_header(view, pos)
+    bound = inflation_bound() if max_inflated_bytes is None else max_inflated_bytes
+    records = _batch_records(view, pos, pos + LOG_OVERHEAD + header.batch_length, header, bound)
+    try:
+        return header, list(record_batch.iter_records(header, records))
+    except CorruptRecordError as exc:
+        raise InvalidMessageError(str(exc), pos) from None
+
+
 class Entry(NamedTuple):
     """One entry of a set as stored, for tools (DumpLogSegments): a wrapper is left closed, and
-    the CRC is checked but not enforced (``valid``)."""
+    the CRC is checked but not enforced (``valid``). A record batch has its header in ``batch`` (its
+    ``timestamp`` is its maxTimestamp, ``key`` and ``value`` None)."""
 
     offset: int
     position: int  # of the entry's offset field in the set
@@ -553,6 +758,7 @@ class Entry(NamedTuple):
     timestamp: int
     key: bytes | None
     value: bytes | None
+    batch: BatchHeader | None = None
 
 
 def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterator[Entry]:
@@ -568,6 +774,15 @@ def iter_entries(buf: Buffer, *, max_message_bytes: int | None = None) -> Iterat
         end = pos + LOG_OVERHEAD + size
         _check_size(size, max_message_bytes, pos)
         crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(view, pos + LOG_OVERHEAD)
+        if magic == 2:
+            if size < MIN_MESSAGE_SIZE[2]:
+                return
+            header = read_header(view, pos)
+            valid = crc32c is not None and record_batch.batch_crc(view, pos, end) == header.crc
+            yield Entry(
+                offset, pos, size, header.crc, valid, 2, header.attributes, header.max_timestamp, None, None, header
+            )
+            continue
         layout = 1 if magic else 0
         if size < MIN_MESSAGE_SIZE[layout]:
             return

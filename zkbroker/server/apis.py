@@ -29,9 +29,11 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
+from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import CONNECTION
+from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
@@ -74,6 +76,7 @@ class KafkaApis:
             ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
             ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -84,8 +87,8 @@ class KafkaApis:
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
                 ApiKey.LIST_GROUPS: self.handle_list_groups,
             })
-        leader_epoch = config["replication.truncation"] == "leader-epoch"
-        self.versions = {key: span for key, span in advertised_versions(leader_epoch).items()
+        self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
+        self.versions = {key: span for key, span in advertised_versions().items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
 
@@ -114,6 +117,13 @@ class KafkaApis:
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
+                refused = record_versions.produce_error(header.api_version, entry.records)
+                if refused is not None:
+                    log.warning("Rejected a message set for [%s,%d] in Produce v%d from client %s: %s",
+                                topic_entry.topic, entry.partition, header.api_version, header.client_id, refused[1])
+                    partitions.append({"partition": entry.partition, "error_code": refused[0], "base_offset": -1,
+                                       "log_append_time": -1, "log_start_offset": -1})
+                    continue
                 result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
                                                                acks)
                 if debug and result.info is not None:
@@ -122,7 +132,8 @@ class KafkaApis:
                               "offsets %d-%d", header.client_id, CONNECTION.get(), header.correlation_id,
                               topic_entry.topic, entry.partition, result.info.first_offset, result.info.last_offset)
                 partitions.append({"partition": entry.partition, "error_code": result.error_code,
-                                   "base_offset": result.base_offset, "log_append_time": -1})
+                                   "base_offset": result.base_offset,
+                                   **record_versions.produce_times(result.partition, result.info)})
                 if acks == -1 and result.error_code == ErrorCode.NONE and result.info is not None:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
                 if appended is not None and result.info is not None:
@@ -181,16 +192,17 @@ class KafkaApis:
                     self.replica_manager.record_follower_fetch(topic_entry.topic, entry.partition,
                                                                request.replica_id, entry.fetch_offset)
         while True:
-            topics, total, errors, touched = self._read_all(request, response_budget)
+            topics, total, errors, touched = self._read_all(request, response_budget, header.api_version)
             remaining = deadline - loop.time()
             if total >= request.min_bytes or errors or remaining <= 0 or not touched:
-                return encode_fetch_response(header.correlation_id, header.api_version, topics)
+                return encode_fetch_response(header.correlation_id, header.api_version, topics,
+                                             isolation_level=getattr(request, "isolation_level", 0))
             waiters = [p.waiter(loop) for p in touched]
             await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             for future in waiters:
                 future.cancel()
 
-    def _read_all(self, request: Any, response_budget: int | None) -> tuple[list, int, bool, list]:
+    def _read_all(self, request: Any, response_budget: int | None, version: int) -> tuple[list, int, bool, list]:
         topics = []
         total = 0
         errors = False
@@ -206,9 +218,18 @@ class KafkaApis:
                 result = self.replica_manager.read(topic_entry.topic, entry.partition, entry.fetch_offset,
                                                    max(max_bytes, 0), request.replica_id)
                 records = result.records if result.records is not None and result.records.size else None
-                partitions.append((entry.partition, result.error_code, result.high_watermark, records))
+                p = result.partition
+                error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
+                if error == ErrorCode.NONE and records is not None and request.replica_id < 0:
+                    # a client whose version cannot carry what the log holds: records converted, or refused
+                    error, records = record_versions.records_for_fetch(p.log, records, version, entry.fetch_offset,
+                                                                       max(max_bytes, 0))
+                if error != ErrorCode.NONE:
+                    result.error_code, records = error, None
+                partitions.append((entry.partition, result.error_code, result.high_watermark, records,
+                                   result.high_watermark, p.log.log_start_offset if p is not None else -1))
                 if records is not None:
-                    total += records.size
+                    total += len(records)
                 if result.error_code != ErrorCode.NONE:
                     errors = True
                 elif result.partition is not None:
@@ -223,16 +244,22 @@ class KafkaApis:
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
-                error, offset = self._offset_for(topic_entry.topic, entry.partition, entry.timestamp,
-                                                 request.replica_id)
                 if header.api_version == 0:
+                    error, offset = self._offset_for(topic_entry.topic, entry.partition, entry.timestamp,
+                                                     request.replica_id)
                     partitions.append({"partition": entry.partition, "error_code": error,
                                        "offsets": [] if offset is None else [offset]})
                 else:
-                    partitions.append({"partition": entry.partition, "error_code": error, "timestamp": -1,
-                                       "offset": -1 if offset is None else offset})
+                    error, p = self.replica_manager.leader_partition(topic_entry.topic, entry.partition)
+                    if p is not None:
+                        error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
+                    timestamp, offset = -1, -1
+                    if error == ErrorCode.NONE:
+                        timestamp, offset = record_versions.offset_by_time(p, entry.timestamp, request.replica_id >= 0)
+                    partitions.append({"partition": entry.partition, "error_code": error, "timestamp": timestamp,
+                                       "offset": offset, "leader_epoch": -1})
             topics.append({"topic": topic_entry.topic, "partitions": partitions})
-        return encode_response(header, {"topics": topics})
+        return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
 
     def _offset_for(self, topic: str, partition: int, timestamp: int, replica_id: int) -> tuple[int, int | None]:
         error, p = self.replica_manager.leader_partition(topic, partition)
@@ -254,8 +281,10 @@ class KafkaApis:
         for name in names:
             partitions = snapshot.partitions.get(name)
             if partitions is None:
-                topics.append({"error_code": await self._unknown_topic(name), "topic": name,
-                               "is_internal": False, "partitions": []})
+                # Metadata v4+: a client may ask not to create the topics it names (allow_auto_topic_creation)
+                create = getattr(request, "allow_auto_topic_creation", True)
+                error = await self._unknown_topic(name) if create else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                topics.append({"error_code": error, "topic": name, "is_internal": False, "partitions": []})
                 continue
             rows = []
             for partition_id, state in sorted(partitions.items()):
@@ -269,10 +298,13 @@ class KafkaApis:
                     error = ErrorCode.NONE
                 rows.append({"error_code": error, "partition": partition_id,
                              "leader": state.leader if state.leader in snapshot.brokers else -1,
-                             "replicas": live_replicas, "isr": live_isr})
+                             "leader_epoch": state.leader_epoch, "replicas": live_replicas, "isr": live_isr,
+                             "offline_replicas": []})
             topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": name == admin.OFFSETS_TOPIC,
                            "partitions": rows})
-        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id}
+        # cluster_id (v2+): null, as a 0.8.2 cluster has none (/cluster/id came with Kafka 0.10.1)
+        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id, "cluster_id": None,
+                "throttle_time_ms": 0}
         return encode_response(header, body)
 
     async def _unknown_topic(self, topic: str) -> int:
@@ -326,16 +358,38 @@ class KafkaApis:
         return encode_response(header, {"error_code": ErrorCode.NONE})
 
     async def handle_offsets_for_leader_epoch(self, header: RequestHeader, request: Any) -> bytes:
-        """KIP-101 (advertised only with replication.truncation=leader-epoch)."""
+        """KIP-101 for followers, KIP-320 for consumers (v2 carries their current leader epoch): where an epoch
+        ends in the leader's log, in both truncation modes (see record_versions.epoch_end)."""
         topics = []
         for topic_entry in request.topics:
             rows = []
             for entry in topic_entry.partitions:
-                error, end_offset = self.replica_manager.end_offset_for_epoch(topic_entry.topic, entry.partition,
-                                                                              entry.leader_epoch)
-                rows.append({"error_code": error, "partition": entry.partition, "end_offset": end_offset})
+                error, p = self.replica_manager.leader_partition(topic_entry.topic, entry.partition)
+                epoch, end_offset = -1, -1
+                if p is not None:
+                    error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
+                    if error == ErrorCode.NONE:
+                        epoch, end_offset = record_versions.epoch_end(p, entry.leader_epoch)
+                rows.append({"error_code": error, "partition": entry.partition, "leader_epoch": epoch,
+                             "end_offset": end_offset})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
-        return encode_response(header, {"topics": topics})
+        return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
+
+    async def handle_init_producer_id(self, header: RequestHeader, request: Any) -> bytes:
+        """InitProducerId (KIP-98) for idempotent producers: a new producer id, epoch 0. A transactional id is
+        refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): this broker has no transaction coordinator."""
+        if request.transactional_id is not None:
+            log.warning("Refused InitProducerId for transactional id %r from client %s: no transactions here",
+                        request.transactional_id, header.client_id)
+            error, producer_id = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
+        else:
+            try:
+                error, producer_id = ErrorCode.NONE, await self.producer_ids.generate_producer_id()
+            except Exception as e:  # ZooKeeper unavailable: the client retries
+                log.warning("Could not allocate a producer id: %r", e)
+                error, producer_id = ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, -1
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id,
+                                        "producer_epoch": 0 if producer_id >= 0 else -1})
 
     # ---- consumer offsets: v0 in ZooKeeper (0.8.2's offsets.storage=zookeeper), v1+ in __consumer_offsets ----
 

@@ -132,11 +132,20 @@ class Partition:
                           role="leader" if self.is_leader else "follower")
 
     def append_as_follower(self, records) -> None:
-        """Append messages fetched from the leader (offsets already assigned)."""
+        """Append messages fetched from the leader (offsets already assigned). Record batches carry the epoch of
+        the leader that wrote them (Kafka 0.11's cache learns from them); messages of magic 0 and 1 are
+        attributed to the epoch of the leader we follow."""
         start = self.log_end_offset
-        self.log.append(records, assign_offsets=False)
+        info = self.log.append(records, assign_offsets=False)
         if self.epoch_cache is not None and self.log_end_offset > start:
-            self.epoch_cache.assign(self.leader_epoch, start)
+            self._learn_epochs(info, start, self.leader_epoch)
+
+    def _learn_epochs(self, info: AppendInfo, start: int, epoch: int) -> None:
+        if not info.batches or info.batches[0].base_offset != start:
+            self.epoch_cache.assign(epoch, start)  # a set that starts with messages of magic 0 or 1
+        for batch in info.batches:
+            if batch.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
         """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half)."""
@@ -199,7 +208,7 @@ class Partition:
             if len(self.isr) < min_isr:
                 raise NotEnoughReplicasError(f"Number of insync replicas for partition [{self.topic},{self.partition}] "
                                              f"is [{len(self.isr)}], below required minimum [{min_isr}]")
-        info = self.log.append(records)
+        info = self.log.append(records, leader_epoch=self.leader_epoch)
         self.maybe_increment_high_watermark()
         self.wake_waiters()
         return info

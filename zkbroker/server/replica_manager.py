@@ -241,6 +241,9 @@ class ReplicaManager:
         if self.leader_epoch_mode:
             p.epoch_cache = LeaderEpochCache(log_.dir)
             p.epoch_cache.truncate_from_end(log_.log_end_offset)  # recovery may have cut the log's tail
+            for epoch, start_offset in log_.recovered_leader_epochs:  # and read the epochs of the batches it kept
+                if epoch >= 0:
+                    p.epoch_cache.assign(epoch, start_offset)
         # 0.8.2: the HW restarts from the checkpoint, never beyond the log end.
         p.high_watermark = min(self._checkpointed_hws.get(tp, 0), log_.log_end_offset)
         p.hw_reported = p.high_watermark

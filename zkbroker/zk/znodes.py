@@ -299,3 +299,28 @@ def decode_offset(data: bytes | None) -> int:
         return int((data or b"").decode())
     except (UnicodeDecodeError, ValueError) as e:
         raise ZnodeFormatError(f"consumer offset is not a decimal integer: {data!r}") from e
+
+
+@dataclass(frozen=True)
+class ProducerIdBlock:
+    """`/latest_producer_id_block` (Kafka 0.11's ProducerIdManager): the last block of producer ids a broker
+    took, block_start..block_end inclusive, the ids written as strings (JSON numbers lose longs in some readers)."""
+
+    broker_id: int
+    block_start: int
+    block_end: int
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "broker": self.broker_id, "block_start": str(self.block_start),
+                      "block_end": str(self.block_end)})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> ProducerIdBlock:
+        what = "/latest_producer_id_block"
+        obj = _obj(data, what)
+        try:
+            start = int(str(_field(obj, "block_start", what)))
+            end = int(str(_field(obj, "block_end", what)))
+        except ValueError as e:
+            raise ZnodeFormatError(f"{what} block_start and block_end must be integers: {data!r}") from e
+        return cls(_int(_field(obj, "broker", what), what + " broker"), start, end)

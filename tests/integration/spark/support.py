@@ -8,6 +8,7 @@ import uuid
 from tests.integration.harness import Broker, create_topic
 from zkbroker.protocol.compression import CODEC_NONE
 from zkbroker.protocol.message_set import build_message_set
+from zkbroker.protocol.record_batch import build_record_batch
 
 PRODUCE_CHUNK = 200
 
@@ -33,9 +34,14 @@ def produce(brokers: list[Broker], leaders: dict[int, int], topic: str, per_part
             for start in range(first, first + per_partition, PRODUCE_CHUNK):
                 items = [(*record(topic, partition, i), timestamp + i)
                          for i in range(start, min(start + PRODUCE_CHUNK, first + per_partition))]
-                body = {"acks": -1, "timeout_ms": 10000, "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "records": build_message_set(items, magic=magic, codec=codec)}]}]}
-                row = conn.send(0, 2 if magic else 0, body).topics[0].partitions[0]
+                if magic == 2:  # one record batch per request (Produce v3), each record with a header
+                    records = build_record_batch(
+                        [(*item, [("i", b"%d" % (start + n))]) for n, item in enumerate(items)], codec=codec)
+                else:
+                    records = build_message_set(items, magic=magic, codec=codec)
+                body = {"acks": -1, "timeout_ms": 10000, "transactional_id": None, "topics": [
+                    {"topic": topic, "partitions": [{"partition": partition, "records": records}]}]}
+                row = conn.send(0, {0: 0, 1: 2, 2: 3}[magic], body).topics[0].partitions[0]
                 assert (row.error_code, row.base_offset) == (0, start), (topic, partition, row)
 
 

@@ -90,6 +90,23 @@ def test_schema_timestamps_and_timestamp_types_match_sparks_kafka_source(spark, 
         {old: {"0": 0}})).count() == 0  # nothing to read at all: no range, one empty task
 
 
+@pytest.mark.timeout(120)
+def test_record_batches_give_headers_and_offsets_by_timestamp(spark, brokers, zk_connect):
+    cluster = brokers(1)
+    topic, _ = make_topic(zk_connect, cluster, 1, 1, 10, magic=2)  # records at 1_700_000_000_000 + i ms
+    df = zkkafka(spark, zk_connect, subscribe=topic, includeHeaders="true")
+    got = [(r.offset, r.timestampType, [(h.key, bytes(h.value)) for h in r.headers])
+           for r in df.orderBy("offset").collect()]
+    assert got == [(i, 0, [("i", b"%d" % i)]) for i in range(10)]
+    ranged = zkkafka(spark, zk_connect, subscribe=topic,
+                     startingOffsetsByTimestamp=json.dumps({topic: {"0": 1_700_000_000_003}}),
+                     endingOffsetsByTimestamp=json.dumps({topic: {"0": 1_700_000_000_007}}))
+    assert [r.offset for r in ranged.orderBy("offset").collect()] == [3, 4, 5, 6]
+    with pytest.raises(Exception, match="No offset matched from request of topic-partition"):
+        zkkafka(spark, zk_connect, subscribe=topic,
+                startingOffsetsByTimestamp=json.dumps({topic: {"0": 1_800_000_000_000}})).count()
+
+
 @pytest.mark.timeout(180)
 def test_a_leader_failover_while_a_read_runs_still_returns_every_record_once(spark, brokers, zk_connect, zk):
     cluster = brokers(1, 2, 3)

@@ -31,7 +31,8 @@ def test_values_may_be_python_values_or_text():
     ({"bootstrap.servers": "h:1", "linger.ms": "soon"}, "Invalid value 'soon' for configuration linger.ms: "
                                                         "not an integer"),
     ({"bootstrap.servers": "h:1", "retries": -1}, "configuration retries: must be at least 0"),
-    ({"bootstrap.servers": "h:1", "compression.type": "zstd"}, "compression.type: must be one of none, gzip"),
+    ({"bootstrap.servers": "h:1", "compression.type": "brotli"}, "compression.type: must be one of none, gzip"),
+    ({"bootstrap.servers": "h:1", "compression.type": "zstd"}, "compression.type: zstd needs message.format.version"),
 ])
 def test_bad_values_are_one_clear_sentence(given, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):

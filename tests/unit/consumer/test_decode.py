@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from consumer.decode import decode_messages
+from consumer.decode import decode_messages, last_offset
 from zkbroker.protocol.errors import RemoteProtocolError
 from zkbroker.protocol.message_set import build_message_set, iter_messages
 
@@ -52,3 +52,13 @@ def test_a_corrupt_message_is_an_error():
     buf[-1] ^= 0xFF
     with pytest.raises(RemoteProtocolError, match="CRC"):
         decode_messages(bytes(buf), "t", 0, 0)
+
+
+def test_record_batches_decode_and_their_last_offset_counts_the_batch():
+    from zkbroker.protocol.record_batch import build_record_batch
+
+    data = build_record_batch([(b"k", b"a", 1), (None, b"b", 2)], base_offset=10) + build_record_batch(
+        [(None, b"c", 3)], base_offset=12, codec=1)
+    messages, complete = decode_messages(data, "t", 0, 11)
+    assert complete and [(m.offset, m.key, m.value) for m in messages] == [(11, None, b"b"), (12, None, b"c")]
+    assert last_offset(data) == 12 and last_offset(data[:-3]) == 11

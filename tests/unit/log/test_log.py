@@ -39,7 +39,8 @@ def test_a_new_log_starts_empty_at_offset_0(make_log):
     log = make_log()
     assert (log.log_start_offset, log.log_end_offset, log.size, log.number_of_segments) == (0, 0, 0, 1)
     assert (log.topic, log.partition, log.name) == ("t", 0, "t-0")
-    assert sorted(os.listdir(log.dir)) == ["00000000000000000000.index", "00000000000000000000.log"]
+    assert sorted(os.listdir(log.dir)) == [
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
 
 
 def test_append_assigns_offsets_from_the_log_end(make_log, records):
@@ -370,7 +371,8 @@ def test_truncate_below_the_log_start_starts_over(make_log, records, scheduler):
     assert (log.log_start_offset, log.log_end_offset, log.number_of_segments) == (1, 1, 1)
     scheduler.clock.advance(60_000)
     scheduler.run_due()
-    assert sorted(os.listdir(log.dir)) == ["00000000000000000001.index", "00000000000000000001.log"]
+    assert sorted(os.listdir(log.dir)) == [
+        "00000000000000000001.index", "00000000000000000001.log", "00000000000000000001.timeindex"]
 
 
 def test_truncate_fully_and_start_at(make_log, records):
@@ -421,7 +423,9 @@ def test_retention_by_time_deletes_old_segments_but_never_the_active_one(make_lo
     assert [s.base_offset for s in log.segments] == [4, 6]
     assert sorted(f for f in os.listdir(log.dir) if f.endswith(".deleted")) == [
         "00000000000000000000.index.deleted", "00000000000000000000.log.deleted",
+        "00000000000000000000.timeindex.deleted",
         "00000000000000000002.index.deleted", "00000000000000000002.log.deleted",
+        "00000000000000000002.timeindex.deleted",
     ]
     # every segment expired: the log rolls first, so an empty active segment remains
     for segment in log.segments:
@@ -434,7 +438,8 @@ def test_retention_by_time_deletes_old_segments_but_never_the_active_one(make_lo
     assert log.delete_old_segments() == 0
     clock.advance(500)
     scheduler.run_due()
-    assert sorted(os.listdir(log.dir)) == ["00000000000000000007.index", "00000000000000000007.log"]
+    assert sorted(os.listdir(log.dir)) == [
+        "00000000000000000007.index", "00000000000000000007.log", "00000000000000000007.timeindex"]
 
 
 def test_a_range_handed_out_stays_readable_until_the_delayed_delete(make_log, records, clock, scheduler):

@@ -75,8 +75,8 @@ def test_a_corrupt_message_cuts_the_log_there(make_log, records, recovery_chunk,
     assert (reopened.log_end_offset, [s.base_offset for s in reopened.segments]) == (7, [0, 5])
     assert all_offsets(reopened) == list(range(7))
     assert sorted(os.listdir(reopened.dir)) == [
-        "00000000000000000000.index", "00000000000000000000.log",
-        "00000000000000000005.index", "00000000000000000005.log",
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex",
+        "00000000000000000005.index", "00000000000000000005.log", "00000000000000000005.timeindex",
     ]
     assert "message fails its CRC" in caplog.text
     assert (
@@ -231,6 +231,6 @@ def test_files_of_interrupted_operations_are_cleaned_up(make_log, records):
     reopened = make_log(**CONFIG)
     assert not os.path.exists(base)
     assert sorted(os.listdir(reopened.dir)) == [
-        f"{b:020d}{s}" for b in (0, 5, 10) for s in (".index", ".log")
+        f"{b:020d}{s}" for b in (0, 5, 10) for s in (".index", ".log", ".timeindex")
     ]
     assert all_offsets(reopened) == list(range(15))

@@ -37,7 +37,8 @@ def append_sets(segment, sets):
 def test_file_names_are_the_base_offset_in_20_digits(tmp_path):
     segment = new_segment(tmp_path, base=368769)
     assert filename_prefix(368769) == "00000000000000368769"
-    assert sorted(os.listdir(tmp_path)) == ["00000000000000368769.index", "00000000000000368769.log"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "00000000000000368769.index", "00000000000000368769.log", "00000000000000368769.timeindex"]
     assert segment.next_offset() == 368769
 
 

@@ -8,7 +8,17 @@ written out by hand from Kafka's message JSON.
 import struct
 
 import pytest
-from kafka.protocol.old import admin, commit, fetch, find_coordinator, group, list_offsets, produce
+from kafka.protocol.old import (
+    admin,
+    commit,
+    fetch,
+    find_coordinator,
+    group,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
 from kafka.protocol.old import offset_for_leader_epoch as leader_epoch
 
 from zkbroker.protocol.api import (
@@ -91,6 +101,43 @@ CASES = [
     (7, 0, "response", None, (0, [("t", 0), ("t", 1)])),
     (7, 1, "response", None, (0, [])),
 ]
+
+# Kafka 0.11-2.1's versions (record batches, KIP-320, zstd), against kafka-python's encoders.
+_BATCH_RECORDS = b"\x00" * 12 + b"record batch"
+CASES += [(0, v, "request", getattr(produce, f"ProduceRequest_v{v}"), (None if v % 2 else "tx", -1, 30000,
+                                                                        [("t", [(0, _BATCH_RECORDS)])]))
+          for v in range(3, 8)]
+CASES += [(0, v, "response", getattr(produce, f"ProduceResponse_v{v}"),
+           ([("t", [(0, 0, 41, -1) + ((0,) if v >= 5 else ())])], 0)) for v in range(3, 8)]
+for _v in range(4, 11):
+    _partition = (0,) + ((5,) if _v >= 9 else ()) + (10,) + ((-1,) if _v >= 5 else ()) + (1048576,)
+    _request = (-1, 500, 1, 52428800, 1) + ((0, -1) if _v >= 7 else ()) + ([("t", [_partition])],)
+    _request += ([("u", [1, 2])],) if _v >= 7 else ()
+    CASES.append((1, _v, "request", getattr(fetch, f"FetchRequest_v{_v}"), _request))
+    _answer = (0, 0, 99, 99) + ((0,) if _v >= 5 else ()) + ([(7, 3)] if _v % 2 else None, _BATCH_RECORDS)
+    CASES.append((1, _v, "response", getattr(fetch, f"FetchResponse_v{_v}"),
+                  (0,) + ((0, 0) if _v >= 7 else ()) + ([("t", [_answer])],)))
+for _v in range(2, 5):
+    _partition = (0,) + ((5,) if _v >= 4 else ()) + (1500000000000,)
+    CASES.append((2, _v, "request", getattr(list_offsets, f"ListOffsetsRequest_v{_v}"),
+                  (-1, 1, [("t", [_partition])])))
+    CASES.append((2, _v, "response", getattr(list_offsets, f"ListOffsetsResponse_v{_v}"),
+                  (0, [("t", [(0, 0, 1500000000001, 42) + ((5,) if _v >= 4 else ())])])))
+for _v in range(2, 8):
+    CASES.append((3, _v, "request", getattr(metadata, f"MetadataRequest_v{_v}"),
+                  (["t"],) + ((False,) if _v >= 4 else ())))
+    _partition = (0, 0, 1) + ((4,) if _v >= 7 else ()) + ([1, 2], [1]) + (([2],) if _v >= 5 else ())
+    _body = ([(1, "h", 9092, None)], "cluster", 1, [(0, "t", False, [_partition])])
+    CASES.append((3, _v, "response", getattr(metadata, f"MetadataResponse_v{_v}"),
+                  ((0,) if _v >= 3 else ()) + _body))
+for _v in (1, 2):
+    CASES.append((23, _v, "request", getattr(leader_epoch, f"OffsetForLeaderEpochRequest_v{_v}"),
+                  ([("t", [(0,) + ((4,) if _v >= 2 else ()) + (3,)])],)))
+    CASES.append((23, _v, "response", getattr(leader_epoch, f"OffsetForLeaderEpochResponse_v{_v}"),
+                  ((0,) if _v >= 2 else ()) + ([("t", [(0, 0, 3, 120)])],)))
+for _v in (0, 1):
+    CASES.append((22, _v, "request", getattr(init_producer_id, f"InitProducerIdRequest_v{_v}"), (None, 60000)))
+    CASES.append((22, _v, "response", getattr(init_producer_id, f"InitProducerIdResponse_v{_v}"), (0, 0, 4000, 0)))
 
 
 def value_of(api_key, version, kind):

@@ -10,6 +10,7 @@ from zkbroker.protocol.compression import (
     CODEC_GZIP,
     CODEC_LZ4,
     CODEC_SNAPPY,
+    CODEC_ZSTD,
     InflationBoundExceeded,
     compress,
     decoders,
@@ -96,7 +97,7 @@ def test_unknown_codecs():
 
 
 def test_both_decoders_are_here_so_the_comparisons_below_compare_something():
-    assert [d.name for d in decoders()] == ["cramjam+lz4", "pyarrow"]
+    assert [d.name for d in decoders()] == ["cramjam+lz4+zstandard", "pyarrow"]
 
 
 @pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
@@ -122,9 +123,36 @@ def test_every_decoder_reads_the_framings_of_kafka_python_librdkafka_and_lz4_fra
 
 
 @pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
-@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4])
+@pytest.mark.parametrize("data", [b"", b"x", DATA])
+def test_every_decoder_reads_zstd_as_we_write_it_for_record_batches(decoder, data):
+    assert decompress(CODEC_ZSTD, compress(CODEC_ZSTD, data, magic=2), decoder=decoder) == data
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+def test_every_cut_of_a_zstd_frame_is_a_remote_error_not_a_short_read(decoder):
+    good = compress(CODEC_ZSTD, DATA, magic=2)
+    for cut in range(len(good)):
+        with pytest.raises(RemoteProtocolError):
+            decompress(CODEC_ZSTD, good[:cut], decoder=decoder)
+
+
+def test_zstd_is_for_record_batches_only():
+    with pytest.raises(LocalProtocolError, match="magic 2"):
+        compress(CODEC_ZSTD, DATA, magic=1)
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+def test_every_decoder_reads_concatenated_zstd_frames_as_java_does(decoder):
+    import zstandard
+
+    frames = zstandard.ZstdCompressor().compress(DATA[:100]) + zstandard.ZstdCompressor().compress(DATA[100:])
+    assert decompress(CODEC_ZSTD, frames, decoder=decoder) == DATA
+
+
+@pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
+@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
 def test_garbage_is_a_remote_error_for_every_decoder(decoder, codec):
-    good = compress(codec, DATA)
+    good = compress(codec, DATA, magic=2)
     for bad in (b"", b"\x00" * 10, good[: len(good) // 2], good[:7] + b"\xff" * 40, os.urandom(64),
                 b"\xff\xff\xff\xff\x0f\x00"):
         with pytest.raises(RemoteProtocolError):
@@ -132,9 +160,9 @@ def test_garbage_is_a_remote_error_for_every_decoder(decoder, codec):
 
 
 @pytest.mark.parametrize("decoder", decoders(), ids=lambda d: d.name)
-@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4])
+@pytest.mark.parametrize("codec", [CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
 def test_every_decoder_stops_at_the_inflation_bound(decoder, codec):
     bound = 300_000
     with pytest.raises(InflationBoundExceeded):
-        decompress(codec, compress(codec, bytes(bound + 1)), bound, decoder=decoder)
-    assert decompress(codec, compress(codec, bytes(bound)), bound, decoder=decoder) == bytes(bound)
+        decompress(codec, compress(codec, bytes(bound + 1), magic=2), bound, decoder=decoder)
+    assert decompress(codec, compress(codec, bytes(bound), magic=2), bound, decoder=decoder) == bytes(bound)

@@ -60,8 +60,28 @@ def test_empty_response():
 
 def test_invalid_input_is_a_local_error():
     with pytest.raises(LocalProtocolError):
-        encode_fetch_response(1, 4, [])
+        encode_fetch_response(1, 11, [])
     with pytest.raises(LocalProtocolError):
         encode_fetch_response(1, 0, [("t", [(0, 0, "x", b"")])])
     with pytest.raises(LocalProtocolError):
         encode_fetch_response(1, 0, [("t", [(0, 0)])])
+
+
+@pytest.mark.parametrize("version", range(4, 11))
+@pytest.mark.parametrize("isolation_level", [0, 1])
+def test_v4_and_later_pieces_equal_the_generic_encoding(version, isolation_level):
+    topics = [("t", [(0, 0, 500, FileRange("seg0", 10, 300), 480, 3), (1, 1, -1, None)])]
+    pieces = encode_fetch_response(31, version, topics, throttle_time_ms=4, isolation_level=isolation_level)
+    aborted = [] if isolation_level else None
+    rows = [(0, 0, 500, 480) + ((3,) if version >= 5 else ()) + (aborted, read_range(topics[0][1][0][3])),
+            (1, 1, -1, -1) + ((-1,) if version >= 5 else ()) + (aborted, b"")]
+    body = {"throttle_time_ms": 4, "topics": [("t", rows)]}
+    if version >= 7:
+        body = {"throttle_time_ms": 4, "error_code": 0, "session_id": 0, "topics": [("t", rows)]}
+    expected = encode_response(RequestHeader(1, version, 31, "c"), body)
+    assert join_pieces(pieces, read_range) == expected
+
+
+def test_versions_past_10_are_refused():
+    with pytest.raises(LocalProtocolError):
+        encode_fetch_response(1, 11, [])

@@ -157,3 +157,26 @@ def test_list_offsets_caps_a_consumer_at_the_hw_and_a_follower_at_the_log_end(tm
     # A time after every write names the log end, capped like LATEST_TIME.
     assert p.offset_for_timestamp(2**62, from_follower=False) == 2
     assert p.offset_for_timestamp(2**62, from_follower=True) == 4
+
+
+def test_the_leader_writes_its_epoch_into_record_batches(tmp_path):
+    from zkbroker.protocol.record_batch import build_record_batch, read_header
+
+    p = leader(tmp_path, isr=(1,), replicas=(1,), min_insync_replicas=1)
+    p.append_messages_to_leader(bytearray(build_record_batch([(None, b"x", 1)])), required_acks=1)
+    assert read_header(p.log.read(0, 1000).read_bytes()).partition_leader_epoch == 1
+
+
+def test_a_followers_epoch_cache_learns_the_epochs_of_the_batches_it_copies(tmp_path):
+    from zkbroker.log.leader_epoch import LeaderEpochCache
+    from zkbroker.protocol.record_batch import build_record_batch
+
+    p = Partition("t", 0, 2, Log(str(tmp_path / "t-0")))
+    p.epoch_cache = LeaderEpochCache(p.log.dir)
+    p.make_follower(1, leader_epoch=7, isr=(1, 2), replicas=(1, 2), zk_version=0, controller_epoch=1)
+    fetched = (build_record_batch([(None, b"a", 1)] * 2, base_offset=0, partition_leader_epoch=3)
+               + build_record_batch([(None, b"b", 1)], base_offset=2, partition_leader_epoch=5))
+    p.append_as_follower(bytearray(fetched))
+    p.append_as_follower(bytearray(build_message_set([(None, b"magic 0")], base_offset=3)))
+    # the batches say who wrote them; messages without an epoch go to the leader we follow
+    assert p.epoch_cache.entries == [(3, 0), (5, 2), (7, 3)]

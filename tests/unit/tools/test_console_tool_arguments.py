@@ -31,7 +31,7 @@ NOWHERE = "127.0.0.1:1/none"
     (["console-producer", "--broker-list", "nohost", "--topic", "t"],
      "Invalid url in bootstrap.servers: nohost (expected host:port)."),
     (["console-producer", "--broker-list", "h:1", "--topic", "t", "--compression-codec", "zstd"],
-     "Invalid value 'zstd' for configuration compression.type: must be one of none, gzip, snappy, lz4."),
+     "Invalid value 'zstd' for configuration compression.type: zstd needs message.format.version 0.11.0"),
     (["consumer-offset-checker", "--zookeeper", NOWHERE], 'Missing required argument "[group]".'),
 ])
 def test_bad_arguments_are_one_sentence(capsys, argv, message):

@@ -118,3 +118,14 @@ def test_paths_and_chroot():
     assert paths.split_chroot("a:1") == ("a:1", "")
     assert paths.COMMON_PATHS == ("/consumers", "/brokers/ids", "/brokers/topics", "/config/changes",
                                   "/config/topics", "/admin/delete_topics")
+
+
+def test_producer_id_block_is_kafkas_json_and_blocks_follow_one_another():
+    from zkbroker.server.producer_id_manager import next_block
+    from zkbroker.zk.znodes import ProducerIdBlock
+
+    block = ProducerIdBlock(2, 1000, 1999)
+    assert block.encode() == b'{"version":1,"broker":2,"block_start":"1000","block_end":"1999"}'
+    assert ProducerIdBlock.decode(block.encode()) == block
+    assert next_block(1, None) == ProducerIdBlock(1, 0, 999)
+    assert next_block(3, block) == ProducerIdBlock(3, 2000, 2999)

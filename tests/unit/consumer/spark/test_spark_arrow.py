@@ -169,3 +169,20 @@ def test_equal_sized_messages_then_a_torn_or_shorter_last_one():
     assert batch.column("value").to_pylist() == [v for _, v in items] and (next_offset, count) == (520, 20)
     batch, next_offset, count = message_set_batch(records[:-3], "t", 0, 0, 10_000, SCHEMA)
     assert batch.column("offset").to_pylist() == list(range(500, 519)) and (next_offset, count) == (519, 19)
+
+
+def test_record_batches_decode_with_their_headers_and_timestamp_types():
+    from zkbroker.protocol.record_batch import build_record_batch
+
+    schema = to_arrow_schema(kafka_schema(True), timezone="UTC")
+    first = [(b"k", b"a", 1500000000000, [("trace", b"1"), ("n", None)]), (None, b"b", 1500000000001)]
+    data = (build_record_batch(first, base_offset=4)
+            + build_record_batch([(None, b"c", 5)], base_offset=6, codec=CODEC_GZIP, log_append_time=True)
+            + build_message_set([(None, b"m0")], base_offset=7))
+    batch, next_offset, count = message_set_batch(data, "t", 0, 5, 100, schema)
+    assert (next_offset, count) == (8, 4)
+    rows = batch.to_pylist()
+    assert [(r["offset"], r["value"], r["timestampType"]) for r in rows] == [(5, b"b", 0), (6, b"c", 1), (7, b"m0", -1)]
+    assert [r["headers"] for r in rows] == [[], [], None]
+    first, _, _ = message_set_batch(data, "t", 0, 4, 5, schema)
+    assert first.column("headers").to_pylist() == [[{"key": "trace", "value": b"1"}, {"key": "n", "value": None}]]

@@ -45,8 +45,12 @@ class FakeZk:
 
 
 class FakeLookup:
-    def __init__(self, earliest: dict, latest: dict) -> None:
+    def __init__(self, earliest: dict, latest: dict, times: dict | None = None) -> None:
         self.earliest, self.latest = earliest, latest
+        self.times = times or {}  # {(topic, partition): [(timestamp, offset)...]}: the log's records
+
+    def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None:
+        return next((o for t, o in self.times.get((topic, partition), []) if t >= timestamp), None)
 
     def earliest_offset(self, topic: str, partition: int) -> int:
         return self.earliest[(topic, partition)]
@@ -98,6 +102,30 @@ def test_plan_json_offsets_resolve_minus_one_and_minus_two_and_must_cover_the_as
     with pytest.raises(ZkKafkaOptionError, match="The resolved start offset 95 is greater than the resolved end "
                                                  "offset 90 for topic t partition 0"):
         plan_ranges(beyond, zk, offsets)
+
+
+def test_plan_by_timestamp_with_sparks_semantics_and_precedence():
+    topics = {"t": 2}
+    zk = cluster(topics)
+    offsets = FakeLookup(dict.fromkeys([("t", 0), ("t", 1)], 0), dict.fromkeys([("t", 0), ("t", 1)], 100),
+                         {("t", 0): [(1000, 10), (2000, 20)], ("t", 1): [(1500, 5)]})
+    opts = parse_options(options(subscribe="t", startingOffsets="earliest",
+                                 startingOffsetsByTimestamp='{"t":{"0":1001,"1":1000}}',
+                                 endingOffsetsByTimestamp='{"t":{"0":2000,"1":9000}}'))
+    # each start and end: the first offset at or after its timestamp; an end with none is the latest
+    assert [(r.start, r.end) for r in plan_ranges(opts, zk, offsets)] == [(20, 20), (5, 100)]
+    none_after = parse_options(options(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":5000,"1":0}}'))
+    with pytest.raises(ZkKafkaOptionError, match="No offset matched from request of topic-partition t-0 and "
+                                                 "timestamp 5000"):
+        plan_ranges(none_after, zk, offsets)
+    latest = parse_options(options(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":5000,"1":0}}',
+                                   startingOffsetsByTimestampStrategy="latest"))
+    assert [(r.start, r.end) for r in plan_ranges(latest, zk, offsets)] == [(100, 100), (5, 100)]
+    partial = parse_options(options(subscribe="t", endingOffsetsByTimestamp='{"t":{"0":1}}'))
+    with pytest.raises(ZkKafkaOptionError, match="Partitions specified for Kafka end offsets don't match"):
+        plan_ranges(partial, zk, offsets)
+    with pytest.raises(ZkKafkaOptionError, match="Expected e.g."):
+        parse_options(options(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":"soon"}}'))
 
 
 def test_plan_from_a_groups_committed_offsets():

@@ -1,0 +1,239 @@
+"""ProducerStateManager: a partition's idempotent producers (Kafka 0.11's kafka.log.ProducerStateManager, KIP-98).
+
+For each producer id the log has seen in record batches: its epoch and the metadata of its last five batches
+(first and last sequence, first and last offset, largest timestamp). The leader checks every produced batch
+that carries a producer id against it, as Kafka's ProducerAppendInfo does:
+
+* an epoch older than the producer's: INVALID_PRODUCER_EPOCH;
+* a newer epoch must start at sequence 0 (else OUT_OF_ORDER_SEQUENCE_NUMBER, or UNKNOWN_PRODUCER_ID when the
+  producer is unknown here: its state may have gone with old segments);
+* one of the last five batches again (same epoch, same first and last sequence): a duplicate -- a client's
+  retry of a batch that was written -- answered with the offsets it was written at and not written again;
+* otherwise its first sequence must follow the last one (Integer.MAX_VALUE wraps to 0), else
+  OUT_OF_ORDER_SEQUENCE_NUMBER.
+
+Followers apply the leader's batches without checks. Transactional batches are refused (INVALID_TXN_STATE):
+there are no transactions here.
+
+Snapshots: at each roll (and at close) the state goes to `<20-digit offset>.snapshot` in the partition's
+directory, in Kafka's format v1 (version int16, CRC-32C of the entries, then per producer: id int64, epoch
+int16, last sequence int32, last offset int64, offset delta int32, timestamp int64, coordinator epoch int32,
+current transaction's first offset int64) -- the last batch of each producer, as Kafka keeps. Loading takes
+the latest snapshot at or below the log end and replays the record batch headers after it.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from zkbroker.fsync import fsync_path
+from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
+from zkbroker.protocol.message_set import BatchInfo
+from zkbroker.protocol.record_batch import crc32c
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+NUM_BATCHES_TO_RETAIN = 5
+_INT32_MAX = (1 << 31) - 1
+_VERSION = 1
+_HEAD = struct.Struct(">hI")
+_ENTRY = struct.Struct(">qhiqiqiq")
+_INT32 = struct.Struct(">i")
+
+
+class ProducerStateError(RemoteProtocolError):
+    """A produced batch whose producer id, epoch or sequence the state refuses; error_code says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: collections.deque = field(default_factory=lambda: collections.deque(maxlen=NUM_BATCHES_TO_RETAIN))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+    def find_duplicate(self, batch: BatchInfo) -> BatchMetadata | None:
+        if batch.producer_epoch != self.epoch:
+            return None
+        for meta in self.batches:
+            if meta.first_seq == batch.base_sequence and meta.last_seq == batch.last_sequence:
+                return meta
+        return None
+
+    def add(self, batch: BatchInfo) -> None:
+        if batch.producer_epoch != self.epoch:
+            self.epoch = batch.producer_epoch
+            self.batches.clear()
+        self.batches.append(BatchMetadata(batch.base_sequence, batch.last_sequence, batch.base_offset,
+                                          batch.last_offset, batch.max_timestamp))
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == _INT32_MAX)
+
+
+def snapshot_filename(directory: str, offset: int) -> str:
+    return os.path.join(directory, f"{offset:020d}{SNAPSHOT_SUFFIX}")
+
+
+class ProducerStateManager:
+    """The producer state of the partition whose log is in `directory`."""
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+        self.producers: dict[int, ProducerEntry] = {}
+
+    # -- the leader's checks and everyone's updates ---------------------------------------------------------
+
+    def check(self, batches: Iterable[BatchInfo]) -> BatchMetadata | None:
+        """Check a produced set's batches in order (as if each were appended); the first duplicate's metadata if
+        one is a duplicate (nothing is to be written then), else None. Raises ProducerStateError."""
+        pending: dict[int, ProducerEntry] = {}
+        for batch in batches:
+            if batch.producer_id < 0 or batch.base_sequence < 0:
+                continue  # not an idempotent producer's batch
+            if batch.transactional:
+                raise ProducerStateError(f"producer {batch.producer_id} wrote a transactional batch, and this "
+                                         "broker has no transactions", error_code=ErrorCode.INVALID_TXN_STATE)
+            current = pending.get(batch.producer_id) or self.producers.get(batch.producer_id)
+            if current is not None:
+                duplicate = current.find_duplicate(batch)
+                if duplicate is not None:
+                    return duplicate
+            self._check_sequence(current, batch)
+            entry = ProducerEntry(batch.producer_id, current.epoch if current else batch.producer_epoch,
+                                  collections.deque(current.batches if current else (),
+                                                    maxlen=NUM_BATCHES_TO_RETAIN))
+            entry.add(batch)
+            pending[batch.producer_id] = entry
+        return None
+
+    @staticmethod
+    def _check_sequence(current: ProducerEntry | None, batch: BatchInfo) -> None:
+        pid, epoch, first = batch.producer_id, batch.producer_epoch, batch.base_sequence
+        if current is not None and epoch < current.epoch:
+            raise ProducerStateError(f"producer {pid} has epoch {epoch}, older than its current {current.epoch}",
+                                     error_code=ErrorCode.INVALID_PRODUCER_EPOCH)
+        if current is None or epoch != current.epoch:
+            if first != 0:
+                if current is None:
+                    raise ProducerStateError(
+                        f"found no record of producer {pid} on the broker (its state may have gone with old "
+                        f"segments); its batch starts at sequence {first}", error_code=ErrorCode.UNKNOWN_PRODUCER_ID)
+                raise ProducerStateError(f"invalid sequence number for the new epoch {epoch} of producer {pid}: "
+                                         f"{first}", error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+        elif not _in_sequence(current.last_seq, first):
+            raise ProducerStateError(f"out of order sequence number for producer {pid} at epoch {epoch}: {first} "
+                                     f"(the last was {current.last_seq})",
+                                     error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+
+    def update(self, batches: Iterable[BatchInfo]) -> None:
+        """Record appended batches (their offsets assigned): a leader's after its checks, a follower's as they are."""
+        for batch in batches:
+            if batch.producer_id < 0:
+                continue
+            entry = self.producers.get(batch.producer_id)
+            if entry is None:
+                entry = self.producers[batch.producer_id] = ProducerEntry(batch.producer_id, batch.producer_epoch)
+            entry.add(batch)
+
+    def truncate_head(self, log_start_offset: int) -> None:
+        """Forget producers whose last batch lies below the log start (retention took it)."""
+        gone = [pid for pid, e in self.producers.items() if e.batches and e.batches[-1].last_offset < log_start_offset]
+        for pid in gone:
+            del self.producers[pid]
+
+    # -- snapshots ------------------------------------------------------------------------------------------
+
+    def remove_temporary_files(self) -> None:
+        """A snapshot whose write a crash interrupted (`.snapshot.tmp`) is removed; the next roll writes another."""
+        for name in os.listdir(self.dir):
+            if name.endswith(SNAPSHOT_SUFFIX + ".tmp"):
+                os.remove(os.path.join(self.dir, name))
+
+    def snapshot_offsets(self) -> list[int]:
+        offsets = []
+        for name in os.listdir(self.dir):
+            stem = name[: -len(SNAPSHOT_SUFFIX)]
+            if name.endswith(SNAPSHOT_SUFFIX) and stem.isdigit():
+                offsets.append(int(stem))
+        return sorted(offsets)
+
+    def take_snapshot(self, offset: int) -> None:
+        """Write the state as of `offset` (the log end) to `<offset>.snapshot`: to .tmp, fsynced, renamed."""
+        entries = [e for e in self.producers.values() if e.batches]
+        body = _INT32.pack(len(entries)) + b"".join(
+            _ENTRY.pack(e.producer_id, e.epoch, e.last_seq, e.batches[-1].last_offset,
+                        e.batches[-1].last_offset - e.batches[-1].first_offset, e.batches[-1].timestamp, -1, -1)
+            for e in entries
+        )
+        path = snapshot_filename(self.dir, offset)
+        with open(path + ".tmp", "wb") as f:
+            f.write(_HEAD.pack(_VERSION, crc32c(body)) + body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(path + ".tmp", path)
+        fsync_path(self.dir)
+
+    def load_snapshot(self, offset: int) -> bool:
+        """Replace the state with `<offset>.snapshot`'s; False (and the file removed) if it does not read."""
+        path = snapshot_filename(self.dir, offset)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            producers = _decode_snapshot(data)
+        except (OSError, ValueError, struct.error) as e:
+            logger.warning("Ignoring the producer state snapshot %s: %s", path, e)
+            self.delete_snapshots(lambda o: o == offset)
+            return False
+        self.producers = producers
+        return True
+
+    def delete_snapshots(self, condition) -> None:
+        for offset in self.snapshot_offsets():
+            if condition(offset):
+                try:
+                    os.remove(snapshot_filename(self.dir, offset))
+                except FileNotFoundError:
+                    pass
+
+    def clear(self) -> None:
+        self.producers = {}
+
+
+def _decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
+    version, crc = _HEAD.unpack_from(data, 0)
+    if version != _VERSION:
+        raise ValueError(f"unknown snapshot version {version}")
+    body = data[_HEAD.size :]
+    if crc32c(body) != crc:
+        raise ValueError("the snapshot fails its CRC-32C")
+    (count,) = _INT32.unpack_from(body, 0)
+    if count < 0 or 4 + count * _ENTRY.size != len(body):
+        raise ValueError(f"the snapshot's size does not match its {count} entries")
+    producers = {}
+    for i in range(count):
+        pid, epoch, last_seq, last_offset, delta, timestamp, _, _ = _ENTRY.unpack_from(body, 4 + i * _ENTRY.size)
+        entry = ProducerEntry(pid, epoch)
+        entry.batches.append(BatchMetadata(last_seq - delta if last_seq >= 0 else -1, last_seq, last_offset - delta,
+                                           last_offset, timestamp))
+        producers[pid] = entry
+    return producers
