@@ -196,7 +196,7 @@ class Cleaner:
                 raise CleaningAbortedError(f"Log {log.name} was deleted.")
             upper_bound = log.active_segment.base_offset
             self._modified = {segment.base_offset: segment.last_modified for segment in segments}
-        if any(s.format()[0] >= 2 for s in segments if s.base_offset < upper_bound):
+        if any(s.format[0] >= 2 for s in segments if s.base_offset < upper_bound):
             # The offset map and the rewrite walk messages of format 0 and 1; a record batch (magic 2) would
             # have to be rebuilt record by record. Until then such a log is left whole and marked clean, so
             # the cleaner does not pick it again until new segments close.

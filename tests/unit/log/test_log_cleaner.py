@@ -440,7 +440,8 @@ def test_a_swap_left_by_a_killed_process_replaces_every_segment_it_covers(make_l
     open(os.path.join(log.dir, f"{15:020d}.log.cleaned"), "wb").close()
     reopened = make_log(**COMPACT)
     assert [(offset, val) for offset, _, val in contents(reopened)] == [(n, value(n)) for n in range(11, 16)]
-    assert sorted(os.listdir(reopened.dir)) == [f"{b:020d}{s}" for b in (0, 15) for s in (".index", ".log")]
+    assert sorted(os.listdir(reopened.dir)) == [f"{b:020d}{s}" for b in (0, 15)
+                                                for s in (".index", ".log", ".timeindex")]
     assert_index_consistent(reopened)
 
 
