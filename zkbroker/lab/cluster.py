@@ -909,14 +909,17 @@ def _port_free(port: int) -> bool:
 
 
 def _choose_ports(count: int, base_port: int | None) -> list[int]:
-    if base_port is not None:
+    """Ports from `base_port` on; None: 9092 on if free, else ports the kernel picks; 0: ports the kernel picks
+    (labs started side by side, as the scenario runner's, would otherwise race for 9092 between the check
+    and the brokers' bind)."""
+    if base_port:
         ports = list(range(base_port, base_port + count))
         busy = [p for p in ports if not _port_free(p)]
         if busy:
             raise LabError(f"Port {busy[0]} on {HOST} is in use; choose another --base-port")
         return ports
     ports = list(range(DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + count))
-    if all(_port_free(p) for p in ports):
+    if base_port is None and all(_port_free(p) for p in ports):
         return ports
     # 9092... is taken (a real Kafka, another lab): let the kernel pick free ports instead.
     chosen: list[int] = []

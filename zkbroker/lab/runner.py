@@ -217,8 +217,9 @@ class ScenarioRun:
                  + (f" and {self.scenario.zookeepers} ZooKeeper servers" if self.scenario.zookeepers > 1 else "")
                  + (" in a lab network" if self.scenario.network else "") + f" in {self.directory}"
                  + (f" ({', '.join(f'{k}={v}' for k, v in self.spec.config.items())})" if self.spec.config else ""))
+        # base_port=0: ports the kernel picks, so that labs run side by side never race for 9092
         self.lab.up(brokers=self.scenario.brokers, zookeepers=self.scenario.zookeepers, network=self.scenario.network,
-                    subnet=self.subnet if self.scenario.network else None,
+                    base_port=0, subnet=self.subnet if self.scenario.network else None,
                     config=[f"{k}={v}" for k, v in config.items()])
         self._timeline_seen = len(timeline.read(self.lab.timeline_file))
         self._check_cancelled()
