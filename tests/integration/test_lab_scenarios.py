@@ -119,3 +119,19 @@ def test_a_scenario_file_of_ones_own_with_an_unknown_step_fails_with_its_line(tm
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert f"{own}:9: unknown step 'explode'; allowed: create_topic" in done.stderr
+
+
+def test_a_torture_smoke_run_keeps_every_acknowledged_record_in_the_safe_configuration():
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "torture", "--runs", "1", "--seed", "3",
+                           "--faults", "kill,pause", "--json"], capture_output=True, text=True, timeout=360)
+    result = json.loads(done.stdout)
+    assert (result["seed"], result["runs"], result["faults"]) == (3, 1, ["kill", "pause"]), done.stderr
+    modes = {m["mode"]: m for m in result["modes"]}
+    assert set(modes) == {"0.8", "fixed"}
+    for totals in modes.values():
+        assert totals["runs"] == 1 and totals["acknowledged"] > 0
+        assert {"verdict", "expected", "lost", "duplicated", "divergent", "unavailable_ms_max", "losses",
+                "unavailable_ms_by_fault"} <= set(totals)
+        assert set(totals["unavailable_ms_by_fault"]) <= {"kill", "pause"}
+    assert modes["fixed"]["lost"] == modes["fixed"]["divergent"] == 0 and modes["fixed"]["expected"]
+    assert done.returncode == 0, done.stderr

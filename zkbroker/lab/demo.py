@@ -61,7 +61,7 @@ class Story:
         self.zk: KazooClient | None = None
         self.spark: Future | None = None
         self.records_in = threading.Event()
-        self._scenario_labs: dict[str, LabCluster] = {}
+        self.seed = 7  # the seed of the scenario chapter 8 replays
 
     def raw(self, path: str) -> bytes | None:
         try:
@@ -328,71 +328,41 @@ class Story:
         self.lab.down()
         say("Every broker and ZooKeeper stopped. Logs stay in " + str(self.lab.dir) + ".")
 
-    # ---- chapter 8: KAFKA-1211, then and now --------------------------------------------------------------
+    # ---- chapter 8: KAFKA-1211, then and now, through the scenario runner ------------------------------------
 
     def then_and_now(self, cluster) -> None:
+        from zkbroker.lab.runner import run_scenario
+        from zkbroker.lab.scenario import find_scenario
+        from zkbroker.lab.scenario_cli import format_result
+
         chapter("8. Then and now: an acknowledged write lost, and kept")
-        say("""The same steps run twice, on two small clusters of two brokers each (sharing our ZooKeeper), one with
-            replication.truncation=high-watermark (Kafka 0.8's rule) and one with leader-epoch (KIP-101, Kafka
-            0.11's fix). Partition 0 of topic "kafka-1211" lives on broker 2 (the leader, B) and broker 1 (A).
-            A producer writes m1 and m2 to B with acks=-1: each is acknowledged only once A has it too. But a
-            follower learns the high watermark from its next fetch, so A's HW still stands at 1 when A restarts;
-            then B dies before A fetches again, and A must lead. (The lab holds A's fetcher while it restarts,
-            so the steps happen in this order every time, as they can by chance in production.)""")
-        show("acknowledged", "m1, m2 (acks=-1), in both clusters")
-        for mode in ("high-watermark", "leader-epoch"):
-            values = self._kafka_1211(cluster, mode)
-            show(mode, f"A leads and serves {', '.join(v.decode() for v in values)}")
-            if mode == "high-watermark":
-                self._quote_scenario_log(mode, r"Truncating log \[kafka-1211,0\] to offset 1")
-        say("""With 0.8's rule A truncated its log to its own high watermark when it restarted, threw away m2,
-            and then became leader: a write acknowledged with acks=-1 is gone (KAFKA-1211). With leader epochs A
-            asked B where its epoch ended (OffsetsForLeaderEpoch) instead, kept m2, and nothing acknowledged was
-            lost.""")
+        scenario = find_scenario("kafka-1211")
+        say(f"""The failover lab replays ZooKeeper-era failures from a catalogue (`zkbroker lab scenario list`), each
+            in its 0.8 form and its fixed form, on labs of their own, and checks what happened. Here is
+            {scenario.name}: {scenario.summary}. Partition 0 of topic "t" lives on broker 2 (the leader, B) and broker
+            1 (A). m1 and m2 are acknowledged with acks=all once A has them, but A learns the new high watermark
+            only from its next fetch; A restarts before that, B dies, and A must lead. The lab holds A's fetchers
+            (a fault point) so the steps happen in this order every time, as they can by chance in production.
+            The two modes differ in one switch, replication.truncation: high-watermark (0.8) or leader-epoch
+            (KIP-101). The steps of the 0.8 run:""")
+        directory = self.lab.dir / scenario.name
 
-    def _kafka_1211(self, cluster, mode: str) -> list[bytes]:
-        """KAFKA-1211 (reference S1) on a fresh 2-broker lab in `mode`; returns what the new leader serves."""
-        from zkbroker import admin
-        from zkbroker.zk.client import ZkClient
+        def narrate(line: str) -> None:
+            if line.startswith(f"[{scenario.name} 0.8] ") and "/" in line.split("] ", 1)[1].split(" ", 1)[0]:
+                print("    " + line.split("] ", 1)[1], flush=True)
 
-        directory = self.lab.dir / f"kafka-1211-{mode}"
-        lab = LabCluster(directory)
-        zk = None
-        try:
-            small = lab.up(brokers=2, zookeeper=cluster.zookeeper,
-                           config=[f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                                   f"replication.truncation={mode}", "replica.fetch.wait.max.ms=5000"])
-            self._scenario_labs[mode] = lab
-            a, b = small.broker(1), small.broker(2)
-            zk = ZkClient(small.zookeeper)
-            zk.start()
-            admin.write_topic(zk, SCENARIO_TOPIC, {0: (2, 1)}, {})
-            self.wait(lambda: _leader_isr(zk) == (2, [2, 1]), 15)
-            _produce_one(b.port, b"m1")
-            self.wait(lambda: _log_values(directory, 1) == [b"m1"], 10)
-            _produce_one(b.port, b"m2")  # acknowledged: A has it, but learns HW=2 only from its next fetch
-            followed = len(_scenario_lines(directory, 1, "became follower of broker 2"))
-            lab.stop(1)
-            lab.start(1, faults=[{"point": "hold_fetchers"}])  # the lab's fault point, from A's first instant
-            self.wait(lambda: len(_scenario_lines(directory, 1, "became follower of broker 2")) > followed, 15)
-            if mode == "high-watermark":
-                self.wait(lambda: _scenario_lines(directory, 1, r"Truncating log \[kafka-1211,0\] to offset 1"), 10)
-            lab.kill(2)
-            self.wait(lambda: _leader_isr(zk)[0] == 1, SESSION_TIMEOUT_MS / 1000 + 15)
-            lab.fault(1, "release_fetchers")
-            deadline = time.monotonic() + 10
-            while not (values := _fetch_all(a.port)) and time.monotonic() < deadline:
-                time.sleep(0.05)  # A has not heard yet that it leads
-            return values
-        finally:
-            if zk is not None:
-                zk.close()
-            if lab.cluster_file.exists():
-                lab.down()
-
-    def _quote_scenario_log(self, mode: str, pattern: str) -> None:
-        for line in _scenario_lines(self.lab.dir / f"kafka-1211-{mode}", 1, pattern)[-1:]:
-            print(f"    broker 1 log: {line}", flush=True)
+        result = run_scenario(scenario, "both", seed=self.seed, directory=directory, narrate=narrate)
+        print(format_result(result), flush=True)
+        say("""The checker read every replica and compared them with what the producer was told: in 0.8 mode m2,
+            acknowledged at offset 1, is gone, and the timeline says which event lost it. A few lines of each
+            run's timeline (`zkbroker lab timeline --dir DIR`):""")
+        for mode in ("0.8", "fixed"):
+            for line in _timeline_lines(directory / mode):
+                print(f"    {mode:>5}  {line}", flush=True)
+        say("""With 0.8's rule A truncated its log to its own high watermark when it restarted, threw away m2, and
+            then became leader: a write acknowledged with acks=-1 is gone (KAFKA-1211). With leader epochs A asked
+            B where its epoch ended (OffsetsForLeaderEpoch) instead, kept m2, and nothing acknowledged was lost.
+            `zkbroker lab scenario run kafka-1211` replays it; the README's Failover lab lists the others.""")
 
     def start_spark(self) -> None:
         """Start Spark in the background while the story goes on (the JVM's output goes to spark.log), and warm
@@ -450,75 +420,18 @@ class Story:
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
-        for lab in self._scenario_labs.values():
-            if lab.cluster_file.exists():
-                lab.down()
         if self.lab.cluster_file.exists():
             self.lab.down()
 
 
-SCENARIO_TOPIC = "kafka-1211"
+def _timeline_lines(directory: Path) -> list[str]:
+    """The events of a scenario run that tell its story: leader changes and truncations of t-0."""
+    from zkbroker import timeline
+    from zkbroker.lab.narration import format_line
 
-
-def _leader_isr(zk) -> tuple[int, list[int]]:
-    data, stat = zk.get(paths.partition_state_path(SCENARIO_TOPIC, 0))
-    if stat is None:
-        return -1, []
-    state = LeaderIsrState.decode(data)
-    return state.leader, list(state.isr)
-
-
-def _produce_one(port: int, value: bytes) -> None:
-    """One acks=-1 write to the partition's leader, retried while that broker has not heard it leads yet."""
-    from zkbroker.client.connection import BrokerConnection
-    from zkbroker.protocol.api import ApiKey
-    from zkbroker.protocol.errors import ErrorCode
-    from zkbroker.protocol.message_set import build_message_set
-
-    deadline = time.monotonic() + 10
-    while True:
-        with BrokerConnection("127.0.0.1", port, timeout_s=15) as conn:
-            response = conn.send(ApiKey.PRODUCE, 0, {"acks": -1, "timeout_ms": 5000, "topics": [
-                {"topic": SCENARIO_TOPIC, "partitions": [
-                    {"partition": 0, "records": build_message_set([(None, value)])}]}]})
-        error = response.topics[0].partitions[0].error_code
-        if error == ErrorCode.NONE:
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the write of {value.decode()} failed with error {error}")
-        time.sleep(0.05)
-
-
-def _fetch_all(port: int) -> list[bytes]:
-    """What a consumer reads from the leader (below its high watermark); [] while it cannot answer yet."""
-    from zkbroker.client.connection import BrokerConnection
-    from zkbroker.protocol.api import ApiKey
-    from zkbroker.protocol.errors import ErrorCode
-    from zkbroker.protocol.message_set import iter_messages
-
-    with BrokerConnection("127.0.0.1", port, timeout_s=15) as conn:
-        response = conn.send(ApiKey.FETCH, 0, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "topics": [
-            {"topic": SCENARIO_TOPIC, "partitions": [{"partition": 0, "fetch_offset": 0, "max_bytes": 1 << 20}]}]})
-    entry = response.topics[0].partitions[0]
-    if entry.error_code != ErrorCode.NONE:
-        return []
-    return [m.value for m in iter_messages(bytes(entry.records or b""))]
-
-
-def _log_values(directory: Path, broker_id: int) -> list[bytes]:
-    """The values in a scenario broker's segment files, read from disk."""
-    from zkbroker.protocol.message_set import iter_messages
-
-    values = []
-    for path in sorted((directory / f"broker-{broker_id}" / "data" / f"{SCENARIO_TOPIC}-0").glob("*.log")):
-        values += [m.value for m in iter_messages(path.read_bytes())]
-    return values
-
-
-def _scenario_lines(directory: Path, broker_id: int, pattern: str) -> list[str]:
-    log = directory / f"broker-{broker_id}" / "server.log"
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return [line for line in text.splitlines() if re.search(pattern, line)]
+    events = [e for e in timeline.read(timeline.path_in(directory))
+              if e.get("kind") in ("truncated", "leader_changed") and e.get("topic") == "t"]
+    return [format_line(e) for e in events[-3:]]
 
 
 def main() -> int:

@@ -39,6 +39,7 @@ class RecordingProducer:
         self.timeout_ms = timeout_ms
         self.interval_ms = interval_ms
         self.cancelled = cancelled or threading.Event()
+        self.stop_sending = threading.Event()  # send no more, but wait for the answers of what was sent
         self.config = {"bootstrap.servers": bootstrap, "acks": str(acks), "message.timeout.ms": timeout_ms,
                        "linger.ms": 0, "retries": 0, "enable.idempotence": False,
                        "max.in.flight.requests.per.connection": 1, "topic.metadata.refresh.interval.ms": 1000,
@@ -73,7 +74,7 @@ class RecordingProducer:
         producer = Producer(self.config)
         try:
             for value in self.values:
-                if self.cancelled.is_set():
+                if self.cancelled.is_set() or self.stop_sending.is_set():
                     break
                 self._sent[value] = _now_ms()
                 producer.produce(self.topic, value, partition=self.partition, on_delivery=self._delivered)
@@ -88,10 +89,9 @@ class RecordingProducer:
             producer.poll(0)
             self.done.set()
 
-    @staticmethod
-    def _poll_for(producer, seconds: float) -> None:
+    def _poll_for(self, producer, seconds: float) -> None:
         deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
+        while (left := deadline - time.monotonic()) > 0 and not self.stop_sending.is_set():
             producer.poll(min(left, 0.05))
 
     def attempts(self) -> list[Attempt]:

@@ -123,6 +123,7 @@ class RunResult:
     slow: list[str] = field(default_factory=list)  # waits that came true too late
     seconds: float = 0.0
     directory: Path | None = None
+    step_times: list[tuple[Step, float, float]] = field(default_factory=list)  # each step, its start and end (ms)
 
     @property
     def expected(self) -> bool:
@@ -165,6 +166,7 @@ class ScenarioRun:
         self.errors: list[BaseException] = []
         self.topics: set[str] = set()
         self.consumers: dict[str, subprocess.Popen] = {}
+        self.until_end: list[RecordingProducer] = []
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
         self._timeline_seen = 0
         self._log_marks: dict[int, int] = {}
@@ -184,6 +186,7 @@ class ScenarioRun:
                 self._check_cancelled()
                 self.say(f"[{self.label}] {index + 1}/{len(steps)} {describe_step(step)}"
                          + (f": {step.narrate}" if step.narrate else ""))
+                began = time.time() * 1000
                 try:
                     getattr(self, "_" + step.action)(step, **step.fields)
                 except (StepFailed, LabError, Unknown) as e:
@@ -191,10 +194,14 @@ class ScenarioRun:
                     self.say(f"[{self.label}]     the step failed: {e}; the run stops here")
                     break
                 finally:
+                    self.result.step_times.append((step, began, time.time() * 1000))
                     self._narrate_timeline()
             self._finish()
-        except BaseException:  # Cancelled, KeyboardInterrupt, a bug: nothing of the lab stays behind
+        except (Cancelled, KeyboardInterrupt):
             self.result.failures.append("interrupted")
+            raise
+        except BaseException as e:  # a lab that would not start, a bug: nothing of the lab stays behind either
+            self.result.failures.append(f"error: {e}")
             raise
         finally:
             self.result.seconds = time.monotonic() - started
@@ -225,9 +232,11 @@ class ScenarioRun:
         if self.observer is not None:
             self.observer.close()
         interrupted = "interrupted" in self.result.failures
-        if interrupted:
-            self.say(f"[{self.label}] interrupted: tearing the lab down")
-        if self.keep and not interrupted and self.lab.cluster_file.exists():
+        broken = any(f.startswith("error: ") for f in self.result.failures)
+        if interrupted or broken:
+            self.say(f"[{self.label}] {'interrupted' if interrupted else 'stopped by an error'}: "
+                     f"tearing the lab down")
+        if self.keep and not interrupted and not broken and self.lab.cluster_file.exists():
             self.say(f"[{self.label}] the lab keeps running in {self.directory} "
                      f"(zkbroker lab down --dir {self.directory})")
             return
@@ -291,7 +300,8 @@ class ScenarioRun:
             raise StepFailed(f"topic {topic} is already marked for deletion")
 
     def _produce(self, step: Step, topic: str, count: int, partition: int = 0, acks: int | str = "all",
-                 timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, **named) -> None:
+                 timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, until_end: bool = False,
+                 **named) -> None:
         name = named.get("as") or f"step{self.scenario.steps.index(step) + 1}"
         values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
         producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms)
@@ -299,8 +309,10 @@ class ScenarioRun:
         self.all_producers.append(producer)
         self.topics.add(topic)
         thread = recorder.background(producer, self.errors.append)
-        if background:
+        if background:  # until_end: it stops sending when the last step is done
             self.threads.append(thread)
+            if until_end:
+                self.until_end.append(producer)
             return
         while thread.is_alive():
             if self.cancelled.wait(0.05):
@@ -569,6 +581,8 @@ class ScenarioRun:
     # ---- the end of a run ---------------------------------------------------------------------------------------
 
     def _finish(self) -> None:
+        for producer in self.until_end:
+            producer.stop_sending.set()
         for thread in self.threads:
             while thread.is_alive():
                 thread.join(0.1)
@@ -737,11 +751,11 @@ def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
 def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, directory: Path | None = None,
                  keep: bool = False, stepper: Stepper | None = None, narrate: Narrate = print,
                  cancelled: threading.Event | None = None, parallel: bool = True,
-                 subnets: dict[str, str] | None = None) -> ScenarioResult:
+                 subnets: dict[str, str] | None = None, keep_unexpected: bool = True) -> ScenarioResult:
     """Run the scenario in `mode` (0.8, fixed or both). With both modes and no stepper the two runs go side by
     side (each lab has its own ZooKeeper, ports and namespaces). `directory`: where the labs go (one mode: that
     directory; both: DIR/0.8 and DIR/fixed); by default temporary directories, removed after a run that matched
-    its expectation and kept (and named) otherwise."""
+    its expectation and kept (and named) otherwise (`keep_unexpected` false: removed too)."""
     modes = modes_to_run(scenario, mode)
     cancelled = cancelled or threading.Event()
     runs: dict[str, ScenarioRun] = {}
@@ -793,7 +807,7 @@ def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, director
     for m in modes:
         run = results[m]
         if temporary[m] and not keep:
-            if run.expected:
+            if run.expected or not keep_unexpected:
                 shutil.rmtree(runs[m].directory, ignore_errors=True)
                 run.directory = None
             else:

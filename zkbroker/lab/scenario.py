@@ -75,7 +75,7 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
     "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
-                 "interval_ms": _INT, "background": (bool,), "as": _STR}, ("topic", "count")),
+                 "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR}, ("topic", "count")),
     "kill": (_PROCESS, ()),
     "pause": (_PROCESS, ()),
     "resume": (_PROCESS, ()),

@@ -40,6 +40,15 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     run.add_argument("--json", action="store_true", help="print the verdicts as JSON (narration to stderr)")
     run.set_defaults(run=_run)
 
+    torture = actions.add_parser("torture", help="seeded random faults under acks=all load, checked in both modes")
+    torture.add_argument("--runs", type=int, required=True, metavar="N")
+    torture.add_argument("--seed", type=int, default=0, metavar="S")
+    torture.add_argument("--faults", default=None, metavar="KIND[,KIND...]",
+                         help="of kill, pause, partition, zookeeper (default: all; partition needs root)")
+    torture.add_argument("--mode", choices=MODE_CHOICES, default="both")
+    torture.add_argument("--json", action="store_true", help="print the totals as JSON (narration to stderr)")
+    torture.set_defaults(run=_torture)
+
 
 def _list(args: argparse.Namespace) -> int:
     scenarios = catalogue()
@@ -148,6 +157,51 @@ def difference(old, fixed) -> str:
             parts.append(f"{words}: {a[key]} in 0.8 mode, {b[key]} fixed")
     detail = f" ({'; '.join(parts)})" if parts else ""
     return f"The difference: 0.8 mode ends {a['verdict']}, fixed mode {b['verdict']}{detail}."
+
+
+def _torture(args: argparse.Namespace) -> int:
+    import os
+
+    from zkbroker.lab.torture import FAULT_KINDS, run_torture
+
+    if args.runs < 1:
+        raise ValueError("--runs takes a number of runs, at least 1")
+    if args.faults is None:
+        faults = tuple(k for k in FAULT_KINDS if k != "partition" or os.geteuid() == 0)
+    else:
+        faults = tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    out = sys.stderr if args.json else sys.stdout
+    _quiet_zookeeper_client()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_torture(args.runs, args.seed, faults, args.mode,
+                             narrate=lambda line: print(line, file=out, flush=True))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        print(format_torture(result))
+    return 0 if result.expected else 1
+
+
+def format_torture(result) -> str:
+    lines = ["", f"torture: {result.runs} runs, seed {result.seed}, faults {','.join(result.faults)}"]
+    rows = [("MODE", "RUNS", "VERDICTS", "ACKED", "LOST", "DUPLICATED", "DIVERGENT", "UNAVAILABLE_MS_MAX")]
+    for t in result.totals.values():
+        j = t.as_json()
+        rows.append((t.mode, str(t.runs), ",".join(f"{v}:{n}" for v, n in j["verdicts"].items()),
+                     str(t.acknowledged), str(t.lost), str(t.duplicated), str(t.divergent),
+                     str(j["unavailable_ms_max"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for t in result.totals.values():
+        for kind, figures in t.as_json()["unavailable_ms_by_fault"].items():
+            lines.append(f"  {t.mode}: unavailability after {kind}: median {figures['median']} ms, "
+                         f"max {figures['max']} ms ({figures['faults']} faults)")
+        if t.mode == "fixed" and not t.expected:
+            lines.append("  fixed: the safe configuration lost acknowledged records or diverged")
+    return "\n".join(lines)
 
 
 def _interrupt(signum, frame) -> None:

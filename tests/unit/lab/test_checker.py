@@ -122,3 +122,11 @@ def test_partitions_are_checked_apart():
     attempts = [acked(b"a", 0, T0, partition=0), acked(b"b", 0, T0, partition=1)]
     report = check(attempts, [state({1: {0: b"a"}}, hw=1, partition=0), state({1: {0: b"a"}}, hw=1, partition=1)])
     assert [(loss.partition, loss.value) for loss in report.losses] == [(1, b"b")]
+
+
+def test_acks_0_records_are_never_answered_so_they_open_no_unavailability_window():
+    fire_and_forget = [Attempt("t", 0, b"u%d" % i, sent_at=T0 + i, acks=0) for i in range(3)]
+    later = acked(b"m0", 3, T0 + 60_000)
+    report = check([*fire_and_forget, later], [state({1: {0: b"u0", 1: b"u1", 2: b"u2", 3: b"m0"}}, hw=4)])
+    assert report.windows == [] and report.verdict() == "ok"
+    assert [a.value for a in report.unacknowledged_stored] == [b"u0", b"u1", b"u2"]

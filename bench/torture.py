@@ -1,0 +1,73 @@
+"""Torture (issue 12): seeded runs of random kill / pause-past-session / restart / partition / ZooKeeper faults
+under acks=all load, each in 0.8 mode (0.8.2's defaults) and in the safe configuration (RF 3, acks=all,
+min.insync.replicas=2, unclean election off, leader epochs), side by side; the checker judges every run.
+
+Prints, per mode: runs, acknowledged records, losses (with the event that lost each, as far as the timeline
+tells), divergence, and unavailability by fault kind (median and max of the longest window without an
+acknowledgement that began during each fault), beside the figures the safe configuration promises (0 lost,
+0 divergent) and the run times. `--json FILE` also writes the totals.
+
+Usage: python bench/torture.py [--runs 50] [--seed 1] [--faults kill,pause,partition,zookeeper] [--json FILE]
+(partition faults need root; without it they are left out.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from zkbroker.lab.torture import FAULT_KINDS, run_torture  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--faults", default=",".join(k for k in FAULT_KINDS if k != "partition" or os.geteuid() == 0))
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args()
+    logging.getLogger("kazoo").addHandler(logging.NullHandler())
+    logging.getLogger("kazoo").propagate = False
+    faults = tuple(args.faults.split(","))
+    started = time.monotonic()
+    result = run_torture(args.runs, args.seed, faults, "both", narrate=lambda line: print(line, flush=True))
+    took = time.monotonic() - started
+    print(f"\n== torture: {args.runs} runs, seed {args.seed}, faults {','.join(faults)}, {took / 60:.0f} min in all")
+    for totals in result.totals.values():
+        j = totals.as_json()
+        promise = "safe configuration: 0 lost, 0 divergent promised" if totals.mode == "fixed" else "0.8.2 defaults"
+        print(f"{totals.mode:>5}: {totals.runs} runs, {totals.acknowledged} acknowledged, {totals.lost} lost, "
+              f"{totals.divergent} divergent offsets, {totals.duplicated} duplicated ({promise}: "
+              f"{'kept' if totals.expected else 'BROKEN'}); verdicts {j['verdicts']}")
+        for kind, figures in j["unavailable_ms_by_fault"].items():
+            print(f"       unavailable after {kind:<9} median {figures['median'] / 1000:5.1f} s, "
+                  f"max {figures['max'] / 1000:5.1f} s ({figures['faults']} faults)")
+        causes = Counter(_cause_kind(loss["cause"]) for loss in totals.losses)
+        for cause, count in causes.most_common():
+            print(f"       lost by {cause}: {count}")
+        if totals.seconds:
+            print(f"       run time median {statistics.median(totals.seconds):.0f} s, max {max(totals.seconds):.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({**result.as_json(), "minutes": round(took / 60, 1)}, indent=2))
+    return 0 if result.expected else 1
+
+
+def _cause_kind(cause: str) -> str:
+    if " truncated on broker " in cause:
+        return "truncation: " + cause.split(": ", 1)[-1]
+    if " was never on broker " in cause:
+        return "election of a leader that never had it"
+    return "no timeline event explains it"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The scenario runner's pure parts: verdict gravity, the JSON shape of a run, the modes a scenario runs in,
+step descriptions, and the stepping interface a dashboard drives."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from zkbroker.lab.checker import Attempt, PartitionState, check
+from zkbroker.lab.cluster import LabError
+from zkbroker.lab.runner import Cancelled, QueueStepper, RunResult, describe_step, gravest, modes_to_run
+from zkbroker.lab.scenario import Step, find_scenario
+
+
+def test_the_gravest_verdict_wins():
+    assert gravest("ok", "slow", "stuck") == "stuck"
+    assert gravest("unavailable", "lost", "divergent") == "lost"
+    assert gravest("ok") == "ok"
+
+
+def test_a_run_is_design_10s_object_and_matches_only_with_its_verdict_and_every_expectation():
+    attempts = [Attempt("t", 0, b"m0", 1.0, acked_at=2.0, offset=0), Attempt("t", 0, b"m1", 3.0, acked_at=4.0,
+                                                                            offset=1)]
+    report = check(attempts, [PartitionState("t", 0, 1, 1, {1: {0: b"m0"}})])
+    run = RunResult("kafka-1211", "0.8", "lost", verdict=report.verdict(), report=report)
+    assert list(run.as_json()) == ["mode", "verdict", "expected", "acknowledged", "lost", "duplicated", "divergent",
+                                   "unavailable_ms_max", "losses"]
+    assert run.as_json()["verdict"] == "lost" and run.expected
+    run.failures.append("line 40: expected broker 1's log of t-0 holds 1 records")
+    assert not run.expected
+
+
+def test_both_is_every_mode_a_scenario_has_and_a_missing_mode_says_why():
+    assert modes_to_run(find_scenario("kafka-1211"), "both") == ["0.8", "fixed"]
+    assert modes_to_run(find_scenario("zk-consumer-herd"), "both") == ["0.8"]
+    with pytest.raises(LabError, match="has no fixed mode: The fix is Kafka 0.9's group coordinator"):
+        modes_to_run(find_scenario("zk-consumer-herd"), "fixed")
+
+
+def test_steps_are_described_in_words():
+    assert describe_step(Step("kill", {"broker": 2})) == "kill broker 2"
+    assert describe_step(Step("produce", {"topic": "t", "count": 2})) == "produce 2 records to t-0 (acks=all)"
+    assert describe_step(Step("wait", {"condition": "isr_excludes", "broker": 1, "topic": "t"})) == \
+        "wait until broker 1 is out of t-0's ISR"
+    assert describe_step(Step("expect", {"condition": "no_leader", "topic": "t", "negate": True})) == \
+        "expect not (t-0 has no live leader)"
+
+
+def test_a_queue_stepper_lets_a_step_go_per_release_and_gives_way_to_cancellation():
+    stepper, cancelled = QueueStepper(), threading.Event()
+    step = Step("sleep", {"ms": 1})
+    went = threading.Event()
+
+    def run() -> None:
+        stepper.wait("s 0.8", 0, step, cancelled)
+        went.set()
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert not went.wait(0.3) and stepper.waiting == ("s 0.8", 0, step)
+    stepper.release()
+    assert went.wait(5)
+    thread.join(5)
+    cancelled.set()
+    with pytest.raises(Cancelled):
+        stepper.wait("s 0.8", 1, step, cancelled)
