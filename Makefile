@@ -45,7 +45,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # Every benchmark prints its figures beside their references; results are summarised in BENCHMARKS.md.
-bench: $(STAMP) zookeeper spark-workers
+bench: $(STAMP) zookeeper tools spark-workers
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:

@@ -121,8 +121,9 @@ class Dashboard:
         if cluster is None:
             zk = ZooKeeperSnapshot(reachable=False)
             return Observed(began, zk, [], {}, [], views.cluster_view(zk, [], {}, [], lab_running=False), [])
+        fresh = self.reader is None or self.reader.connect != cluster.zookeeper
         reader = self._reader_for(cluster.zookeeper)
-        if not reader.connected:  # a fresh reader: give it a moment to connect before calling it unreachable
+        if fresh:  # give a new client a moment to connect before calling ZooKeeper unreachable
             await asyncio.to_thread(_wait_connected, reader, 2.0)
         zk_task = asyncio.create_task(asyncio.to_thread(reader.snapshot))
         roles_task = asyncio.create_task(asyncio.to_thread(_zookeeper_roles, cluster))
