@@ -426,6 +426,18 @@ class Log:
                 return segment.format
         return 2, True  # deleted meanwhile: assume the worst, the caller looks at the bytes
 
+    def leader_epoch_at(self, offset: int) -> int:
+        """The partition leader epoch of the record batch holding `offset` (ListOffsets v4 answers it, as Kafka's
+        log does from the batch it found); -1 for a message of magic 0 or 1, or an offset outside the log."""
+        if not self.log_start_offset <= offset < self._next_offset:
+            return -1
+        segments = self.segments_between(offset, offset + 1)
+        found = segments[0].translate_offset(offset) if segments else None
+        if found is None:
+            return -1
+        head = os.pread(segments[0].file.fileno(), 17, found[1])
+        return int.from_bytes(head[12:16], "big", signed=True) if len(head) == 17 and head[16] == 2 else -1
+
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """ListOffsets v1 and later for a timestamp (Kafka 0.10.1's fetchOffsetsByTimestamp): the first message
         whose timestamp is at or after it -- (its timestamp, its offset) -- searched in the first segment whose

@@ -1013,16 +1013,20 @@ def encode_message(
             head = _MAGIC1_HEAD.pack(1, attributes, timestamp)
         else:
             raise LocalProtocolError(f"cannot write magic {magic}")
-        parts = [head]
-        for field in (key, value):
-            if field is None:
-                parts.append(b"\xff\xff\xff\xff")
-            else:
-                parts += [_INT32.pack(memoryview(field).nbytes), field]
+        body = head + _length_prefixed(key) + _length_prefixed(value)
     except (struct.error, TypeError) as exc:
         raise LocalProtocolError(f"message: {exc}") from None
-    body = b"".join(parts)
-    return struct.pack(">I", crc32(body)) + body
+    return _UINT32.pack(crc32(body)) + body
+
+
+_NULL_FIELD = b"\xff\xff\xff\xff"
+
+
+def _length_prefixed(field: Buffer | None) -> bytes:
+    if field is None:
+        return _NULL_FIELD
+    size = len(field) if isinstance(field, bytes) else memoryview(field).nbytes
+    return _INT32.pack(size) + field
 
 
 def build_message_set(

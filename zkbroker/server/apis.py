@@ -253,11 +253,12 @@ class KafkaApis:
                     error, p = self.replica_manager.leader_partition(topic_entry.topic, entry.partition)
                     if p is not None:
                         error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
-                    timestamp, offset = -1, -1
+                    timestamp, offset, epoch = -1, -1, -1
                     if error == ErrorCode.NONE:
-                        timestamp, offset = record_versions.offset_by_time(p, entry.timestamp, request.replica_id >= 0)
+                        timestamp, offset, epoch = record_versions.offset_by_time(p, entry.timestamp,
+                                                                                  request.replica_id >= 0)
                     partitions.append({"partition": entry.partition, "error_code": error, "timestamp": timestamp,
-                                       "offset": offset, "leader_epoch": -1})
+                                       "offset": offset, "leader_epoch": epoch})
             topics.append({"topic": topic_entry.topic, "partitions": partitions})
         return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
 

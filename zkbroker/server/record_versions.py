@@ -97,16 +97,20 @@ def records_for_fetch(log: Log, records: FileRange, version: int, fetch_offset: 
     return ErrorCode.NONE, converted or records
 
 
-def offset_by_time(partition: Partition, timestamp: int, from_follower: bool) -> tuple[int, int]:
-    """ListOffsets v1+: (timestamp, offset) -- -1 and the offset for latest and earliest, the first message at or
-    after `timestamp` below what the asker may read (the HW for a consumer), or (-1, -1)."""
+def offset_by_time(partition: Partition, timestamp: int, from_follower: bool) -> tuple[int, int, int]:
+    """ListOffsets v1+: (timestamp, offset, leader epoch) -- -1 and the offset for latest and earliest, the first
+    message at or after `timestamp` below what the asker may read (the HW for a consumer), or -1s. The epoch (v4)
+    is that of the record batch holding the answer -- for latest, the last one before it -- and -1 where that is
+    a message of magic 0 or 1."""
+    log = partition.log
     if timestamp in (LATEST_TIME, EARLIEST_TIME):
-        return -1, partition.offset_for_timestamp(timestamp, from_follower)
-    found = partition.log.fetch_offset_by_timestamp(timestamp)
+        offset = partition.offset_for_timestamp(timestamp, from_follower)
+        return -1, offset, log.leader_epoch_at(offset - 1 if timestamp == LATEST_TIME else offset)
+    found = log.fetch_offset_by_timestamp(timestamp)
     limit = partition.log_end_offset if from_follower else partition.high_watermark
     if found is None or found.offset >= limit:
-        return -1, -1
-    return found.timestamp, found.offset
+        return -1, -1, -1
+    return found.timestamp, found.offset, log.leader_epoch_at(found.offset)
 
 
 def epoch_end(partition: Partition, epoch: int) -> tuple[int, int]:

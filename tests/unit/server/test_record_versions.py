@@ -64,12 +64,16 @@ def test_a_current_leader_epoch_fences_or_is_unknown(tmp_path):
 
 def test_offsets_by_time_stay_below_the_high_watermark_for_consumers(tmp_path):
     p = leader(tmp_path)
+    assert record_versions.offset_by_time(p, -1, False) == (-1, 0, -1)  # an empty log: no epoch to tell
     p.append_messages_to_leader(bytearray(build_record_batch([(None, b"a", T), (None, b"b", T + 10)])), 1)
-    assert record_versions.offset_by_time(p, T + 5, False) == (T + 10, 1)
-    assert record_versions.offset_by_time(p, -1, False) == (-1, 2)
+    assert record_versions.offset_by_time(p, T + 5, False) == (T + 10, 1, 3)  # the epoch of the batch (v4)
+    assert record_versions.offset_by_time(p, -1, False) == (-1, 2, 3)
+    assert record_versions.offset_by_time(p, -2, False) == (-1, 0, 3)
     p.high_watermark = 1
-    assert record_versions.offset_by_time(p, T + 5, False) == (-1, -1)
-    assert record_versions.offset_by_time(p, T + 5, True) == (T + 10, 1)
+    assert record_versions.offset_by_time(p, T + 5, False) == (-1, -1, -1)
+    assert record_versions.offset_by_time(p, T + 5, True) == (T + 10, 1, 3)
+    p.append_messages_to_leader(bytearray(build_message_set([(None, b"m", T + 20)], magic=1)), 1)
+    assert record_versions.offset_by_time(p, T + 15, True) == (T + 20, 2, -1)  # magic 1 carries no epoch
 
 
 def test_offsets_for_leader_epoch_in_both_truncation_modes(tmp_path):
