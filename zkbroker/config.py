@@ -436,6 +436,9 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "Kafka 0.10's key: the message format logs are written in, converted on append, 0.8.2 (magic 0), "
               "0.10.0 (magic 1) or 0.11.0 (magic 2). Extension: unset (the default) stores each message set as "
               "the client sent it.", _message_format_version),
+    ConfigKey("transactional.id.expiration.ms", _INT, 604_800_000,
+              "Kafka 0.11: how long a partition keeps the state of an idempotent producer that writes nothing.",
+              _AT_LEAST_1),
     ConfigKey("log.flush.interval.messages", _LONG, INT64_MAX,
               "Messages a partition may receive before its log is flushed to disk.", _AT_LEAST_1),
     ConfigKey("log.segment.delete.delay.ms", _LONG, 60000,

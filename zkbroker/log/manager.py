@@ -245,6 +245,12 @@ class LogManager:
         logger.debug("Log cleanup completed. %d files deleted in %d seconds", total, (self._clock() - start) // 1000)
         return total
 
+    def remove_expired_producers(self, max_age_ms: int) -> int:
+        """Forget the idempotent producers no log has heard from for `max_age_ms` (Kafka 0.11's
+        transactional.id.expiration.ms); returns how many."""
+        now = self._clock()
+        return sum(log.producer_state.remove_expired(now, max_age_ms) for log in self.all_logs())
+
     def flush_dirty_logs(self) -> None:
         """Flush every log not flushed for flush.ms."""
         logger.debug("Checking for dirty logs to flush...")

@@ -155,6 +155,15 @@ class ProducerStateManager:
                 entry = self.producers[batch.producer_id] = ProducerEntry(batch.producer_id, batch.producer_epoch)
             entry.add(batch)
 
+    def remove_expired(self, now_ms: int, max_age_ms: int) -> int:
+        """Forget producers whose last batch is older than `max_age_ms` (transactional.id.expiration.ms, as Kafka's
+        removeExpiredProducers); returns how many."""
+        gone = [pid for pid, e in self.producers.items()
+                if not e.batches or now_ms - e.batches[-1].timestamp >= max_age_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
     def truncate_head(self, log_start_offset: int) -> None:
         """Forget producers whose last batch lies below the log start (retention took it)."""
         gone = [pid for pid, e in self.producers.items() if e.batches and e.batches[-1].last_offset < log_start_offset]

@@ -165,6 +165,9 @@ class KafkaServer:
         lm = self.log_manager
         lm.start_cleaner()
         self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, off_loop=False)
+        # Kafka 0.11's producer id expiration check, every 10 minutes (producer.id.expiration.check.interval.ms)
+        self._every(600_000, lambda: lm.remove_expired_producers(self.config["transactional.id.expiration.ms"]),
+                    off_loop=False)
         self._every(self.config["log.flush.scheduler.interval.ms"], lm.flush_dirty_logs, off_loop=True)
         self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lm.checkpoint_recovery_points,
                     off_loop=True)

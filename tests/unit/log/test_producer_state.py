@@ -131,3 +131,16 @@ def test_retention_forgets_the_producers_of_deleted_segments(tmp_path):
     log.delete_old_segments()
     assert log.log_start_offset == 2 and set(log.producer_state.producers) == {2}
     assert all(offset >= log.log_start_offset for offset in log.producer_state.snapshot_offsets())
+
+
+def test_idle_producers_expire_after_transactional_id_expiration_ms(tmp_path):
+    from zkbroker.log.manager import LogManager
+
+    manager = LogManager([str(tmp_path / "logs")], clock=lambda: 10_000_000_000_000)
+    log = manager.get_or_create_log("t", 0)
+    log.append(batch(0, pid=1))
+    log.producer_state.update([info(0, pid=2)._replace(max_timestamp=10_000_000_000_000 - 10)])
+    # producer 1's batch is stamped with today's time, long before this clock's "now"; producer 2's 10 ms before it
+    assert manager.remove_expired_producers(1000) == 1
+    assert set(log.producer_state.producers) == {2}
+    manager.shutdown()
