@@ -298,7 +298,9 @@ class LabNetwork:
 def _delete_link(name: str) -> None:
     """Delete a link if it is there; it may vanish meanwhile, with the namespace holding its peer."""
     done = subprocess.run(["ip", "link", "del", name], capture_output=True, text=True, timeout=30)
-    if done.returncode != 0 and "Cannot find device" not in done.stderr:
+    # Deleting a namespace takes its veth end with it asynchronously: the link may go between two calls, and
+    # `ip` says so in either of two ways.
+    if done.returncode != 0 and "Cannot find device" not in done.stderr and "No such device" not in done.stderr:
         raise NetworkError(f"`ip link del {name}` failed: {done.stderr.strip()}")
 
 

@@ -250,6 +250,10 @@ class ScenarioRun:
             self.lab.down()
         except LabError:
             pass  # nothing was started (an `up` that failed stops what it started itself)
+        except Exception as e:  # said, and counted against the run: something of the lab may be left
+            self.result.failures.append(f"the lab did not come down cleanly: {e}")
+            self.say(f"[{self.label}] the lab did not come down cleanly: {e}; `zkbroker lab down --dir "
+                     f"{self.directory}` tries again")
 
     def _check_cancelled(self) -> None:
         if self.cancelled.is_set():
