@@ -923,7 +923,7 @@ class Checker:
             if k + 1 < len(segments) and messages and messages[-1].offset >= segments[k + 1].base_offset:
                 violations.append(f"{where}: segment {segment.base_offset} holds offset {messages[-1].offset}, at "
                                   f"or above the next segment's base {segments[k + 1].base_offset}")
-            for offset, key, value, _, _ in messages:
+            for offset, key, value, *_ in messages:
                 if offset <= previous:
                     violations.append(f"{where}: offset {offset} follows {previous}")
                 elif offset != previous + 1 and not compacted and (previous, offset) not in model.gaps[p]:
