@@ -45,6 +45,10 @@ def test_steps_are_described_in_words():
         "wait until broker 1 is out of t-0's ISR"
     assert describe_step(Step("expect", {"condition": "no_leader", "topic": "t", "negate": True})) == \
         "expect not (t-0 has no live leader)"
+    assert describe_step(Step("consumer", {"name": "c2", "group": "g", "topic": "t", "coordinator": True})) == \
+        "start coordinator-group member c2 of group g on topic t"
+    assert describe_step(Step("wait", {"condition": "rebalancing", "group": "g"})) == \
+        "wait until group g's coordinator is rebalancing it"
 
 
 def test_a_queue_stepper_lets_a_step_go_per_release_and_gives_way_to_cancellation():
