@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     from confluent_kafka import Consumer
 
     if len(argv) < 4 or any("=" not in pair for pair in argv[4:]):
-        print(__doc__.strip().splitlines()[4].strip(), file=sys.stderr)
+        print("usage: " + __doc__.strip().splitlines()[4].strip(), file=sys.stderr)
         return 2
     bootstrap, group, topic, name = argv[:4]
     config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
