@@ -32,7 +32,7 @@ VERDICTS = {
     "kafka-1120-fast-bounce": {"0.8": "stuck", "fixed": "ok"},
     "kafka-7165-lingering-ephemeral": {"0.8": "ok"},
     "kafka-5642-many-partitions": {"0.8": "ok", "fixed": "ok"},
-    "zk-consumer-herd": {"0.8": "stuck"},
+    "zk-consumer-herd": {"0.8": "stuck", "fixed": "ok"},
     "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},

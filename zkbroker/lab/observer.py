@@ -16,6 +16,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.coordinator.consumer_protocol import decode_assignment
 from zkbroker.lab.checker import PartitionState
 from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster
 from zkbroker.lab.processes import process_state
@@ -32,6 +33,13 @@ CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 
 class Unknown(Exception):
     """ZooKeeper did not answer in time (no quorum, or the lab's ZooKeeper is cut off)."""
+
+
+@dataclass(frozen=True)
+class CoordinatorGroup:
+    """A coordinator group as its coordinator describes it (DescribeGroups)."""
+    state: str  # Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    owners: dict[TopicPartition, str]  # partition -> the owning member's client id (Stable groups only)
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,32 @@ class LabObserver:
             if found is not None:
                 owners[int(child)] = found[0].decode(errors="replace")
         return owners
+
+    # ---- the group coordinator ------------------------------------------------------------------------------
+
+    def coordinator_group(self, group: str) -> CoordinatorGroup:
+        """A coordinator group's state and owners, from its coordinator (FindCoordinator at any running broker,
+        then DescribeGroups); the coordinator hands out assignments in Stable groups only."""
+        for entry in self.cluster.brokers:
+            if not self.running(entry.id):
+                continue
+            try:
+                with BrokerConnection(entry.host, entry.port, client_id="zkbroker-scenario",
+                                      timeout_s=READ_TIMEOUT_S) as conn:
+                    found = conn.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
+                if found.error_code != ErrorCode.NONE:
+                    raise Unknown(f"no coordinator for group {group} (error {found.error_code})")
+                with BrokerConnection(found.host, found.port, client_id="zkbroker-scenario",
+                                      timeout_s=READ_TIMEOUT_S) as conn:
+                    described = conn.send(ApiKey.DESCRIBE_GROUPS, 0, {"group_ids": [group]}).groups[0]
+            except OSError:
+                continue
+            if described.error_code != ErrorCode.NONE:
+                raise Unknown(f"group {group} cannot be described (error {described.error_code})")
+            owners = {TopicPartition(topic, partition): member.client_id for member in described.members
+                      for topic, partition in decode_assignment(bytes(member.member_assignment))}
+            return CoordinatorGroup(described.state, owners)
+        raise Unknown(f"no broker answered for group {group}")
 
     def deletion_pending(self, topic: str) -> bool:
         return self.get(paths.delete_topic_path(topic)) is not None

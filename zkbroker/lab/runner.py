@@ -167,6 +167,7 @@ class ScenarioRun:
         self.errors: list[BaseException] = []
         self.topics: set[str] = set()
         self.consumers: dict[str, subprocess.Popen] = {}
+        self.coordinator_groups: set[str] = set()  # groups whose consumers the group coordinator manages
         self.reads: dict[str, SparkRead] = {}
         self._reads_done: set[str] = set()
         self.until_end: list[RecordingProducer] = []
@@ -290,20 +291,29 @@ class ScenarioRun:
         self.names[named["as"]] = chosen = self._broker(broker)
         self.say(f"[{self.label}]     {named['as']} is broker {chosen}")
 
-    def _consumer(self, step: Step, name: str, group: str, topic: str, config: dict | None = None) -> None:
-        """A 0.8.2 high-level consumer (zkbroker console-consumer) as a process of its own, so that it can be
-        paused and killed; its consumer id is GROUP_NAME, its output DIR/consumer-NAME.log."""
+    def _consumer(self, step: Step, name: str, group: str, topic: str, config: dict | None = None,
+                  coordinator: bool = False) -> None:
+        """A consumer as a process of its own, so that it can be paused and killed; its output goes to
+        DIR/consumer-NAME.log. By default a 0.8.2 high-level consumer (zkbroker console-consumer) of a ZooKeeper
+        group, consumer id GROUP_NAME; with `coordinator` a confluent-kafka subscribe() member of a coordinator
+        group, client.id NAME (zkbroker/lab/group_member.py), CONFIG being librdkafka settings."""
         if name in self.consumers:
             raise StepFailed(f"there is already a consumer called {name}")
-        properties = {"consumer.id": name, "auto.offset.reset": "smallest", **(config or {})}
-        config_file = self.directory / f"consumer-{name}.properties"
-        config_file.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n"
-                                       for k, v in properties.items()))
+        if coordinator:
+            self.coordinator_groups.add(group)
+            command = [sys.executable, "-m", "zkbroker.lab.group_member", self._bootstrap(), group, topic, name,
+                       *(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in (config or {}).items())]
+        else:
+            properties = {"consumer.id": name, "auto.offset.reset": "smallest", **(config or {})}
+            config_file = self.directory / f"consumer-{name}.properties"
+            config_file.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n"
+                                           for k, v in properties.items()))
+            command = [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper",
+                       self.observer.cluster.zookeeper, "--topic", topic, "--group", group,
+                       "--consumer.config", str(config_file)]
         with open(self.directory / f"consumer-{name}.log", "ab") as out:
-            self.consumers[name] = subprocess.Popen(
-                [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper", self.observer.cluster.zookeeper,
-                 "--topic", topic, "--group", group, "--consumer.config", str(config_file)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            self.consumers[name] = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                                    stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
 
     def _spark_read(self, step: Step, topic: str, end: int, partition: int = 0, start: int = 0,
                     options: dict | None = None, background: bool = False, timeout_ms: int = 300000,
@@ -511,6 +521,16 @@ class ScenarioRun:
             return re.search(args["pattern"], text, re.MULTILINE) is not None
         if condition == "log_contains":
             return o.log_contains(broker, args["pattern"], self._log_marks.get(broker, 0))
+        if condition in ("owns", "owners") and args["group"] in self.coordinator_groups:
+            group = o.coordinator_group(args["group"])
+            members = [m for tp, m in group.owners.items() if tp.topic == topic]
+            if group.state != "Stable":  # its coordinator hands out no assignment while it rebalances
+                return False
+            if condition == "owns":
+                return members.count(args["consumer"]) == args["size"]
+            return len(set(members)) == args["size"]
+        if condition == "rebalancing":
+            return o.coordinator_group(args["group"]).state in ("PreparingRebalance", "CompletingRebalance")
         if condition in ("owns", "owners"):
             owners = o.consumer_owners(args["group"], topic)
             if condition == "owns":
@@ -708,7 +728,8 @@ def describe_step(step: Step) -> str:
     if step.action == "delete_topic":
         return f"delete topic {f['topic']}"
     if step.action == "consumer":
-        return f"start consumer {f['name']} of group {f['group']} on topic {f['topic']}"
+        kind = "coordinator-group member" if f.get("coordinator") else "consumer"
+        return f"start {kind} {f['name']} of group {f['group']} on topic {f['topic']}"
     if step.action == "spark_read":
         how = " in the background" if f.get("background") else ""
         return f"a Spark read of {f['topic']}-{f.get('partition', 0)} offsets [{f.get('start', 0)}, {f['end']}){how}"
@@ -754,6 +775,7 @@ def _condition_words(condition: str, f: dict) -> str:
         "owns": f"consumer {f.get('consumer')} owns {f.get('size')} partitions of {f.get('topic')} in group "
                 f"{f.get('group')}",
         "owners": f"{f.get('size')} consumers of group {f.get('group')} own {f.get('topic')}'s partitions",
+        "rebalancing": f"group {f.get('group')}'s coordinator is rebalancing it",
         "acked": f"every record of {f.get('of')} is acknowledged",
         "refused": f"no record of {f.get('of')} is acknowledged",
         "read_tasks_running": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are running",

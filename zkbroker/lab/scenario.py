@@ -55,7 +55,7 @@ ENSEMBLE_SIZES = (1, 3, 5)
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
               "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
               "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
-              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners",
+              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners", "rebalancing",
               "read_tasks_running", "read_tasks_done")
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
@@ -73,7 +73,8 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
                       "config": (dict,), "wait": (bool,)}, ("topic",)),
     "delete_topic": ({"topic": _STR}, ("topic",)),
-    "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,)}, ("name", "group", "topic")),
+    "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,), "coordinator": (bool,)},
+                 ("name", "group", "topic")),
     "spark_read": ({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
                     "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
     "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),

@@ -34,3 +34,16 @@ def test_show_names_the_modes_and_the_steps_and_an_unknown_name_lists_the_catalo
     assert main(["lab", "scenario", "show", "no-such-scenario"]) == 1
     assert "there are: " + first.name in capsys.readouterr().err
     assert find_scenario(first.name) == first
+
+
+def test_the_herd_makes_the_same_membership_changes_in_both_modes_through_zookeeper_then_the_coordinator():
+    herd = find_scenario("zk-consumer-herd")
+
+    def changes(mode: str) -> list[tuple]:
+        return [(s.action, s.fields.get("name", s.fields.get("consumer")), s.fields.get("coordinator", False))
+                for s in herd.steps if s.mode in (None, mode) and s.action in ("consumer", "pause", "resume")]
+    assert [c[:2] for c in changes("0.8")] == [c[:2] for c in changes("fixed")] == [
+        ("consumer", "c1"), ("pause", "c1"), ("consumer", "c2"), ("resume", "c1")]
+    assert [c[2] for c in changes("fixed") if c[0] == "consumer"] == [True, True]
+    assert not any(c[2] for c in changes("0.8"))
+    assert (herd.modes["0.8"].expect, herd.modes["fixed"].expect) == ("stuck", "ok")

@@ -33,9 +33,9 @@ def test_a_run_is_design_10s_object_and_matches_only_with_its_verdict_and_every_
 
 def test_both_is_every_mode_a_scenario_has_and_a_missing_mode_says_why():
     assert modes_to_run(find_scenario("kafka-1211"), "both") == ["0.8", "fixed"]
-    assert modes_to_run(find_scenario("zk-consumer-herd"), "both") == ["0.8"]
-    with pytest.raises(LabError, match="has no fixed mode: The fix is Kafka 0.9's group coordinator"):
-        modes_to_run(find_scenario("zk-consumer-herd"), "fixed")
+    assert modes_to_run(find_scenario("kafka-2729-stuck-isr"), "both") == ["0.8"]
+    with pytest.raises(LabError, match="has no fixed mode: The fix is not known for certain"):
+        modes_to_run(find_scenario("kafka-2729-stuck-isr"), "fixed")
 
 
 def test_steps_are_described_in_words():
@@ -45,6 +45,10 @@ def test_steps_are_described_in_words():
         "wait until broker 1 is out of t-0's ISR"
     assert describe_step(Step("expect", {"condition": "no_leader", "topic": "t", "negate": True})) == \
         "expect not (t-0 has no live leader)"
+    assert describe_step(Step("consumer", {"name": "c2", "group": "g", "topic": "t", "coordinator": True})) == \
+        "start coordinator-group member c2 of group g on topic t"
+    assert describe_step(Step("wait", {"condition": "rebalancing", "group": "g"})) == \
+        "wait until group g's coordinator is rebalancing it"
 
 
 def test_a_queue_stepper_lets_a_step_go_per_release_and_gives_way_to_cancellation():
