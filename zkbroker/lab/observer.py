@@ -22,7 +22,7 @@ from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster
 from zkbroker.lab.processes import process_state
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.protocol.message_set import entry_starts, iter_messages
+from zkbroker.protocol.message_set import iter_entries, iter_messages
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
@@ -271,21 +271,26 @@ class LabObserver:
 
 
 def cut_log(partition_dir: Path, keep: int) -> int:
-    """A crash that lost a log's unflushed tail: keep the first `keep` messages of the partition's log (every
-    later one goes), and remove the broker's clean-shutdown marker, so it recovers the log when it starts.
-    Returns the messages removed."""
+    """A crash that lost a log's unflushed tail: keep the first `keep` offsets of the partition's log (every
+    later entry goes; a record batch, or a compressed wrapper, goes whole once any of its offsets is past
+    them), and remove the broker's clean-shutdown marker, so it recovers the log when it starts. Returns the
+    messages removed."""
     removed = 0
-    kept = 0
+    limit: int | None = None
     for segment in sorted(partition_dir.glob("*.log")):
         data = segment.read_bytes()
-        starts = entry_starts(data)
-        if kept + len(starts) <= keep:
-            kept += len(starts)
-            continue
-        cut = starts[keep - kept]
-        removed += len(starts) - (keep - kept)
-        kept = keep
-        with open(segment, "r+b") as f:
-            f.truncate(cut)
+        cut = None
+        for entry in iter_entries(data):
+            first = entry.batch.base_offset if entry.magic == 2 else entry.offset
+            last = entry.batch.last_offset if entry.magic == 2 else entry.offset
+            if limit is None:
+                limit = first + keep
+            if last >= limit:
+                if cut is None:
+                    cut = entry.position
+                removed += last - first + 1
+        if cut is not None:
+            with open(segment, "r+b") as f:
+                f.truncate(cut)
     (partition_dir.parent / CLEAN_SHUTDOWN_MARKER).unlink(missing_ok=True)
     return removed
