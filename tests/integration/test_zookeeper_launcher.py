@@ -184,7 +184,7 @@ def test_a_given_busy_port_fails_with_the_log_tail(install: ZooKeeperInstall) ->
             # The JVM exits as soon as it fails to bind; the generous deadline only covers a loaded machine,
             # where it can take seconds to get that far.
             with pytest.raises(ZooKeeperStartError, match="(?s)could not bind.*Address already in use"):
-                server.start(timeout=30)
+                server.start(timeout=90)
         finally:
             server.close()
 
