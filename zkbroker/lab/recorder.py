@@ -43,11 +43,7 @@ class RecordingProducer:
         self.config = {"bootstrap.servers": bootstrap, "acks": str(acks), "message.timeout.ms": timeout_ms,
                        "linger.ms": 0, "retries": 0, "enable.idempotence": False,
                        "max.in.flight.requests.per.connection": 1, "topic.metadata.refresh.interval.ms": 1000,
-                       "logger": _QUIET,
-                       # The catalogue replays the ZooKeeper era: its producers write 0.8.2's message format (a
-                       # client of 0.9, Produce v1), not the record batches librdkafka writes once it sees the
-                       # broker's Kafka 2.1 versions. (librdkafka honours a fallback only below 0.10.)
-                       "api.version.request": False, "broker.version.fallback": "0.9.0"}
+                       "logger": _QUIET}
         self._sent: dict[bytes, float] = {}
         self._answers: dict[bytes, Attempt] = {}
         self._answered = 0
