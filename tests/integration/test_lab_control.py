@@ -202,6 +202,10 @@ def test_a_stop_right_before_a_zookeeper_write_leaves_zookeeper_unchanged(lab_di
     lab.fault(leader, "stop_before_zookeeper_write", write="registration")
     assert status(lab_dir)["brokers"][leader - 1]["faults_at_start"] == [
         {"point": "stop_before_zookeeper_write", "write": "registration"}]
+    # the killed process's registration lingers until its session expires: let it go first, so that what is
+    # asserted below is the new process's (it must never register)
+    wait_for(lambda: not status(lab_dir)["brokers"][leader - 1]["registered"], 60,
+             "the killed broker's registration to expire")
     entry = lab.start(leader)
     wait_for(lambda: process_state(entry.pid) == "dead", 30, "the restarted broker to stop itself")
     row = status(lab_dir)["brokers"][leader - 1]
