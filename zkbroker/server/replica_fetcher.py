@@ -85,18 +85,19 @@ class ReplicaFetcher:
 
     async def _fetch_once(self) -> None:
         for partition in [p for p in self.partitions.values() if p.needs_epoch_truncation]:
-            await self._truncate_by_leader_epoch(partition)
+            if self._still_ours(partition, partition.leader_epoch):  # not removed while an earlier one waited
+                await self._truncate_by_leader_epoch(partition)
         if FAULTS.fetchers_held:  # the lab's fault point: a follower that has "not fetched yet"
             await asyncio.sleep(HELD_POLL_S)
             return
         # Every fetch names every partition we follow from this broker (as 0.8.2's did), so this loop and the
         # one over the answer run for thousands of partitions twice a second even when idle: keep them lean.
         max_bytes = self._max_bytes
-        wanted: dict[TopicPartition, tuple[Partition, int]] = {}
+        wanted: dict[TopicPartition, tuple[Partition, int, int]] = {}
         by_topic: dict[str, list] = {}
         for tp, partition in self.partitions.items():
             offset = partition.log.log_end_offset
-            wanted[tp] = (partition, offset)
+            wanted[tp] = (partition, offset, partition.leader_epoch)
             rows = by_topic.get(tp[0])
             if rows is None:
                 rows = by_topic[tp[0]] = []
@@ -110,8 +111,9 @@ class ReplicaFetcher:
             topic = topic_entry.topic
             for entry in topic_entry.partitions:
                 tp = (topic, entry.partition)
-                partition, offset = wanted.get(tp, (None, -1))
-                if partition is None or current.get(tp) is not partition or partition.log.log_end_offset != offset:
+                partition, offset, leader_epoch = wanted.get(tp, (None, -1, -1))
+                if partition is None or current.get(tp) is not partition or partition.log.log_end_offset != offset \
+                        or partition.leader_epoch != leader_epoch:
                     continue  # removed or changed while we waited: this answer is stale
                 if entry.error_code == ErrorCode.NONE:
                     self._append(partition, entry)
@@ -132,8 +134,19 @@ class ReplicaFetcher:
         if high_watermark > partition.high_watermark:
             partition.high_watermark = high_watermark
 
+    def _still_ours(self, partition: Partition, leader_epoch: int) -> bool:
+        """After an await: whether this fetcher still follows the partition under the same LeaderAndIsr. A
+        partition removed meanwhile (its broker became its leader, or follows another broker now) or told of a
+        new leader epoch must not be truncated on an answer given for the old one: that would cut records a
+        new leader has acknowledged (found by lab torture: a fetcher blocked on a paused broker truncated the
+        partition its broker had led since)."""
+        return self.partitions.get(partition.topic_partition) is partition and partition.leader_epoch == leader_epoch
+
     async def _handle_offset_out_of_range(self, partition: Partition) -> None:
+        leader_epoch = partition.leader_epoch
         leader_end = await self._leader_offset(partition, LATEST_TIME)
+        if not self._still_ours(partition, leader_epoch):
+            return
         ours = partition.log_end_offset
         if leader_end < ours:
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
@@ -144,6 +157,8 @@ class ReplicaFetcher:
                                               f"log end (an unclean leader election)")
         else:
             leader_start = await self._leader_offset(partition, EARLIEST_TIME)
+            if not self._still_ours(partition, leader_epoch):
+                return
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
                         "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
                         ours, self.source.broker_id, leader_start)
@@ -155,10 +170,13 @@ class ReplicaFetcher:
         """KIP-101: ask the leader where our latest epoch ends there, and truncate to that (never further than
         our own log end); with no usable answer fall back to the high watermark, as KIP-101 does."""
         epoch = partition.epoch_cache.latest_epoch
+        leader_epoch = partition.leader_epoch
         end_offset = -1
         if epoch >= 0:
             response = await self._connection.send(ApiKey.OFFSETS_FOR_LEADER_EPOCH, 0, {"topics": [
                 {"topic": partition.topic, "partitions": [{"partition": partition.partition, "leader_epoch": epoch}]}]})
+            if not self._still_ours(partition, leader_epoch):
+                return  # the answer is for a transition that has been superseded
             entry = response.topics[0].partitions[0]
             if entry.error_code == ErrorCode.NONE:
                 end_offset = entry.end_offset
