@@ -18,7 +18,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.coordinator.consumer_protocol import decode_assignment
 from zkbroker.lab.checker import PartitionState
-from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster
+from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster, LabError
 from zkbroker.lab.processes import process_state
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
@@ -233,8 +233,11 @@ class LabObserver:
         return row.high_watermark if row.error_code == ErrorCode.NONE else None
 
     def settled(self, tps: list[TopicPartition]) -> bool:
-        """Every partition has a live leader that answers with its HW, and every live replica is in its ISR."""
+        """Every partition has a live leader that answers with its HW, every live replica is in its ISR, and each
+        has applied the current leadership (its own view: the same leader and leader epoch) and fetched up to
+        the HW since: a replica that restarted may still be listed in the ISR while it has not truncated yet."""
         try:
+            views: dict[int, dict] = {}
             for tp in tps:
                 leadership = self.leadership(tp.topic, tp.partition)
                 assignment = self.assignment(tp.topic) or {}
@@ -243,11 +246,24 @@ class LabObserver:
                 live = [r for r in assignment.get(tp.partition, ()) if self.running(r)]
                 if not set(live) <= set(leadership.isr):
                     return False
-                if self.high_watermark(leadership.leader, tp.topic, tp.partition) is None:
+                hw = self.high_watermark(leadership.leader, tp.topic, tp.partition)
+                if hw is None:
                     return False
-        except Unknown:
+                for replica in live:
+                    if replica not in views:
+                        views[replica] = self._broker_view(replica)
+                    mine = views[replica].get((tp.topic, tp.partition))
+                    if mine is None or (mine["leader"], mine["leader_epoch"]) != (leadership.leader,
+                                                                                   leadership.leader_epoch) \
+                            or mine["leo"] < hw:
+                        return False
+        except (Unknown, LabError, KeyError):
             return False
         return True
+
+    def _broker_view(self, broker_id: int) -> dict[tuple[str, int], dict]:
+        """The broker's own view of each partition it holds (its control socket's `state`)."""
+        return {(p["topic"], p["partition"]): p for p in self.lab.broker_state(broker_id)["partitions"]}
 
     def final_state(self, tp: TopicPartition) -> PartitionState:
         """The partition as a consumer would read it (the leader's log below its HW) beside every live ISR
