@@ -68,3 +68,23 @@ def test_a_queue_stepper_lets_a_step_go_per_release_and_gives_way_to_cancellatio
     cancelled.set()
     with pytest.raises(Cancelled):
         stepper.wait("s 0.8", 1, step, cancelled)
+
+
+def test_an_enter_stepper_goes_on_at_each_line_and_without_stepping_once_its_input_ends(tmp_path):
+    import io
+    import os
+
+    from zkbroker.lab.runner import EnterStepper
+
+    read, write = os.pipe()
+    os.write(write, b"\n")
+    os.close(write)
+    prompts = io.StringIO()
+    with os.fdopen(read) as stdin:
+        stepper = EnterStepper(stdin, prompts)
+        step = Step("kill", {"broker": 2})
+        stepper.wait("s 0.8", 0, step, threading.Event())  # the line
+        stepper.wait("s 0.8", 1, step, threading.Event())  # the end of input: no more stepping
+        stepper.wait("s 0.8", 2, step, threading.Event())
+    assert prompts.getvalue().count("press Enter") == 2
+    assert "[s 0.8] press Enter for step 1 (kill broker 2)" in prompts.getvalue()
