@@ -55,12 +55,7 @@ def test_every_catalogue_scenario_has_its_expected_verdicts_here():
         assert verdicts == {mode: spec.expect for mode, spec in SCENARIOS[name].modes.items()}, name
 
 
-# Known to fail since record batches landed: librdkafka now writes one batch per produce step, so after the cut
-# the new leader's ten records are one batch starting at offset 5, and the high-watermark follower at offset 10
-# cannot append a batch that starts below its log end (0.8.2 never met batches): the 0.8 run ends `stuck`, not
-# `divergent`. The lab's producers must write 0.8.2's format for this scenario (open in the failover lab issue).
-KNOWN_FAILING = {"kip-101-divergence": "0.8 mode ends stuck: a record batch cannot be appended below the "
-                                       "follower's log end (the lab's producers write batches since magic 2)"}
+KNOWN_FAILING: dict[str, str] = {}  # scenario -> why its run is expected to fail, while it is
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_FAILING[n], strict=False))
