@@ -51,6 +51,8 @@ def main() -> int:
         for kind, figures in j["unavailable_ms_by_fault"].items():
             print(f"       unavailable after {kind:<9} median {figures['median'] / 1000:5.1f} s, "
                   f"max {figures['max'] / 1000:5.1f} s ({figures['faults']} faults)")
+        for stuck in totals.stuck:
+            print(f"       stuck ({stuck['run']}): {stuck['why']}")
         causes = Counter(_cause_kind(loss["cause"]) for loss in totals.losses)
         for cause, count in causes.most_common():
             print(f"       lost by {cause}: {count}")

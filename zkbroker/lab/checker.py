@@ -166,6 +166,13 @@ class Report:
             return "unavailable"
         return "ok"
 
+    def stuck_reasons(self) -> list[str]:
+        """Why the checker calls a run stuck: partitions left without a leader, and writes never acknowledged
+        again before the run ended."""
+        return ([f"{tp} has no leader at the end" for tp in self.leaderless]
+                + [f"{w.topic}-{w.partition}: {w.attempts} writes from {clock(w.start)} never acknowledged"
+                   for w in self.windows if w.end is None])
+
     def as_json(self, max_unavailable_ms: float | None = None) -> dict:
         """The per-run fields of `lab scenario run --json` that the checker decides (DESIGN §10)."""
         return {"verdict": self.verdict(max_unavailable_ms), "acknowledged": self.acknowledged,

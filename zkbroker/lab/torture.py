@@ -130,6 +130,7 @@ class ModeTotals:
     divergent: int = 0
     unavailable_ms_max: float = 0.0
     losses: list[dict] = field(default_factory=list)
+    stuck: list[dict] = field(default_factory=list)  # why each stuck run was called stuck
     unavailable_by_fault: dict[str, list[float]] = field(default_factory=dict)  # kind -> per fault occurrence
     seconds: list[float] = field(default_factory=list)
 
@@ -152,6 +153,8 @@ class ModeTotals:
         self.divergent += j["divergent"]
         self.unavailable_ms_max = max(self.unavailable_ms_max, j["unavailable_ms_max"])
         self.losses += [{**loss, "run": label} for loss in j["losses"]]
+        if run.verdict == "stuck":
+            self.stuck += [{"run": label, "why": why} for why in stuck_reasons(run)]
         self.seconds.append(run.seconds)
         for kind, ms in unavailability_by_fault(run, faults):
             self.unavailable_by_fault.setdefault(kind, []).append(ms)
@@ -160,11 +163,16 @@ class ModeTotals:
         return {"mode": self.mode, "runs": self.runs, "verdict": self.verdict, "expected": self.expected,
                 "acknowledged": self.acknowledged, "lost": self.lost, "duplicated": self.duplicated,
                 "divergent": self.divergent, "unavailable_ms_max": round(self.unavailable_ms_max),
-                "losses": self.losses,
+                "losses": self.losses, "stuck": self.stuck,
                 "verdicts": dict(sorted(self.verdicts.items(), key=lambda kv: GRAVITY.index(kv[0]))),
                 "unavailable_ms_by_fault": {kind: {"faults": len(v), "median": round(statistics.median(v)),
                                                    "max": round(max(v))}
                                             for kind, v in sorted(self.unavailable_by_fault.items())}}
+
+
+def stuck_reasons(run: RunResult) -> list[str]:
+    """Why a run ended stuck: the waits that never came true, then what the checker found at the end."""
+    return [*run.stuck, *run.report.stuck_reasons()]
 
 
 def unavailability_by_fault(run: RunResult, faults: tuple[Fault, ...]) -> list[tuple[str, float]]:
@@ -221,6 +229,9 @@ def run_torture(runs: int, seed: int = 0, faults: tuple[str, ...] = FAULT_KINDS,
                     f"{run.report.unavailable_ms_max / 1000:.1f} s ({run.seconds:.0f} s)")
             for loss in run.report.losses[:3]:
                 narrate(f"[torture]     lost {loss.cause}")
+            if run.verdict == "stuck":
+                for why in stuck_reasons(run)[:3]:
+                    narrate(f"[torture]     stuck: {why}")
         if each is not None:
             each(index, p, result.runs)
     return TortureResult(seed, runs, tuple(faults), totals)

@@ -110,6 +110,14 @@ def test_writes_never_acknowledged_again_or_no_leader_is_stuck():
     assert leaderless.losses == [] and leaderless.verdict() == "stuck"
 
 
+def test_a_stuck_report_says_which_partition_and_since_when():
+    report = check([acked(b"m0", 0, T0), failed(b"m1", T0 + 100)], [state({1: {0: b"m0"}}, hw=1)])
+    assert report.stuck_reasons() == [f"t-0: 1 writes from {clock(T0 + 100)} never acknowledged"]
+    leaderless = check([acked(b"m0", 0, T0)], [state({1: {0: b"m0"}}, hw=1, leader=None)])
+    assert leaderless.stuck_reasons() == ["t-0 has no leader at the end"]
+    assert check([acked(b"m0", 0, T0)], [state({1: {0: b"m0"}}, hw=1)]).stuck_reasons() == []
+
+
 def test_the_gravest_anomaly_is_the_verdict():
     attempts = [acked(b"m0", 0, T0), acked(b"m1", 1, T0 + 10)]
     replicas = {1: {0: b"m0", 1: b"xx", 2: b"m0"}, 2: {0: b"m0", 1: b"yy"}}
