@@ -169,7 +169,7 @@ class Report:
     def stuck_reasons(self) -> list[str]:
         """Why the checker calls a run stuck: partitions left without a leader, and writes never acknowledged
         again before the run ended."""
-        return ([f"{tp} has no leader at the end" for tp in self.leaderless]
+        return ([f"{tp.topic}-{tp.partition} has no leader at the end" for tp in self.leaderless]
                 + [f"{w.topic}-{w.partition}: {w.attempts} writes from {clock(w.start)} never acknowledged"
                    for w in self.windows if w.end is None])
 
