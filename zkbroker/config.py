@@ -15,8 +15,9 @@ Where we deviate from 0.8.2, on purpose:
 - A topic's min.insync.replicas defaults to the broker's min.insync.replicas. 0.8.2 did not pass that key on
   (it stayed 1 unless set per topic); 0.9 fixed it.
 - Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names),
-  replication.truncation (KIP-101), log.cleaner.keyless.messages (KAFKA-1755), and log.message.format.version
-  unset by default (each batch stored as sent).
+  replication.truncation (KIP-101), replica.lag.rule (KIP-16), replica.lag.check.interval.ms,
+  log.cleaner.keyless.messages (KAFKA-1755), and log.message.format.version unset by default (each batch
+  stored as sent).
 - Later Kafka keys for later features: log.message.timestamp.type (0.10) and log.message.format.version (0.10),
   with their topic keys message.timestamp.type and message.format.version.
 """
@@ -472,7 +473,18 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("replica.lag.time.max.ms", _LONG, 10000,
               "A follower that has not fetched for this long is removed from the ISR."),
     ConfigKey("replica.lag.max.messages", _LONG, 4000,
-              "A follower this many messages behind the leader is removed from the ISR."),
+              "A follower this many messages behind the leader is removed from the ISR "
+              "(not with replica.lag.rule=caught-up-time)."),
+    ConfigKey("replica.lag.rule", _STRING, "time-or-messages",
+              "Extension (KIP-16, Kafka 0.9): when a leader drops a follower from the ISR: time-or-messages "
+              "(0.8.2: no fetch for replica.lag.time.max.ms, or more than replica.lag.max.messages behind its log "
+              "end, so a burst of more messages makes a healthy follower flap, KAFKA-1546) or caught-up-time (not "
+              "caught up to its log end at any time in the last replica.lag.time.max.ms).",
+              OneOf(("time-or-messages", "caught-up-time"))),
+    ConfigKey("replica.lag.check.interval.ms", _LONG, None,
+              "Extension: how often a leader looks for followers to drop from the ISR; defaults to "
+              "replica.lag.time.max.ms, 0.8.2's schedule (later Kafka checks at half of it).", _AT_LEAST_1,
+              fallback="replica.lag.time.max.ms"),
     ConfigKey("replica.socket.timeout.ms", _INT, 30000,
               "Socket timeout of follower fetches; at least replica.fetch.wait.max.ms."),
     ConfigKey("replica.socket.receive.buffer.bytes", _INT, 64 * 1024, "SO_RCVBUF of follower fetch sockets."),

@@ -34,6 +34,7 @@ VERDICTS = {
     "kafka-5642-many-partitions": {"0.8": "ok", "fixed": "ok"},
     "zk-consumer-herd": {"0.8": "stuck", "fixed": "ok"},
     "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
+    "kafka-1546-isr-flapping": {"0.8": "ok", "fixed": "ok"},
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
 }
@@ -80,6 +81,8 @@ def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
     if name == "kafka-1211":  # m1, m2, m3 acknowledged; m2 lost, and m3 took its offset
         assert (runs["0.8"]["acknowledged"], runs["0.8"]["lost"], runs["0.8"]["losses"][0]["offset"]) == (3, 1, 1)
         assert (runs["fixed"]["acknowledged"], runs["fixed"]["lost"]) == (3, 0)
+    if name == "kafka-1546-isr-flapping":  # 5 + 3 bursts of 50 (acks=1) + 5; each acks=all write after one: fixed only
+        assert (runs["0.8"]["acknowledged"], runs["fixed"]["acknowledged"]) == (160, 163)
 
 
 def test_one_mode_of_a_scenario_and_a_mode_it_lacks():

@@ -240,6 +240,13 @@ def test_s3_unclean_election_loses_acknowledged_data_and_clean_mode_waits(broker
 # ---- S4: Jepsen, the lone leader ---------------------------------------------------------------------------
 
 
+def own_isr(broker) -> list[int] | None:
+    """The ISR of [scenario,0] as the broker itself holds it (its lab control socket's `state`)."""
+    with broker.control() as control:
+        return next((p["isr"] for p in control.state()["partitions"] if (p["topic"], p["partition"]) == (TOPIC, 0)),
+                    None)
+
+
 @pytest.mark.parametrize("min_isr, refused", [(2, True), (1, False)])
 def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, admin_zk, min_isr, refused):
     leader, follower = brokers(1, 2, control=True, replica_lag_time_max_ms=1000, replica_fetch_wait_max_ms=200)
@@ -251,6 +258,9 @@ def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, adm
     with follower.control() as control:  # the follower stops fetching (it keeps its ZooKeeper session)
         control.fault("hold_fetchers")
     wait_state(zk, lambda s: s["isr"] == [1], "the leader to shrink the ISR to itself", timeout_s=10)
+    # ZooKeeper has the new ISR a moment before the leader adopts it (on its write's answer); a produce in between
+    # is appended and then refused with NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+    wait_for(lambda: own_isr(leader) == [1], 5, "the leader to adopt the ISR it wrote")
     error, _ = produce(leader, [b"during"])
     if refused:
         assert error == ErrorCode.NOT_ENOUGH_REPLICAS
@@ -261,6 +271,23 @@ def test_s4_lone_leader_refuses_writes_with_min_insync_replicas(brokers, zk, adm
     wait_state(zk, lambda s: s["isr"] == [1, 2], "the follower to rejoin", timeout_s=10)
     assert produce(leader, [b"after"])[0] == ErrorCode.NONE
     wait_for(lambda: list(log_messages(follower).values())[-1:] == [b"after"], 10, "the follower to catch up")
+
+
+def test_kip_16s_rule_still_drops_a_follower_that_stops_fetching_after_replica_lag_time_max_ms(brokers, zk, admin_zk):
+    """replica.lag.rule=caught-up-time (KIP-16) drops the message count, not the time: a follower whose fetchers
+    stop is no longer caught up, leaves the ISR once that is older than replica.lag.time.max.ms, and rejoins."""
+    leader, follower = brokers(1, 2, control=True, replica_lag_rule="caught-up-time", replica_lag_time_max_ms=1000,
+                               replica_fetch_wait_max_ms=200)
+    wait_for(lambda: zk.registered() == {1, 2}, 15, "both brokers")
+    one_partition(admin_zk, (1, 2))
+    wait_state(zk, lambda s: s["leader"] == 1 and s["isr"] == [1, 2], "both in sync")
+    assert produce(leader, [b"before"])[0] == ErrorCode.NONE
+    with follower.control() as control:
+        control.fault("hold_fetchers")
+    wait_state(zk, lambda s: s["isr"] == [1], "the leader to shrink the ISR to itself", timeout_s=10)
+    assert leader.log_lines(r"Replica 2 of partition \[scenario,0\] is out of sync: not caught up to the log end")
+    release_fetchers(follower)
+    wait_state(zk, lambda s: s["isr"] == [1, 2], "the follower to rejoin", timeout_s=10)
 
 
 # ---- The ISR as an operator sees it ------------------------------------------------------------------------

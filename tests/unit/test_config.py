@@ -173,6 +173,8 @@ def test_properties_round_trip(props):
     ("max.connections.per.ip.overrides", {}),
     ("listeners", ()),
     ("replication.truncation", "high-watermark"),
+    ("replica.lag.rule", "time-or-messages"),
+    ("replica.lag.check.interval.ms", 10000),
 ])
 def test_defaults_match_0_8_2(name, value):
     assert make()[name] == value
@@ -205,7 +207,8 @@ def test_every_topic_key_falls_back_to_a_broker_key():
 
 
 def test_extensions_say_so():
-    for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages"):
+    for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages",
+                 "replica.lag.rule", "replica.lag.check.interval.ms"):
         assert SERVER_CONFIGS[name].doc.startswith("Extension"), name
 
 
@@ -234,6 +237,13 @@ def test_given_values_are_typed():
     assert cfg["log.cleaner.min.cleanable.ratio"] == 0.25
     assert cfg["max.connections.per.ip.overrides"] == {"host1": 5, "10.0.0.1": 7}
     assert cfg["replication.truncation"] == "leader-epoch"
+
+
+def test_the_isr_check_follows_replica_lag_time_max_ms_unless_its_own_interval_is_given():
+    assert make_with({"replica.lag.time.max.ms": "30000"})["replica.lag.check.interval.ms"] == 30000
+    cfg = make_with({"replica.lag.time.max.ms": "30000", "replica.lag.check.interval.ms": "500",
+                     "replica.lag.rule": "Caught-Up-Time"})
+    assert (cfg["replica.lag.check.interval.ms"], cfg["replica.lag.rule"]) == (500, "caught-up-time")
 
 
 def test_convenience_properties():
@@ -296,6 +306,10 @@ def test_unknown_key_lookup_is_a_key_error():
      "Invalid value 'yes' for configuration delete.topic.enable: not a boolean (true or false)"),
     ("replication.truncation", "epoch",
      "Invalid value 'epoch' for configuration replication.truncation: must be one of high-watermark, leader-epoch"),
+    ("replica.lag.rule", "time",
+     "Invalid value 'time' for configuration replica.lag.rule: must be one of time-or-messages, caught-up-time"),
+    ("replica.lag.check.interval.ms", "0",
+     "Invalid value '0' for configuration replica.lag.check.interval.ms: must be at least 1"),
     ("log.cleanup.policy", "shred",
      "Invalid value 'shred' for configuration log.cleanup.policy: must be one of delete, compact"),
     ("broker.id", "-1", "Invalid value '-1' for configuration broker.id: must be at least 0"),

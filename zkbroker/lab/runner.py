@@ -558,6 +558,9 @@ class ScenarioRun:
             if condition == "leads_all":
                 return bool(stats) and all(lead.leader == broker for lead, _ in stats.values())
             return len({zxid for _, zxid in stats.values()}) <= args["size"]
+        if condition in ("isr_shrinks", "isr_expansions"):
+            shrinks, expansions = isr_changes(timeline.read(self.lab.timeline_file), topic, partition)
+            return (shrinks if condition == "isr_shrinks" else expansions) == args["size"]
         if condition == "topic_exists":
             return o.assignment(topic) is not None
         if condition == "topic_deleted":
@@ -693,6 +696,20 @@ class ScenarioRun:
                 self.say(f"[{self.label}]     {format_line(event)}")
 
 
+def isr_changes(events: list[dict], topic: str, partition: int) -> tuple[int, int]:
+    """How many times the partition's leaders shrank and expanded its ISR in the timeline: its `isr_changed`
+    events, each a leader's own write of the ISR to ZooKeeper (Kafka's IsrShrinksPerSec and IsrExpandsPerSec;
+    the controller's removals of dead replicas come as `leader_changed`)."""
+    shrinks = expansions = 0
+    for e in events:
+        if e.get("kind") != "isr_changed" or (e.get("topic"), e.get("partition")) != (topic, partition):
+            continue
+        before, after = len(e.get("from") or ()), len(e.get("isr") or ())
+        shrinks += after < before
+        expansions += after > before
+    return shrinks, expansions
+
+
 def _die_with_parent() -> None:
     """In a client process the runner starts: end with the runner, whatever ends it (Linux's PDEATHSIG)."""
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -758,6 +775,8 @@ def _condition_words(condition: str, f: dict) -> str:
         "isr_contains": f"broker {broker} is in {tp}'s ISR",
         "isr_excludes": f"broker {broker} is out of {tp}'s ISR",
         "isr_size": f"{tp}'s ISR has {f.get('size')} members",
+        "isr_shrinks": f"{tp}'s leaders shrank its ISR {f.get('size')} times",
+        "isr_expansions": f"{tp}'s leaders expanded its ISR {f.get('size')} times",
         "topic_exists": f"topic {f.get('topic')} exists",
         "topic_deleted": f"topic {f.get('topic')} is deleted",
         "deletion_pending": f"topic {f.get('topic')} is marked for deletion",

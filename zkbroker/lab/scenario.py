@@ -51,9 +51,11 @@ MODES = ("0.8", "fixed")
 VERDICTS = ("ok", "lost", "divergent", "duplicated", "stuck", "unavailable", "slow")
 ENSEMBLE_SIZES = (1, 3, 5)
 
-# What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, or a produce step's outcome.
+# What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, the timeline, or a produce
+# step's outcome.
 CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
-              "isr_contains", "isr_excludes", "isr_size", "topic_exists", "topic_deleted", "deletion_pending",
+              "isr_contains", "isr_excludes", "isr_size", "isr_shrinks", "isr_expansions", "topic_exists",
+              "topic_deleted", "deletion_pending",
               "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
               "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners", "rebalancing",
               "read_tasks_running", "read_tasks_done")

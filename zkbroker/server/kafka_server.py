@@ -120,7 +120,7 @@ class KafkaServer:
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
                               self._checkpoint_high_watermarks)
-            self._every_async(self.config["replica.lag.time.max.ms"], self.replica_manager.maybe_shrink_isr)
+            self._every_async(self.config["replica.lag.check.interval.ms"], self.replica_manager.maybe_shrink_isr)
             self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
             if self.replica_manager.timeline_source is not None:
                 self._every(HW_REPORT_INTERVAL_MS, self.replica_manager.report_high_watermarks, off_loop=False)

@@ -43,6 +43,11 @@ class Partition:
     remote_leos: dict[int, int] = field(default_factory=dict)
     # When each follower last fetched (monotonic seconds): 0.8.2's "stuck follower" clock.
     remote_fetch_times: dict[int, float] = field(default_factory=dict)
+    # replica.lag.rule=caught-up-time (KIP-16): when each follower was last caught up to our log end (Kafka's
+    # lastCaughtUpTimeMs), and our log end at its last fetch (reaching that end later proves it was caught up
+    # as of that fetch: under steady writes a healthy follower is never at the very end when it asks).
+    remote_caught_up_times: dict[int, float] = field(default_factory=dict)
+    remote_fetch_leader_leos: dict[int, int] = field(default_factory=dict)
     # An ISR change being written to ZooKeeper by this leader; one at a time.
     isr_update_in_flight: bool = False
     # replication.truncation=leader-epoch only: the leader-epoch-checkpoint, and whether this follower must
@@ -77,6 +82,8 @@ class Partition:
         self.remote_leos = {r: -1 for r in replicas if r != self.local_broker_id}
         now = time.monotonic()
         self.remote_fetch_times = {r: now for r in self.remote_leos}
+        self.remote_caught_up_times = {r: now for r in self.remote_leos}  # each gets a full lag time to show
+        self.remote_fetch_leader_leos = {}
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.maybe_increment_high_watermark()
         # Waiting acks=-1 produces must look again: the HW may have moved, or the ISR shrunk below
@@ -147,26 +154,50 @@ class Partition:
             if batch.partition_leader_epoch >= 0:
                 self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
-        """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half)."""
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, now: float | None = None) -> None:
+        """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half).
+        `now`: monotonic seconds (the clock's reading unless given)."""
+        now = time.monotonic() if now is None else now
+        leo = self.log_end_offset
+        if fetch_offset >= leo:
+            self.remote_caught_up_times[replica_id] = now
+        elif fetch_offset >= self.remote_fetch_leader_leos.get(replica_id, leo + 1):
+            previous = self.remote_fetch_times.get(replica_id, now)
+            self.remote_caught_up_times[replica_id] = max(self.remote_caught_up_times.get(replica_id, 0.0), previous)
+        self.remote_fetch_leader_leos[replica_id] = leo
         self.remote_leos[replica_id] = fetch_offset
-        self.remote_fetch_times[replica_id] = time.monotonic()
+        self.remote_fetch_times[replica_id] = now
         if self.maybe_increment_high_watermark():
             self.wake_waiters()
 
-    def out_of_sync_replicas(self, lag_time_ms: int, lag_max_messages: int) -> set[int]:
-        """0.8.2's getOutOfSyncReplicas: followers in the ISR that are stuck (no fetch for lag_time_ms) or slow
-        (more than lag_max_messages behind the leader's log end)."""
-        now = time.monotonic()
+    def out_of_sync_replicas(self, lag_time_ms: int, lag_max_messages: int, caught_up_time: bool = False,
+                             now: float | None = None) -> dict[int, str]:
+        """The followers in the ISR that are out of sync, each with the reason in words.
+
+        0.8.2's getOutOfSyncReplicas (the default): stuck (no fetch for lag_time_ms) or slow (more than
+        lag_max_messages behind the leader's log end, whenever the check runs: right after a burst of more
+        messages than that, a healthy follower is slow). With `caught_up_time` (replica.lag.rule=caught-up-time,
+        KIP-16): not caught up to the leader's log end at any time within the last lag_time_ms; the message
+        count plays no part. `now`: monotonic seconds (the clock's reading unless given)."""
+        now = time.monotonic() if now is None else now
+        lag_s = lag_time_ms / 1000.0
         leo = self.log_end_offset
-        out = set()
+        out: dict[int, str] = {}
         for r in self.isr:
             if r == self.local_broker_id:
                 continue
-            stuck = now - self.remote_fetch_times.get(r, now) > lag_time_ms / 1000.0
-            slow = leo - self.remote_leos.get(r, -1) > lag_max_messages and self.remote_leos.get(r, -1) >= 0
-            if stuck or slow:
-                out.add(r)
+            if caught_up_time:
+                behind_s = now - self.remote_caught_up_times.get(r, now)
+                if behind_s > lag_s:
+                    out[r] = (f"not caught up to the log end for {behind_s:.1f} s "
+                              f"(replica.lag.time.max.ms {lag_time_ms})")
+                continue
+            silent_s = now - self.remote_fetch_times.get(r, now)
+            behind = leo - self.remote_leos.get(r, -1)
+            if silent_s > lag_s:
+                out[r] = f"stuck: no fetch for {silent_s:.1f} s (replica.lag.time.max.ms {lag_time_ms})"
+            elif self.remote_leos.get(r, -1) >= 0 and behind > lag_max_messages:
+                out[r] = f"slow: {behind} messages behind the log end (replica.lag.max.messages {lag_max_messages})"
         return out
 
     def apply_isr_change(self, isr: tuple[int, ...], written_against: int, new_version: int) -> bool:

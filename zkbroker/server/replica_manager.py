@@ -399,14 +399,19 @@ class ReplicaManager:
     # ---- the ISR, kept by the leader (0.8.2's Partition.maybeShrinkIsr / maybeExpandIsr) ------------------
 
     async def maybe_shrink_isr(self) -> None:
-        """Drop stuck or slow followers from the ISR of every partition we lead (every replica.lag.time.max.ms)."""
+        """Drop out-of-sync followers from the ISR of every partition we lead, by replica.lag.rule (every
+        replica.lag.check.interval.ms, by default replica.lag.time.max.ms)."""
         lag_ms = self.config["replica.lag.time.max.ms"]
         lag_messages = self.config["replica.lag.max.messages"]
+        caught_up_time = self.config["replica.lag.rule"] == "caught-up-time"
         for p in list(self.partitions.values()):
             if not p.is_leader or p.isr_update_in_flight:
                 continue
-            out = p.out_of_sync_replicas(lag_ms, lag_messages)
+            out = p.out_of_sync_replicas(lag_ms, lag_messages, caught_up_time)
             if out:
+                for replica, reason in sorted(out.items()):  # 0.8.2 said "Stuck replicas"/"Slow replicas" (debug)
+                    log.info("Replica %d of partition [%s,%d] is out of sync: %s", replica, p.topic, p.partition,
+                             reason)
                 new_isr = tuple(r for r in p.isr if r not in out)
                 log.info("Shrinking ISR for partition [%s,%d] from %s to %s", p.topic, p.partition,
                          ",".join(map(str, p.isr)), ",".join(map(str, new_isr)))

@@ -9,7 +9,7 @@ import pytest
 
 from zkbroker.lab.checker import Attempt, PartitionState, check
 from zkbroker.lab.cluster import LabError
-from zkbroker.lab.runner import Cancelled, QueueStepper, RunResult, describe_step, gravest, modes_to_run
+from zkbroker.lab.runner import Cancelled, QueueStepper, RunResult, describe_step, gravest, isr_changes, modes_to_run
 from zkbroker.lab.scenario import Step, find_scenario
 
 
@@ -88,3 +88,21 @@ def test_an_enter_stepper_goes_on_at_each_line_and_without_stepping_once_its_inp
         stepper.wait("s 0.8", 2, step, threading.Event())
     assert prompts.getvalue().count("press Enter") == 2
     assert "[s 0.8] press Enter for step 1 (kill broker 2)" in prompts.getvalue()
+
+
+def test_isr_shrinks_and_expansions_are_counted_from_the_leaders_isr_writes_of_that_partition():
+    def changed(topic: str, partition: int, old: list[int], new: list[int]) -> dict:
+        return {"ts": 1.0, "source": "broker:2", "kind": "isr_changed", "topic": topic, "partition": partition,
+                "broker": 2, "from": old, "isr": new}
+    events = [changed("t", 0, [2, 1], [2]), changed("t", 0, [2], [2, 1]),  # a flap
+              changed("t", 0, [2, 1], [2]), changed("t", 0, [2], [2, 1]),  # and another
+              changed("t", 1, [2, 1], [2]), changed("u", 0, [2, 1], [2]),  # other partitions
+              {"ts": 2.0, "source": "controller:1", "kind": "leader_changed", "topic": "t", "partition": 0,
+               "leader": 2, "isr": [2]}]  # the controller's removal is not the leader's ISR write
+    assert isr_changes(events, "t", 0) == (2, 2)
+    assert isr_changes(events, "t", 1) == (1, 0)
+    assert isr_changes([], "t", 0) == (0, 0)
+    assert describe_step(Step("expect", {"condition": "isr_shrinks", "topic": "t", "size": 3})) == \
+        "expect t-0's leaders shrank its ISR 3 times"
+    assert describe_step(Step("wait", {"condition": "isr_expansions", "topic": "t", "size": 0})) == \
+        "wait until t-0's leaders expanded its ISR 0 times"

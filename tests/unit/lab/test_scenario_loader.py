@@ -155,3 +155,12 @@ def test_names_given_with_as_are_the_only_strings_a_target_may_be():
     fails(scenario_with_step('action = "wait"\ncondition = "acked"\n'), "names a produce step with of")
     fails(scenario_with_step('action = "wait"\ncondition = "acked"\nof = "nothing"\n'),
           "no earlier produce step is named 'nothing'")
+
+
+def test_the_isr_change_counts_are_conditions_of_wait_and_expect_steps():
+    for condition in ("isr_shrinks", "isr_expansions"):
+        scenario = parse_scenario(scenario_with_step(f'action = "expect"\ncondition = "{condition}"\ntopic = "t"\n'
+                                                     f'size = 3\nmode = "0.8"\n'), "s.toml")
+        assert scenario.steps[-1].fields == {"condition": condition, "topic": "t", "size": 3}
+    fails(scenario_with_step('action = "expect"\ncondition = "isr_shrinks"\ntopic = "t"\nsize = "many"\n'),
+          "size must be an integer")
