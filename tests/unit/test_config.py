@@ -173,6 +173,7 @@ def test_properties_round_trip(props):
     ("max.connections.per.ip.overrides", {}),
     ("listeners", ()),
     ("replication.truncation", "high-watermark"),
+    ("replica.out.of.range.reset", "leader-start"),
 ])
 def test_defaults_match_0_8_2(name, value):
     assert make()[name] == value
@@ -205,7 +206,8 @@ def test_every_topic_key_falls_back_to_a_broker_key():
 
 
 def test_extensions_say_so():
-    for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages"):
+    for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages",
+                 "replica.out.of.range.reset"):
         assert SERVER_CONFIGS[name].doc.startswith("Extension"), name
 
 
