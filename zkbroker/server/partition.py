@@ -148,7 +148,12 @@ class Partition:
                 self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> None:
-        """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half)."""
+        """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half).
+        Not so when it lies outside our log: the fetch gets OFFSET_OUT_OF_RANGE, and 0.8.2 recorded the log end
+        as unknown (-1). A follower past our end (after an unclean election) holds other records there, so it
+        must neither count towards an acks=-1 write nor rejoin the ISR on the strength of that offset."""
+        if not self.log.log_start_offset <= fetch_offset <= self.log.log_end_offset:
+            fetch_offset = -1
         self.remote_leos[replica_id] = fetch_offset
         self.remote_fetch_times[replica_id] = time.monotonic()
         if self.maybe_increment_high_watermark():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from zkbroker.log.log import Log
+from zkbroker.protocol.message_set import build_message_set
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.partition import Partition
 from zkbroker.server.replica_manager import ReplicaManager
@@ -67,3 +68,17 @@ def test_only_the_fetching_follower_may_rejoin_the_isr(tmp_path):
 
     asyncio.run(fetches())
     assert not p.may_rejoin_isr(1) and not p.may_rejoin_isr(4)  # not a follower; not a replica
+
+
+def test_a_fetch_past_the_leaders_log_end_records_an_unknown_log_end_that_neither_rejoins_nor_acknowledges(tmp_path):
+    """After an unclean election the old leader fetches from its own end, past ours (OFFSET_OUT_OF_RANGE): as in
+    0.8.2 its log end is unknown, so it does not rejoin the ISR and an acks=-1 write does not count on it."""
+    p = leader(tmp_path)  # ISR 1,2 of replicas 1,2,3
+    p.log.append(build_message_set([(None, b"m%d" % i) for i in range(5)]))
+    p.record_follower_fetch(3, 8)
+    assert p.remote_leos[3] == -1 and not p.may_rejoin_isr(3)
+    p.record_follower_fetch(2, 8)
+    assert p.remote_leos[2] == -1 and p.high_watermark == 0
+    p.record_follower_fetch(2, 5)
+    p.record_follower_fetch(3, 5)
+    assert p.high_watermark == 5 and p.may_rejoin_isr(3)
