@@ -16,8 +16,8 @@ Where we deviate from 0.8.2, on purpose:
   (it stayed 1 unless set per topic); 0.9 fixed it.
 - Extensions, each marked as such in its doc: listeners and advertised.listeners (0.9 names),
   replication.truncation (KIP-101), replica.lag.rule (KIP-16), replica.lag.check.interval.ms,
-  log.cleaner.keyless.messages (KAFKA-1755), and log.message.format.version unset by default (each batch
-  stored as sent).
+  replica.out.of.range.reset (KAFKA-2143), log.cleaner.keyless.messages (KAFKA-1755), and
+  log.message.format.version unset by default (each batch stored as sent).
 - Later Kafka keys for later features: log.message.timestamp.type (0.10) and log.message.format.version (0.10),
   with their topic keys message.timestamp.type and message.format.version.
 """
@@ -516,6 +516,12 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("replication.truncation", _STRING, "high-watermark",
               "Extension (KIP-101): where a new follower truncates its log: high-watermark (0.8.2) or "
               "leader-epoch.", OneOf(("high-watermark", "leader-epoch"))),
+    ConfigKey("replica.out.of.range.reset", _STRING, "leader-start",
+              "Extension (KAFKA-2143, Kafka 0.9.0.1): what a follower does when the leader answers "
+              "OFFSET_OUT_OF_RANGE although its log end is at or past the follower's: leader-start (0.8.2) drops "
+              "the whole log and starts again at the leader's log start; keep-log keeps the log and fetches on "
+              "from its own end (dropping it only when the leader's log start lies above that end).",
+              OneOf(("leader-start", "keep-log"))),
 
     # Controlled shutdown
     ConfigKey("controlled.shutdown.enable", _BOOLEAN, True,

@@ -6,6 +6,9 @@ nothing ever sets one, and each check below is one attribute read. The points, b
 
 - `hold_fetchers` / `release_fetchers`: this broker's replica fetchers fetch nothing (they still do a leader
   epoch truncation first), as if the follower were slow or cut off from its leaders;
+- `hold_offset_out_of_range` / `release_offset_out_of_range` (`ms`, optional): a replica fetcher that gets an
+  OFFSET_OUT_OF_RANGE answer waits right there, before it asks the leader for its log end and start, until
+  released (or `ms` milliseconds each time), so that writes can reach the leader in between (KAFKA-2143's race);
 - `drop_next_leader_and_isr`, `drop_next_update_metadata` (`count`, default 1): the next `count` such requests from a
   controller are read and thrown away unanswered, and the connection they came on is closed, as a request
   lost with its connection would be (the controller's channel sends it again on a new connection, which the
@@ -44,7 +47,7 @@ STOP_ACTIONS = ("kill", "pause")
 # The controller requests a drop or delay applies to, by the name in the point.
 REQUESTS = {"leader_and_isr": "LeaderAndIsr", "update_metadata": "UpdateMetadata"}
 
-POINTS = ("hold_fetchers", "release_fetchers",
+POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "release_offset_out_of_range",
           "drop_next_leader_and_isr", "delay_next_leader_and_isr",
           "drop_next_update_metadata", "delay_next_update_metadata",
           "hold_controller_queue", "release_controller_queue",
@@ -54,11 +57,15 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "drop_next_leader_and_isr": ("count",), "drop_next_update_metadata": ("count",),
     "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
     "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
+    "hold_offset_out_of_range": ("ms",),
 }
+# Parameters a point may go without, with no default: hold_offset_out_of_range without ms holds until released.
+OPTIONAL: dict[str, tuple[str, ...]] = {"hold_offset_out_of_range": ("ms",)}
 # What a parameter left out means: the next one request; a SIGKILL.
 DEFAULTS = {"count": 1, "action": "kill"}
 # The points that undo another one rather than apply a fault.
-RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue"}
+RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue",
+            "release_offset_out_of_range": "hold_offset_out_of_range"}
 
 
 class FaultPointError(ValueError):
@@ -84,6 +91,8 @@ class FaultPoints:
     def __init__(self, stop_self: Callable[[signal.Signals], None] | None = None) -> None:
         self.source = "process"  # the timeline source of this process, e.g. "broker:2" (set at startup)
         self.fetchers_held = False
+        self.out_of_range_held = False
+        self.out_of_range_ms: int | None = None  # how long each hold lasts (None: until released)
         self._controller_open = threading.Event()
         self._controller_open.set()
         self.requests: dict[str, RequestFault] = {}
@@ -102,6 +111,9 @@ class FaultPoints:
             self.heal(RELEASES[point])
         elif point == "hold_fetchers":
             self.fetchers_held = True
+        elif point == "hold_offset_out_of_range":
+            self.out_of_range_ms = int(params["ms"]) if "ms" in params else None
+            self.out_of_range_held = True
         elif point == "hold_controller_queue":
             self._controller_open.clear()
         elif point.startswith(("drop_next_", "delay_next_")):
@@ -121,6 +133,9 @@ class FaultPoints:
         point = RELEASES.get(point, point) if point is not None else None
         if point in (None, "hold_fetchers"):
             self.fetchers_held = False
+        if point in (None, "hold_offset_out_of_range"):
+            self.out_of_range_held = False
+            self.out_of_range_ms = None
         if point in (None, "hold_controller_queue"):
             self._controller_open.set()
         with self._lock:
@@ -137,6 +152,9 @@ class FaultPoints:
         out: list[dict] = []
         if self.fetchers_held:
             out.append({"point": "hold_fetchers"})
+        if self.out_of_range_held:
+            out.append({"point": "hold_offset_out_of_range",
+                        **({} if self.out_of_range_ms is None else {"ms": self.out_of_range_ms})})
         if self.controller_held:
             out.append({"point": "hold_controller_queue"})
         with self._lock:
@@ -166,6 +184,12 @@ class FaultPoints:
         timeline.emit(self.source, "fault_fired", point=("drop_next_" if fault.ms is None else "delay_next_") + request,
                       remaining=max(fault.remaining, 0), **({} if fault.ms is None else {"ms": fault.ms}))
         return fault
+
+    def out_of_range_fired(self, topic: str, partition: int, offset: int, leader: int) -> None:
+        """A replica fetcher has stopped on an OFFSET_OUT_OF_RANGE answer, held by hold_offset_out_of_range."""
+        held = {} if self.out_of_range_ms is None else {"ms": self.out_of_range_ms}
+        timeline.emit(self.source, "fault_fired", point="hold_offset_out_of_range", topic=topic, partition=partition,
+                      offset=offset, leader=leader, **held)
 
     @property
     def controller_held(self) -> bool:
@@ -198,7 +222,7 @@ def check(point: str, params: dict) -> None:
     if unknown:
         takes = f"it takes {', '.join(wanted)}" if wanted else "it takes none"
         raise FaultPointError(f"fault point {point} has no parameter {unknown[0]!r}; {takes}")
-    missing = [k for k in wanted if params.get(k) is None and k not in DEFAULTS]
+    missing = [k for k in wanted if params.get(k) is None and k not in DEFAULTS and k not in OPTIONAL.get(point, ())]
     if missing:
         raise FaultPointError(f"fault point {point} needs {', '.join(missing)}")
     for key in ("count", "ms"):
@@ -218,6 +242,9 @@ def describe(fault: dict) -> str:
     point = fault.get("point", "?")
     if point == "hold_fetchers":
         return "replica fetchers held"
+    if point == "hold_offset_out_of_range":
+        how = f"{fault['ms']} ms each time" if fault.get("ms") is not None else "until released"
+        return f"replica fetchers held after an OFFSET_OUT_OF_RANGE answer, {how}"
     if point == "hold_controller_queue":
         return "controller event queue held"
     if point.startswith(("drop_next_", "delay_next_")):

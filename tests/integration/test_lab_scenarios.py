@@ -35,9 +35,13 @@ VERDICTS = {
     "zk-consumer-herd": {"0.8": "stuck", "fixed": "ok"},
     "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
     "kafka-1546-isr-flapping": {"0.8": "ok", "fixed": "ok"},
+    "kafka-2143-truncate-to-start": {"0.8": "ok", "fixed": "divergent"},
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
 }
+# Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
+FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the follower's log, records the unclean "
+                                                  "leader never had included (KIP-101 made them agree)"}
 # Run by a test file of their own, which also checks what else the run leaves behind.
 OWN_TESTS = {"spark-read-during-failover": "test_lab_spark_scenario.py"}
 SCENARIOS = {s.name: s for s in catalogue()}
@@ -76,13 +80,17 @@ def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
     if "0.8" in runs and runs["0.8"]["verdict"] == "lost":
         assert runs["0.8"]["lost"] >= 1 and runs["0.8"]["acknowledged"] >= runs["0.8"]["lost"]
         assert all(loss["topic"] == "t" and loss["cause"] for loss in runs["0.8"]["losses"])
-    if "fixed" in runs and "0.8" in runs:
+    if "fixed" in runs and "0.8" in runs and name not in FIXED_NOT_SAFE:
         assert runs["fixed"]["lost"] == 0 and runs["fixed"]["divergent"] == 0
     if name == "kafka-1211":  # m1, m2, m3 acknowledged; m2 lost, and m3 took its offset
         assert (runs["0.8"]["acknowledged"], runs["0.8"]["lost"], runs["0.8"]["losses"][0]["offset"]) == (3, 1, 1)
         assert (runs["fixed"]["acknowledged"], runs["fixed"]["lost"]) == (3, 0)
     if name == "kafka-1546-isr-flapping":  # 5 + 3 bursts of 50 (acks=1) + 5; each acks=all write after one: fixed only
         assert (runs["0.8"]["acknowledged"], runs["fixed"]["acknowledged"]) == (160, 163)
+    if name == "kafka-2143-truncate-to-start":  # 5 + 3 + 1 acknowledged (the three acks=0 records are not)
+        # 0.8: the follower dropped its whole log and fetched it all again; fixed: it kept offsets 5-7, which differ
+        assert (runs["0.8"]["acknowledged"], runs["0.8"]["lost"], runs["0.8"]["divergent"]) == (9, 0, 0)
+        assert (runs["fixed"]["acknowledged"], runs["fixed"]["lost"], runs["fixed"]["divergent"]) == (9, 0, 3)
 
 
 def test_one_mode_of_a_scenario_and_a_mode_it_lacks():

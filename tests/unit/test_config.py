@@ -175,6 +175,7 @@ def test_properties_round_trip(props):
     ("replication.truncation", "high-watermark"),
     ("replica.lag.rule", "time-or-messages"),
     ("replica.lag.check.interval.ms", 10000),
+    ("replica.out.of.range.reset", "leader-start"),
 ])
 def test_defaults_match_0_8_2(name, value):
     assert make()[name] == value
@@ -208,7 +209,8 @@ def test_every_topic_key_falls_back_to_a_broker_key():
 
 def test_extensions_say_so():
     for name in ("listeners", "advertised.listeners", "replication.truncation", "log.cleaner.keyless.messages",
-                 "replica.lag.rule", "replica.lag.check.interval.ms"):
+                 "replica.lag.rule", "replica.lag.check.interval.ms",
+                 "replica.out.of.range.reset"):
         assert SERVER_CONFIGS[name].doc.startswith("Extension"), name
 
 

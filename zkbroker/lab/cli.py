@@ -68,7 +68,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     fault.add_argument("--broker", type=int, metavar="ID", required=True)
     fault.add_argument("point", metavar="POINT", nargs="?", help=", ".join(fault_points.POINTS))
     fault.add_argument("--count", type=int, metavar="N", help="drop_next_* / delay_next_*: how many requests")
-    fault.add_argument("--ms", type=int, metavar="MS", help="delay_next_*: how long each request is held")
+    fault.add_argument("--ms", type=int, metavar="MS", help="delay_next_*: how long each request is held; "
+                       "hold_offset_out_of_range: how long each hold lasts (default: until released)")
     fault.add_argument("--write", choices=tuple(fault_points.ZOOKEEPER_WRITES), metavar="WRITE",
                        help="stop_*_zookeeper_write: which write (" + ", ".join(fault_points.ZOOKEEPER_WRITES) + ")")
     fault.add_argument("--action", choices=fault_points.STOP_ACTIONS,

@@ -89,6 +89,10 @@ def _fault_fired(f: dict) -> str:
         when = "before" if point.startswith("stop_before") else "after"
         how = "SIGKILL" if f.get("action", "kill") == "kill" else "SIGSTOP"
         return f"Fault point {point}: stopping itself with {how} right {when} the ZooKeeper write {f['write']}"
+    if point == "hold_offset_out_of_range":
+        how = f"{f['ms']} ms" if f.get("ms") is not None else "until released"
+        return (f"Fault point {point}: fetch offset {f['offset']} of partition {_tp(f)} is out of range at leader "
+                f"{f['leader']}; the fetcher waits {how} before asking the leader for its offsets")
     kind, request = point.split("_next_", 1)
     name = fault_points.REQUESTS.get(request, request)
     what = f"dropped a {name} request" if kind == "drop" else f"holding a {name} request {f.get('ms')} ms"

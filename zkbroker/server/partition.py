@@ -156,8 +156,13 @@ class Partition:
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int, now: float | None = None) -> None:
         """A follower's fetch offset is its log end offset (0.8.2's updateLeaderHWAndMaybeExpandIsr, first half).
+        Not so when it lies outside our log: the fetch gets OFFSET_OUT_OF_RANGE, and 0.8.2 recorded the log end
+        as unknown (-1). A follower past our end (after an unclean election) holds other records there, so it
+        must neither count towards an acks=-1 write nor rejoin the ISR on the strength of that offset.
         `now`: monotonic seconds (the clock's reading unless given)."""
         now = time.monotonic() if now is None else now
+        if not self.log.log_start_offset <= fetch_offset <= self.log.log_end_offset:
+            fetch_offset = -1
         leo = self.log_end_offset
         if fetch_offset >= leo:
             self.remote_caught_up_times[replica_id] = now

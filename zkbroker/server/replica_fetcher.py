@@ -7,7 +7,9 @@ and keeps the follower's HW = min(own LEO, leader's HW).
 
 OFFSET_OUT_OF_RANGE as 0.8.2 handles it: if the leader's log end is below ours (an unclean election made a
 shorter log the leader), truncate to the leader's log end — data is lost, and we say so loudly; otherwise
-our fetch offset fell below the leader's log start (retention), so start over at the leader's start.
+our fetch offset fell below the leader's log start (retention), so start over at the leader's start — or,
+with replica.out.of.range.reset=keep-log (KAFKA-2143), keep the log when the leader's start is not above
+our end (zkbroker/server/offset_out_of_range.py decides).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.server import offset_out_of_range
 from zkbroker.server.partition import Partition
 from zkbroker.topic_partition import TopicPartition
 
@@ -48,6 +51,7 @@ class ReplicaFetcher:
         self._max_bytes = config["replica.fetch.max.bytes"]
         self._max_wait_ms = config["replica.fetch.wait.max.ms"]
         self._min_bytes = config["replica.fetch.min.bytes"]
+        self._out_of_range_reset = config["replica.out.of.range.reset"]
         self._wake = asyncio.Event()
         self._stopped = False
         self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
@@ -144,27 +148,54 @@ class ReplicaFetcher:
 
     async def _handle_offset_out_of_range(self, partition: Partition) -> None:
         leader_epoch = partition.leader_epoch
+        if FAULTS.out_of_range_held:  # the lab's fault point: widen the gap before we ask the leader (KAFKA-2143)
+            await self._hold_after_out_of_range(partition)
+            if not self._still_ours(partition, leader_epoch):
+                return
         leader_end = await self._leader_offset(partition, LATEST_TIME)
         if not self._still_ours(partition, leader_epoch):
             return
         ours = partition.log_end_offset
-        if leader_end < ours:
-            log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
-                        "%d's latest offset %d: the messages in between are lost (unclean leader election)",
-                        self.name, self.broker_id, partition.topic, partition.partition, ours,
-                        self.source.broker_id, leader_end)
-            partition.truncate_to(leader_end, f"OFFSET_OUT_OF_RANGE: truncation to leader {self.source.broker_id}'s "
-                                              f"log end (an unclean leader election)")
-        else:
+        leader_start = None
+        if offset_out_of_range.needs_leader_start(ours, leader_end):
             leader_start = await self._leader_offset(partition, EARLIEST_TIME)
             if not self._still_ours(partition, leader_epoch):
                 return
+        decision = offset_out_of_range.decide(ours, leader_end, leader_start, self._out_of_range_reset)
+        tp = (partition.topic, partition.partition)
+        leader = self.source.broker_id
+        if decision.action == "truncate_to":
             log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
-                        "%d's start offset %d", self.name, self.broker_id, partition.topic, partition.partition,
-                        ours, self.source.broker_id, leader_start)
+                        "%d's latest offset %d: the messages in between are lost (unclean leader election)",
+                        self.name, self.broker_id, *tp, ours, leader, leader_end)
+            partition.truncate_to(leader_end, f"OFFSET_OUT_OF_RANGE: truncation to leader {leader}'s "
+                                              f"log end (an unclean leader election)")
+        elif decision.action == "start_at":
+            log.warning("[%s], Replica %d for partition [%s,%d] reset its fetch offset from %d to current leader "
+                        "%d's start offset %d", self.name, self.broker_id, *tp, ours, leader, leader_start)
             partition.truncate_fully_and_start_at(
                 leader_start, f"OFFSET_OUT_OF_RANGE: the whole log dropped, to start again at leader "
-                              f"{self.source.broker_id}'s log start")
+                              f"{leader}'s log start")
+        else:  # keep-log (KAFKA-2143): nothing to truncate, the next fetch asks from our own end again
+            log.warning("[%s], Replica %d for partition [%s,%d] keeps its log and fetches on from its end %d: current "
+                        "leader %d's log now spans offsets %d to %d (replica.out.of.range.reset=keep-log)",
+                        self.name, self.broker_id, *tp, ours, leader, leader_start, leader_end)
+
+    async def _hold_after_out_of_range(self, partition: Partition) -> None:
+        """Fault point hold_offset_out_of_range: wait here, between the OFFSET_OUT_OF_RANGE answer and the
+        ListOffsets requests, until the lab releases us (or for the point's `ms`), so that writes can reach the
+        leader in between as, in production, one sometimes does."""
+        ms = FAULTS.out_of_range_ms
+        offset = partition.log_end_offset
+        log.warning("[%s], Fetch offset %d for partition [%s,%d] is out of range at leader %d; held %s before "
+                    "asking it for its offsets (lab fault point hold_offset_out_of_range)", self.name, offset,
+                    partition.topic, partition.partition, self.source.broker_id,
+                    "until released" if ms is None else f"{ms} ms")
+        FAULTS.out_of_range_fired(partition.topic, partition.partition, offset, self.source.broker_id)
+        deadline = None if ms is None else asyncio.get_running_loop().time() + ms / 1000.0
+        while FAULTS.out_of_range_held and not self._stopped \
+                and (deadline is None or asyncio.get_running_loop().time() < deadline):
+            await asyncio.sleep(HELD_POLL_S)
 
     async def _truncate_by_leader_epoch(self, partition: Partition) -> None:
         """KIP-101: ask the leader where our latest epoch ends there, and truncate to that (never further than

@@ -44,6 +44,26 @@ def test_hold_and_release_fetchers(faults):
     assert not faults.fetchers_held and faults.in_force() == []
 
 
+def test_hold_after_offset_out_of_range_until_released_or_for_a_time(faults, tmp_path, monkeypatch):
+    assert not faults.out_of_range_held
+    faults.apply("hold_offset_out_of_range")
+    assert faults.out_of_range_held and faults.out_of_range_ms is None
+    assert faults.in_force() == [{"point": "hold_offset_out_of_range"}]
+    faults.apply("release_offset_out_of_range")
+    assert not faults.out_of_range_held and faults.in_force() == []
+    faults.apply("hold_offset_out_of_range", ms=2000)
+    assert faults.in_force() == [{"point": "hold_offset_out_of_range", "ms": 2000}]
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:1"
+    faults.out_of_range_fired("t", 0, 8, 2)
+    (event,) = timeline.read(tmp_path / "timeline.jsonl")
+    assert {k: event[k] for k in ("source", "kind", "point", "topic", "partition", "offset", "leader", "ms")} == {
+        "source": "broker:1", "kind": "fault_fired", "point": "hold_offset_out_of_range", "topic": "t",
+        "partition": 0, "offset": 8, "leader": 2, "ms": 2000}
+    faults.heal("release_offset_out_of_range")
+    assert not faults.out_of_range_held and faults.out_of_range_ms is None
+
+
 def test_a_drop_counts_the_requests_it_takes_and_ends_when_spent(faults):
     faults.apply("drop_next_leader_and_isr", count=2)
     assert faults.take_request_fault("update_metadata") is None
@@ -128,6 +148,9 @@ def test_heal_one_point_or_all(faults):
                                                "of at least 1, not 0"),
     ("drop_next_leader_and_isr", {"count": "2"}, "must be an integer"),
     ("stop_before_zookeeper_write", {}, "fault point stop_before_zookeeper_write needs write"),
+    ("hold_offset_out_of_range", {"count": 1}, "fault point hold_offset_out_of_range has no parameter 'count'; "
+                                               "it takes ms"),
+    ("hold_offset_out_of_range", {"ms": -1}, "ms of fault point hold_offset_out_of_range must be an integer"),
     ("stop_before_zookeeper_write", {"write": "anything"}, "unknown ZooKeeper write 'anything'; allowed: "
                                                             "registration, controller_election, "),
     ("stop_after_zookeeper_write", {"write": "registration", "action": "explode"},
@@ -143,6 +166,10 @@ def test_a_bad_fault_point_is_refused_with_what_is_allowed(faults, point, params
 def test_fault_points_in_words():
     describe = fault_points.describe
     assert describe({"point": "hold_fetchers"}) == "replica fetchers held"
+    assert describe({"point": "hold_offset_out_of_range"}) == (
+        "replica fetchers held after an OFFSET_OUT_OF_RANGE answer, until released")
+    assert describe({"point": "hold_offset_out_of_range", "ms": 300}) == (
+        "replica fetchers held after an OFFSET_OUT_OF_RANGE answer, 300 ms each time")
     assert describe({"point": "drop_next_leader_and_isr", "count": 1}) == "the next 1 LeaderAndIsr request dropped"
     assert describe({"point": "delay_next_update_metadata", "count": 2, "ms": 500}) == (
         "the next 2 UpdateMetadata requests delayed 500 ms")

@@ -144,6 +144,9 @@ def test_a_line_is_the_time_the_source_and_the_words():
      "isr_update"),
     ({"kind": "fault_fired", "point": "drop_next_update_metadata", "remaining": 0},
      "Fault point drop_next_update_metadata: dropped a UpdateMetadata request (0 more to come)"),
+    ({"kind": "fault_fired", "point": "hold_offset_out_of_range", "topic": "t", "partition": 0, "offset": 8,
+      "leader": 2}, "Fault point hold_offset_out_of_range: fetch offset 8 of partition [t,0] is out of range at "
+                    "leader 2; the fetcher waits until released before asking the leader for its offsets"),
 ])
 def test_the_processes_events_in_plain_words(event, words):
     assert describe({"ts": 0, "source": "broker:1", **event}) == words

@@ -151,3 +151,17 @@ def test_a_new_leader_gives_every_follower_a_full_lag_time_under_both_rules(tmp_
     for caught_up_time in (False, True):
         assert p.out_of_sync_replicas(LAG_MS, LAG_MESSAGES, caught_up_time, now=started + 9.9) == {}
         assert list(p.out_of_sync_replicas(LAG_MS, LAG_MESSAGES, caught_up_time, now=started + 10.1)) == [2]
+
+
+def test_a_fetch_past_the_leaders_log_end_records_an_unknown_log_end_that_neither_rejoins_nor_acknowledges(tmp_path):
+    """After an unclean election the old leader fetches from its own end, past ours (OFFSET_OUT_OF_RANGE): as in
+    0.8.2 its log end is unknown, so it does not rejoin the ISR and an acks=-1 write does not count on it."""
+    p = leader(tmp_path)  # ISR 1,2 of replicas 1,2,3
+    p.log.append(build_message_set([(None, b"m%d" % i) for i in range(5)]))
+    p.record_follower_fetch(3, 8)
+    assert p.remote_leos[3] == -1 and not p.may_rejoin_isr(3)
+    p.record_follower_fetch(2, 8)
+    assert p.remote_leos[2] == -1 and p.high_watermark == 0
+    p.record_follower_fetch(2, 5)
+    p.record_follower_fetch(3, 5)
+    assert p.high_watermark == 5 and p.may_rejoin_isr(3)
