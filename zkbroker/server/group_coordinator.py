@@ -171,10 +171,13 @@ class GroupCoordinatorDriver:
     async def commit_offsets(self, request: Any, unknown_topics: set[str]) -> dict:
         offsets = {TopicPartition(t.topic, p.partition): (p.offset, p.metadata)
                    for t in request.topics if t.topic not in unknown_topics for p in t.partitions}
+        epochs = {TopicPartition(t.topic, p.partition): getattr(p, "committed_leader_epoch", -1)  # v6+
+                  for t in request.topics if t.topic not in unknown_topics for p in t.partitions}
         body = {"topics": []}
         if offsets:
+            # v2-v4 carry retention_time_ms (-1: the broker's); v5+ leave it to offsets.retention.minutes
             body = await self._call(self.machine.commit_offsets, request.group_id, request.generation_id,
-                                    request.member_id, offsets, getattr(request, "retention_time_ms", -1))
+                                    request.member_id, offsets, getattr(request, "retention_time_ms", -1), epochs)
         for t in request.topics:
             if t.topic in unknown_topics:
                 body["topics"].append({"topic": t.topic, "partitions": [
