@@ -191,8 +191,11 @@ class GroupCoordinator:
                     offsets.get(key.group, {}).pop(tp, None)
                 else:
                     v = decode_offset_value(value)
-                    offsets.setdefault(key.group, {})[tp] = OffsetAndMetadata(v.offset, v.metadata,
-                                                                              v.commit_timestamp, v.expire_timestamp)
+                    # A value without an expire timestamp expires offsets.retention.minutes after its commit
+                    expire = v.expire_timestamp if v.expire_timestamp >= 0 else (
+                        v.commit_timestamp + self.config.offsets_retention_ms)
+                    offsets.setdefault(key.group, {})[tp] = OffsetAndMetadata(
+                        v.offset, v.metadata, v.commit_timestamp, expire, v.leader_epoch)
             else:
                 metadata[key.group] = None if value is None else decode_group_value(value)
         for group_id in sorted({g for g, o in offsets.items() if o} | {g for g, v in metadata.items() if v}):
@@ -485,9 +488,11 @@ class GroupCoordinator:
     # ---- offsets ------------------------------------------------------------------------------------------
 
     def commit_offsets(self, now_ms: int, token: Any, group_id: str, generation: int, member_id: str,
-                       offsets: dict[TopicPartition, tuple[int, str | None]], retention_ms: int = -1) -> None:
+                       offsets: dict[TopicPartition, tuple[int, str | None]], retention_ms: int = -1,
+                       leader_epochs: dict[TopicPartition, int] | None = None) -> None:
         """OffsetCommit v1+: checked against the group's generation, then written to `__consumer_offsets`;
-        the answer comes once the write is acknowledged by the ISR."""
+        the answer comes once the write is acknowledged by the ISR. ``retention_ms`` > 0 is the commit's own
+        retention time (v2-v4), else the broker's applies; ``leader_epochs`` are OffsetCommit v6's (KIP-320)."""
         error = self._check_group(group_id)
         group = self.groups.get(group_id)
         if error == ErrorCode.NONE:
@@ -522,14 +527,20 @@ class GroupCoordinator:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 results[tp] = ErrorCode.NONE
-                to_write[tp] = OffsetAndMetadata(offset, metadata, now_ms, now_ms + retention)
+                epoch = (leader_epochs or {}).get(tp, -1)
+                to_write[tp] = OffsetAndMetadata(offset, metadata, now_ms, now_ms + retention, epoch)
         if not to_write:
             self._emit(token, _commit_body(results))
             return
-        records = tuple(
-            (encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
-             encode_offset_value(OffsetValue(o.offset, o.metadata, o.commit_timestamp, o.expire_timestamp)))
-            for tp, o in to_write.items())
+        def value(o: OffsetAndMetadata) -> OffsetValue:
+            # Value v1 keeps the expire timestamp, v3 the leader epoch; a commit with both keeps the timestamp,
+            # as Kafka 2.1 does (see record_formats). Either way the offset expires at o.expire_timestamp.
+            if o.leader_epoch >= 0 and retention_ms <= 0:
+                return OffsetValue(o.offset, o.metadata, o.commit_timestamp, -1, o.leader_epoch)
+            return OffsetValue(o.offset, o.metadata, o.commit_timestamp, o.expire_timestamp)
+
+        records = tuple((encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), encode_offset_value(value(o)))
+                        for tp, o in to_write.items())
 
         def written(append_err: int, now: int) -> None:
             error = append_error(append_err, for_offsets=True)

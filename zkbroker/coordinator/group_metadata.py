@@ -88,6 +88,7 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int
+    leader_epoch: int = -1  # OffsetCommit v6's committed_leader_epoch (KIP-320); -1 when none was given
 
 
 @dataclass

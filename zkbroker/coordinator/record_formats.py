@@ -5,9 +5,11 @@ Every key starts with an int16 version that says what the record is:
 - version 2: a group's metadata, keyed by group.
 A null value is a tombstone: the offset, or the group, is gone (the log cleaner then drops the key).
 
-Values carry their own int16 version. We write Kafka 0.10.1's: offset value v1 (with an expire timestamp) and
-group metadata v1 (members with their rebalance timeout), and read every version up to Kafka 2.x's
-(offset v3 adds the leader epoch; group v2 the state timestamp, v3 each member's group instance id).
+Values carry their own int16 version. Offset values: v1 (with an expire timestamp, Kafka 0.10.1's), or v3 (Kafka
+2.1's, with the committed leader epoch of OffsetCommit v6 and no expire timestamp) for a commit that carries a leader
+epoch and leaves retention to the broker -- as Kafka 2.1 writes v1 only for a commit naming its own retention time.
+Group metadata: v1 (members with their rebalance timeout). Every version up to Kafka 2.x's is read (offset v2 drops
+the expire timestamp; group v2 adds the state timestamp, v3 each member's group instance id).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _VERSION = struct.Struct(">h")
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 1
+OFFSET_VALUE_VERSION_WITH_EPOCH = 3
 GROUP_VALUE_VERSION = 1
 
 _OFFSET_KEY = Schema(("group", String), ("topic", String), ("partition", Int32), name="OffsetCommitKey")
@@ -77,7 +80,8 @@ class OffsetValue:
     offset: int
     metadata: str
     commit_timestamp: int
-    expire_timestamp: int = -1
+    expire_timestamp: int = -1  # -1: none stored (v0, v2, v3); the broker's offsets.retention.minutes applies
+    leader_epoch: int = -1  # v3 only; -1: none
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,10 @@ def encode_group_key(key: GroupKey) -> bytes:
 
 
 def encode_offset_value(value: OffsetValue) -> bytes:
+    """v1 when the value has an expire timestamp, else v3 (with the leader epoch)."""
+    if value.expire_timestamp < 0:
+        return _VERSION.pack(OFFSET_VALUE_VERSION_WITH_EPOCH) + _OFFSET_VALUES[OFFSET_VALUE_VERSION_WITH_EPOCH].encode(
+            value)
     return b"".join((_OFFSET_VALUE_V1.pack(OFFSET_VALUE_VERSION, value.offset), _string(value.metadata),
                      _TIMESTAMPS.pack(value.commit_timestamp, value.expire_timestamp)))
 
@@ -157,7 +165,8 @@ def decode_offset_value(data: bytes) -> OffsetValue:
         raise RemoteProtocolError(f"offset commit value: unknown version {version}")
     v, _ = schema.decode(data, 2)
     expire = v.expire_timestamp if version == 1 else -1
-    return OffsetValue(v.offset, v.metadata, v.commit_timestamp, expire)
+    epoch = v.leader_epoch if version == 3 else -1
+    return OffsetValue(v.offset, v.metadata, v.commit_timestamp, expire, epoch)
 
 
 def decode_group_value(data: bytes) -> GroupValue:

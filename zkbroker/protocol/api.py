@@ -95,8 +95,10 @@ class ApiKey(enum.IntEnum):
 #: leader epochs for clients (Metadata 7, Fetch 9, ListOffsets 4, OffsetsForLeaderEpoch 2; KIP-320) -- and the
 #: versions of 0.8.2's APIs this broker implements (the README has the table). Clients that see Metadata >= 4
 #: take the broker for 0.11 or later and write record batches; older versions keep working for older clients.
-#: The group coordinator's APIs (DESIGN §12) stay at Kafka 0.10.1's versions: JoinGroup 0-1 (v1 carries
-#: max.poll.interval.ms as the rebalance timeout, KIP-62), the others v0; clients pick per API from this table.
+#: The group coordinator's APIs (DESIGN §12) are at Kafka 2.1's maxima too, so the broker is one Kafka release
+#: to every client (Kafka 4.0's clients refuse versions older than 2.1's baseline, KIP-896): FindCoordinator 0-2,
+#: JoinGroup 0-3 (v1+ carry max.poll.interval.ms as the rebalance timeout, KIP-62), Heartbeat, LeaveGroup,
+#: SyncGroup, DescribeGroups and ListGroups 0-2, OffsetCommit 0-6 and OffsetFetch 0-5 (v0 of both in ZooKeeper).
 #:
 #: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
 #: but a real 0.8.2 broker sends version 0 with its non-standard header
@@ -111,15 +113,15 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.STOP_REPLICA: (0, 0),
     ApiKey.UPDATE_METADATA: (0, 0),
     ApiKey.CONTROLLED_SHUTDOWN: (0, 1),
-    ApiKey.OFFSET_COMMIT: (0, 2),
-    ApiKey.OFFSET_FETCH: (0, 1),
-    ApiKey.FIND_COORDINATOR: (0, 0),
-    ApiKey.JOIN_GROUP: (0, 1),
-    ApiKey.HEARTBEAT: (0, 0),
-    ApiKey.LEAVE_GROUP: (0, 0),
-    ApiKey.SYNC_GROUP: (0, 0),
-    ApiKey.DESCRIBE_GROUPS: (0, 0),
-    ApiKey.LIST_GROUPS: (0, 0),
+    ApiKey.OFFSET_COMMIT: (0, 6),
+    ApiKey.OFFSET_FETCH: (0, 5),
+    ApiKey.FIND_COORDINATOR: (0, 2),
+    ApiKey.JOIN_GROUP: (0, 3),
+    ApiKey.HEARTBEAT: (0, 2),
+    ApiKey.LEAVE_GROUP: (0, 2),
+    ApiKey.SYNC_GROUP: (0, 2),
+    ApiKey.DESCRIBE_GROUPS: (0, 2),
+    ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.API_VERSIONS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),

@@ -29,6 +29,7 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
+from zkbroker.protocol.schemas import find_coordinator
 from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -398,7 +399,8 @@ class KafkaApis:
         snapshot = self.metadata_cache.snapshot
         if header.api_version >= 1 and self.group_coordinator is not None:
             unknown = {t.topic for t in request.topics if t.topic not in snapshot.partitions}
-            return encode_response(header, await self.group_coordinator.commit_offsets(request, unknown))
+            body = await self.group_coordinator.commit_offsets(request, unknown)
+            return encode_response(header, {"throttle_time_ms": 0, **body})
         max_metadata = self.config["offset.metadata.max.bytes"]
         topics = []
         for topic_entry in request.topics:
@@ -413,7 +415,7 @@ class KafkaApis:
                                                      entry.offset)
                 rows.append({"partition": entry.partition, "error_code": error})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
-        return encode_response(header, {"topics": topics})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": topics})
 
     async def _write_offset(self, group: str, topic: str, partition: int, offset: int) -> int:
         """An unconditional write of the next offset to consume, as 0.8.2's updatePersistentPath."""
@@ -434,10 +436,14 @@ class KafkaApis:
         return ErrorCode.NONE
 
     async def handle_offset_fetch(self, header: RequestHeader, request: Any) -> bytes:
+        """v0 reads ZooKeeper, v1+ the coordinator. From v2 topics may be null (every offset the group has) and a
+        group-level error comes once, at the top, with no partitions; v0 and v1 repeat it in every partition."""
         if header.api_version >= 1 and self.group_coordinator is not None:
-            return encode_response(header, self.group_coordinator.fetch_offsets(request))
+            error, topics = self.group_coordinator.fetch_offsets(request, per_partition_errors=header.api_version < 2)
+            return encode_response(header, {"throttle_time_ms": 0, "topics": topics, "error_code": error})
         topics = []
-        for topic_entry in request.topics:
+        # v0 cannot ask for "every offset" (null topics, v2+); only a broker without a coordinator gets here with it
+        for topic_entry in request.topics or ():
             rows = []
             for partition in topic_entry.partitions:
                 path = paths.consumer_offset_path(request.group_id, topic_entry.topic, partition)
@@ -451,43 +457,62 @@ class KafkaApis:
                     log.warning("Could not read offset of group %s [%s,%d]: %r", request.group_id,
                                 topic_entry.topic, partition, e)
                     error = ErrorCode.UNKNOWN
-                rows.append({"partition": partition, "offset": offset, "metadata": "", "error_code": error})
+                rows.append({"partition": partition, "offset": offset, "committed_leader_epoch": -1, "metadata": "",
+                             "error_code": error})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
-        return encode_response(header, {"topics": topics})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": topics, "error_code": ErrorCode.NONE})
 
     async def handle_find_coordinator(self, header: RequestHeader, request: Any) -> bytes:
         """The leader of the group's `__consumer_offsets` partition (DESIGN §12). Without a group coordinator
-        (offsets only in ZooKeeper), any live broker can serve a group; every broker picks the same one."""
-        if self.group_coordinator is not None:
-            return encode_response(header, await self.group_coordinator.find_coordinator(request.group_id))
-        brokers = sorted(self.metadata_cache.snapshot.brokers.values(), key=lambda b: b.broker_id)
-        if not brokers:
-            return encode_response(header, {"error_code": ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE,
+        (offsets only in ZooKeeper), any live broker can serve a group; every broker picks the same one.
+        v1+ may ask for a transaction coordinator instead: refused, as InitProducerId refuses a transactional id."""
+        if header.api_version == 0:
+            group_id, key_type = request.group_id, find_coordinator.COORDINATOR_TYPE_GROUP
+        else:
+            group_id, key_type = request.coordinator_key, request.coordinator_type
+        if key_type != find_coordinator.COORDINATOR_TYPE_GROUP:
+            known = key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if known else ErrorCode.INVALID_REQUEST
+            message = ("this broker has no transaction coordinator" if known
+                       else f"unknown coordinator type {key_type}")
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
                                             "node_id": -1, "host": "", "port": -1})
-        chosen = brokers[zlib.crc32(request.group_id.encode()) % len(brokers)]
-        return encode_response(header, {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id,
-                                        "host": chosen.host, "port": chosen.port})
+        if self.group_coordinator is not None:
+            body = await self.group_coordinator.find_coordinator(group_id)
+        else:
+            brokers = sorted(self.metadata_cache.snapshot.brokers.values(), key=lambda b: b.broker_id)
+            if not brokers:
+                body = {"error_code": ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, "node_id": -1, "host": "",
+                        "port": -1}
+            else:
+                chosen = brokers[zlib.crc32(group_id.encode()) % len(brokers)]
+                body = {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id, "host": chosen.host,
+                        "port": chosen.port}
+        return encode_response(header, {"throttle_time_ms": 0, "error_message": None, **body})
 
     # ---- group membership (the group coordinator, DESIGN §12) ----------------------------------------------
 
+    # Every response from v1 (JoinGroup v2) on starts with throttle_time_ms; we never throttle, so it is 0.
+
     async def handle_join_group(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, await self.group_coordinator.join_group(header, request))
+        body = await self.group_coordinator.join_group(header, request)
+        return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_sync_group(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, await self.group_coordinator.sync_group(header, request))
+        body = await self.group_coordinator.sync_group(header, request)
+        return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_heartbeat(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, self.group_coordinator.heartbeat(request))
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.heartbeat(request)})
 
     async def handle_leave_group(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, self.group_coordinator.leave_group(request))
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.leave_group(request)})
 
     async def handle_describe_groups(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, self.group_coordinator.describe_groups(request))
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.describe_groups(request)})
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, self.group_coordinator.list_groups())
-
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.list_groups()})
 
 async def _lab_fault_point(kind: str, request: Any) -> None:
     """The lab's drop and delay points for controller requests (zkbroker/fault_points.py): a dropped request

@@ -166,15 +166,18 @@ class GroupCoordinatorDriver:
             return unavailable
         return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id, "host": broker.host, "port": broker.port}
 
-    # ---- offsets (OffsetCommit v1+, OffsetFetch v1) -----------------------------------------------------
+    # ---- offsets (OffsetCommit v1+, OffsetFetch v1+) ----------------------------------------------------
 
     async def commit_offsets(self, request: Any, unknown_topics: set[str]) -> dict:
         offsets = {TopicPartition(t.topic, p.partition): (p.offset, p.metadata)
                    for t in request.topics if t.topic not in unknown_topics for p in t.partitions}
+        epochs = {TopicPartition(t.topic, p.partition): getattr(p, "committed_leader_epoch", -1)  # v6+
+                  for t in request.topics if t.topic not in unknown_topics for p in t.partitions}
         body = {"topics": []}
         if offsets:
+            # v2-v4 carry retention_time_ms (-1: the broker's); v5+ leave it to offsets.retention.minutes
             body = await self._call(self.machine.commit_offsets, request.group_id, request.generation_id,
-                                    request.member_id, offsets, getattr(request, "retention_time_ms", -1))
+                                    request.member_id, offsets, getattr(request, "retention_time_ms", -1), epochs)
         for t in request.topics:
             if t.topic in unknown_topics:
                 body["topics"].append({"topic": t.topic, "partitions": [
@@ -182,16 +185,23 @@ class GroupCoordinatorDriver:
                     for p in t.partitions]})
         return body
 
-    def fetch_offsets(self, request: Any) -> dict:
-        wanted = [TopicPartition(t.topic, p) for t in request.topics for p in t.partitions]
+    def fetch_offsets(self, request: Any, per_partition_errors: bool) -> tuple[int, list[dict]]:
+        """OffsetFetch v1+: (group-level error, topics). Null topics (v2+) ask for every offset the group has. A
+        group-level error is repeated in every partition for v0-v1 (``per_partition_errors``); v2+ carry it once,
+        at the top, with no partitions (Kafka 2.1's answer)."""
+        wanted = None if request.topics is None else [TopicPartition(t.topic, p) for t in request.topics
+                                                      for p in t.partitions]
         error, found = self.machine.fetch_offsets(request.group_id, wanted)
+        if error != ErrorCode.NONE and not per_partition_errors:
+            return error, []
         topics: dict[str, list] = {}
-        for tp in wanted:
+        for tp in (wanted if wanted is not None else sorted(found)):
             stored = found.get(tp)
             topics.setdefault(tp.topic, []).append({
                 "partition": tp.partition, "offset": -1 if stored is None else stored.offset,
+                "committed_leader_epoch": -1 if stored is None else stored.leader_epoch,
                 "metadata": "" if stored is None else stored.metadata, "error_code": error})
-        return {"topics": [{"topic": t, "partitions": rows} for t, rows in topics.items()]}
+        return error, [{"topic": t, "partitions": rows} for t, rows in topics.items()]
 
     def committed(self, group_id: str) -> tuple[int, dict[TopicPartition, int]]:
         """Every offset committed for a group, for tools."""

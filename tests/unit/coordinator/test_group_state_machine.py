@@ -9,7 +9,14 @@ import pytest
 
 from zkbroker.coordinator.group_coordinator import Append, CoordinatorConfig, GroupCoordinator, Reply
 from zkbroker.coordinator.group_metadata import GroupMetadata, GroupState, IllegalStateTransition
-from zkbroker.coordinator.record_formats import GroupKey, OffsetKey, decode_group_value, decode_key
+from zkbroker.coordinator.record_formats import (
+    GroupKey,
+    OffsetKey,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+    decode_offset_value,
+)
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.topic_partition import TopicPartition
 
@@ -392,6 +399,34 @@ def test_committed_offsets_are_written_then_served():
     assert offsets[TopicPartition("t", 0)].offset == 42
     assert offsets[TopicPartition("t", 0)].metadata == "meta"
     assert offsets[TopicPartition("t", 2)] is None
+
+
+def test_leader_epochs_are_kept_in_value_v3_unless_the_commit_names_its_retention():
+    """OffsetCommit v6's committed_leader_epoch goes to offset value v3 (Kafka 2.1's); a commit naming its own
+    retention time (v2-v4) keeps value v1's expire timestamp, as Kafka 2.1 writes it; both survive a reload."""
+    h = Harness()
+    (leader,), gen = h.stable_group(1)
+    t0, t1, t2 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+    token = next(h.tokens)
+    h.gc.commit_offsets(h.now, token, "g", gen, leader, {t0: (5, ""), t1: (6, "")}, -1, {t0: 4, t1: -1})
+    token = next(h.tokens)
+    h.gc.commit_offsets(h.now, token, "g", gen, leader, {t2: (7, "")}, 60_000, {t2: 4})
+    h.drain()
+    values = {decode_key(k).partition: decode_offset_value(v) for _, k, v in h.log if v is not None
+              and isinstance(decode_key(k), OffsetKey)}
+    retention = h.gc.config.offsets_retention_ms
+    assert values == {0: OffsetValue(5, "", h.now, -1, 4), 1: OffsetValue(6, "", h.now, h.now + retention),
+                      2: OffsetValue(7, "", h.now, h.now + 60_000)}
+    stored = h.gc.fetch_offsets("g", None)[1]
+    assert {tp: (o.leader_epoch, o.expire_timestamp) for tp, o in stored.items()} == {
+        t0: (4, h.now + retention), t1: (-1, h.now + retention), t2: (4, h.now + 60_000)}
+    p = h.gc.partition_for("g")
+    new = Harness()
+    new.gc.begin_loading(p)
+    new.gc.finish_loading(p, [(k, v) for part, k, v in h.log if part == p], h.now)
+    # value v3 has no expire timestamp: offsets.retention.minutes after the commit, as Kafka 2.1 reads it
+    assert {tp: (o.offset, o.leader_epoch, o.expire_timestamp) for tp, o in new.gc.fetch_offsets("g", None)[1].items()
+            } == {t0: (5, 4, h.now + retention), t1: (6, -1, h.now + retention), t2: (7, -1, h.now + 60_000)}
 
 
 def test_commit_without_group_management_needs_a_negative_generation():

@@ -46,7 +46,17 @@ def test_offset_value_v1_round_trip_and_layout():
 
 def test_offset_values_v0_and_v3_read():
     assert decode_offset_value(struct.pack(">hqhq", 0, 7, 0, 99)) == OffsetValue(7, "", 99, -1)
-    assert decode_offset_value(struct.pack(">hqihq", 3, 7, 5, 0, 99)) == OffsetValue(7, "", 99, -1)
+    assert decode_offset_value(struct.pack(">hqihq", 3, 7, 5, 0, 99)) == OffsetValue(7, "", 99, -1, 5)
+
+
+def test_offset_value_without_expire_timestamp_is_v3_with_the_leader_epoch():
+    value = OffsetValue(42, "meta", 1000, -1, 6)
+    data = encode_offset_value(value)
+    assert data == struct.pack(">hqih4sq", 3, 42, 6, 4, b"meta", 1000)  # Kafka 2.1's OffsetCommitValue v3
+    assert decode_offset_value(data) == value
+    # v1 has no room for an epoch: a value with an expire timestamp loses it
+    assert decode_offset_value(encode_offset_value(OffsetValue(42, "", 1000, 2000, 6))) == OffsetValue(42, "", 1000,
+                                                                                                       2000, -1)
 
 
 def test_group_value_v1_round_trip():
@@ -92,6 +102,8 @@ def test_consumer_protocol_assignment_and_subscription_as_kafka_python_writes_th
 def test_packed_offset_records_equal_the_schemas(group):
     from zkbroker.coordinator import record_formats as rf
 
-    key, value = OffsetKey(group, "topic-\u00e9", 7), OffsetValue(2**40, "m\u00e9ta", 1700000000000, -1)
+    key, value = OffsetKey(group, "topic-\u00e9", 7), OffsetValue(2**40, "m\u00e9ta", 1700000000000, 1700086400000)
     assert encode_offset_key(key) == b"\x00\x01" + rf._OFFSET_KEY.encode(key)
     assert encode_offset_value(value) == b"\x00\x01" + rf._OFFSET_VALUES[1].encode(value)
+    with_epoch = OffsetValue(2**40, "m\u00e9ta", 1700000000000, -1, 3)
+    assert encode_offset_value(with_epoch) == b"\x00\x03" + rf._OFFSET_VALUES[3].encode(with_epoch)

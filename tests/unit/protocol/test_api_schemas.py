@@ -29,6 +29,7 @@ from zkbroker.protocol.api import (
     encode_request,
     encode_response,
 )
+from zkbroker.protocol.errors import LocalProtocolError
 from zkbroker.protocol.headers import RequestHeader, parse_request_header
 
 MSGS = b"\x00" * 12 + b"fake message set"
@@ -139,6 +140,45 @@ for _v in (0, 1):
     CASES.append((22, _v, "request", getattr(init_producer_id, f"InitProducerIdRequest_v{_v}"), (None, 60000)))
     CASES.append((22, _v, "response", getattr(init_producer_id, f"InitProducerIdResponse_v{_v}"), (0, 0, 4000, 0)))
 
+# The group APIs at Kafka 2.1's maxima: throttle_time_ms first in the responses from v1 (JoinGroup v2, OffsetCommit
+# and OffsetFetch v3); FindCoordinator v1 asks by key and type and answers an error message; OffsetCommit v2-v4 carry
+# retention_time, v5 drops it, v6 adds committed_leader_epoch; OffsetFetch v2 adds the top-level error code (last),
+# v5 the committed leader epoch.
+for _v in (1, 2):
+    CASES.append((10, _v, "request", getattr(find_coordinator, f"FindCoordinatorRequest_v{_v}"), ("my-txn", 1)))
+    CASES.append((10, _v, "response", getattr(find_coordinator, f"FindCoordinatorResponse_v{_v}"),
+                  (0, 0, None, 2, "127.0.0.1", 9093)))
+    CASES.append((12, _v, "request", getattr(group, f"HeartbeatRequest_v{_v}"), ("g", 3, "m-1")))
+    CASES.append((12, _v, "response", getattr(group, f"HeartbeatResponse_v{_v}"), (0, 27)))
+    CASES.append((13, _v, "request", getattr(group, f"LeaveGroupRequest_v{_v}"), ("g", "m-1")))
+    CASES.append((13, _v, "response", getattr(group, f"LeaveGroupResponse_v{_v}"), (5, 25)))
+    CASES.append((14, _v, "request", getattr(group, f"SyncGroupRequest_v{_v}"), ("g", 3, "m-1", [("m-1", b"x")])))
+    CASES.append((14, _v, "response", getattr(group, f"SyncGroupResponse_v{_v}"), (0, 0, b"assignment")))
+    CASES.append((15, _v, "request", getattr(admin, f"DescribeGroupsRequest_v{_v}"), (["g"],)))
+    CASES.append((15, _v, "response", getattr(admin, f"DescribeGroupsResponse_v{_v}"),
+                  (0, [(0, "g", "Stable", "consumer", "range", [("m-1", "c", "/127.0.0.1", b"md", b"as")])])))
+    CASES.append((16, _v, "request", getattr(admin, f"ListGroupsRequest_v{_v}"), ()))
+    CASES.append((16, _v, "response", getattr(admin, f"ListGroupsResponse_v{_v}"), (0, 14, [("g", "consumer")])))
+for _v in (2, 3):
+    CASES.append((11, _v, "request", getattr(group, f"JoinGroupRequest_v{_v}"),
+                  ("g", 45000, 300000, "", "consumer", [("range", b"m"), ("roundrobin", b"m")])))
+    CASES.append((11, _v, "response", getattr(group, f"JoinGroupResponse_v{_v}"),
+                  (0, 0, 3, "range", "m-1", "m-1", [("m-1", b"a")])))
+for _v in range(3, 7):
+    _partition = (0, 5) + ((7,) if _v >= 6 else ()) + ("meta",)
+    CASES.append((8, _v, "request", getattr(commit, f"OffsetCommitRequest_v{_v}"),
+                  ("g", 3, "m-1") + ((-1,) if _v <= 4 else ()) + ([("t", [_partition])],)))
+    CASES.append((8, _v, "response", getattr(commit, f"OffsetCommitResponse_v{_v}"), (0, [("t", [(0, 22)])])))
+for _v in range(2, 6):
+    CASES.append((9, _v, "request", getattr(commit, f"OffsetFetchRequest_v{_v}"), ("g", [("t", [0, 1])])))
+    _partition = (0, 5) + ((7,) if _v >= 5 else ()) + ("", 0)
+    CASES.append((9, _v, "response", getattr(commit, f"OffsetFetchResponse_v{_v}"),
+                  ((0,) if _v >= 3 else ()) + ([("t", [_partition])], 0)))
+    # null topics: every offset the group has; a group-level error at the top with no partitions
+    CASES.append((9, _v, "request", getattr(commit, f"OffsetFetchRequest_v{_v}"), ("g", None)))
+    CASES.append((9, _v, "response", getattr(commit, f"OffsetFetchResponse_v{_v}"),
+                  ((0,) if _v >= 3 else ()) + ([], 14)))
+
 
 def value_of(api_key, version, kind):
     return next(c[4] for c in CASES if c[:3] == (api_key, version, kind))
@@ -233,3 +273,40 @@ def test_produce_records_are_writable_views_of_the_frame():
     assert isinstance(records, memoryview) and records == MSGS
     struct.pack_into(">q", records, 0, 77)  # assign the offset in place
     assert frame.find(struct.pack(">q", 77)) > 0
+
+
+def _names(schema, *path):
+    """Field names of a schema, or of the struct inside its (nested) arrays named by ``path``."""
+    for name in path:
+        schema = dict(schema.fields)[name].element
+    return [name for name, _ in schema.fields]
+
+
+def test_group_api_fields_appear_and_disappear_by_version():
+    assert [_names(REQUEST_SCHEMAS[(10, v)]) for v in range(3)] == [
+        ["group_id"], ["coordinator_key", "coordinator_type"], ["coordinator_key", "coordinator_type"]]
+    assert [_names(RESPONSE_SCHEMAS[(10, v)])[:3] for v in range(3)] == [
+        ["error_code", "node_id", "host"], *[["throttle_time_ms", "error_code", "error_message"]] * 2]
+    assert ["rebalance_timeout" in _names(REQUEST_SCHEMAS[(11, v)]) for v in range(4)] == [False, True, True, True]
+    assert ["throttle_time_ms" in _names(RESPONSE_SCHEMAS[(11, v)]) for v in range(4)] == [False, False, True, True]
+    for key in (12, 13, 14, 15, 16):
+        assert [_names(RESPONSE_SCHEMAS[(key, v)])[0] == "throttle_time_ms" for v in range(3)] == [False, True, True]
+    assert ["retention_time_ms" in _names(REQUEST_SCHEMAS[(8, v)]) for v in range(7)] == [
+        False, False, True, True, True, False, False]
+    assert [_names(REQUEST_SCHEMAS[(8, v)], "topics", "partitions") for v in (0, 1, 5, 6)] == [
+        ["partition", "offset", "metadata"], ["partition", "offset", "timestamp", "metadata"],
+        ["partition", "offset", "metadata"], ["partition", "offset", "committed_leader_epoch", "metadata"]]
+    assert ["throttle_time_ms" in _names(RESPONSE_SCHEMAS[(8, v)]) for v in range(7)] == [False] * 3 + [True] * 4
+    assert [_names(RESPONSE_SCHEMAS[(9, v)]) for v in (1, 2, 3)] == [
+        ["topics"], ["topics", "error_code"], ["throttle_time_ms", "topics", "error_code"]]
+    assert ["committed_leader_epoch" in _names(RESPONSE_SCHEMAS[(9, v)], "topics", "partitions")
+            for v in range(6)] == [False] * 5 + [True]
+
+
+def test_offset_fetch_null_topics_only_from_v2():
+    assert decode_request(RequestHeader(9, 2, 1, "c"), REQUEST_SCHEMAS[(9, 2)].encode(("g", None)), 0).topics is None
+    # v0 and v1 cannot say "every offset": a -1 count reads as no topics, as 0.8.2's readers did
+    null_topics = struct.pack(">h", 1) + b"g" + struct.pack(">i", -1)
+    assert decode_request(RequestHeader(9, 1, 1, "c"), null_topics, 0).topics == []
+    with pytest.raises(LocalProtocolError, match="topics"):
+        REQUEST_SCHEMAS[(9, 1)].encode(("g", None))

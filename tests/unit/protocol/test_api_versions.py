@@ -23,7 +23,8 @@ from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.frame import FrameDecoder
 from zkbroker.protocol.headers import RequestHeader, parse_request_header
 
-# Kafka 2.1's maxima for the record-batch APIs (DESIGN section 14), 0.8.2's others as section 3 has them.
+# Kafka 2.1's maxima for the record-batch and group APIs (DESIGN sections 12 and 14), 0.8.2's others as section 3
+# has them.
 DESIGN_TABLE = {
     0: (0, 7),
     1: (0, 10),
@@ -33,15 +34,15 @@ DESIGN_TABLE = {
     5: (0, 0),
     6: (0, 0),
     7: (0, 1),
-    8: (0, 2),
-    9: (0, 1),
-    10: (0, 0),
-    11: (0, 1),  # DESIGN §12: the group coordinator, at Kafka 0.10.1's versions
-    12: (0, 0),
-    13: (0, 0),
-    14: (0, 0),
-    15: (0, 0),
-    16: (0, 0),
+    8: (0, 6),  # DESIGN §12: the group coordinator, at Kafka 2.1's maxima like the rest (KIP-896)
+    9: (0, 5),
+    10: (0, 2),
+    11: (0, 3),
+    12: (0, 2),
+    13: (0, 2),
+    14: (0, 2),
+    15: (0, 2),
+    16: (0, 2),
     18: (0, 2),
     22: (0, 1),
     23: (0, 2),

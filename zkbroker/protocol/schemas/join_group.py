@@ -2,8 +2,9 @@
 
 v0: group_id, session_timeout, member_id ("" for a new member), protocol_type and the protocols the member
 supports with its metadata for each. v1 (Kafka 0.10.1, KIP-62) adds rebalance_timeout after session_timeout:
-the client's max.poll.interval.ms. Responses v0-v1 are identical: the generation, the chosen protocol, the
-leader, the member's id, and -- for the leader only -- every member with its metadata.
+the client's max.poll.interval.ms; v2 and v3 (Kafka 0.11, 2.0) are v1 again. The response: the generation,
+the chosen protocol, the leader, the member's id, and -- for the leader only -- every member with its
+metadata; v2+ put throttle_time_ms first.
 """
 
 from ..types import Array, Bytes, Int16, Int32, Schema, String
@@ -12,28 +13,22 @@ API_KEY = 11
 
 _PROTOCOLS = Array(("protocol_name", String), ("protocol_metadata", Bytes))
 
-REQUEST = {
-    0: Schema(
-        ("group_id", String),
-        ("session_timeout", Int32),
-        ("member_id", String),
-        ("protocol_type", String),
-        ("group_protocols", _PROTOCOLS),
-        name="JoinGroupRequestV0",
-    ),
-    1: Schema(
-        ("group_id", String),
-        ("session_timeout", Int32),
-        ("rebalance_timeout", Int32),
-        ("member_id", String),
-        ("protocol_type", String),
-        ("group_protocols", _PROTOCOLS),
-        name="JoinGroupRequestV1",
-    ),
-}
 
-RESPONSE = {
-    version: Schema(
+def _request(version: int) -> Schema:
+    return Schema(
+        ("group_id", String),
+        ("session_timeout", Int32),
+        *([("rebalance_timeout", Int32)] if version >= 1 else []),
+        ("member_id", String),
+        ("protocol_type", String),
+        ("group_protocols", _PROTOCOLS),
+        name=f"JoinGroupRequestV{version}",
+    )
+
+
+def _response(version: int) -> Schema:
+    return Schema(
+        *([("throttle_time_ms", Int32)] if version >= 2 else []),
         ("error_code", Int16),
         ("generation_id", Int32),
         ("group_protocol", String),
@@ -42,5 +37,7 @@ RESPONSE = {
         ("members", Array(("member_id", String), ("member_metadata", Bytes))),
         name=f"JoinGroupResponseV{version}",
     )
-    for version in (0, 1)
-}
+
+
+REQUEST = {version: _request(version) for version in range(4)}
+RESPONSE = {version: _response(version) for version in range(4)}

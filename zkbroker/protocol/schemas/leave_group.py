@@ -1,9 +1,19 @@
-"""LeaveGroup (13): a member leaves at once instead of letting its session expire (Kafka 0.9)."""
+"""LeaveGroup (13): a member leaves at once instead of letting its session expire (Kafka 0.9).
 
-from ..types import Int16, Schema, String
+Requests v0-v2 are identical; responses v1+ put throttle_time_ms first (v2, Kafka 2.0: the same).
+"""
+
+from ..types import Int16, Int32, Schema, String
 
 API_KEY = 13
 
-REQUEST = {0: Schema(("group_id", String), ("member_id", String), name="LeaveGroupRequestV0")}
+REQUEST = {
+    version: Schema(("group_id", String), ("member_id", String), name=f"LeaveGroupRequestV{version}")
+    for version in range(3)
+}
 
-RESPONSE = {0: Schema(("error_code", Int16), name="LeaveGroupResponseV0")}
+RESPONSE = {
+    version: Schema(*([("throttle_time_ms", Int32)] if version >= 1 else []), ("error_code", Int16),
+                    name=f"LeaveGroupResponseV{version}")
+    for version in range(3)
+}
