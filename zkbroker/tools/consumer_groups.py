@@ -4,7 +4,7 @@
 
 `--list` asks every broker for the groups it coordinates (ListGroups) and prints their ids, one a line.
 `--describe` asks the group's coordinator (FindCoordinator) for its members (DescribeGroups) and committed offsets
-(OffsetFetch v1, over every partition of the cluster's topics: v1 cannot ask for "all"), the partition leaders
+(OffsetFetch v2 with null topics: all of them at once), the partition leaders
 for their log end offsets (ListOffsets), and prints one row per partition, owned or committed, in Kafka 2.x's
 columns and widths. A group without active members first says so on stderr, and its rows show `-` for CONSUMER-ID,
 HOST and CLIENT-ID; a rebalancing one warns on stderr. ZooKeeper groups stay with `consumer-offset-checker`.
@@ -156,22 +156,15 @@ class _Cluster:
         return self.connection(response.node_id)
 
     def committed(self, coordinator: BrokerConnection, group: str) -> dict[tuple[str, int], int]:
-        topics: dict[str, list[int]] = {}
-        for topic, partition in sorted(self.leaders):
-            if topic != admin.OFFSETS_TOPIC:
-                topics.setdefault(topic, []).append(partition)
-        if not topics:
-            return {}
-        response = coordinator.send(ApiKey.OFFSET_FETCH, 1, {"group_id": group, "topics": [
-            {"topic": t, "partitions": ps} for t, ps in topics.items()]})
-        out = {}
-        for t in response.topics:
-            for p in t.partitions:
-                if p.error_code != ErrorCode.NONE:
-                    raise ToolError(f"Could not fetch the offsets of group {group}: {for_code(p.error_code)()}")
-                if p.offset >= 0:
-                    out[(t.topic, p.partition)] = p.offset
-        return out
+        """Every offset the group has committed: OffsetFetch v2 with null topics asks for all of them at once
+        (Kafka 2.x's tool does the same through its admin client)."""
+        response = coordinator.send(ApiKey.OFFSET_FETCH, 2, {"group_id": group, "topics": None})
+        errors = [response.error_code] + [p.error_code for t in response.topics for p in t.partitions]
+        error = next((e for e in errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        if error != ErrorCode.NONE:
+            raise ToolError(f"Could not fetch the offsets of group {group}: {for_code(error)()}")
+        return {(t.topic, p.partition): p.offset for t in response.topics for p in t.partitions
+                if p.offset >= 0 and t.topic != admin.OFFSETS_TOPIC}
 
     def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         by_leader: dict[int, list[tuple[str, int]]] = {}
