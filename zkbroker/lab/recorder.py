@@ -101,6 +101,11 @@ class RecordingProducer:
         return [answers.get(value) or Attempt(self.topic, self.partition, value, sent_at, acks=self._acks)
                 for value, sent_at in list(self._sent.items())]
 
+    def acknowledged_since(self, ts_ms: float) -> bool:
+        """Whether a write was acknowledged at or after `ts_ms` (epoch milliseconds)."""
+        with self._lock:
+            return any(a.acked_at is not None and a.acked_at >= ts_ms for a in self._answers.values())
+
     def acknowledged(self) -> int:
         return sum(1 for a in self.attempts() if a.acknowledged)
 

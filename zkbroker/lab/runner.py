@@ -646,6 +646,13 @@ class ScenarioRun:
     # ---- the end of a run ---------------------------------------------------------------------------------------
 
     def _finish(self) -> None:
+        if self.until_end:
+            # The last step healed the last fault; a partition still recovering refuses writes for a moment. Stop
+            # once each producer has had a write acknowledged again (or after settle_ms): ending sooner would judge
+            # that moment, not the cluster, as stuck.
+            healed = time.time() * 1000  # the clock of the producers' acknowledgement times
+            self._wait_for(lambda: all(p.acknowledged_since(healed) for p in self.until_end),
+                           self.scenario.settle_ms, "writes acknowledged again", quiet=True)
         for producer in self.until_end:
             producer.stop_sending.set()
         for thread in self.threads:
