@@ -229,6 +229,9 @@ def run_torture(runs: int, seed: int = 0, faults: tuple[str, ...] = FAULT_KINDS,
                     f"{run.report.unavailable_ms_max / 1000:.1f} s ({run.seconds:.0f} s)")
             for loss in run.report.losses[:3]:
                 narrate(f"[torture]     lost {loss.cause}")
+            for duplicate in run.report.duplicates[:3]:
+                narrate(f"[torture]     duplicated {duplicate.value.decode(errors='replace')} at "
+                        f"{duplicate.topic}-{duplicate.partition} offsets {', '.join(map(str, duplicate.offsets))}")
             if run.verdict == "stuck":
                 for why in stuck_reasons(run)[:3]:
                     narrate(f"[torture]     stuck: {why}")
