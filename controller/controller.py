@@ -282,9 +282,11 @@ class KafkaController(SessionListener):
             try:
                 self._process(event)
             except ControllerMovedError as e:
-                self.log.info("%s; resigning", e)
-                self._on_controller_resignation()
-                self._queue.put(Elect())
+                self.log.info("%s", e)
+                if self.active:  # (_still_controller resigns, and elects again, by itself)
+                    self.log.info("Broker %d resigns as the controller and competes again", self.broker_id)
+                    self._on_controller_resignation()
+                    self._queue.put(Elect())
             except Exception:
                 self.log.exception("Error processing %s", type(event).__name__)
             finally:
@@ -359,6 +361,15 @@ class KafkaController(SessionListener):
         """Send the event's requests. When the event wrote znodes or sends requests, say at INFO how long the
         decisions and writes took; the channel adds when the brokers acknowledged (bench/failover.py)."""
         batch = self.batch
+        # The event's first check may be long past: a pause (SIGSTOP, a GC) can land between its ZooKeeper reads
+        # and here, and a zombie must not send what it decided as the controller it no longer is. Its znode
+        # writes are fenced already (zk_writes.py); this fences its requests. (Beyond 0.8.2, which relied on the
+        # brokers refusing a stale controller epoch.)
+        if not self._still_controller():
+            raise ControllerMovedError(
+                f"{timing.label}: decided before a pause this controller did not survive; its requests (LeaderAndIsr "
+                f"to brokers {_ids(batch.leader_and_isr)}, UpdateMetadata to brokers {_ids(batch.update_metadata)}) "
+                f"are not sent")
         batch.live_brokers = dict(self.context.live_brokers)
         writes = self.writer.writes - writes_before
         if writes or batch.leader_and_isr or batch.update_metadata:

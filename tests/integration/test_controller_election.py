@@ -104,13 +104,18 @@ def test_paused_controller_loses_and_never_acts_again_after_resume(brokers, zk):
              "the new controller to handle the failure")
     time.sleep(0.5)
     assert not trio[old].log_lines(rf"\[Controller {old}\]: Broker {third.id} failed")
-    # No two active controllers at any instant: the old one acted (at epoch 1) only before the new one's
+    # No two active controllers at any instant: the old one sent requests (at epoch 1) only before the new one's
     # epoch 2 began, and never after.
     new_began = _timestamp(trio[new].log_lines(r"incremented epoch to 2")[0])
-    old_actions = trio[old].log_lines(rf"\[Controller {old}\]: (Broker \d+ (failed|started)|Newly added)|"
-                                      rf"Controller {old} epoch 1 handled")
-
-    assert all(_timestamp(line) < new_began for line in old_actions)
+    old_sends = trio[old].log_lines(rf"\[Controller {old}\]: \w+: \d+ znode writes done")
+    assert all(_timestamp(line) < new_began for line in old_sends)
+    # The pause may land in the middle of an event (brokers 2 and 3 often register after broker 1 took over): the
+    # zombie then finishes deciding on resume, later than epoch 2 began, and sends none of it.
+    old_decisions = trio[old].log_lines(rf"\[Controller {old}\]: (Broker \d+ (failed|started)|Newly added)|"
+                                        rf"Controller {old} epoch 1 handled")
+    if any(_timestamp(line) >= new_began for line in old_decisions):
+        assert trio[old].log_lines(r"decided before a pause this controller did not survive; its requests .* are "
+                                   r"not sent")
     assert trio[old].alive()
 
 

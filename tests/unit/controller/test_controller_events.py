@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from controller.election import ControllerMovedError
 from controller.events import (
     AutoLeaderRebalance,
     BrokerChange,
@@ -112,6 +115,27 @@ def test_a_fast_bounce_goes_unnoticed_unless_broker_epochs_are_on(monkeypatch):
             assert h.leader_and_isr(2)[("t", 0)]["leader"] == 1
         else:  # 0.8.2: the same id set, so nothing at all happens
             assert _state(h, ("t", 0)) == (2, [2, 1], 0) and h.channel.sent == []
+
+
+def test_a_pause_in_the_middle_of_an_event_that_cost_the_session_sends_nothing(monkeypatch):
+    # The controller reads /brokers/ids, is frozen past its session timeout before the answer is used, and on
+    # resume its ZooKeeper client already holds a new session: what it decided must not reach the brokers.
+    h = ControllerHarness(monkeypatch, brokers=(1, 2), topics={"t": {0: (1, 3)}}, states={("t", 0): (1, (1,))})
+    read_children = h.zk.get_children
+
+    def read_then_lose_the_session(path: str) -> list[str]:
+        children = read_children(path)
+        if path == paths.BROKER_IDS:
+            h.zk.session_id = 2
+        return children
+
+    monkeypatch.setattr(h.zk, "get_children", read_then_lose_the_session)
+    h.register(3)
+    channel = h.channel
+    with pytest.raises(ControllerMovedError, match="its requests .* are not sent"):
+        h.process(BrokerChange())
+    assert channel.sent == []
+    assert not h.controller.is_active()
 
 
 def test_unclean_election_disabled_keeps_the_partition_offline_with_its_last_isr_member(monkeypatch):
