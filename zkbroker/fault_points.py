@@ -122,9 +122,8 @@ class FaultPoints:
         self.requests: dict[str, RequestFault] = {}
         self.zookeeper_stops: dict[tuple[str, str], str] = {}  # (write, "before"|"after") -> action
         self.cleaner_hold: str | None = None  # the cleaning phase cleaner threads stop at (None: no hold)
-        self._cleaner_open = threading.Event()
-        self._cleaner_open.set()
-        self.cleaners_held = 0  # cleaner threads waiting at that phase now
+        self._cleaner_changed = threading.Condition()  # guards the two below; notified when cleaner_hold changes
+        self._cleaners_waiting: dict[str, int] = {}  # phase -> cleaner threads waiting there now
         self.group_loading_held = False
         self.group_loads_held = 0  # offsets partitions whose loading waits now (counted on the broker's loop)
         self._lock = threading.Lock()
@@ -147,8 +146,9 @@ class FaultPoints:
         elif point == "hold_controller_queue":
             self._controller_open.clear()
         elif point == "hold_cleaner_at":
-            self._cleaner_open.clear()
-            self.cleaner_hold = str(params["phase"])  # a hold at another phase replaces it (its waiters go on)
+            with self._cleaner_changed:  # a hold at another phase replaces it (its waiters go on)
+                self.cleaner_hold = str(params["phase"])
+                self._cleaner_changed.notify_all()
         elif point == "hold_group_loading":
             self.group_loading_held = True
         elif point.startswith(("drop_next_", "delay_next_")):
@@ -174,8 +174,9 @@ class FaultPoints:
         if point in (None, "hold_controller_queue"):
             self._controller_open.set()
         if point in (None, "hold_cleaner_at"):
-            self.cleaner_hold = None
-            self._cleaner_open.set()
+            with self._cleaner_changed:
+                self.cleaner_hold = None
+                self._cleaner_changed.notify_all()
         if point in (None, "hold_group_loading"):
             self.group_loading_held = False
         with self._lock:
@@ -197,9 +198,9 @@ class FaultPoints:
                         **({} if self.out_of_range_ms is None else {"ms": self.out_of_range_ms})})
         if self.controller_held:
             out.append({"point": "hold_controller_queue"})
-        phase = self.cleaner_hold
-        if phase is not None:
-            out.append({"point": "hold_cleaner_at", "phase": phase, "held": self.cleaners_held})
+        with self._cleaner_changed:
+            if self.cleaner_hold is not None:
+                out.append({"point": "hold_cleaner_at", "phase": self.cleaner_hold, "held": self.cleaners_held})
         if self.group_loading_held:
             out.append({"point": "hold_group_loading", "held": self.group_loads_held})
         with self._lock:
@@ -250,17 +251,24 @@ class FaultPoints:
         hold_cleaner_at names that phase (until released or healed)."""
         if self.cleaner_hold != phase:
             return
-        with self._lock:
-            self.cleaners_held += 1
-        try:
-            log.warning("Log cleaner thread %s held at phase %s (lab fault point hold_cleaner_at)",
-                        threading.current_thread().name, phase)
-            timeline.emit(self.source, "fault_fired", point="hold_cleaner_at", phase=phase)
-            while self.cleaner_hold == phase:
-                self._cleaner_open.wait(0.1)
-        finally:
-            with self._lock:
-                self.cleaners_held -= 1
+        with self._cleaner_changed:
+            if self.cleaner_hold != phase:
+                return
+            self._cleaners_waiting[phase] = self._cleaners_waiting.get(phase, 0) + 1
+            try:
+                log.warning("Log cleaner thread %s held at phase %s (lab fault point hold_cleaner_at)",
+                            threading.current_thread().name, phase)
+                timeline.emit(self.source, "fault_fired", point="hold_cleaner_at", phase=phase)
+                while self.cleaner_hold == phase:
+                    self._cleaner_changed.wait()
+            finally:
+                self._cleaners_waiting[phase] -= 1
+
+    @property
+    def cleaners_held(self) -> int:
+        """How many cleaner threads wait at the phase held now (those let go by a move of the hold are not
+        counted, even before they run again)."""
+        return self._cleaners_waiting.get(self.cleaner_hold, 0) if self.cleaner_hold is not None else 0
 
     async def wait_while_group_loading_held(self, topic: str, partition: int) -> None:
         """On the broker's loop, before the loading of an offsets partition reads its log: wait while
