@@ -19,13 +19,23 @@ nothing ever sets one, and each check below is one attribute read. The points, b
   queue (ZooKeeper watches, broker answers and ControlledShutdown requests pile up); it still answers `state`;
 - `stop_before_zookeeper_write` / `stop_after_zookeeper_write` (`write`, `action`): right before (or right
   after) the named ZooKeeper write, the process stops itself -- SIGKILL (`action` "kill", the default) or SIGSTOP
-  ("pause": `lab resume` lets it go on from that very point). One-shot: it fires once, then is gone.
+  ("pause": `lab resume` lets it go on from that very point). One-shot: it fires once, then is gone;
+- `hold_cleaner_at` (`phase`) / `release_cleaner`: a log cleaner thread that reaches the named phase of a
+  cleaning (CLEANER_PHASES) stops right there until released, the files left as a crash there would leave them
+  (a test may kill the broker while it is held). The swap's phases hold the log's lock: an append to that
+  partition waits too, and with it the broker's loop (and this control socket), so release before producing to
+  it, or kill the broker. `in_force` says how many cleaner threads wait there (`held`);
+- `hold_group_loading` / `release_group_loading`: the loading of each offsets partition this broker comes to
+  lead waits before it reads the log, so its groups answer COORDINATOR_LOAD_IN_PROGRESS until released;
+  `in_force` says how many loads wait (`held`).
 
 Each point is in force until healed (`heal`); counted ones also end when their count is spent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import signal
 import threading
@@ -34,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from zkbroker import timeline
+
+log = logging.getLogger("zkbroker.FaultPoints")
 
 # The named ZooKeeper writes a stop can be put before or after.
 ZOOKEEPER_WRITES = {
@@ -44,6 +56,16 @@ ZOOKEEPER_WRITES = {
     "state_write": "the controller's writes of partitions' state znodes (new partitions, elections, ISR removals)",
 }
 STOP_ACTIONS = ("kill", "pause")
+# The phases of a log cleaning a cleaner thread can be held at (zkbroker/log/cleaner.py calls them, in order).
+CLEANER_PHASES = {
+    "offset-map-built": "the offset map of the dirty section built, nothing written yet",
+    "cleaned-partial": "the first chunk of a group of segments appended to its .cleaned files",
+    "cleaned-written": "a group's .cleaned files complete and flushed",
+    "swap-renamed": "the .cleaned files renamed to .swap (the swap committed; under the log's lock)",
+    "old-segments-renamed": "the replaced segments renamed to .deleted (under the log's lock)",
+    "swapped": "the .swap files renamed to the segments they replace (under the log's lock)",
+    "checkpointed": "the new first dirty offset written to cleaner-offset-checkpoint",
+}
 # The controller requests a drop or delay applies to, by the name in the point.
 REQUESTS = {"leader_and_isr": "LeaderAndIsr", "update_metadata": "UpdateMetadata"}
 
@@ -51,13 +73,14 @@ POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "rele
           "drop_next_leader_and_isr", "delay_next_leader_and_isr",
           "drop_next_update_metadata", "delay_next_update_metadata",
           "hold_controller_queue", "release_controller_queue",
-          "stop_before_zookeeper_write", "stop_after_zookeeper_write")
+          "stop_before_zookeeper_write", "stop_after_zookeeper_write",
+          "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading")
 # Which parameters each point takes (required, unless DEFAULTS has one).
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "drop_next_leader_and_isr": ("count",), "drop_next_update_metadata": ("count",),
     "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
     "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
-    "hold_offset_out_of_range": ("ms",),
+    "hold_offset_out_of_range": ("ms",), "hold_cleaner_at": ("phase",),
 }
 # Parameters a point may go without, with no default: hold_offset_out_of_range without ms holds until released.
 OPTIONAL: dict[str, tuple[str, ...]] = {"hold_offset_out_of_range": ("ms",)}
@@ -65,7 +88,8 @@ OPTIONAL: dict[str, tuple[str, ...]] = {"hold_offset_out_of_range": ("ms",)}
 DEFAULTS = {"count": 1, "action": "kill"}
 # The points that undo another one rather than apply a fault.
 RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue",
-            "release_offset_out_of_range": "hold_offset_out_of_range"}
+            "release_offset_out_of_range": "hold_offset_out_of_range", "release_cleaner": "hold_cleaner_at",
+            "release_group_loading": "hold_group_loading"}
 
 
 class FaultPointError(ValueError):
@@ -97,6 +121,11 @@ class FaultPoints:
         self._controller_open.set()
         self.requests: dict[str, RequestFault] = {}
         self.zookeeper_stops: dict[tuple[str, str], str] = {}  # (write, "before"|"after") -> action
+        self.cleaner_hold: str | None = None  # the cleaning phase cleaner threads stop at (None: no hold)
+        self._cleaner_changed = threading.Condition()  # guards the two below; notified when cleaner_hold changes
+        self._cleaners_waiting: dict[str, int] = {}  # phase -> cleaner threads waiting there now
+        self.group_loading_held = False
+        self.group_loads_held = 0  # offsets partitions whose loading waits now (counted on the broker's loop)
         self._lock = threading.Lock()
         self._stop_self = stop_self or _signal_self
 
@@ -116,6 +145,12 @@ class FaultPoints:
             self.out_of_range_held = True
         elif point == "hold_controller_queue":
             self._controller_open.clear()
+        elif point == "hold_cleaner_at":
+            with self._cleaner_changed:  # a hold at another phase replaces it (its waiters go on)
+                self.cleaner_hold = str(params["phase"])
+                self._cleaner_changed.notify_all()
+        elif point == "hold_group_loading":
+            self.group_loading_held = True
         elif point.startswith(("drop_next_", "delay_next_")):
             kind, request = point.split("_next_", 1)
             with self._lock:
@@ -138,6 +173,12 @@ class FaultPoints:
             self.out_of_range_ms = None
         if point in (None, "hold_controller_queue"):
             self._controller_open.set()
+        if point in (None, "hold_cleaner_at"):
+            with self._cleaner_changed:
+                self.cleaner_hold = None
+                self._cleaner_changed.notify_all()
+        if point in (None, "hold_group_loading"):
+            self.group_loading_held = False
         with self._lock:
             for request in list(self.requests):
                 if point is None or point.endswith("_next_" + request):
@@ -157,6 +198,11 @@ class FaultPoints:
                         **({} if self.out_of_range_ms is None else {"ms": self.out_of_range_ms})})
         if self.controller_held:
             out.append({"point": "hold_controller_queue"})
+        with self._cleaner_changed:
+            if self.cleaner_hold is not None:
+                out.append({"point": "hold_cleaner_at", "phase": self.cleaner_hold, "held": self.cleaners_held})
+        if self.group_loading_held:
+            out.append({"point": "hold_group_loading", "held": self.group_loads_held})
         with self._lock:
             for request, fault in sorted(self.requests.items()):
                 if fault.ms is None:
@@ -200,6 +246,44 @@ class FaultPoints:
         while not self._controller_open.is_set() and not closing.is_set():
             self._controller_open.wait(0.1)
 
+    def at_cleaner_phase(self, phase: str) -> None:
+        """Called by a log cleaner thread at each phase of a cleaning (CLEANER_PHASES): waits there while
+        hold_cleaner_at names that phase (until released or healed)."""
+        if self.cleaner_hold != phase:
+            return
+        with self._cleaner_changed:
+            if self.cleaner_hold != phase:
+                return
+            self._cleaners_waiting[phase] = self._cleaners_waiting.get(phase, 0) + 1
+            try:
+                log.warning("Log cleaner thread %s held at phase %s (lab fault point hold_cleaner_at)",
+                            threading.current_thread().name, phase)
+                timeline.emit(self.source, "fault_fired", point="hold_cleaner_at", phase=phase)
+                while self.cleaner_hold == phase:
+                    self._cleaner_changed.wait()
+            finally:
+                self._cleaners_waiting[phase] -= 1
+
+    @property
+    def cleaners_held(self) -> int:
+        """How many cleaner threads wait at the phase held now (those let go by a move of the hold are not
+        counted, even before they run again)."""
+        return self._cleaners_waiting.get(self.cleaner_hold, 0) if self.cleaner_hold is not None else 0
+
+    async def wait_while_group_loading_held(self, topic: str, partition: int) -> None:
+        """On the broker's loop, before the loading of an offsets partition reads its log: wait while
+        hold_group_loading is in force."""
+        if not self.group_loading_held:
+            return
+        self.group_loads_held += 1
+        try:
+            log.warning("Loading of [%s,%d] held (lab fault point hold_group_loading)", topic, partition)
+            timeline.emit(self.source, "fault_fired", point="hold_group_loading", topic=topic, partition=partition)
+            while self.group_loading_held:
+                await asyncio.sleep(0.05)
+        finally:
+            self.group_loads_held -= 1
+
     def at_zookeeper_write(self, write: str, when: str) -> None:
         """Called right before ("before") and right after ("after") the named ZooKeeper write: stops this
         process there when a stop is in force for it (once)."""
@@ -233,6 +317,8 @@ def check(point: str, params: dict) -> None:
                                   f"not {params[key]!r}")
     if "write" in params and params["write"] not in ZOOKEEPER_WRITES:
         raise FaultPointError(f"unknown ZooKeeper write {params['write']!r}; allowed: {', '.join(ZOOKEEPER_WRITES)}")
+    if "phase" in params and (not isinstance(params["phase"], str) or params["phase"] not in CLEANER_PHASES):
+        raise FaultPointError(f"unknown log cleaner phase {params['phase']!r}; allowed: {', '.join(CLEANER_PHASES)}")
     if "action" in params and params["action"] not in STOP_ACTIONS:
         raise FaultPointError(f"unknown stop action {params['action']!r}; allowed: {', '.join(STOP_ACTIONS)}")
 
@@ -247,6 +333,14 @@ def describe(fault: dict) -> str:
         return f"replica fetchers held after an OFFSET_OUT_OF_RANGE answer, {how}"
     if point == "hold_controller_queue":
         return "controller event queue held"
+    if point == "hold_cleaner_at":
+        held = fault.get("held")
+        waiting = f" ({held} cleaner thread{'s' if held != 1 else ''} waiting there)" if held else ""
+        return f"log cleaner held at phase {fault.get('phase')}{waiting}"
+    if point == "hold_group_loading":
+        held = fault.get("held")
+        waiting = f" ({held} offsets partition{'s' if held != 1 else ''} waiting)" if held else ""
+        return f"loading of offsets partitions held{waiting}"
     if point.startswith(("drop_next_", "delay_next_")):
         kind, request = point.split("_next_", 1)
         count = fault.get("count", DEFAULTS["count"])

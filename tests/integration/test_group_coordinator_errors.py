@@ -10,9 +10,9 @@ import uuid
 import pytest
 
 from tests.integration.harness import wait_for
+from zkbroker.lab.control import fault_request
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode as E
-from zkbroker.server.group_coordinator import PAUSE_LOADING_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -222,20 +222,18 @@ def test_offsets_topic_made_on_first_use_and_not_coordinator_from_the_other_brok
         assert Wire(conn, versions).join(group).error_code == E.NONE
 
 
-def test_coordinator_load_in_progress_while_the_offsets_partition_loads(brokers, tmp_path, monkeypatch, versions):
-    pause = tmp_path / "pause-{broker_id}"
-    monkeypatch.setenv(PAUSE_LOADING_ENV, str(pause))
-    (tmp_path / "pause-1").touch()
-    (broker,) = brokers(1)
+def test_coordinator_load_in_progress_while_the_offsets_partition_loads(brokers, versions):
+    (broker,) = brokers(1, start=False, control=True)
+    broker.start(faults=[fault_request("hold_group_loading")])  # the lab's fault point, from the first instant
     group = group_name()
     wait_for(lambda: find_coordinator(broker, group) == 1, 60, "the offsets topic's leaders")
-    with broker.connection() as conn:
+    with broker.connection() as conn, broker.control() as control:
         wire = Wire(conn, versions)
         assert wire.join(group).error_code == E.GROUP_LOAD_IN_PROGRESS
         assert wire.list().error_code == E.GROUP_LOAD_IN_PROGRESS
         fetched = wire.fetch(group, {"__consumer_offsets": [0]})
         assert fetch_error(fetched, versions[ApiKey.OFFSET_FETCH]) == E.GROUP_LOAD_IN_PROGRESS
-        (tmp_path / "pause-1").unlink()
+        control.fault("release_group_loading")
         wait_for(lambda: wire.join(group).error_code == E.NONE, 30, "the load to finish")
 
 

@@ -1,14 +1,16 @@
 """Log compaction end to end: a real broker process with log.cleaner.enable on a real ZooKeeper, a
 cleanup.policy=compact topic with small segments, keyed records (plain and gzip) from unmodified kafka-python,
 and an unmodified consumer that then reads from offset 0 exactly one record per key -- the last one sent, at
-the offset the producer was acknowledged with."""
+the offset the producer was acknowledged with. Also after a SIGKILL in the middle of a swap, where the lab's
+fault point hold_cleaner_at stopped the cleaner."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.integration.clients import ClientConfig
-from tests.integration.harness import create_topic, wait_for
+from tests.integration.harness import Broker, create_topic, wait_for
+from zkbroker.lab.control import fault_request
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.topic_partition import TopicPartition
 
@@ -23,12 +25,10 @@ ROUNDS = 24
 FILLERS = 400  # unique keys after the last round: they fill the active segment, which is never cleaned
 SEGMENT_BYTES = 8192  # a round (one produce request of 40 records) is about 2 KB
 
-def test_a_compacted_topic_reads_back_only_the_last_value_of_each_key(brokers, zk_connect):
-    (broker,) = brokers(1, log_cleaner_enable="true", log_cleaner_backoff_ms=100)
-    topic = "compacted"
-    create_topic(zk_connect, topic, 1, 1, [broker],
-                 config={"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
-                         "min.cleanable.dirty.ratio": "0.01"})
+
+def produce_rounds(broker: Broker, topic: str) -> tuple[dict[bytes, tuple[int, bytes | None]], int]:
+    """ROUNDS of the same KEYS (gzip every other one, a tombstone in the last), then FILLERS unique keys; returns
+    each key's last (offset, value) and the first filler's offset."""
     last: dict[bytes, tuple[int, bytes | None]] = {}
     for n in range(ROUNDS):
         records = [(f"key-{k}".encode(), f"round-{n}-of-{k}".encode()) for k in range(KEYS)]
@@ -42,14 +42,54 @@ def test_a_compacted_topic_reads_back_only_the_last_value_of_each_key(brokers, z
         acked = KAFKA_PYTHON.produce(broker.bootstrap, topic, fillers)
         last |= {key: (offset, value) for (key, value), (_, offset) in zip(fillers, acked)}
         first_filler = acked[0][1] if first_filler is None else first_filler
+    return last, first_filler
 
+
+def wait_until_cleaned_and_read_back(broker: Broker, topic: str, last: dict, first_filler: int) -> None:
     checkpoint = OffsetCheckpoint(str(broker.dir / "data" / "cleaner-offset-checkpoint"))
     wait_for(lambda: checkpoint.read().get(TopicPartition(topic, 0), -1) > first_filler, 60,
              "the cleaner to clean past the last round of keyed records")
-
     received = CONFLUENT.consume(broker.bootstrap, topic, {0: 0}, count=len(last), timeout_s=60)
     assert sorted((r.key, r.offset, r.value) for r in received) == sorted(
         (key, offset, value) for key, (offset, value) in last.items()
     )
+
+
+def compacted_topic(zk_connect: str, broker: Broker, topic: str) -> None:
+    create_topic(zk_connect, topic, 1, 1, [broker],
+                 config={"cleanup.policy": "compact", "segment.bytes": str(SEGMENT_BYTES),
+                         "min.cleanable.dirty.ratio": "0.01"})
+
+
+def test_a_compacted_topic_reads_back_only_the_last_value_of_each_key(brokers, zk_connect):
+    (broker,) = brokers(1, log_cleaner_enable="true", log_cleaner_backoff_ms=100)
+    topic = "compacted"
+    compacted_topic(zk_connect, broker, topic)
+    last, first_filler = produce_rounds(broker, topic)
+    wait_until_cleaned_and_read_back(broker, topic, last, first_filler)
     assert broker.log_lines(r"Log cleaner finished cleaning log compacted-0")
     assert len(broker.log_lines(r"Cleaning segment \d+ in log compacted-0")) > 5  # small segments, many cleaned
+
+
+def test_a_broker_killed_in_the_middle_of_a_swap_recovers_it_and_loses_nothing(brokers, zk_connect):
+    """The cleaner held (fault point hold_cleaner_at) right after its `.cleaned` files became `.swap` -- the swap
+    committed, the old segments still in place -- and the broker SIGKILLed there: the restarted broker completes
+    the swap, cleans on, and reads back exactly the last value of each key."""
+    (broker,) = brokers(1, start=False, control=True, log_cleaner_enable="true", log_cleaner_backoff_ms=100)
+    # Held before it writes anything while the records go in (the swap's phases would hold the log's lock, and
+    # with it every append to the partition); moved to the swap once they are all in.
+    broker.start(faults=[fault_request("hold_cleaner_at", phase="offset-map-built")])
+    topic = "compacted"
+    compacted_topic(zk_connect, broker, topic)
+    last, first_filler = produce_rounds(broker, topic)
+    with broker.control() as control:
+        wait_for(lambda: control.faults()[0].get("held") == 1, 60, "the cleaner to build an offset map")
+        control.fault("hold_cleaner_at", phase="swap-renamed")
+        wait_for(lambda: control.faults() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 1}], 60,
+                 "the cleaner to reach its swap")
+    swapping = [p.name for p in broker.partition_dir(topic, 0).iterdir() if p.name.endswith(".swap")]
+    assert swapping, "a .swap file: the swap committed, the segments it replaces not yet renamed"
+    broker.kill()
+    broker.start()
+    wait_until_cleaned_and_read_back(broker, topic, last, first_filler)
+    assert not [p for p in broker.partition_dir(topic, 0).iterdir() if p.name.endswith((".swap", ".cleaned"))]

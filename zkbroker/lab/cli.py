@@ -72,6 +72,9 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                        "hold_offset_out_of_range: how long each hold lasts (default: until released)")
     fault.add_argument("--write", choices=tuple(fault_points.ZOOKEEPER_WRITES), metavar="WRITE",
                        help="stop_*_zookeeper_write: which write (" + ", ".join(fault_points.ZOOKEEPER_WRITES) + ")")
+    fault.add_argument("--phase", choices=tuple(fault_points.CLEANER_PHASES), metavar="PHASE",
+                       help="hold_cleaner_at: the phase of a cleaning the log cleaner stops at ("
+                       + ", ".join(fault_points.CLEANER_PHASES) + ")")
     fault.add_argument("--action", choices=fault_points.STOP_ACTIONS,
                        help="stop_*_zookeeper_write: kill (SIGKILL) or pause (SIGSTOP; `lab resume` goes on)")
     fault.add_argument("--heal", action="store_true", help="heal POINT, or every fault point of the broker")
@@ -290,7 +293,7 @@ def _fault(args: argparse.Namespace) -> int:
         entry = lab.load().broker(args.broker)
         down = entry.pid is None or process_state(entry.pid) == "dead"
         in_force = lab.fault(args.broker, args.point, count=args.count, ms=args.ms, write=args.write,
-                             action=args.action)
+                             action=args.action, phase=args.phase)
         said = (f"Fault point {args.point} armed for broker {args.broker}'s next start (it is not running)."
                 if down else f"Fault point {args.point} in force on broker {args.broker}.")
     if args.json:

@@ -20,6 +20,8 @@ is closed).
     {"command": "fault", "point": "drop_next_leader_and_isr", "count": 3}
     {"command": "fault", "point": "delay_next_update_metadata", "count": 1, "ms": 2000}
     {"command": "fault", "point": "stop_before_zookeeper_write", "write": "isr_update", "action": "kill"}
+    {"command": "fault", "point": "hold_cleaner_at", "phase": "swap-renamed"}
+                 -> {"ok": true, "faults": [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 0}]}
     {"command": "heal"}                                  -> every point healed; {"ok": true, "faults": []}
     {"command": "heal", "point": "hold_fetchers"}        -> that point healed
 

@@ -93,6 +93,12 @@ def _fault_fired(f: dict) -> str:
         how = f"{f['ms']} ms" if f.get("ms") is not None else "until released"
         return (f"Fault point {point}: fetch offset {f['offset']} of partition {_tp(f)} is out of range at leader "
                 f"{f['leader']}; the fetcher waits {how} before asking the leader for its offsets")
+    if point == "hold_cleaner_at":
+        return (f"Fault point {point}: a log cleaner thread stopped at phase {f.get('phase')} of a cleaning; it "
+                "waits there until released")
+    if point == "hold_group_loading":
+        return (f"Fault point {point}: the loading of offsets partition {_tp(f)} waits until released (its "
+                "groups answer COORDINATOR_LOAD_IN_PROGRESS)")
     kind, request = point.split("_next_", 1)
     name = fault_points.REQUESTS.get(request, request)
     what = f"dropped a {name} request" if kind == "drop" else f"holding a {name} request {f.get('ms')} ms"

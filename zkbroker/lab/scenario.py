@@ -89,7 +89,8 @@ STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
     "stop": (_PROCESS, ()),
     "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": ({"node": _STR}, ()),
-    "fault": ({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR},
+    "fault": ({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
+               "phase": _STR},
               ("point", "broker")),
     "heal_faults": ({"broker": _TARGET, "point": _STR}, ("broker",)),
     "cut_log": ({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
@@ -292,7 +293,7 @@ def _target_known(target: str, names: set[str]) -> bool:
 def fault_parameters(fields: dict) -> dict:
     """A fault step's parameters as the fault point takes them (`stop` is the stop's `action`, a name a step's
     own `action` already has)."""
-    names = {"count": "count", "ms": "ms", "write": "write", "stop": "action"}
+    names = {"count": "count", "ms": "ms", "write": "write", "stop": "action", "phase": "phase"}
     return {names[k]: v for k, v in fields.items() if k in names}
 
 

@@ -24,7 +24,8 @@ every chunk to stop early (shutdown, or the log's cleaning aborted).
 `phase(name)` is called at the points where a crash leaves different files behind: "offset-map-built",
 "cleaned-partial" (the first chunk of a group appended to its `.cleaned` files), "cleaned-written" (a group's
 `.cleaned` files complete and flushed), then the swap's own "swap-renamed", "old-segments-renamed" and
-"swapped" (see Log.replace_segments). LogCleaner adds "checkpointed". Tests stop there; see log_cleaner.py.
+"swapped" (see Log.replace_segments). LogCleaner adds "checkpointed". The lab fault point hold_cleaner_at
+(zkbroker/fault_points.py, CLEANER_PHASES) stops a broker's cleaner there; see log_cleaner.py.
 """
 
 from __future__ import annotations

@@ -623,9 +623,9 @@ class Log:
         2. the old segments -> `.deleted` (their files go file.delete.delay.ms later, so reads under way end);
         3. `.swap` -> the plain names.
 
-        `phase` is called with "swap-renamed", "old-segments-renamed" and "swapped" after each (a seam for
-        tests that stop a broker there; it runs under the log's lock). Readers on the owner thread need no
-        lock: old[0]'s entry is replaced in one step, and the later bases leave `_bases` in one assignment.
+        `phase` is called with "swap-renamed", "old-segments-renamed" and "swapped" after each (where the lab's
+        fault point hold_cleaner_at can stop a broker; it runs under the log's lock). Readers on the owner thread
+        need no lock: old[0]'s entry is replaced in one step, and the later bases leave `_bases` in one assignment.
 
         Raises SegmentsChangedError, having renamed nothing, when the log was truncated below its active
         segment since `truncations` (its `segment_truncations`) was read, was deleted, or no longer has exactly

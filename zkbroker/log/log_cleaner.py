@@ -13,22 +13,17 @@ As in 0.8.2, an error ends the thread that met it ("Error due to"), and with it 
 every log: a message without a key in a compacted log does (KAFKA-1755). `log.cleaner.keyless.messages=
 discard` is 0.9's fix on the cleaner's side: such messages are dropped.
 
-Test seam: with the environment variable ZKBROKER_TEST_CLEANER_PHASE_DIR naming a directory ("{broker_id}"
-in it replaced by the broker's id), at each phase of a cleaning (see cleaner.py and Log.replace_segments,
-then "checkpointed") a thread creates `<phase>.reached` there; then, if `<phase>.kill` exists, it SIGKILLs
-its own process on the spot (the files are left exactly as a crash there leaves them), and otherwise waits
-while `<phase>.hold` exists, so that a test can look, or kill the broker itself. (The phases of the swap
-run under the log's lock: a broker held there blocks at its next append to that partition.) Unset, it costs
-nothing.
+`phase` (see cleaner.py and Log.replace_segments; the LogCleaner adds "checkpointed" after the checkpoint) is
+called by a thread at each phase of a cleaning; a broker passes its lab fault point `hold_cleaner_at`
+(zkbroker/fault_points.py), which stops the thread at the named phase so that a test can look, or kill the
+broker there. (The phases of the swap run under the log's lock: a broker held there blocks at its next append
+to that partition.)
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from zkbroker.topic_partition import TopicPartition
@@ -39,28 +34,6 @@ from .log import Log
 from .segment import Clock
 
 logger = logging.getLogger(__name__)
-
-PHASE_DIR_VARIABLE = "ZKBROKER_TEST_CLEANER_PHASE_DIR"
-
-
-def phase_seam_from_environment(broker_id: int) -> Phase | None:
-    """The test seam of the module docstring, or None when the variable is not set."""
-    directory = os.environ.get(PHASE_DIR_VARIABLE)
-    if not directory:
-        return None
-    directory = directory.replace("{broker_id}", str(broker_id))
-
-    def phase(name: str) -> None:
-        os.makedirs(directory, exist_ok=True)
-        open(os.path.join(directory, name + ".reached"), "a").close()
-        if os.path.exists(os.path.join(directory, name + ".kill")):
-            logger.warning("Killing this process at log cleaner phase %s (%s)", name, PHASE_DIR_VARIABLE)
-            os.kill(os.getpid(), signal.SIGKILL)
-        hold = os.path.join(directory, name + ".hold")
-        while os.path.exists(hold):
-            time.sleep(0.01)
-
-    return phase
 
 
 def _no_phase(name: str) -> None:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from typing import Any
 
 from zkbroker import admin
 from zkbroker.config import KafkaConfig
 from zkbroker.coordinator.group_coordinator import Append, CoordinatorConfig, GroupCoordinator, Reply
+from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import Log
 from zkbroker.protocol.compression import CODEC_NAMES
 from zkbroker.protocol.errors import ErrorCode
@@ -36,10 +36,6 @@ from zkbroker.topic_partition import TopicPartition
 log = logging.getLogger("zkbroker.server.GroupCoordinator")
 
 _CODECS = {name: code for code, name in CODEC_NAMES.items()} | {str(code): code for code in CODEC_NAMES}
-
-#: Test-only: while this file exists (`{broker_id}` replaced), loading an offsets partition waits, so a test can
-#: see COORDINATOR_LOAD_IN_PROGRESS deterministically.
-PAUSE_LOADING_ENV = "ZKBROKER_TEST_PAUSE_GROUP_LOADING_FILE"
 
 
 def _now_ms() -> int:
@@ -233,9 +229,8 @@ class GroupCoordinatorDriver:
 
     async def _load(self, pid: int, log_: Log) -> None:
         started = time.monotonic()
-        pause = os.environ.get(PAUSE_LOADING_ENV, "").replace("{broker_id}", str(self.broker_id))
-        while pause and os.path.exists(pause):
-            await asyncio.sleep(0.05)
+        # The lab's fault point hold_group_loading: COORDINATOR_LOAD_IN_PROGRESS for as long as a test wants.
+        await FAULTS.wait_while_group_loading_held(admin.OFFSETS_TOPIC, pid)
         records: list[tuple[bytes | None, bytes | None]] = []
         end = log_.log_end_offset
         offset = log_.log_start_offset

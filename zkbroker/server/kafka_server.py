@@ -30,7 +30,6 @@ from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.lab import control
 from zkbroker.log.cleaner import CleanerConfig
-from zkbroker.log.log_cleaner import phase_seam_from_environment
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
@@ -149,7 +148,7 @@ class KafkaServer:
                          for topic in self.zk.get_children(paths.CONFIG_TOPICS)}
         return LogManager(self.config.log_dirs, self.config.topic_config({}), topic_configs,
                           schedule=self._scheduler(bridge), cleaner_config=CleanerConfig.from_broker(self.config),
-                          cleaner_phase=phase_seam_from_environment(self.broker_id))
+                          cleaner_phase=FAULTS.at_cleaner_phase)
 
     @staticmethod
     def _scheduler(bridge: LoopBridge) -> Callable[[str, Callable[[], object], int], None]:
@@ -302,6 +301,10 @@ class KafkaServer:
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         if self.log_manager is not None:
+            if FAULTS.cleaner_hold is not None:  # a cleaner held by the lab would keep the shutdown waiting
+                log.info("%sreleasing the log cleaner held at phase %s (fault point hold_cleaner_at) to shut down",
+                         self.prefix, FAULTS.cleaner_hold)
+                FAULTS.heal("hold_cleaner_at")
             await loop.run_in_executor(None, self.log_manager.shutdown)
         await loop.run_in_executor(None, self.controller.shutdown)
         await loop.run_in_executor(None, self.zk.close)

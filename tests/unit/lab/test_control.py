@@ -7,6 +7,7 @@ import asyncio
 import json
 import signal
 import threading
+import time
 
 import pytest
 
@@ -124,6 +125,85 @@ def test_a_stop_at_a_zookeeper_write_fires_once_at_its_point_only(faults, stops,
         "broker:3", "fault_fired", "stop_after_zookeeper_write", "isr_update", action)
 
 
+def test_hold_cleaner_at_stops_a_cleaner_thread_at_its_phase_only_until_released(faults, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:2"
+    faults.at_cleaner_phase("swap-renamed")  # nothing in force: goes on at once
+    faults.apply("hold_cleaner_at", phase="swap-renamed")
+    assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 0}]
+    faults.at_cleaner_phase("offset-map-built")  # another phase: goes on
+    passed = threading.Event()
+    cleaner = threading.Thread(target=lambda: (faults.at_cleaner_phase("swap-renamed"), passed.set()))
+    cleaner.start()
+    deadline = time.monotonic() + 10
+    while faults.cleaners_held == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 1}]
+    assert not passed.wait(0.2)
+    faults.apply("release_cleaner")
+    assert passed.wait(5)
+    cleaner.join()
+    assert faults.in_force() == [] and faults.cleaners_held == 0
+    (event,) = timeline.read(tmp_path / "timeline.jsonl")
+    assert (event["source"], event["kind"], event["point"], event["phase"]) == (
+        "broker:2", "fault_fired", "hold_cleaner_at", "swap-renamed")
+
+
+def test_a_cleaner_hold_moved_to_another_phase_or_healed_lets_its_waiters_go(faults):
+    faults.apply("hold_cleaner_at", phase="cleaned-written")
+    passed = threading.Event()
+    cleaner = threading.Thread(target=lambda: (faults.at_cleaner_phase("cleaned-written"), passed.set()))
+    cleaner.start()
+    deadline = time.monotonic() + 10
+    while faults.cleaners_held == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not passed.wait(0.2)
+    faults.apply("hold_cleaner_at", phase="checkpointed")
+    # at once: the thread let go is not counted as held at the new phase, even before it runs again
+    assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "checkpointed", "held": 0}]
+    assert passed.wait(5)
+    cleaner.join()
+    faults.heal()
+    assert faults.cleaner_hold is None and faults.in_force() == []
+
+
+def test_hold_group_loading_holds_each_load_on_the_loop_until_released(faults, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:1"
+
+    async def scenario() -> list[int]:
+        await faults.wait_while_group_loading_held("__consumer_offsets", 3)  # nothing in force: returns
+        faults.apply("hold_group_loading")
+        assert faults.in_force() == [{"point": "hold_group_loading", "held": 0}]
+        loads = [asyncio.create_task(faults.wait_while_group_loading_held("__consumer_offsets", p)) for p in (0, 7)]
+        await asyncio.sleep(0.2)
+        held = [f["held"] for f in faults.in_force()]
+        assert not any(load.done() for load in loads)
+        faults.apply("release_group_loading")
+        await asyncio.wait_for(asyncio.gather(*loads), 5)
+        return held
+
+    assert asyncio.run(scenario()) == [2]
+    assert faults.in_force() == [] and faults.group_loads_held == 0
+    events = timeline.read(tmp_path / "timeline.jsonl")
+    assert [(e["point"], e["topic"], e["partition"]) for e in events] == [
+        ("hold_group_loading", "__consumer_offsets", 0), ("hold_group_loading", "__consumer_offsets", 7)]
+
+
+def test_a_held_group_load_that_is_cancelled_is_no_longer_counted(faults):
+    async def scenario() -> None:
+        faults.apply("hold_group_loading")
+        load = asyncio.create_task(faults.wait_while_group_loading_held("__consumer_offsets", 0))
+        await asyncio.sleep(0.1)
+        assert faults.group_loads_held == 1
+        load.cancel()  # the partition was unloaded (its leadership moved) while held
+        with pytest.raises(asyncio.CancelledError):
+            await load
+        assert faults.in_force() == [{"point": "hold_group_loading", "held": 0}]
+
+    asyncio.run(scenario())
+
+
 def test_heal_one_point_or_all(faults):
     faults.apply("hold_fetchers")
     faults.apply("hold_controller_queue")
@@ -155,6 +235,12 @@ def test_heal_one_point_or_all(faults):
                                                             "registration, controller_election, "),
     ("stop_after_zookeeper_write", {"write": "registration", "action": "explode"},
      "unknown stop action 'explode'; allowed: kill, pause"),
+    ("hold_cleaner_at", {}, "fault point hold_cleaner_at needs phase"),
+    ("hold_cleaner_at", {"phase": "swap"}, "unknown log cleaner phase 'swap'; allowed: offset-map-built, "
+                                           "cleaned-partial, cleaned-written, swap-renamed, "),
+    ("hold_cleaner_at", {"phase": ["swapped"]}, "unknown log cleaner phase ['swapped']"),
+    ("hold_group_loading", {"partition": 0}, "fault point hold_group_loading has no parameter 'partition'; "
+                                             "it takes none"),
 ])
 def test_a_bad_fault_point_is_refused_with_what_is_allowed(faults, point, params, message):
     with pytest.raises(FaultPointError) as refused:
@@ -175,6 +261,12 @@ def test_fault_points_in_words():
         "the next 2 UpdateMetadata requests delayed 500 ms")
     assert describe({"point": "stop_before_zookeeper_write", "write": "registration", "action": "pause"}) == (
         "SIGSTOP before the ZooKeeper write registration")
+    assert describe({"point": "hold_cleaner_at", "phase": "swapped"}) == "log cleaner held at phase swapped"
+    assert describe({"point": "hold_cleaner_at", "phase": "swapped", "held": 1}) == (
+        "log cleaner held at phase swapped (1 cleaner thread waiting there)")
+    assert describe({"point": "hold_group_loading", "held": 0}) == "loading of offsets partitions held"
+    assert describe({"point": "hold_group_loading", "held": 3}) == (
+        "loading of offsets partitions held (3 offsets partitions waiting)")
 
 
 # ---- the command handler -----------------------------------------------------------------------------------

@@ -66,6 +66,10 @@ def test_fault_point_requests():
         parse({"action": "fault_point", "broker": 2, "point": "explode"})
     with pytest.raises(BadFaultRequest, match="has no parameter 'ms'"):
         parse({"action": "fault_point", "broker": 2, "point": "hold_fetchers", "ms": 5})
+    assert parse({"action": "fault_point", "broker": 3, "point": "hold_cleaner_at", "phase": "swapped"}) == \
+        FaultRequest("fault_point", broker=3, point="hold_cleaner_at", params=(("phase", "swapped"),))
+    with pytest.raises(BadFaultRequest, match="unknown log cleaner phase 'swap'"):
+        parse({"action": "fault_point", "broker": 3, "point": "hold_cleaner_at", "phase": "swap"})
 
 
 # The answer zkbroker/lab/control.py documents, from a follower and from the controller.

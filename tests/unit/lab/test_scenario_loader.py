@@ -118,6 +118,8 @@ def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_one
     message = fails(scenario_with_step('action = "wait"\ncondition = "sunny"\n'), "unknown condition 'sunny'")
     assert message.endswith(", ".join(CONDITIONS))
     fails(scenario_with_step('action = "fault"\npoint = "nap"\nbroker = 1\n'), "unknown fault point 'nap'")
+    fails(scenario_with_step('action = "fault"\npoint = "hold_cleaner_at"\nbroker = 1\nphase = "nap"\n'),
+          "unknown log cleaner phase 'nap'")
 
 
 def test_types_required_fields_and_one_process_are_checked():

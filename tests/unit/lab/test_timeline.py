@@ -147,6 +147,14 @@ def test_a_line_is_the_time_the_source_and_the_words():
     ({"kind": "fault_fired", "point": "hold_offset_out_of_range", "topic": "t", "partition": 0, "offset": 8,
       "leader": 2}, "Fault point hold_offset_out_of_range: fetch offset 8 of partition [t,0] is out of range at "
                     "leader 2; the fetcher waits until released before asking the leader for its offsets"),
+    ({"kind": "fault_applied", "fault": "hold_cleaner_at", "node": "broker:2", "phase": "swap-renamed"},
+     "Applied fault point hold_cleaner_at on broker:2: log cleaner held at phase swap-renamed"),
+    ({"kind": "fault_fired", "point": "hold_cleaner_at", "phase": "swap-renamed"},
+     "Fault point hold_cleaner_at: a log cleaner thread stopped at phase swap-renamed of a cleaning; it waits "
+     "there until released"),
+    ({"kind": "fault_fired", "point": "hold_group_loading", "topic": "__consumer_offsets", "partition": 7},
+     "Fault point hold_group_loading: the loading of offsets partition [__consumer_offsets,7] waits until "
+     "released (its groups answer COORDINATOR_LOAD_IN_PROGRESS)"),
 ])
 def test_the_processes_events_in_plain_words(event, words):
     assert describe({"ts": 0, "source": "broker:1", **event}) == words

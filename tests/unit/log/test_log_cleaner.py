@@ -11,6 +11,7 @@ import time
 import pytest
 
 from zkbroker.cli import main
+from zkbroker.fault_points import CLEANER_PHASES, FaultPoints
 from zkbroker.log.cleaner import CleanerConfig, CleaningAbortedError
 from zkbroker.log.cleaner_manager import CLEANER_CHECKPOINT_FILE
 from zkbroker.log.compaction import KeylessMessageError
@@ -546,25 +547,33 @@ def test_the_cleaner_config_comes_from_the_broker_s_log_cleaner_keys():
     assert not CleanerConfig.from_broker(default).enable_cleaner
 
 
-def test_the_phase_seam_marks_each_phase_reached_and_holds_while_told(tmp_path, monkeypatch):
+def test_a_cleaning_reports_each_phase_the_fault_point_hold_cleaner_at_can_name(make_log, make_cleaner, scheduler):
+    log, _ = mixed_log(make_log, scheduler)
+    reached = []
+    assert clean_once(make_cleaner(log, phase=reached.append))
+    assert set(reached) == set(CLEANER_PHASES) and list(CLEANER_PHASES) == PHASES  # in the order they come
+
+
+def test_hold_cleaner_at_stops_a_cleaning_at_its_phase_until_released(make_log, make_cleaner, scheduler):
     import threading
 
-    from zkbroker.log.log_cleaner import PHASE_DIR_VARIABLE, phase_seam_from_environment
-
-    monkeypatch.delenv(PHASE_DIR_VARIABLE, raising=False)
-    assert phase_seam_from_environment(1) is None
-    monkeypatch.setenv(PHASE_DIR_VARIABLE, str(tmp_path / "phases-{broker_id}"))
-    phase = phase_seam_from_environment(7)
-    phase("swapped")
-    assert (tmp_path / "phases-7" / "swapped.reached").exists()
-    hold = tmp_path / "phases-7" / "swap-renamed.hold"
-    hold.touch()
-    held = threading.Thread(target=phase, args=("swap-renamed",))
-    held.start()
-    wait_until = time.monotonic() + 30
-    while not (tmp_path / "phases-7" / "swap-renamed.reached").exists() and time.monotonic() < wait_until:
-        time.sleep(0.01)
-    assert held.is_alive()  # held while the file exists
-    hold.unlink()
-    held.join(timeout=30)
-    assert not held.is_alive()
+    log, produced = mixed_log(make_log, scheduler)
+    faults = FaultPoints()
+    faults.apply("hold_cleaner_at", phase="swap-renamed")
+    cleaner = make_cleaner(log, phase=faults.at_cleaner_phase)
+    cleaned = threading.Event()
+    thread = threading.Thread(target=lambda: clean_once(cleaner) and cleaned.set())
+    thread.start()
+    try:
+        wait_until = time.monotonic() + 30
+        while faults.in_force()[0]["held"] == 0 and time.monotonic() < wait_until:
+            time.sleep(0.01)
+        assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 1}]
+        assert any(name.endswith(".swap") for name in os.listdir(log.dir))  # held right after the rename
+        assert not cleaned.is_set()
+    finally:
+        faults.apply("release_cleaner")
+        thread.join(timeout=30)
+    assert cleaned.is_set() and faults.in_force() == []
+    assert not any(name.endswith((".swap", ".cleaned")) for name in os.listdir(log.dir))
+    assert last_values(contents(log)) == produced

@@ -8,7 +8,8 @@ to ZooKeeper. The body is one JSON object:
     {"action": "heal"}                     or {"action": "heal", "node": "broker:2"}
     {"action": "fault_point", "broker": 2, "point": "drop_next_leader_and_isr", "count": 1}
                                            a fault point inside a broker (zkbroker/fault_points.py); the
-                                           stop_*_zookeeper_write points take "write" and "stop" (kill|pause)
+                                           stop_*_zookeeper_write points take "write" and "stop" (kill|pause),
+                                           hold_cleaner_at takes "phase"
     {"action": "heal_fault_points", "broker": 2}    or with "point": one of them
 """
 
@@ -22,7 +23,8 @@ from zkbroker.lab.cluster import LabCluster
 PROCESS_ACTIONS = ("kill", "pause", "resume", "start", "stop")
 ACTIONS = (*PROCESS_ACTIONS, "partition", "heal", "fault_point", "heal_fault_points")
 _FIELDS = {"partition": {"node", "from", "one_way"}, "heal": {"node"},
-           "fault_point": {"broker", "point", "count", "ms", "write", "stop"}, "heal_fault_points": {"broker", "point"}}
+           "fault_point": {"broker", "point", "count", "ms", "write", "stop", "phase"},
+           "heal_fault_points": {"broker", "point"}}
 
 
 class BadFaultRequest(ValueError):
@@ -87,7 +89,7 @@ def _fault_point(action: str, body: dict) -> FaultRequest:
         raise BadFaultRequest(f"fault_point needs point, one of: {', '.join(fault_points.POINTS)}")
     if point is not None and point not in fault_points.POINTS:
         raise BadFaultRequest(f"Unknown fault point {point!r}; allowed: {', '.join(fault_points.POINTS)}")
-    params = {k: body[k] for k in ("count", "ms", "write") if body.get(k) is not None}
+    params = {k: body[k] for k in ("count", "ms", "write", "phase") if body.get(k) is not None}
     if body.get("stop") is not None:
         params["action"] = body["stop"]  # what a stop_*_zookeeper_write point does to the broker
     if action == "fault_point":
