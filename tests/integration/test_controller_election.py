@@ -65,6 +65,10 @@ def test_controller_reports_broker_failure_and_startup(brokers, zk):
     _wait_active(trio[controller], 1)
     victim = next(b for b in trio.values() if b.id != controller)
     log = trio[controller]
+    # A broker that registered after the controller read /brokers/ids joins in a later event: wait until the
+    # controller knows all three, so that the count below is final.
+    wait_for(lambda: log.log_lines(r"(Currently active brokers in the cluster: Set|all live brokers: )\(?1,2,3\b"),
+             10, "the controller to know all three brokers")
     started = rf"\[Controller {controller}\]: Broker {victim.id} started"
     starts_before = len(log.log_lines(started))  # it may have seen the victim join at startup
     victim.kill()
