@@ -46,11 +46,13 @@ def test_killed_controller_is_replaced_within_the_session_timeout_with_epoch_plu
     _wait_active(trio[old], 1)
     killed_at = time.monotonic()
     trio[old].kill()
-    new = wait_for(lambda: (c := zk.controller()) not in (None, old) and c, SESSION_S + 2,
-                   "a new controller within session timeout + 2 s")
-    assert time.monotonic() - killed_at <= SESSION_S + 2
-    wait_for(lambda: zk.epoch() == 2, 5, "/controller_epoch to become 2")
-    _wait_active(trio[new], 2)
+    # Session expiry (up to a tick late), the watch, then an election by a Python process on a loaded 2-core
+    # machine: + 2 s was tight; the bound is generous, as the test proves the failover, not its speed.
+    new = wait_for(lambda: (c := zk.controller()) not in (None, old) and c, SESSION_S + 10,
+                   "a new controller within session timeout + 10 s")
+    assert time.monotonic() - killed_at <= SESSION_S + 10
+    wait_for(lambda: zk.epoch() == 2, 10, "/controller_epoch to become 2")
+    _wait_active(trio[new], 2, timeout_s=20)
     # The new controller noticed the old one's broker failing (it may also have seen it while electing).
     survivors = {1, 2, 3} - {old}
     assert zk.registered() == survivors
@@ -72,8 +74,8 @@ def test_controller_reports_broker_failure_and_startup(brokers, zk):
     started = rf"\[Controller {controller}\]: Broker {victim.id} started"
     starts_before = len(log.log_lines(started))  # it may have seen the victim join at startup
     victim.kill()
-    wait_for(lambda: log.log_lines(rf"\[Controller {controller}\]: Broker {victim.id} failed"), SESSION_S + 5,
-             "the controller to report the failure")
+    wait_for(lambda: log.log_lines(rf"\[Controller {controller}\]: Broker {victim.id} failed"), SESSION_S + 15,
+             "the controller to report the failure")  # session expiry, then the controller's work: generous
     victim.start()
     wait_for(lambda: len(log.log_lines(started)) == starts_before + 1, SESSION_S + 10,
              "the controller to report the restart")
@@ -90,22 +92,24 @@ def test_paused_controller_loses_and_never_acts_again_after_resume(brokers, zk):
     _wait_active(trio[old], 1)
     trio[old].pause()
     try:
-        new = wait_for(lambda: (c := zk.controller()) not in (None, old) and c, SESSION_S + 5,
+        # Session expiry, then an election and a failover: generous on a loaded machine.
+        new = wait_for(lambda: (c := zk.controller()) not in (None, old) and c, SESSION_S + 10,
                        "another broker to take over while the controller is paused")
-        wait_for(lambda: zk.epoch() == 2, 5, "epoch 2")
-        _wait_active(trio[new], 2)
+        wait_for(lambda: zk.epoch() == 2, 10, "epoch 2")
+        _wait_active(trio[new], 2, timeout_s=20)
     finally:
         trio[old].resume()
     # On resume the zombie learns it lost: it resigns, re-registers as a plain broker, and follows the new one.
-    wait_for(lambda: trio[old].log_lines(rf"Broker {old} resigned as the controller"), 10, "the old one to resign")
-    wait_for(lambda: zk.registered() == {1, 2, 3}, 10, "the old controller to register again")
+    # It may first try to confirm its session for up to the session timeout + 2 s (controller.py): generous.
+    wait_for(lambda: trio[old].log_lines(rf"Broker {old} resigned as the controller"), 20, "the old one to resign")
+    wait_for(lambda: zk.registered() == {1, 2, 3}, 20, "the old controller to register again")
     assert zk.controller() == new and zk.epoch() == 2
 
     # Make the cluster change again: only the new controller may act on it.
     third = next(b for b in trio.values() if b.id not in (old, new))
     third.kill()
-    wait_for(lambda: trio[new].log_lines(rf"\[Controller {new}\]: Broker {third.id} failed"), SESSION_S + 5,
-             "the new controller to handle the failure")
+    wait_for(lambda: trio[new].log_lines(rf"\[Controller {new}\]: Broker {third.id} failed"), SESSION_S + 15,
+             "the new controller to handle the failure")  # session expiry, then the controller's work
     time.sleep(0.5)
     assert not trio[old].log_lines(rf"\[Controller {old}\]: Broker {third.id} failed")
     # No two active controllers at any instant: the old one sent requests (at epoch 1) only before the new one's

@@ -57,14 +57,17 @@ def test_deletion_waits_for_a_dead_replica_and_completes_when_its_broker_returns
                 "--replica-assignment", f"{other}:{victim}")[0] == 0
     wait_described(zk_connect, "dt", _online(1), 10, "dt online")
     cluster[victim].kill()
-    wait_described(zk_connect, "dt", lambda rows: rows[0][2] == (other,), SESSION_S + 5, "the victim out of the ISR")
+    wait_described(zk_connect, "dt", lambda rows: rows[0][2] == (other,), SESSION_S + 15,
+                   "the victim out of the ISR")  # session expiry, then the controller's work: generous
 
     assert tool("topics", "--zookeeper", zk_connect, "--delete", "--topic", "dt")[0] == 0
     wait_for(lambda: not cluster[other].partition_dir("dt", 0).exists(), 10, "the live replica deleted")
-    time.sleep(0.5)
+    # The controller says so only once it has the live replica's StopReplica answer, after the directory went:
+    # wait for its line (a fixed sleep could lose that race on a loaded machine), then check that nothing was deleted.
+    wait_for(lambda: cluster[controller].log_lines("Not retrying deletion of topic dt at this time since it is "
+                                                   "marked ineligible for deletion"), 10,
+             "the controller to hold the deletion back")
     assert zk.stat("/brokers/topics/dt") is not None  # the dead replica holds the deletion back
-    assert cluster[controller].log_lines("Not retrying deletion of topic dt at this time since it is marked "
-                                         "ineligible for deletion")
 
     assert cluster[victim].partition_dir("dt", 0).exists()
     cluster[victim].start()
