@@ -162,7 +162,8 @@ def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agre
                 victim.resume()
             else:
                 victim.kill()
-                wait_for(lambda v=victim: v.id not in zk.registered(), SESSION_S + 5, "the victim to expire")
+                wait_for(lambda v=victim: v.id not in zk.registered(), SESSION_S + 15,  # expiry: generous under load
+                         "the victim to expire")
                 victim.start(verbose=True)
             wait_for(lambda: healthy(zk), 40, f"the cluster to heal after event {event + 1}")
             acked_before = len(producer.acked)
