@@ -61,11 +61,12 @@ def test_three_consumers_own_each_of_12_partitions_once_and_take_over_from_a_kil
     owned = wait_settled(zk, "billing", "orders", 12, expected_members=2, timeout_s=20)
     assert len(set(owned.values())) == 2
 
-    started = time.monotonic()
-    assert processes[1].terminate() == 0  # a clean close deletes its znodes at once
+    assert processes[1].terminate() == 0
+    # A clean close deletes its znodes at once: gone when the process has exited, with no session timeout to wait
+    # for (checked directly, not by timing the rebalance that follows, which a loaded machine slows down).
+    assert len(members(zk, "billing")) == 1
     owned = wait_settled(zk, "billing", "orders", 12, expected_members=1, timeout_s=20)
     assert len(set(owned.values())) == 1
-    assert time.monotonic() - started < 5
 
 
 def test_a_whitelist_consumer_picks_up_a_new_matching_topic(tmp_path, zk, zk_connect, brokers):
@@ -140,8 +141,10 @@ def test_zookeeper_connection_loss_during_a_rebalance_leaves_no_stale_owner(
     proxy = ZkProxy(zookeeper.connect_string)
     chroot = zk_connect[zk_connect.index("/"):]
     try:
+        # 6 s: the short cut below (0.8 s, after up to one ping interval of silence, then a reconnect with
+        # backoff) must stay well inside the session on a loaded machine; with 2 s it had a few 100 ms to spare.
         a = ConsumerProcess(tmp_path, "at_least_once", proxy.address + chroot, "g", "lossy", "a",
-                            tmp_path / "a.txt", zookeeper_session_timeout_ms=2000)
+                            tmp_path / "a.txt", zookeeper_session_timeout_ms=6000)
         processes.append(a)
         wait_settled(zk, "g", "lossy", 4, expected_members=1)
         (a_id,) = members(zk, "g")
@@ -149,7 +152,7 @@ def test_zookeeper_connection_loss_during_a_rebalance_leaves_no_stale_owner(
         b = ConsumerProcess(tmp_path, "at_least_once", zk_connect, "g", "lossy", "b", tmp_path / "b.txt")
         processes.append(b)
         wait_for(lambda: len(members(zk, "g")) == 2, 20, "B to register")
-        proxy.cut()  # A is rebalancing now (or about to): a short loss, inside its 2 s session
+        proxy.cut()  # A is rebalancing now (or about to): a short loss, inside its 6 s session
         time.sleep(0.8)
         proxy.heal()
         owned = wait_settled(zk, "g", "lossy", 4, expected_members=2, timeout_s=30)

@@ -52,9 +52,10 @@ def test_lab_commands_drive_failover(lab_dir, zookeeper):
 
     old = first["controller"]
     assert "with SIGKILL" in ok("kill", "--dir", str(lab_dir), "--broker", str(old))
-    after = wait_for(lambda: (s := status(lab_dir))["controller"] not in (None, old) and s, 10,
-                     "a new controller after the kill")
-    assert after["controller_epoch"] == 2
+    # /controller names the new one a moment before it writes /controller_epoch: a status read in between saw
+    # epoch 1. Wait for both (each `lab status` is a process of its own: a generous bound on a loaded machine).
+    after = wait_for(lambda: (s := status(lab_dir))["controller"] not in (None, old) and s["controller_epoch"] == 2
+                     and s, 30, "a new controller with epoch 2 after the kill")
     assert next(b for b in after["brokers"] if b["id"] == old)["process"] == "dead"
 
     assert "it is registered" in ok("start", "--dir", str(lab_dir), "--broker", str(old))

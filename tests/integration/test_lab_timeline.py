@@ -4,12 +4,10 @@ order that tells the story, and `lab timeline` says each one in words."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests.integration.admin_support import tool
-from tests.integration.harness import wait_for
+from tests.integration.harness import ZkView, wait_for
 from tests.integration.lab_support import bootstrap, cluster_json, ok, partitions, produce_all, status
 from zkbroker import timeline
 from zkbroker.lab.narration import _WORDS, describe
@@ -34,9 +32,14 @@ def test_the_timeline_tells_a_leader_kill_a_session_expiry_and_a_restart(lab_dir
 
     ok("kill", "--dir", str(lab_dir), "--broker", str(leader))
     wait_for(lambda: partitions(status(lab_dir), TOPIC)[0][0] == controller, SESSION_MS / 1000 + 20, "a new leader")
+    view = ZkView(cluster_json(lab_dir)["zookeeper"])
     ok("pause", "--dir", str(lab_dir), "--broker", str(third))
-    time.sleep(SESSION_MS / 1000 + 2)  # past its session: ZooKeeper expires it
-    ok("resume", "--dir", str(lab_dir), "--broker", str(third))
+    try:  # past its session: wait until ZooKeeper expired it (a fixed sleep may fall short on a loaded machine)
+        wait_for(lambda: third not in view.registered(), SESSION_MS / 1000 + 20,
+                 "ZooKeeper to expire the paused broker")
+    finally:
+        view.close()
+        ok("resume", "--dir", str(lab_dir), "--broker", str(third))
     ok("start", "--dir", str(lab_dir), "--broker", str(leader))
     wait_for(lambda: sorted(partitions(status(lab_dir), TOPIC)[0][2]) == [1, 2, 3], 60, "everyone back in the ISR")
     path = lab_dir / "timeline.jsonl"
