@@ -138,7 +138,10 @@ def test_a_kill_through_the_api_is_streamed_and_moves_the_controller(dashboard, 
         for name, data in messages:
             if name is None and data["kind"] == "process_killed":
                 killed = data
-            if name == "cluster" and data["controller"]["broker"] not in (None, controller):
+            # /controller names the new one a moment before it writes /controller_epoch: a snapshot between
+            # the two shows the old epoch, so the move is the first snapshot with both changed.
+            if name == "cluster" and data["controller"]["broker"] not in (None, controller) \
+                    and data["controller"]["epoch"] != epoch:
                 moved = data
             if killed and moved:
                 break

@@ -66,7 +66,6 @@ class RecordingRelay:
     def _requests(self, source: socket.socket, sink: socket.socket) -> None:
         pending = b""
         while data := self._recv(source):
-            sink.sendall(data)
             pending += data
             while len(pending) >= 4 and len(pending) >= 4 + struct.unpack_from(">i", pending)[0]:
                 size = struct.unpack_from(">i", pending)[0]
@@ -75,6 +74,8 @@ class RecordingRelay:
                 with self._lock:
                     self.seen.add((client_id, key, version))
                 pending = pending[4 + size:]
+            # Forwarded once noted: a request is in `seen` before its answer can reach the client.
+            sink.sendall(data)
         sink.close()
 
     def _copy(self, source: socket.socket, sink: socket.socket) -> None:
@@ -109,7 +110,11 @@ def relayed_broker(brokers, zk_connect):
     relay.close()
 
 
-def confluent_kafka_flow(bootstrap: str, client_id: str) -> None:
+def heartbeated(relay: RecordingRelay, client_id: str) -> bool:
+    return ApiKey.HEARTBEAT in relay.versions(client_id)
+
+
+def confluent_kafka_flow(relay: RecordingRelay, bootstrap: str, client_id: str) -> None:
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -121,8 +126,9 @@ def confluent_kafka_flow(bootstrap: str, client_id: str) -> None:
     message = wait_for(lambda: consumer.poll(0.2), 60, "confluent-kafka to read the record")
     consumer.commit(message, asynchronous=False)
     assert consumer.committed([TopicPartition("versions", 0)], timeout=30)[0].offset == 1
-    deadline = time.monotonic() + 1.0  # a few heartbeats
-    while time.monotonic() < deadline:
+    # Until a heartbeat went out (a fixed second could pass without one on a loaded machine).
+    deadline = time.monotonic() + 30
+    while not heartbeated(relay, client_id) and time.monotonic() < deadline:
         consumer.poll(0.1)
     consumer.close()
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": client_id})
@@ -130,7 +136,7 @@ def confluent_kafka_flow(bootstrap: str, client_id: str) -> None:
     admin.describe_consumer_groups([group])[group].result(30)
 
 
-def kafka_python_flow(bootstrap: str, client_id: str) -> None:
+def kafka_python_flow(relay: RecordingRelay, bootstrap: str, client_id: str) -> None:
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     group = f"versions-{uuid.uuid4().hex[:6]}"
@@ -140,7 +146,8 @@ def kafka_python_flow(bootstrap: str, client_id: str) -> None:
     wait_for(lambda: consumer.poll(200), 60, "kafka-python to read the record")
     consumer.commit()
     assert consumer.committed(TopicPartition("versions", 0)) == 1
-    time.sleep(1.0)  # a few heartbeats from its heartbeat thread
+    # A heartbeat from its heartbeat thread (waited for: a fixed second could pass without one under load).
+    wait_for(lambda: heartbeated(relay, client_id), 30, "a heartbeat from kafka-python")
     consumer.close()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
     admin.list_groups()
@@ -148,7 +155,7 @@ def kafka_python_flow(bootstrap: str, client_id: str) -> None:
     admin.close()
 
 
-def aiokafka_flow(bootstrap: str, client_id: str) -> None:
+def aiokafka_flow(relay: RecordingRelay, bootstrap: str, client_id: str) -> None:
     from aiokafka import AIOKafkaConsumer, TopicPartition
     from aiokafka.admin import AIOKafkaAdminClient
 
@@ -167,7 +174,9 @@ def aiokafka_flow(bootstrap: str, client_id: str) -> None:
             assert read, "aiokafka read nothing"
             await consumer.commit()
             assert await consumer.committed(TopicPartition("versions", 0)) == 1
-            await asyncio.sleep(1.0)  # a few heartbeats
+            deadline = time.monotonic() + 30  # until a heartbeat went out (a fixed second may not do under load)
+            while not heartbeated(relay, client_id) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
         finally:
             await consumer.stop()
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id)
@@ -181,12 +190,14 @@ def aiokafka_flow(bootstrap: str, client_id: str) -> None:
     asyncio.run(asyncio.wait_for(run(), 120))
 
 
-def kafkajs_flow(bootstrap: str, client_id: str, workdir) -> None:
+def kafkajs_flow(relay: RecordingRelay, bootstrap: str, client_id: str, workdir) -> None:
     member = Member(workdir, "kafkajs", bootstrap, f"versions-{uuid.uuid4().hex[:6]}", client_id,
                     topics=["versions"])
     try:
         wait_for(lambda: member.records(), 60, "KafkaJS to read the record")
-        time.sleep(1.5)  # a heartbeat (every second) and an auto-commit
+        # A heartbeat (every second) and an auto-commit: waited for, as 1.5 s may not do on a loaded machine.
+        wait_for(lambda: {ApiKey.HEARTBEAT, ApiKey.OFFSET_COMMIT} <= set(relay.versions(client_id)), 30,
+                 "a heartbeat and an auto-commit from KafkaJS")
     finally:
         member.stop()
     assert member.events()[-1]["event"] == "closed"
@@ -195,10 +206,10 @@ def kafkajs_flow(bootstrap: str, client_id: str, workdir) -> None:
 def test_each_client_picks_kafka_2_1_group_api_versions(relayed_broker, tmp_path, capsys):
     relay = relayed_broker
     bootstrap = f"127.0.0.1:{relay.port}"
-    confluent_kafka_flow(bootstrap, "versions-confluent-kafka")
-    kafka_python_flow(bootstrap, "versions-kafka-python")
-    aiokafka_flow(bootstrap, "versions-aiokafka")
-    kafkajs_flow(bootstrap, "versions-kafkajs", tmp_path)
+    confluent_kafka_flow(relay, bootstrap, "versions-confluent-kafka")
+    kafka_python_flow(relay, bootstrap, "versions-kafka-python")
+    aiokafka_flow(relay, bootstrap, "versions-aiokafka")
+    kafkajs_flow(relay, bootstrap, "versions-kafkajs", tmp_path)
     advertised = advertised_versions()
     picked = {}
     for client in EXPECTED:
