@@ -40,17 +40,15 @@ def test_exactly_one_controller_is_elected_and_the_first_epoch_is_1(brokers, zk)
     assert trio[controller].log_lines(rf"\[Controller {controller}\]: Currently active brokers in the cluster")
 
 
-def test_killed_controller_is_replaced_within_the_session_timeout_with_epoch_plus_one(brokers, zk):
+def test_killed_controller_is_replaced_once_its_session_expires_with_epoch_plus_one(brokers, zk):
     trio = _three(brokers, zk)
     old = zk.controller()
     _wait_active(trio[old], 1)
-    killed_at = time.monotonic()
     trio[old].kill()
     # Session expiry (up to a tick late), the watch, then an election by a Python process on a loaded 2-core
-    # machine: + 2 s was tight; the bound is generous, as the test proves the failover, not its speed.
+    # machine: the bound is generous, as the test proves the failover, not its speed (bench/failover.py times it).
     new = wait_for(lambda: (c := zk.controller()) not in (None, old) and c, SESSION_S + 10,
-                   "a new controller within session timeout + 10 s")
-    assert time.monotonic() - killed_at <= SESSION_S + 10
+                   "a new controller once the old one's session expired")
     wait_for(lambda: zk.epoch() == 2, 10, "/controller_epoch to become 2")
     _wait_active(trio[new], 2, timeout_s=20)
     # The new controller noticed the old one's broker failing (it may also have seen it while electing).
