@@ -136,6 +136,16 @@ def test_minimum_session_timeout_is_two_ticks(server: ZooKeeperServer) -> None:
     assert four_letter_word("ruok", server.port) == "imok"
 
 
+def test_the_log_tail_is_what_the_running_server_wrote(server: ZooKeeperServer) -> None:
+    four_letter_word("conf", server.port)
+    # ZooKeeper logs each four-letter word it answers (the launcher's readiness checks send some too).
+    deadline = time.monotonic() + 10
+    while "Processing conf command" not in (tail := server.log_tail(50)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Processing conf command" in tail
+    assert len(tail.splitlines()) <= 50
+
+
 def test_detached_server_outlives_its_owner_and_stops_by_pid(install: ZooKeeperInstall, tmp_path: Path) -> None:
     server = ZooKeeperServer(install, data_dir=tmp_path / "zk", tick_time_ms=TICK_MS).start(timeout=30)
     server.detach()

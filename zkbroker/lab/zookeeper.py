@@ -429,6 +429,10 @@ class ZooKeeperServer:
         """Snapshots, transaction logs, zoo.cfg and zookeeper.log (None: inside a Docker container)."""
         return self._data_dir
 
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines ZooKeeper wrote (its log and its stdout) since it was last launched."""
+        return self._runner.log_tail(lines)
+
     def start(self, timeout: float = 30.0) -> ZooKeeperServer:
         """Start the server and return once it serves requests; :class:`ZooKeeperStartError` otherwise."""
         if self._port is not None and self.running:
