@@ -125,6 +125,18 @@ def test_a_stop_at_a_zookeeper_write_fires_once_at_its_point_only(faults, stops,
         "broker:3", "fault_fired", "stop_after_zookeeper_write", "isr_update", action)
 
 
+def _cleaner_held_at(faults, phase: str) -> tuple[threading.Thread, threading.Event]:
+    """A cleaner thread that reaches `phase` (held there by the test's hold_cleaner_at), once it waits there;
+    the event is set when it goes on."""
+    passed = threading.Event()
+    cleaner = threading.Thread(target=lambda: (faults.at_cleaner_phase(phase), passed.set()))
+    cleaner.start()
+    deadline = time.monotonic() + 10
+    while faults.cleaners_held == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cleaner, passed
+
+
 def test_hold_cleaner_at_stops_a_cleaner_thread_at_its_phase_only_until_released(faults, tmp_path, monkeypatch):
     monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
     faults.source = "broker:2"
@@ -132,12 +144,7 @@ def test_hold_cleaner_at_stops_a_cleaner_thread_at_its_phase_only_until_released
     faults.apply("hold_cleaner_at", phase="swap-renamed")
     assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 0}]
     faults.at_cleaner_phase("offset-map-built")  # another phase: goes on
-    passed = threading.Event()
-    cleaner = threading.Thread(target=lambda: (faults.at_cleaner_phase("swap-renamed"), passed.set()))
-    cleaner.start()
-    deadline = time.monotonic() + 10
-    while faults.cleaners_held == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    cleaner, passed = _cleaner_held_at(faults, "swap-renamed")
     assert faults.in_force() == [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 1}]
     assert not passed.wait(0.2)
     faults.apply("release_cleaner")
@@ -151,12 +158,7 @@ def test_hold_cleaner_at_stops_a_cleaner_thread_at_its_phase_only_until_released
 
 def test_a_cleaner_hold_moved_to_another_phase_or_healed_lets_its_waiters_go(faults):
     faults.apply("hold_cleaner_at", phase="cleaned-written")
-    passed = threading.Event()
-    cleaner = threading.Thread(target=lambda: (faults.at_cleaner_phase("cleaned-written"), passed.set()))
-    cleaner.start()
-    deadline = time.monotonic() + 10
-    while faults.cleaners_held == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    cleaner, passed = _cleaner_held_at(faults, "cleaned-written")
     assert not passed.wait(0.2)
     faults.apply("hold_cleaner_at", phase="checkpointed")
     # at once: the thread let go is not counted as held at the new phase, even before it runs again
