@@ -570,18 +570,27 @@ def test_retention_deletes_old_segments_moves_log_start_and_consumers_from_it_re
         error, offset = list_offset(broker, topic, 0, EARLIEST)
         return offset if error == 0 and offset > 0 else 0
 
-    start = wait_for(earliest, 20, "retention to delete the oldest segments")
-    segments = broker.segment_files(topic, 0)
-    wait_for(lambda: sum(f.stat().st_size for f in broker.segment_files(topic, 0)) <= retention_bytes
-             + segment_bytes, 20, "the log to shrink to its retention size")
+    def settled() -> bool:
+        """Retention has finished: without its oldest segment the log would fall below retention.bytes, and
+        the earliest offset is that segment's base. Until then the cleaner thread may delete a segment
+        between the listing and its stat()."""
+        try:
+            files = broker.segment_files(topic, 0)
+            sizes = [f.stat().st_size for f in files]
+        except FileNotFoundError:
+            return False
+        return sum(sizes) - sizes[0] < retention_bytes and int(files[0].stem) == earliest()
+
+    wait_for(settled, 20, "retention to delete the oldest segments down to retention.bytes")
     segments = broker.segment_files(topic, 0)
     assert len(segments) >= 2, segments  # rolled on size; the active segment is never deleted
     assert all(len(f.stem) == 20 and f.stem.isdigit() for f in segments)
     assert all(f.stat().st_size <= segment_bytes for f in segments)
     start = earliest()
     assert int(segments[0].stem) == start
-    indexes = sorted(broker.partition_dir(topic, 0).glob("*.index"))
-    assert [f.stem for f in indexes] == [f.stem for f in segments]  # deleted with their segments
+    # deleted with their segments (renamed .deleted just after the .log file)
+    wait_for(lambda: [f.stem for f in sorted(broker.partition_dir(topic, 0).glob("*.index"))]
+             == [f.stem for f in segments], 5, "the deleted segments' indexes to go with them")
 
     assert fetch_raw(broker, topic, 0, 0)[0] == OFFSET_OUT_OF_RANGE
     for client in PYTHON_CLIENTS:  # from offset 0, gone: OFFSET_OUT_OF_RANGE, reset to the new earliest
