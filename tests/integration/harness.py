@@ -229,6 +229,29 @@ def list_offset(broker: Broker, topic: str, partition: int, timestamp: int) -> t
     return row.error_code, (row.offsets[0] if row.offsets else -1)
 
 
+def wait_for_retention(broker: Broker, topic: str, partition: int, retention_bytes: int,
+                       timeout_s: float = 30.0) -> int:
+    """Wait until size retention has deleted segments of a log written well past retention_bytes and no longer
+    written to, and has finished; return the earliest offset. Finished is retention's own rule: without its
+    oldest segment the log would fall below retention_bytes, and the earliest offset is that segment's base.
+    A first pass may run while the producer still writes, so the first earliest offset above 0 is not yet the
+    last; and the broker's thread may delete a segment between our listing and a stat()."""
+
+    def settled() -> int | None:
+        try:
+            files = broker.segment_files(topic, partition)
+            sizes = [f.stat().st_size for f in files]
+        except FileNotFoundError:
+            return None
+        error, earliest = list_offset(broker, topic, partition, -2)
+        if error or not files or sum(sizes) - sizes[0] >= retention_bytes or int(files[0].stem) != earliest:
+            return None
+        return earliest or None  # 0: retention has not run yet
+
+    return wait_for(settled, timeout_s,
+                    f"retention to finish deleting the oldest segments of [{topic},{partition}]")
+
+
 class ZkView:
     """A test's own kazoo client on the cluster's chroot, for reading what the brokers wrote."""
 

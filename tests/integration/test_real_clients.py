@@ -24,7 +24,7 @@ import uuid
 import pytest
 
 from tests.integration.clients import PYTHON_CLIENTS, ZOOKEEPER_OFFSETS_CLIENT, ClientConfig, Received
-from tests.integration.harness import Broker, create_topic, list_offset, wait_for, wait_for_leaders
+from tests.integration.harness import Broker, create_topic, list_offset, wait_for, wait_for_leaders, wait_for_retention
 from tests.real_tools import require
 from zkbroker.protocol.message_set import build_message_set, iter_entries, iter_messages
 
@@ -566,27 +566,11 @@ def test_retention_deletes_old_segments_moves_log_start_and_consumers_from_it_re
             message_set = build_message_set(records[first:first + 50], magic=1)
             assert produce_raw(broker, topic, 0, message_set, conn=conn) == (0, first)
 
-    def earliest() -> int:
-        error, offset = list_offset(broker, topic, 0, EARLIEST)
-        return offset if error == 0 and offset > 0 else 0
-
-    def settled() -> bool:
-        """Retention has finished: without its oldest segment the log would fall below retention.bytes, and
-        the earliest offset is that segment's base. Until then the cleaner thread may delete a segment
-        between the listing and its stat()."""
-        try:
-            files = broker.segment_files(topic, 0)
-            sizes = [f.stat().st_size for f in files]
-        except FileNotFoundError:
-            return False
-        return sum(sizes) - sizes[0] < retention_bytes and int(files[0].stem) == earliest()
-
-    wait_for(settled, 20, "retention to delete the oldest segments down to retention.bytes")
+    start = wait_for_retention(broker, topic, 0, retention_bytes)
     segments = broker.segment_files(topic, 0)
     assert len(segments) >= 2, segments  # rolled on size; the active segment is never deleted
     assert all(len(f.stem) == 20 and f.stem.isdigit() for f in segments)
     assert all(f.stat().st_size <= segment_bytes for f in segments)
-    start = earliest()
     assert int(segments[0].stem) == start
     # deleted with their segments (renamed .deleted just after the .log file)
     wait_for(lambda: [f.stem for f in sorted(broker.partition_dir(topic, 0).glob("*.index"))]

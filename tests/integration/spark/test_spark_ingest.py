@@ -16,7 +16,7 @@ import pytest
 import consumer.spark.ingest as ingest
 from consumer.spark.ingest import IngestConfig, IngestError, run_ingest
 from consumer.spark.output import OutputLayout
-from tests.integration.harness import list_offset, wait_for
+from tests.integration.harness import wait_for, wait_for_retention
 from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows
 from zkbroker.cli import main
 
@@ -35,17 +35,6 @@ def crash_at(monkeypatch, stage: str) -> None:
 
 def config(zk_connect: str, output: Path, group: str = "etl", **kwargs) -> IngestConfig:
     return IngestConfig(zookeeper=zk_connect, group=group, output=output, **kwargs)
-
-
-def settled_log_start(broker, topic: str) -> int:
-    """The partition's first offset once retention has deleted all it will (two looks a second apart agree)."""
-    looks = []
-
-    def settled() -> int | None:
-        looks.append(list_offset(broker, topic, 0, -2)[1])
-        return looks[-1] if len(looks) > 1 and looks[-1] == looks[-2] > 0 else None
-
-    return wait_for(settled, 40, "retention to delete the oldest segments", interval_s=1.0)
 
 
 def ingested(spark, output: Path) -> list[tuple]:
@@ -196,7 +185,7 @@ def test_retention_deleting_uncommitted_records_fails_the_ingest_or_skips_them_w
     topic, leaders = make_topic(zk_connect, [broker], 1, 1)
     zk.client.create("/consumers/etl/offsets/" + topic + "/0", b"0", makepath=True)  # the group read nothing
     produce([broker], leaders, topic, 4000)
-    earliest = settled_log_start(broker, topic)
+    earliest = wait_for_retention(broker, topic, 0, 60_000)
     output = tmp_path / "out"
     with pytest.raises(IngestError, match=rf"Could not read records in offset \[0, \d+\) for topic partition "
                                           rf"{topic}-0.*--fail-on-data-loss false"):

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tests.integration.harness import list_offset, wait_for
+from tests.integration.harness import list_offset, wait_for, wait_for_retention
 from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows
 
 PER_PARTITION = 120
@@ -149,7 +149,7 @@ def test_retention_deleting_a_range_fails_the_read_or_skips_it_as_fail_on_data_l
                         log_retention_check_interval_ms=200)
     topic, leaders = make_topic(zk_connect, [broker], 1, 1)
     produce([broker], leaders, topic, 4000)
-    earliest = wait_for(lambda: list_offset(broker, topic, 0, -2)[1] or None, 30, "retention to delete segments")
+    earliest = wait_for_retention(broker, topic, 0, 60_000)
     end = list_offset(broker, topic, 0, -1)[1]
     from_zero = {"startingOffsets": json.dumps({topic: {"0": 0}})}
 
