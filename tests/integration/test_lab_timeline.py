@@ -59,7 +59,12 @@ def test_the_timeline_tells_a_leader_kill_a_session_expiry_and_a_restart(lab_dir
     assert (expired["source"], expired["session"]) == (f"broker:{third}", registered[0]["session"])
     assert registered[0]["ts"] < expired["ts"] < registered[1]["ts"]
 
-    assert of("produce_acked", source=f"broker:{leader}", topic=TOPIC, partition=0, acks=-1)
+    acked = of("produce_acked", source=f"broker:{leader}", topic=TOPIC, partition=0, acks=-1)
+    written = of("produce_appended", source=f"broker:{leader}", topic=TOPIC, partition=0)
+    assert acked and [(e["offset"], e["last_offset"]) for e in written] == [(e["offset"], e["last_offset"])
+                                                                            for e in acked]
+    assert all(isinstance(e["correlation_id"], int) and e["connection"] and e["client"] for e in written)
+    assert all(w["ts"] <= a["ts"] for w, a in zip(written, acked))
     assert of("hw_moved", source=f"broker:{leader}", topic=TOPIC, partition=0, to=3)
     (failed,) = of("broker_failed", broker=leader)
     (moved,) = of("leader_changed", topic=TOPIC, previous_leader=leader)

@@ -85,10 +85,14 @@ class Loss:
 
 @dataclass(frozen=True)
 class Duplicate:
+    """One value at several offsets; `cause` says who stored it twice, from the produce_appended events, when
+    they tell ("" when they do not)."""
+
     topic: str
     partition: int
     value: bytes
     offsets: tuple[int, ...]
+    cause: str = ""
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,8 @@ def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], eve
         where: dict[bytes, list[int]] = {}
         for offset, value in sorted(readable.items()):
             where.setdefault(value, []).append(offset)
-        report.duplicates += [Duplicate(tp.topic, tp.partition, value, tuple(offsets))
+        report.duplicates += [Duplicate(tp.topic, tp.partition, value, tuple(offsets),
+                                        _duplicate_cause(tp, offsets, events))
                               for value, offsets in where.items() if len(offsets) > 1]
         report.divergences += _divergences(state)
         if state.leader is None:
@@ -285,6 +290,36 @@ def _truncation(tp: TopicPartition, offset: int, state: PartitionState, events: 
     event = (on_leader or truncations)[-1]
     broker = event["source"].partition(":")[2]
     return f"truncated on broker {broker} at {clock(event['ts'])}: {event.get('reason', 'truncation')}"
+
+
+def _duplicate_cause(tp: TopicPartition, offsets: Sequence[int], events: Sequence[dict]) -> str:
+    """Who stored one value at two offsets, in words: the produce request that wrote each offset last (a
+    broker's produce_appended event; replication writes none, and what a truncation removed was written again
+    by a later append) -- two requests mean the client sent the record again, one request that the brokers
+    copied it. "" when no event covers one of the offsets."""
+    appends = [e for e in events if e.get("kind") == "produce_appended" and e.get("topic") == tp.topic
+               and e.get("partition") == tp.partition]
+    writers = []
+    for offset in offsets[:2]:
+        covering = [e for e in appends if e.get("offset", 0) <= offset <= e.get("last_offset", -1)]
+        if not covering:
+            return ""
+        writers.append(max(covering, key=lambda e: e["ts"]))
+
+    def request(e: dict) -> tuple:
+        return e.get("source"), e.get("connection"), e.get("correlation_id")
+
+    def named(e: dict) -> str:
+        broker = str(e.get("source", "")).partition(":")[2]
+        return (f"request {e.get('correlation_id')} of client {e.get('client')!r} on broker {broker} at "
+                f"{clock(e['ts'])}")
+
+    first, second = writers
+    if request(first) == request(second):
+        return f"one produce request wrote it twice ({named(first)}): the brokers duplicated it"
+    return (f"sent twice by the client: {named(first)} wrote offset {offsets[0]}, {named(second)} offset "
+            f"{offsets[1]} (a producer without idempotence may send a set again when it cannot tell whether "
+            f"the first attempt was written)")
 
 
 def _divergences(state: PartitionState) -> list[Divergence]:

@@ -164,6 +164,11 @@ _WORDS: dict[str, Callable[[dict], str]] = {
                             f"(from {f['from']}): {f['reason']}"),
     "leader_and_isr_sent": _leader_and_isr_sent,  # the state change log of 0.8.2's ControllerBrokerRequestBatch
     "leader_and_isr_applied": _leader_and_isr_applied,  # and of its ReplicaManager.becomeLeaderOrFollower
+    "produce_appended": lambda f: (f"Partition {_tp(f)}: "
+                                   + (f"offsets {f['offset']}-{f['last_offset']}"
+                                      if f.get("last_offset", f["offset"]) != f["offset"] else f"offset {f['offset']}")
+                                   + f" appended from request {f.get('correlation_id')} of client "
+                                     f"{f.get('client')!r} on connection {f.get('connection')}"),
     "produce_acked": lambda f: (f"Partition {_tp(f)}: "
                                 + (f"offsets {f['offset']}-{f['last_offset']}"
                                    if f.get("last_offset", f["offset"]) != f["offset"] else f"offset {f['offset']}")

@@ -231,7 +231,8 @@ def run_torture(runs: int, seed: int = 0, faults: tuple[str, ...] = FAULT_KINDS,
                 narrate(f"[torture]     lost {loss.cause}")
             for duplicate in run.report.duplicates[:3]:
                 narrate(f"[torture]     duplicated {duplicate.value.decode(errors='replace')} at "
-                        f"{duplicate.topic}-{duplicate.partition} offsets {', '.join(map(str, duplicate.offsets))}")
+                        f"{duplicate.topic}-{duplicate.partition} offsets {', '.join(map(str, duplicate.offsets))}"
+                        + (f": {duplicate.cause}" if duplicate.cause else ""))
             if run.verdict == "stuck":
                 for why in stuck_reasons(run)[:3]:
                     narrate(f"[torture]     stuck: {why}")

@@ -114,7 +114,7 @@ class KafkaApis:
         debug = log.isEnabledFor(logging.DEBUG)
         results = []
         waits = []
-        appended = [] if self.timeline_source is not None else None  # in a lab, for the produce_acked events
+        appended = [] if self.timeline_source is not None else None  # in a lab: produce_appended/_acked events
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
@@ -139,6 +139,13 @@ class KafkaApis:
                     waits.append((partitions[-1], result.partition, result.info.last_offset + 1))
                 if appended is not None and result.info is not None:
                     appended.append((topic_entry.topic, entry.partition, partitions[-1], result.info))
+                    if result.info.count:  # written now (an idempotent producer's retry of a batch we have is not)
+                        # Which request wrote which offsets: the checker tells a client's resend from a duplicate
+                        # the brokers made by it.
+                        timeline.emit(self.timeline_source, "produce_appended", topic=topic_entry.topic,
+                                      partition=entry.partition, offset=result.info.first_offset,
+                                      last_offset=result.info.last_offset, client=header.client_id,
+                                      connection=CONNECTION.get(), correlation_id=header.correlation_id)
             results.append({"topic": topic_entry.topic, "partitions": partitions})
         if acks == 0:
             # No response at all, even on error (0.8.2 closed the connection only in later versions).

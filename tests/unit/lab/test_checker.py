@@ -65,7 +65,38 @@ def test_a_record_stored_at_another_offset_is_not_lost_and_twice_is_a_duplicate(
     assert report.losses == []
     (duplicate,) = report.duplicates
     assert (duplicate.value, duplicate.offsets) == (b"m1", (1, 2))
+    assert duplicate.cause == ""  # no produce_appended event says who wrote them
     assert report.verdict() == "duplicated"
+
+
+def appended(offset: int, last: int, at: float, broker: int, correlation_id: int, connection: str = "c#1") -> dict:
+    return {"ts": at, "source": f"broker:{broker}", "kind": "produce_appended", "topic": "t", "partition": 0,
+            "offset": offset, "last_offset": last, "client": "rdkafka", "connection": connection,
+            "correlation_id": correlation_id}
+
+
+def test_a_duplicate_two_produce_requests_wrote_is_the_clients_resend():
+    # m1 went to broker 1 (request 5), which wrote it, and broker 2 copied it; broker 1 took m2 at offset 2
+    # (request 6) and stalled before answering either. The client sent m1 again to broker 2, the new leader,
+    # which wrote it at 2 (request 12); broker 1's m2 there was truncated, so it is not offset 2's writer.
+    events = [appended(0, 0, T0, 1, 4), appended(1, 1, T0 + 10, 1, 5), appended(2, 2, T0 + 15, 1, 6),
+              appended(2, 2, T0 + 3000, 2, 12, connection="c#2")]
+    report = check([acked(b"m0", 0, T0), acked(b"m1", 2, T0 + 3000)],
+                   [state({2: {0: b"m0", 1: b"m1", 2: b"m1"}}, hw=3, leader=2)], events)
+    (duplicate,) = report.duplicates
+    assert duplicate.cause == (
+        f"sent twice by the client: request 5 of client 'rdkafka' on broker 1 at {clock(T0 + 10)} wrote offset 1, "
+        f"request 12 of client 'rdkafka' on broker 2 at {clock(T0 + 3000)} offset 2 (a producer without "
+        "idempotence may send a set again when it cannot tell whether the first attempt was written)")
+    assert report.verdict() == "duplicated"  # still a duplicate a consumer reads
+
+
+def test_a_duplicate_one_produce_request_wrote_is_the_brokers():
+    events = [appended(0, 2, T0, 1, 4)]
+    report = check([acked(b"m0", 0, T0)], [state({1: {0: b"m0", 1: b"m1", 2: b"m1"}}, hw=3)], events)
+    (duplicate,) = report.duplicates
+    assert duplicate.cause == (f"one produce request wrote it twice (request 4 of client 'rdkafka' on broker 1 at "
+                               f"{clock(T0)}): the brokers duplicated it")
 
 
 def test_an_unacknowledged_record_that_was_stored_is_reported_but_no_anomaly():

@@ -48,7 +48,7 @@ POLL_S = 1.0  # a snapshot this often while a page is open
 MIN_SNAPSHOT_GAP_S = 0.1  # and, after a timeline event that may change what the views show, this soon
 # Kinds that change nothing the cluster and truth views show (or come by the thousand under load): they go
 # to the pages, but do not call for a snapshot.
-QUIET_KINDS = frozenset({"produce_acked", "hw_moved", "leader_and_isr_sent", "fault_fired"})
+QUIET_KINDS = frozenset({"produce_appended", "produce_acked", "hw_moved", "leader_and_isr_sent", "fault_fired"})
 TAIL_S = 0.05  # the timeline file is looked at this often while a page is open
 KEEPALIVE_S = 15.0
 MAX_QUEUED = 10_000  # events a slow page may fall behind before it is dropped (it reconnects and resumes)

@@ -726,8 +726,8 @@ function setLive(on) {
 
 let source = null;
 
-// Acknowledgements and HW samples come by the thousand under load: the live list leaves them out unless asked.
-const BUSY_KINDS = 'produce_acked,hw_moved';
+// Appends, acknowledgements and HW samples come by the thousand under load: the live list leaves them out unless asked.
+const BUSY_KINDS = 'produce_appended,produce_acked,hw_moved';
 
 function connect() {
   const busy = document.getElementById('event-filter').elements.busy.checked;
