@@ -42,6 +42,12 @@ def _tp(f: dict) -> str:
     return f"[{f['topic']},{f['partition']}]"
 
 
+def _offsets(f: dict) -> str:
+    """A produce request's offsets: "offset 41", or "offsets 41-45"."""
+    last = f.get("last_offset", f["offset"])
+    return f"offsets {f['offset']}-{last}" if last != f["offset"] else f"offset {f['offset']}"
+
+
 def _session(f: dict) -> str:
     session = f.get("session")
     return f" (session 0x{session:x})" if isinstance(session, int) else ""
@@ -164,15 +170,10 @@ _WORDS: dict[str, Callable[[dict], str]] = {
                             f"(from {f['from']}): {f['reason']}"),
     "leader_and_isr_sent": _leader_and_isr_sent,  # the state change log of 0.8.2's ControllerBrokerRequestBatch
     "leader_and_isr_applied": _leader_and_isr_applied,  # and of its ReplicaManager.becomeLeaderOrFollower
-    "produce_appended": lambda f: (f"Partition {_tp(f)}: "
-                                   + (f"offsets {f['offset']}-{f['last_offset']}"
-                                      if f.get("last_offset", f["offset"]) != f["offset"] else f"offset {f['offset']}")
-                                   + f" appended from request {f.get('correlation_id')} of client "
-                                     f"{f.get('client')!r} on connection {f.get('connection')}"),
-    "produce_acked": lambda f: (f"Partition {_tp(f)}: "
-                                + (f"offsets {f['offset']}-{f['last_offset']}"
-                                   if f.get("last_offset", f["offset"]) != f["offset"] else f"offset {f['offset']}")
-                                + f" acknowledged (acks={f['acks']})"),
+    "produce_appended": lambda f: (f"Partition {_tp(f)}: {_offsets(f)} appended from request "
+                                   f"{f.get('correlation_id')} of client {f.get('client')!r} on connection "
+                                   f"{f.get('connection')}"),
+    "produce_acked": lambda f: f"Partition {_tp(f)}: {_offsets(f)} acknowledged (acks={f['acks']})",
     "fault_applied": _fault("Applied"),
     "fault_healed": _fault("Healed"),
     "fault_fired": _fault_fired,
