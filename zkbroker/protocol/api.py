@@ -4,7 +4,7 @@ Server side::
 
     header, body_offset = parse_request_header(frame)
     request = decode_request(header, frame, body_offset)     # a struct, see schemas/
-    out = encode_response(header, {...})                      # size + header v0 + body
+    out = encode_response(header, {...})                      # size + response header + body
 
 Client side, under ``client_codec.ClientCodec`` (which every client connection drives: our
 producer, consumers, controller channel and follower fetchers)::
@@ -15,6 +15,11 @@ producer, consumers, controller channel and follower fetchers)::
 Decoding wraps the frame in a ``memoryview``, so message sets (``Records`` fields) come out as
 zero-copy views of the frame -- writable when the frame is a ``bytearray``, as FrameDecoder
 returns.
+
+Flexible versions (KIP-482) need nothing here but their schemas: the header versions follow from
+``headers.FIRST_FLEXIBLE_VERSION``, and registering a schema whose flexibility disagrees with that
+table fails at import (a flexible version is a ``FlexibleSchema`` built of compact types, the
+others never are).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import struct
 from typing import Any
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from .headers import RequestHeader, encode_request_header, parse_response_header
+from .headers import RequestHeader, encode_request_header, is_flexible, parse_response_header, response_header_version
 from .schemas import (
     api_versions,
     controlled_shutdown,
@@ -170,6 +175,21 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Schema] = {
     for version, schema in module.RESPONSE.items()
 }
 
+
+def _check_flexibility(registry: dict[tuple[int, int], Schema], kind: str) -> None:
+    for (key, version), schema in registry.items():
+        if schema.flexible != is_flexible(key, version):
+            want = "a FlexibleSchema" if is_flexible(key, version) else "a Schema (not flexible)"
+            raise TypeError(f"{kind} schema of api_key {key} version {version} must be {want}: "
+                            f"headers.FIRST_FLEXIBLE_VERSION has Kafka's first flexible version of each API")
+
+
+_check_flexibility(REQUEST_SCHEMAS, "request")
+_check_flexibility(RESPONSE_SCHEMAS, "response")
+
+#: (api_key, version) pairs answered with response header v1 (flexible, ApiVersions excepted).
+_RESPONSE_HEADER_V1 = frozenset(pair for pair in RESPONSE_SCHEMAS if response_header_version(*pair) == 1)
+
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
 
@@ -211,8 +231,11 @@ def decode_request(
 
 
 def encode_response(header: RequestHeader, body: Any) -> bytes:
-    """A complete response frame: int32 size, response header v0, then the body."""
+    """A complete response frame: int32 size, response header (v0, or v1 for a flexible version), then the
+    body."""
     payload = response_schema(header.api_key, header.api_version).encode(body)
+    if (header.api_key, header.api_version) in _RESPONSE_HEADER_V1:
+        payload = b"\x00" + payload  # header v1: the correlation id's empty tag buffer
     return _SIZE_AND_CORRELATION.pack(len(payload) + 4, header.correlation_id) + payload
 
 
@@ -241,7 +264,7 @@ def decode_response(
         raise LocalProtocolError(
             f"no response schema for api_key {api_key} version {api_version}"
         ) from None
-    correlation_id, offset = parse_response_header(frame)
+    correlation_id, offset = parse_response_header(frame, response_header_version(api_key, api_version))
     body, _ = schema.decode(_view(frame), offset)
     return correlation_id, body
 
