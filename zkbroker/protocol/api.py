@@ -104,6 +104,8 @@ class ApiKey(enum.IntEnum):
 #: to every client (Kafka 4.0's clients refuse versions older than 2.1's baseline, KIP-896): FindCoordinator 0-2,
 #: JoinGroup 0-3 (v1+ carry max.poll.interval.ms as the rebalance timeout, KIP-62), Heartbeat, LeaveGroup,
 #: SyncGroup, DescribeGroups and ListGroups 0-2, OffsetCommit 0-6 and OffsetFetch 0-5 (v0 of both in ZooKeeper).
+#: ApiVersions goes to 3 (KIP-511's flexible version, Kafka 2.4), which today's clients send first: answered as a
+#: ZooKeeper-mode Kafka 2.x broker answers it (``api_versions_response``).
 #:
 #: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
 #: but a real 0.8.2 broker sends version 0 with its non-standard header
@@ -127,7 +129,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 2),
     ApiKey.DESCRIBE_GROUPS: (0, 2),
     ApiKey.LIST_GROUPS: (0, 2),
-    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.API_VERSIONS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
 }
@@ -286,10 +288,18 @@ def api_versions_response(
     header: RequestHeader,
     versions: dict[int, tuple[int, int]] | None = None,
     throttle_time_ms: int = 0,
+    error_code: int = ErrorCode.NONE,
 ) -> bytes:
-    """The ApiVersions answer for a supported request version (0-2): error 0 and the table."""
-    api_keys = _api_keys(versions or advertised_versions())
-    body: dict[str, Any] = {"error_code": 0, "api_keys": api_keys}
+    """The ApiVersions answer for a supported request version (0-3): the table, or with an error (INVALID_REQUEST
+    for a v3 request whose client software fails Kafka's check) no table, as Kafka answers.
+
+    v3's tagged fields keep their defaults, so none is written: a ZooKeeper-mode Kafka 2.x broker supports no
+    feature (BrokerFeatures.createDefault is empty through 2.8) and, without a ``/feature`` znode (0.8.2's
+    layout has none, and only inter.broker.protocol.version 2.7+ creates it), knows no finalized features, whose
+    epoch is then -1.
+    """
+    api_keys = _api_keys(versions or advertised_versions()) if error_code == ErrorCode.NONE else []
+    body: dict[str, Any] = {"error_code": error_code, "api_keys": api_keys}
     if header.api_version >= 1:
         body["throttle_time_ms"] = throttle_time_ms
     return encode_response(header, body)

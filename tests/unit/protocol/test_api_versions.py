@@ -43,7 +43,7 @@ DESIGN_TABLE = {
     14: (0, 2),
     15: (0, 2),
     16: (0, 2),
-    18: (0, 2),
+    18: (0, 3),  # DESIGN §16: v3, the first flexible version (KIP-511)
     22: (0, 1),
     23: (0, 2),
 }
