@@ -2,7 +2,7 @@
 the controller ZooKeeper names; a kill pressed on the controller shows the new controller and the next
 epoch; a broker cut off from ZooKeeper is highlighted beside ZooKeeper's truth; a scenario is stepped
 through with predictions. Each test saves screenshots in its tmp dir (with $ZKBROKER_SCREENSHOTS_TO_DOCS set,
-the README's in docs/ too)."""
+docs/dashboard.png too)."""
 
 from __future__ import annotations
 

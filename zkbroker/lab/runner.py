@@ -507,6 +507,8 @@ class ScenarioRun:
         if condition == "controller_changed":
             controller = o.controller()
             return controller is not None and controller != self._broker(args["broker"])
+        if condition == "controller_epoch":
+            return o.controller_epoch() == args["size"]
         if condition == "running":
             return o.running(broker)
         if condition == "log_contains" and "consumer" in args:
@@ -775,6 +777,7 @@ def _condition_words(condition: str, f: dict) -> str:
         "no_leader": f"{tp} has no live leader",
         "isr_contains": f"broker {broker} is in {tp}'s ISR",
         "isr_excludes": f"broker {broker} is out of {tp}'s ISR",
+        "controller_epoch": f"/controller_epoch is {f.get('size')}",
         "isr_size": f"{tp}'s ISR has {f.get('size')} members",
         "isr_shrinks": f"{tp}'s leaders shrank its ISR {f.get('size')} times",
         "isr_expansions": f"{tp}'s leaders expanded its ISR {f.get('size')} times",

@@ -77,6 +77,7 @@ _CONDITION_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, .
     "unregistered": (("broker",), (), ()),
     "controller_elected": ((), ("broker",), ()),
     "controller_changed": (("broker",), (), ()),  # from the broker named: who was controller before
+    "controller_epoch": (("size",), (), ()),  # /controller_epoch holds `size`
     "leader": (("topic",), ("broker", *_TP), ()),
     "no_leader": (("topic",), _TP, ()),
     "isr_contains": (("topic", "broker"), _TP, ()),
@@ -153,7 +154,7 @@ STEPS: dict[str, Shape] = {
 
 _TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
-_CLUSTER = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
+CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
 _MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
 
 
@@ -240,7 +241,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     except tomllib.TOMLDecodeError as e:
         line = re.search(r"at line (\d+)", str(e))
         raise ScenarioError(f"{filename}:{line.group(1) if line else 1}: not valid TOML: {e}") from None
-    check = _Checker(text, filename)
+    check = Checker(text, filename)
 
     check.fields(doc, _TOP, ())
     for key in ("name", "source", "summary"):
@@ -249,7 +250,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.fail((), "name", f"name {doc['name']!r} must be lower-case letters, digits, dots and dashes")
 
     cluster = doc.get("cluster", {})
-    check.fields(cluster, _CLUSTER, ("cluster",))
+    check.fields(cluster, CLUSTER_FIELDS, ("cluster",))
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in ENSEMBLE_SIZES:
         check.fail(("cluster",), "zookeepers", f"zookeepers must be one of {', '.join(map(str, ENSEMBLE_SIZES))}")
@@ -268,25 +269,24 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.require(spec, "expect", ("modes", mode))
         if spec["expect"] not in VERDICTS:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
-        modes[mode] = ModeSpec(_settings(spec.get("config", {})), spec["expect"], spec.get("max_unavailable_ms"),
-                               spec.get("why", ""))
+        modes[mode] = ModeSpec(server_settings(spec.get("config", {})), spec["expect"],
+                               spec.get("max_unavailable_ms"), spec.get("why", ""))
     if len(modes) == 1 and "why_one_mode" not in doc:
         check.fail((), None, "a scenario with one mode says why in why_one_mode")
 
     steps = []
-    names = _Names(modes)
+    names = Names(modes)
     for index, step in enumerate(doc.get("steps", [])):
-        steps.append(_step(check, index, step, modes, names, cluster.get("brokers", 3), zookeepers))
+        steps.append(check_step(check, ("steps", index), step, modes, names, cluster.get("brokers", 3), zookeepers))
     needs_network = [s for s in steps if s.action in ("partition", "heal")]
     if needs_network and not cluster.get("network", False):
-        check.fail(("steps", steps.index(needs_network[0])), "action",
-                   f"a {needs_network[0].action} step needs network = true in [cluster]")
+        check.fail_at(needs_network[0].line, f"a {needs_network[0].action} step needs network = true in [cluster]")
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
-                    cluster.get("network", False), _settings(cluster.get("config", {})), modes, steps,
+                    cluster.get("network", False), server_settings(cluster.get("config", {})), modes, steps,
                     doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000))
 
 
-class _Names:
+class Names:
     """The names steps give (`as` of a broker, a produce or a Spark read; a consumer's `name` and its group), and
     in which modes each is given: a step of mode "0.8" only names nothing for the steps of mode "fixed"."""
 
@@ -304,9 +304,10 @@ class _Names:
         return modes <= self.given.get((kind, name), frozenset())
 
 
-def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], names: _Names, brokers: int,
-          zookeepers: int) -> Step:
-    where = ("steps", index)
+def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpec], names: Names, brokers: int,
+               zookeepers: int) -> Step:
+    """One step checked against STEPS and CONDITIONS, its names against those given before it (`names` learns
+    the ones it gives); `where` locates its table for the error's line."""
     if not isinstance(step, dict):
         check.fail(where, None, "each step is a [[steps]] table")
     check.require(step, "action", where)
@@ -344,7 +345,7 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
                 step.get("mode"), check.line(where, "action"))
 
 
-def _shape(check: _Checker, where: tuple, step: dict, shape: Shape, what: str) -> None:
+def _shape(check: Checker, where: tuple, step: dict, shape: Shape, what: str) -> None:
     for key in shape.required:
         if key not in step:
             check.fail(where, None, f"{what} needs {key!r}")
@@ -355,7 +356,7 @@ def _shape(check: _Checker, where: tuple, step: dict, shape: Shape, what: str) -
                                                                       else ""))
 
 
-def _references(check: _Checker, where: tuple, step: dict, names: _Names, modes: frozenset[str], brokers: int,
+def _references(check: Checker, where: tuple, step: dict, names: Names, modes: frozenset[str], brokers: int,
                 zookeepers: int) -> None:
     """Every name a step uses is a broker or ZooKeeper server of the cluster, or was given by an earlier step that
     runs in each mode this one runs in."""
@@ -400,12 +401,12 @@ def _references(check: _Checker, where: tuple, step: dict, names: _Names, modes:
                                        f"zookeeper:N or clients")
 
 
-def _only_in(names: _Names, kind: str, name: str) -> str:
+def _only_in(names: Names, kind: str, name: str) -> str:
     given = names.given.get((kind, name))
     return f" (it is named only in mode {', '.join(sorted(given))})" if given else ""
 
 
-def _give_names(check: _Checker, where: tuple, step: dict, names: _Names, modes: frozenset[str]) -> None:
+def _give_names(check: Checker, where: tuple, step: dict, names: Names, modes: frozenset[str]) -> None:
     action = step["action"]
     if action == "consumer":
         if not names.give("consumer", step["name"], modes):
@@ -422,7 +423,7 @@ def _give_names(check: _Checker, where: tuple, step: dict, names: _Names, modes:
         check.fail(where, "as", f"as names a broker, a produce or a spark_read; this {action} step has none")
 
 
-def _target_known(target: str, names: _Names, modes: frozenset[str], brokers: int) -> bool:
+def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int) -> bool:
     """A broker named by a string: "controller", "leader:TOPIC-PARTITION", a name given earlier with `as`, or
     "not:A,B" (the lowest broker id that is none of those)."""
     if target.startswith("not:"):
@@ -432,7 +433,7 @@ def _target_known(target: str, names: _Names, modes: frozenset[str], brokers: in
         or names.known("broker", target, modes)
 
 
-def _node_known(node: str, names: _Names, modes: frozenset[str], brokers: int, zookeepers: int) -> bool:
+def _node_known(node: str, names: Names, modes: frozenset[str], brokers: int, zookeepers: int) -> bool:
     kind, colon, rest = node.partition(":")
     if kind in ("zookeeper", "clients") and not colon:
         return True
@@ -450,7 +451,7 @@ def fault_parameters(fields: dict) -> dict:
     return {names[k]: v for k, v in fields.items() if k in names}
 
 
-def _settings(config: dict) -> dict[str, str]:
+def server_settings(config: dict) -> dict[str, str]:
     """server.properties values as the lab's --config takes them (TOML's true/3000 become "true"/"3000")."""
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
 
@@ -459,7 +460,7 @@ _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")  # a dotted key's parts; "0.8" stays whole
 
 
-class _Checker:
+class Checker:
     """Schema checks that fail with FILE:LINE: and the allowed names. tomllib keeps no positions, so the line
     is found in the text: the table's header (the i-th for an array of tables), then the key within it."""
 
@@ -486,7 +487,10 @@ class _Checker:
             self.fail(where, None, f"missing {key!r}")
 
     def fail(self, where: tuple, key: str | None, message: str) -> None:
-        raise ScenarioError(f"{self.filename}:{self.line(where, key)}: {message}")
+        self.fail_at(self.line(where, key), message)
+
+    def fail_at(self, line: int, message: str) -> None:
+        raise ScenarioError(f"{self.filename}:{line}: {message}")
 
     def line(self, where: tuple, key: str | None) -> int:
         start, end = self._block(where)

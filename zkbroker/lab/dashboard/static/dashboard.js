@@ -201,12 +201,18 @@ function renderReplica(p, r, mismatch) {
       h('span', { class: 'who' }, `broker ${r.broker}`), ' no answer',
       h('span', { title: 'its lab control socket gave no state: paused, dead, or not a lab broker' }, ' (view unknown)'));
   }
+  // Only a leader keeps an ISR (and its zkVersion) up to date; a follower's are those of the last LeaderAndIsr it
+  // applied, which the leader's own ISR changes never reach (0.8.2's followers kept no ISR at all).
+  const follower = r.believes_leader !== r.broker;
+  const heard = follower ? ' (last heard)' : '';
+  const lastHeard = (span) => follower ? Object.assign(span, { title: 'a follower does not track the ISR: this is '
+    + 'the one in the last LeaderAndIsr it applied; the leader changes the state znode without telling it' }) : span;
   return h('div', { class: `replica${mismatch ? ' mismatch' : ''}`, 'data-broker': r.broker },
     h('span', { class: 'who' }, `broker ${r.broker}`), ' ',
     cell('leader', r.believes_leader, 'zombie_leader', 'wrong_leader'), ' ',
     cell('epoch', r.leader_epoch, 'stale_leader_epoch'), ' ',
-    r.isr ? cell('isr', ids(r.isr), 'isr_differs') : null, ' ',
-    r.zk_version !== null ? cell('zkVersion', r.zk_version, 'cached_zk_version') : null, ' ',
+    r.isr ? lastHeard(cell(`isr${heard}`, ids(r.isr), 'isr_differs')) : null, ' ',
+    r.zk_version !== null ? lastHeard(cell(`zkVersion${heard}`, r.zk_version, 'cached_zk_version')) : null, ' ',
     r.metadata_leader !== null ? cell('metadata', r.metadata_leader, 'metadata_leader') : null, ' ',
     h('span', {}, `HW ${dash(r.hw)} LEO ${dash(r.leo)}`));
 }
