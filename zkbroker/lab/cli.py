@@ -7,6 +7,7 @@ import json
 
 from zkbroker import fault_points, timeline
 from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
+from zkbroker.lab.lesson_cli import add_lesson_commands
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.processes import process_state
 from zkbroker.lab.scenario_cli import add_scenario_commands
@@ -89,6 +90,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     ui.add_argument("--port", type=int, default=8080, help="the port (0: any free one)")
     action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
     add_scenario_commands(actions)
+    add_lesson_commands(actions)
 
 
 NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
