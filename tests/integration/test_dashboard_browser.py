@@ -98,6 +98,12 @@ def test_a_broker_cut_off_from_zookeeper_is_highlighted_beside_zookeepers_truth(
         page.goto(d.url)
         page.wait_for_selector('#partitions tr[data-partition="t-0"] .replica[data-broker="2"]')
         assert page.locator("#partitions tr.mismatch").count() == 0
+        # only the leader keeps the ISR: a follower's is the one it last heard, and the page says so
+        row = '#partitions tr[data-partition="t-0"]'
+        page.wait_for_selector(f'{row} .replica[data-broker="1"] span[title]')
+        assert "isr (last heard)" in page.locator(f'{row} .replica[data-broker="1"]').inner_text()
+        assert "last heard" not in page.locator(f'{row} .replica[data-broker="2"]').inner_text()
+        assert "Only the leader keeps the ISR" in page.locator("#view-truth p.teach").inner_text()
         page.locator('li.broker[data-broker="2"] button[data-action="partition"]').click()
         # its process runs, but its session expires: not registered, and still the leader in its own eyes
         page.wait_for_selector('li.broker.state-cut-off.mismatch[data-broker="2"]', timeout=WAIT_MS)
