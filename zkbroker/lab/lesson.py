@@ -73,7 +73,7 @@ else:  # the same parser, before it joined the standard library
 
 # The lessons shipped in the package (zkbroker/lab/lessons/NAME.toml), in the order a course takes them.
 COURSE = ("registration", "controller-election", "failover-session-timeout", "zombie-controller", "isr-hw-acks",
-          "kafka-1211-leader-epochs")
+          "kafka-1211-leader-epochs", "consumer-herd")
 # The mode a lesson's lab runs in: 0.8.2's behaviour, with the lesson's own configuration.
 LESSON_MODE = "0.8"
 QUESTION_KINDS = ("choice", "predict")
