@@ -249,6 +249,8 @@ class PageOutcome:
     answer: int | None = None
     correct: bool | None = None
     failures: list[str] = field(default_factory=list)
+    revealed: bool = False  # the answer and why were shown (a choice once answered, a prediction after its steps)
+    closed: bool = False  # its steps have run (or it has none and was shown)
 
     def as_json(self) -> dict:
         out: dict = {"title": self.title, "held": self.held}

@@ -96,10 +96,11 @@ class LessonResult:
 class LessonPlayer:
     """The scenario run's stepper: it turns the pages as the steps reach them."""
 
-    def __init__(self, lesson: Lesson, answers, say: Say) -> None:
+    def __init__(self, lesson: Lesson, answers, say: Say, on_wait: Callable[[], None] | None = None) -> None:
         self.lesson = lesson
         self.answers = answers
         self.say = say
+        self.on_wait = on_wait  # told before each step (the lab is up by then): the dashboard shows it
         self.outcomes = [PageOutcome(page.title) for page in lesson.pages]
         self.page_of_step: list[int] = [i for i, page in enumerate(lesson.pages) for _ in page.steps]
         self.current = -1  # the page whose steps run now
@@ -109,6 +110,8 @@ class LessonPlayer:
     def wait(self, label: str, index: int, step: Step, cancelled: threading.Event) -> None:
         if cancelled.is_set():
             raise Cancelled()
+        if self.on_wait is not None:
+            self.on_wait()
         page = self.page_of_step[index]
         if page != self.current:
             self._close_page()
@@ -127,6 +130,7 @@ class LessonPlayer:
             else:
                 self._open_page(later)
                 self._reveal(later)
+                self.outcomes[later].closed = True
         self.current = len(self.lesson.pages)
 
     def _failures(self) -> list[str]:
@@ -165,6 +169,7 @@ class LessonPlayer:
         if new:
             outcome.held = False
             outcome.failures += new
+        outcome.closed = True
         self._reveal(self.current)
         self.answers.pause()
 
@@ -177,24 +182,34 @@ class LessonPlayer:
             self._verdict_on_answer(page.question, outcome)
 
     def _verdict_on_answer(self, q: Question, outcome: PageOutcome) -> None:
+        outcome.revealed = True
         right = f"{q.answer}) {q.choices[q.answer - 1]}"
         self.say(("Right: " if outcome.correct else f"The answer is {right}. ") + " ".join(q.why.split()))
 
 
 def play_lesson(lesson: Lesson, directory: Path | None = None, auto: bool = False, say: Say = print,
-                stdin: TextIO | None = None) -> LessonResult:
-    """Play the lesson on a lab of its own in `directory` (a temporary one by default, removed afterwards)."""
+                stdin: TextIO | None = None, answers=None, cancelled: threading.Event | None = None,
+                keep: bool = False, on_player: Callable[[LessonPlayer], None] | None = None,
+                on_wait: Callable[[], None] | None = None) -> LessonResult:
+    """Play the lesson on a lab of its own in `directory` (a temporary one by default, removed afterwards
+    unless the lesson did not pass). `answers`: who answers (default: the terminal, or the lesson itself with
+    `auto`); `keep` leaves the lab running at the end; `on_player` is handed the player before the lab starts
+    (the dashboard reads its pages while it plays)."""
     import shutil
 
     temporary = directory is None
     where = Path(tempfile.mkdtemp(prefix=f"zkbroker-lesson-{lesson.name}-")) if temporary else directory
     where.mkdir(parents=True, exist_ok=True)
-    player = LessonPlayer(lesson, AutoAnswers() if auto else TerminalAnswers(stdin), say)
+    if answers is None:
+        answers = AutoAnswers() if auto else TerminalAnswers(stdin)
+    player = LessonPlayer(lesson, answers, say, on_wait)
     say(f"== {lesson.title} ({lesson.minutes} min) ==")
     say(" ".join(lesson.summary.split()))
-    run = ScenarioRun(lesson.scenario, LESSON_MODE, 0, where, say, player)
+    run = ScenarioRun(lesson.scenario, LESSON_MODE, 0, where, say, player, cancelled, keep=keep)
     run.label = lesson.name
     player.run = run
+    if on_player is not None:
+        on_player(player)
     try:
         result = run.run()
     finally:
@@ -206,9 +221,8 @@ def play_lesson(lesson: Lesson, directory: Path | None = None, auto: bool = Fals
     outcome = LessonResult(lesson.name, player.outcomes, result.verdict == result.expect, directory=where)
     if result.verdict != result.expect:
         outcome.failures.append(f"the run ended {result.verdict}, where the lesson expects {result.expect}")
-    late = (result.failures + result.stuck)[player.seen:]
-    outcome.failures += late
-    if temporary and outcome.passed:
+    outcome.failures += (result.failures + result.stuck)[player.seen:]
+    if temporary and outcome.passed and not keep:
         shutil.rmtree(where, ignore_errors=True)
         outcome.directory = None
     elif temporary:
