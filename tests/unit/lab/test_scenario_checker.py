@@ -186,3 +186,15 @@ def test_every_catalogue_step_binds_to_the_runner():
     for name, text in TEXTS.items():
         for step in parse_scenario(text, f"{name}.toml").steps:
             inspect.signature(getattr(ScenarioRun, f"_{step.action}")).bind(None, step, **step.fields)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_torture_s_generated_steps_are_ones_the_checker_allows(seed):
+    from zkbroker.lab.scenario import Checker, Names, check_step
+    from zkbroker.lab.torture import FAULT_KINDS, plan
+
+    scenario = plan(seed, seed, FAULT_KINDS).scenario
+    names = Names(scenario.modes)
+    for index, step in enumerate(scenario.steps):
+        check_step(Checker("", "torture"), ("steps", index), {"action": step.action, **step.fields}, scenario.modes,
+                   names, scenario.brokers, scenario.zookeepers)
