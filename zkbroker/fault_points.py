@@ -1,5 +1,5 @@
 """Fault points inside a lab process: the steps that chance decides in production, made to happen on demand
-(DESIGN §10; README: Failover lab, "Fault points").
+(DESIGN §10; docs/lab.md, "Fault points").
 
 A broker of a lab applies them when told through its control socket (zkbroker/lab/control.py); outside a lab
 nothing ever sets one, and each check below is one attribute read. The points, by name:

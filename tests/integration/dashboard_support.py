@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from tests.real_tools import require
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS_ENV = "ZKBROKER_SCREENSHOTS_TO_DOCS"  # set: the README's screenshot is refreshed from the browser tests
+DOCS_ENV = "ZKBROKER_SCREENSHOTS_TO_DOCS"  # set: docs/dashboard.png is refreshed from the browser tests
 
 
 class Dashboard:
@@ -150,8 +150,8 @@ def browser_page(width: int = 1300, height: int = 900):
 
 
 def screenshot(page, tmp_path: Path, name: str, docs_name: str | None = None) -> Path:
-    """Save a screenshot under the test's directory; with $ZKBROKER_SCREENSHOTS_TO_DOCS set, the README's copy
-    in docs/ too."""
+    """Save a screenshot under the test's directory; with $ZKBROKER_SCREENSHOTS_TO_DOCS set, the copy in docs/
+    too."""
     path = tmp_path / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     if docs_name and os.environ.get(DOCS_ENV):

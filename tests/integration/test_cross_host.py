@@ -1,4 +1,4 @@
-"""Brokers on distinct hosts, as README's "Running across machines" deploys them: every client finds every
+"""Brokers on distinct hosts, as docs/operations.md's "Running across machines" deploys them: every client finds every
 leader through the advertised addresses alone.
 
 On Linux all of 127.0.0.0/8 is loopback, so 127.0.0.2, 127.0.0.3 and 127.0.0.4 stand in for three machines.

@@ -2,7 +2,7 @@
 the controller ZooKeeper names; a kill pressed on the controller shows the new controller and the next
 epoch; a broker cut off from ZooKeeper is highlighted beside ZooKeeper's truth; a scenario is stepped
 through with predictions. Each test saves screenshots in its tmp dir (with $ZKBROKER_SCREENSHOTS_TO_DOCS set,
-the README's in docs/ too)."""
+docs/dashboard.png too)."""
 
 from __future__ import annotations
 
@@ -98,6 +98,12 @@ def test_a_broker_cut_off_from_zookeeper_is_highlighted_beside_zookeepers_truth(
         page.goto(d.url)
         page.wait_for_selector('#partitions tr[data-partition="t-0"] .replica[data-broker="2"]')
         assert page.locator("#partitions tr.mismatch").count() == 0
+        # only the leader keeps the ISR: a follower's is the one it last heard, and the page says so
+        row = '#partitions tr[data-partition="t-0"]'
+        page.wait_for_selector(f'{row} .replica[data-broker="1"] span[title]')
+        assert "isr (last heard)" in page.locator(f'{row} .replica[data-broker="1"]').inner_text()
+        assert "last heard" not in page.locator(f'{row} .replica[data-broker="2"]').inner_text()
+        assert "Only the leader keeps the ISR" in page.locator("#view-truth p.teach").inner_text()
         page.locator('li.broker[data-broker="2"] button[data-action="partition"]').click()
         # its process runs, but its session expires: not registered, and still the leader in its own eyes
         page.wait_for_selector('li.broker.state-cut-off.mismatch[data-broker="2"]', timeout=WAIT_MS)
@@ -156,3 +162,52 @@ def test_stepping_through_a_scenario_with_predictions(lab_dir, dashboard, tmp_pa
     finally:
         if (scenario_lab / "cluster.json").exists():
             lab("down", "--dir", str(scenario_lab), timeout_s=240)
+
+
+def test_a_lesson_played_in_the_lessons_tab_asks_takes_an_answer_and_reveals_what_happened(lab_dir, dashboard,
+                                                                                          tmp_path):
+    from zkbroker.lab.lesson import find_lesson
+
+    lesson = find_lesson("controller-election")
+    lab_dir.mkdir(parents=True)
+    d = dashboard()
+    lesson_lab = lab_dir / "lessons" / lesson.name
+    try:
+        with browser_page(height=1200) as page:
+            page.goto(d.url)
+            page.locator('.tabs button[data-view="lessons"]').click()
+            form = page.locator("#lesson-form")
+            form.locator('select[name="name"]').select_option(lesson.name)
+            form.locator('button[name="start"]').click()
+            answered = 0
+            for index, lesson_page in enumerate(lesson.pages):
+                current = page.locator(f'.lesson-page[data-page="{index}"]')
+                try:
+                    current.wait_for(timeout=WAIT_MS)
+                except Exception:
+                    raise AssertionError(f"page {index + 1} did not show: {d.get('/api/lesson')}") from None
+                assert lesson_page.title in current.locator("h3").inner_text()
+                q = lesson_page.question
+                if q is not None:  # the first question is answered wrongly: the reveal names the right answer
+                    choice = q.answer if index else (q.answer % len(q.choices)) + 1
+                    button = current.locator(f'button[data-choice="{choice}"]:not([disabled])')
+                    button.wait_for(timeout=WAIT_MS)
+                    assert q.ask.split()[0] in current.locator(".question").inner_text()
+                    if index == 0:
+                        screenshot(page, tmp_path, "lesson-question")
+                    button.click()
+                    answered += 1
+                    current.locator(f".reveal[data-correct='{str(bool(index)).lower()}']").wait_for(timeout=WAIT_MS)
+                    if index == 0:
+                        assert f"The answer is {q.answer}" in current.locator(".reveal").inner_text()
+                        screenshot(page, tmp_path, "lesson-revealed")
+                if lesson_page.steps:
+                    current.locator("[data-held='true']").wait_for(timeout=WAIT_MS)
+                page.locator("#lesson-next").click()
+            page.wait_for_selector("#lesson-passed[data-passed='true']", timeout=WAIT_MS)
+            assert answered == sum(p.question is not None for p in lesson.pages)
+            text_is(page, ".lab-dir", str(lesson_lab.resolve()))  # the page showed the lesson's lab
+            screenshot(page, tmp_path, "lesson-finished")
+    finally:
+        if (lesson_lab / "cluster.json").exists():
+            lab("down", "--dir", str(lesson_lab), timeout_s=240)

@@ -1,4 +1,4 @@
-"""`zkbroker lab ...`: the lab commands (README: The lab, Failover lab) and their terminal output."""
+"""`zkbroker lab ...`: the lab commands (docs/lab.md, docs/scenarios.md) and their terminal output."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 
 from zkbroker import fault_points, timeline
 from zkbroker.lab.cluster import ENSEMBLE_SIZES, JAAS_FILE, LabCluster, LabError
+from zkbroker.lab.lesson_cli import add_lesson_commands
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.processes import process_state
 from zkbroker.lab.scenario_cli import add_scenario_commands
@@ -22,7 +23,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
         p.add_argument("--dir", required=True, help="the lab's directory (holds cluster.json and logs)")
         if process:
             which = p.add_mutually_exclusive_group(required=True)
-            which.add_argument("--broker", type=int, metavar="ID")
+            which.add_argument("--broker", type=_broker_id, metavar="ID|controller",
+                               help="a broker id, or controller: the broker /controller names now")
             which.add_argument("--zookeeper", type=int, metavar="N", help="a ZooKeeper server, by its myid")
         p.set_defaults(run=run)
         return p
@@ -44,6 +46,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--secure", action="store_true",
                     help="ZooKeeper with a SASL login for the brokers, and znodes with Kafka's secure ACLs "
                          "(zookeeper.set.acl=true); tools log in with DIR/jaas.conf")
+    action("env", "print the lab's addresses as shell variables: eval \"$(zkbroker lab env --dir DIR)\"", _env)
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     action("kill", "SIGKILL one broker or ZooKeeper server", _signal_command, process=True)
@@ -82,11 +85,12 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     timeline_ = action("timeline", "print the lab's timeline (DIR/timeline.jsonl), one line an event", _timeline)
     timeline_.add_argument("--follow", action="store_true", help="keep printing events as they are appended")
     timeline_.add_argument("--json", action="store_true", help="print the events as JSON, one object a line")
-    ui = action("ui", "serve the teaching dashboard: a live web view of the lab (README: Dashboard)", _ui)
+    ui = action("ui", "serve the teaching dashboard: a live web view of the lab (docs/dashboard.md)", _ui)
     ui.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
     ui.add_argument("--port", type=int, default=8080, help="the port (0: any free one)")
     action("down", "stop every broker and the lab's ZooKeeper servers; remove the lab network", _down)
     add_scenario_commands(actions)
+    add_lesson_commands(actions)
 
 
 NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
@@ -111,6 +115,20 @@ def _up(args: argparse.Namespace) -> int:
     print(f"Cluster description: {lab.cluster_file}")
     if lab.secure:
         print(f"ZooKeeper login for tools: export {JAAS_CONFIG_ENV}={lab.dir / JAAS_FILE}")
+    return 0
+
+
+def _env(args: argparse.Namespace) -> int:
+    """ZK (the connect string, chroot included) and BROKERS (a bootstrap list), for the tools' --zookeeper and
+    --broker-list; a --secure lab's login too. Nothing is asked of the cluster: cluster.json says it all."""
+    import shlex
+
+    lab = LabCluster(args.dir)
+    cluster = lab.load()
+    print(f"ZK={shlex.quote(cluster.zookeeper)}")
+    print(f"BROKERS={shlex.quote(','.join(f'{b.host}:{b.port}' for b in cluster.brokers))}")
+    if lab.secure:
+        print(f"export {JAAS_CONFIG_ENV}={shlex.quote(str(lab.dir / JAAS_FILE))}")
     return 0
 
 
@@ -175,9 +193,28 @@ def _signal_command(args: argparse.Namespace) -> int:
         z = on_zookeeper(lab, args.zookeeper)
         print(f"{done} ZooKeeper server {z.id} (pid {z.pid}){how}.")
     else:
-        b = on_broker(lab, args.broker)
+        b = on_broker(lab, _resolve_broker(lab, args.broker))
         print(f"{done} broker {b.id} (pid {b.pid}){how}.")
     return 0
+
+
+def _broker_id(text: str) -> int | str:
+    if text == "controller":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a broker id or controller, not {text!r}") from None
+
+
+def _resolve_broker(lab: LabCluster, broker: int | str) -> int:
+    """`--broker controller`: the broker /controller names now (a lesson or a tour need not know its id)."""
+    if broker != "controller":
+        return broker
+    controller = lab.status()["controller"]
+    if controller is None:
+        raise LabError("There is no controller now (/controller is empty)")
+    return controller
 
 
 _SIGNAL_COMMANDS = {
@@ -195,7 +232,7 @@ def _start(args: argparse.Namespace) -> int:
         print(f"Started ZooKeeper server {z.id} on {z.host}:{z.port} (pid {z.pid}); "
               + ("it serves." if serving else "it waits for a majority of the ensemble to run."))
     else:
-        b = lab.start(args.broker)
+        b = lab.start(_resolve_broker(lab, args.broker))
         print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
     return 0
 

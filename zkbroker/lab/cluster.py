@@ -3,7 +3,7 @@ described by `DIR/cluster.json`.
 
 `up` returns only when every broker is registered and a controller is elected. The processes are
 detached (their own sessions, output to files under DIR), so they outlive the command that started them;
-every later command finds them again through `cluster.json`, whose format is a contract (README: The lab):
+every later command finds them again through `cluster.json`, whose format is a contract (docs/lab.md):
 
     {"zookeeper": "127.0.0.1:2181/zkbroker-<id>", "zookeeper_pid": 123,
      "zookeepers": [{"id": 1, "host": "127.0.0.1", "port": 2181, "pid": 123}],

@@ -14,7 +14,7 @@ answer has "ok"; a refused request gets {"ok": false, "error": "<one sentence>"}
 usable (a line that is not a JSON object, or longer than MAX_LINE bytes, gets the error and the connection
 is closed).
 
-    {"command": "state"}       -> {"ok": true, "state": {...}}           (the broker's view; README: Failover lab)
+    {"command": "state"}       -> {"ok": true, "state": {...}}           (the broker's view; docs/lab.md)
     {"command": "faults"}      -> {"ok": true, "faults": [...]}          (the fault points in force)
     {"command": "fault", "point": "hold_fetchers"}                       -> {"ok": true, "faults": [...]}
     {"command": "fault", "point": "drop_next_leader_and_isr", "count": 3}

@@ -424,7 +424,7 @@ class Story:
         say("""With 0.8's rule A truncated its log to its own high watermark when it restarted, threw away m2, and
             then became leader: a write acknowledged with acks=-1 is gone (KAFKA-1211). With leader epochs A asked
             B where its epoch ended (OffsetsForLeaderEpoch) instead, kept m2, and nothing acknowledged was lost.
-            `zkbroker lab scenario run kafka-1211` replays it; the README's Failover lab lists the others.""")
+            `zkbroker lab scenario run kafka-1211` replays it; docs/scenarios.md lists the others.""")
 
     def start_spark(self) -> None:
         """Start Spark in the background while the story goes on (the JVM's output goes to spark.log), and warm

@@ -1,6 +1,6 @@
 """A member of a coordinator group for the failover lab's `consumer` step with `coordinator = true`: an unmodified
 confluent-kafka (librdkafka) Consumer that subscribe()s with a group.id, so the broker's group coordinator, not
-ZooKeeper, decides the membership (README "The group coordinator").
+ZooKeeper, decides the membership (docs/group-coordinator.md).
 
     python -m zkbroker.lab.group_member BOOTSTRAP GROUP TOPIC NAME [KEY=VALUE ...]
 

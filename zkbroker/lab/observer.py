@@ -95,6 +95,10 @@ class LabObserver:
         except ZnodeFormatError:
             return None
 
+    def controller_epoch(self) -> int | None:
+        found = self.get(paths.CONTROLLER_EPOCH)
+        return int(found[0]) if found is not None and found[0].strip().isdigit() else None
+
     def leadership(self, topic: str, partition: int) -> Leadership | None:
         found = self.get(paths.partition_state_path(topic, partition))
         if found is None:

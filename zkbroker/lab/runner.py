@@ -297,8 +297,6 @@ class ScenarioRun:
         DIR/consumer-NAME.log. By default a 0.8.2 high-level consumer (zkbroker console-consumer) of a ZooKeeper
         group, consumer id GROUP_NAME; with `coordinator` a confluent-kafka subscribe() member of a coordinator
         group, client.id NAME (zkbroker/lab/group_member.py), CONFIG being librdkafka settings."""
-        if name in self.consumers:
-            raise StepFailed(f"there is already a consumer called {name}")
         if coordinator:
             self.coordinator_groups.add(group)
             command = [sys.executable, "-m", "zkbroker.lab.group_member", self._bootstrap(), group, topic, name,
@@ -321,8 +319,6 @@ class ScenarioRun:
         """A Spark batch read of offsets [start, end) through the zkkafka source, in a process of its own
         (zkbroker/lab/spark_read.py); its rows are checked against the final log at the end of the run."""
         name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
-        if name in self.reads:
-            raise StepFailed(f"there is already a read called {name}")
         options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
         self.reads[name] = read = SparkRead.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
                                                    partition, start, end, options, timeout_ms / 1000, master,
@@ -393,9 +389,7 @@ class ScenarioRun:
 
     def _process(self, step: Step, action: str, target: dict) -> None:
         if "consumer" in target:
-            process = self.consumers.get(target["consumer"])
-            if process is None:
-                raise StepFailed(f"no consumer is called {target['consumer']!r}")
+            process = self.consumers[target["consumer"]]  # the checker saw the consumer step that named it
             signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
                                          "resume": signal.SIGCONT}[action])
             return
@@ -513,6 +507,8 @@ class ScenarioRun:
         if condition == "controller_changed":
             controller = o.controller()
             return controller is not None and controller != self._broker(args["broker"])
+        if condition == "controller_epoch":
+            return o.controller_epoch() == args["size"]
         if condition == "running":
             return o.running(broker)
         if condition == "log_contains" and "consumer" in args:
@@ -781,6 +777,7 @@ def _condition_words(condition: str, f: dict) -> str:
         "no_leader": f"{tp} has no live leader",
         "isr_contains": f"broker {broker} is in {tp}'s ISR",
         "isr_excludes": f"broker {broker} is out of {tp}'s ISR",
+        "controller_epoch": f"/controller_epoch is {f.get('size')}",
         "isr_size": f"{tp}'s ISR has {f.get('size')} members",
         "isr_shrinks": f"{tp}'s leaders shrank its ISR {f.get('size')} times",
         "isr_expansions": f"{tp}'s leaders expanded its ISR {f.get('size')} times",

@@ -51,58 +51,110 @@ MODES = ("0.8", "fixed")
 VERDICTS = ("ok", "lost", "divergent", "duplicated", "stuck", "unavailable", "slow")
 ENSEMBLE_SIZES = (1, 3, 5)
 
+_INT = (int,)
+_STR = (str,)
+_TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / "not:A,B" / a broker named with `as`
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one kind of step (or condition) may contain: each field and its types, the fields it needs, and a
+    group of fields of which it names exactly one. The checker's table below is the one home of these rules:
+    the runner takes a step's fields as keyword arguments and trusts them."""
+
+    fields: dict[str, tuple[type, ...]]
+    required: tuple[str, ...] = ()
+    one_of: tuple[str, ...] = ()
+
+
 # What a wait or expect step can test: ZooKeeper's state, a process, a broker's log, the timeline, or a produce
-# step's outcome.
-CONDITIONS = ("registered", "unregistered", "controller_elected", "controller_changed", "leader", "no_leader",
-              "isr_contains", "isr_excludes", "isr_size", "isr_shrinks", "isr_expansions", "topic_exists",
-              "topic_deleted", "deletion_pending",
-              "zookeeper_quorum", "zookeeper_quorum_lost", "running", "log_contains", "log_end", "believes_leader",
-              "hw", "leads_all", "transactions_at_most", "acked", "refused", "owns", "owners", "rebalancing",
-              "read_tasks_running", "read_tasks_done")
+# step's outcome. condition -> (required fields, optional fields, one of); `negate` is allowed everywhere.
+_CONDITION_TYPES = {"broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT, "pattern": _STR, "of": _STR,
+                    "consumer": _STR, "group": _STR}
+_TP = ("partition",)  # a condition on one partition: partition 0 unless named
+_CONDITION_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "registered": (("broker",), (), ()),
+    "unregistered": (("broker",), (), ()),
+    "controller_elected": ((), ("broker",), ()),
+    "controller_changed": (("broker",), (), ()),  # from the broker named: who was controller before
+    "controller_epoch": (("size",), (), ()),  # /controller_epoch holds `size`
+    "leader": (("topic",), ("broker", *_TP), ()),
+    "no_leader": (("topic",), _TP, ()),
+    "isr_contains": (("topic", "broker"), _TP, ()),
+    "isr_excludes": (("topic", "broker"), _TP, ()),
+    "isr_size": (("topic", "size"), _TP, ()),
+    "isr_shrinks": (("topic", "size"), _TP, ()),
+    "isr_expansions": (("topic", "size"), _TP, ()),
+    "topic_exists": (("topic",), (), ()),
+    "topic_deleted": (("topic",), (), ()),
+    "deletion_pending": (("topic",), (), ()),
+    "zookeeper_quorum": ((), (), ()),
+    "zookeeper_quorum_lost": ((), (), ()),
+    "running": (("broker",), (), ()),
+    "log_contains": (("pattern",), (), ("broker", "consumer")),
+    "log_end": (("broker", "topic", "size"), _TP, ()),
+    "believes_leader": (("broker", "topic"), _TP, ()),
+    "hw": (("broker", "topic", "size"), _TP, ()),
+    "leads_all": (("broker", "topic"), (), ()),
+    "transactions_at_most": (("topic", "size"), (), ()),
+    "acked": (("of",), (), ()),
+    "refused": (("of",), (), ()),
+    "owns": (("consumer", "group", "topic", "size"), (), ()),
+    "owners": (("group", "topic", "size"), (), ()),
+    "rebalancing": (("group",), (), ()),
+    "read_tasks_running": (("of", "size"), (), ()),
+    "read_tasks_done": (("of", "size"), (), ()),
+}
+CONDITIONS: dict[str, Shape] = {
+    name: Shape({**{f: _CONDITION_TYPES[f] for f in (*required, *optional, *one_of)}, "negate": (bool,)},
+                required, one_of)
+    for name, (required, optional, one_of) in _CONDITION_RULES.items()}
+# Which kind of named step an `of` refers to, by condition.
+_OF = {"acked": "produce", "refused": "produce", "read_tasks_running": "spark_read", "read_tasks_done": "spark_read"}
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
-_INT = (int,)
-_STR = (str,)
-_TARGET = (int, str)  # an id, or "controller" / "leader:TOPIC-PARTITION" / a name bound with `as` (a broker)
 _PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "consumer": _STR, "as": _STR}
+_ONE_PROCESS = ("broker", "zookeeper", "consumer")
+_SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}  # start and stop: a consumer starts with its step
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
-_CONDITION = {"condition": _STR, "broker": _TARGET, "topic": _STR, "partition": _INT, "size": _INT,
-              "pattern": _STR, "of": _STR, "consumer": _STR, "group": _STR, "negate": (bool,)}
+# Fields a wait or expect step has beside its condition's.
+_WAIT = {"condition": _STR, "timeout_ms": _INT, "slow_ms": _INT}
+_EXPECT = {"condition": _STR}
 
-# action -> ({field: allowed types}, required fields)
-STEPS: dict[str, tuple[dict[str, tuple[type, ...]], tuple[str, ...]]] = {
-    "create_topic": ({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
-                      "config": (dict,), "wait": (bool,)}, ("topic",)),
-    "delete_topic": ({"topic": _STR}, ("topic",)),
-    "consumer": ({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,), "coordinator": (bool,)},
-                 ("name", "group", "topic")),
-    "spark_read": ({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
-                    "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
-    "choose": ({"broker": _TARGET, "as": _STR}, ("broker", "as")),
-    "produce": ({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
-                 "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR}, ("topic", "count")),
-    "kill": (_PROCESS, ()),
-    "pause": (_PROCESS, ()),
-    "resume": (_PROCESS, ()),
-    "start": ({**_PROCESS, "wait": (bool,)}, ()),
-    "stop": (_PROCESS, ()),
-    "partition": ({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
-    "heal": ({"node": _STR}, ()),
-    "fault": ({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
-               "phase": _STR},
-              ("point", "broker")),
-    "heal_faults": ({"broker": _TARGET, "point": _STR}, ("broker",)),
-    "cut_log": ({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
-    "wait": ({**_CONDITION, "timeout_ms": _INT, "slow_ms": _INT}, ("condition",)),
-    "expect": (_CONDITION, ("condition",)),
-    "sleep": ({"ms": _INT}, ("ms",)),
+# action -> what its step may contain (beside action, narrate and mode). A wait or expect step's other fields are
+# its condition's (CONDITIONS).
+STEPS: dict[str, Shape] = {
+    "create_topic": Shape({"topic": _STR, "partitions": _INT, "replication_factor": _INT, "replicas": (list,),
+                           "config": (dict,), "wait": (bool,)}, ("topic",)),
+    "delete_topic": Shape({"topic": _STR}, ("topic",)),
+    "consumer": Shape({"name": _STR, "group": _STR, "topic": _STR, "config": (dict,), "coordinator": (bool,)},
+                      ("name", "group", "topic")),
+    "spark_read": Shape({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
+                         "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
+    "choose": Shape({"broker": _TARGET, "as": _STR}, ("broker", "as")),
+    "produce": Shape({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
+                      "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR},
+                     ("topic", "count")),
+    "kill": Shape(_PROCESS, (), _ONE_PROCESS),
+    "pause": Shape(_PROCESS, (), _ONE_PROCESS),
+    "resume": Shape(_PROCESS, (), _ONE_PROCESS),
+    "start": Shape({**_SERVER, "wait": (bool,)}, (), _ONE_PROCESS[:2]),
+    "stop": Shape(_SERVER, (), _ONE_PROCESS[:2]),
+    "partition": Shape({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
+    "heal": Shape({"node": _STR}),
+    "fault": Shape({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
+                    "phase": _STR}, ("point", "broker")),
+    "heal_faults": Shape({"broker": _TARGET, "point": _STR}, ("broker",)),
+    "cut_log": Shape({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
+    "wait": Shape(_WAIT, ("condition",)),
+    "expect": Shape(_EXPECT, ("condition",)),
+    "sleep": Shape({"ms": _INT}, ("ms",)),
 }
-_PROCESS_ACTIONS = ("kill", "pause", "resume", "start", "stop")
 
 _TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
-_CLUSTER = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
+CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
 _MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
 
 
@@ -189,7 +241,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     except tomllib.TOMLDecodeError as e:
         line = re.search(r"at line (\d+)", str(e))
         raise ScenarioError(f"{filename}:{line.group(1) if line else 1}: not valid TOML: {e}") from None
-    check = _Checker(text, filename)
+    check = Checker(text, filename)
 
     check.fields(doc, _TOP, ())
     for key in ("name", "source", "summary"):
@@ -198,7 +250,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.fail((), "name", f"name {doc['name']!r} must be lower-case letters, digits, dots and dashes")
 
     cluster = doc.get("cluster", {})
-    check.fields(cluster, _CLUSTER, ("cluster",))
+    check.fields(cluster, CLUSTER_FIELDS, ("cluster",))
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in ENSEMBLE_SIZES:
         check.fail(("cluster",), "zookeepers", f"zookeepers must be one of {', '.join(map(str, ENSEMBLE_SIZES))}")
@@ -217,45 +269,69 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.require(spec, "expect", ("modes", mode))
         if spec["expect"] not in VERDICTS:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
-        modes[mode] = ModeSpec(_settings(spec.get("config", {})), spec["expect"], spec.get("max_unavailable_ms"),
-                               spec.get("why", ""))
+        modes[mode] = ModeSpec(server_settings(spec.get("config", {})), spec["expect"],
+                               spec.get("max_unavailable_ms"), spec.get("why", ""))
     if len(modes) == 1 and "why_one_mode" not in doc:
         check.fail((), None, "a scenario with one mode says why in why_one_mode")
 
     steps = []
-    names: set[str] = set()
+    names = Names(modes)
     for index, step in enumerate(doc.get("steps", [])):
-        steps.append(_step(check, index, step, modes, names))
+        steps.append(check_step(check, ("steps", index), step, modes, names, cluster.get("brokers", 3), zookeepers))
     needs_network = [s for s in steps if s.action in ("partition", "heal")]
     if needs_network and not cluster.get("network", False):
-        check.fail(("steps", steps.index(needs_network[0])), "action",
-                   f"a {needs_network[0].action} step needs network = true in [cluster]")
+        check.fail_at(needs_network[0].line, f"a {needs_network[0].action} step needs network = true in [cluster]")
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
-                    cluster.get("network", False), _settings(cluster.get("config", {})), modes, steps,
+                    cluster.get("network", False), server_settings(cluster.get("config", {})), modes, steps,
                     doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000))
 
 
-def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], names: set[str]) -> Step:
-    where = ("steps", index)
+class Names:
+    """The names steps give (`as` of a broker, a produce or a Spark read; a consumer's `name` and its group), and
+    in which modes each is given: a step of mode "0.8" only names nothing for the steps of mode "fixed"."""
+
+    def __init__(self, modes: dict[str, ModeSpec]) -> None:
+        self.all_modes = frozenset(modes)
+        self.given: dict[tuple[str, str], frozenset[str]] = {}  # (kind, name) -> modes
+
+    def give(self, kind: str, name: str, modes: frozenset[str]) -> bool:
+        """False when the name is taken already in one of these modes."""
+        taken = self.given.get((kind, name), frozenset())
+        self.given[(kind, name)] = taken | modes
+        return not taken & modes
+
+    def known(self, kind: str, name: str, modes: frozenset[str]) -> bool:
+        return modes <= self.given.get((kind, name), frozenset())
+
+
+def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpec], names: Names, brokers: int,
+               zookeepers: int) -> Step:
+    """One step checked against STEPS and CONDITIONS, its names against those given before it (`names` learns
+    the ones it gives); `where` locates its table for the error's line."""
     if not isinstance(step, dict):
         check.fail(where, None, "each step is a [[steps]] table")
     check.require(step, "action", where)
     action = step["action"]
-    if action not in STEPS:
+    if not isinstance(action, str) or action not in STEPS:
         check.fail(where, "action", f"unknown step {action!r}; allowed: {', '.join(STEPS)}")
-    allowed, required = STEPS[action]
-    check.fields(step, {**_COMMON, **allowed}, where, what=f"field of a {action} step")
-    for key in required:
-        check.require(step, key, where)
-    if action in _PROCESS_ACTIONS and sum(key in step for key in ("broker", "zookeeper", "consumer")) != 1:
-        check.fail(where, "action", f"a {action} step names one process: broker, zookeeper or consumer")
+    shape = STEPS[action]
     if action in ("start", "stop") and "consumer" in step:
         check.fail(where, "consumer", f"a consumer is started with a consumer step; {action} takes a broker or a "
                                       f"ZooKeeper server")
-    if step.get("mode") is not None and step["mode"] not in modes:
+    if action in ("wait", "expect"):
+        check.require(step, "condition", where)
+        condition = step["condition"]
+        if not isinstance(condition, str) or condition not in CONDITIONS:
+            check.fail(where, "condition", f"unknown condition {condition!r}; allowed: {', '.join(CONDITIONS)}")
+        check.fields(step, {**_COMMON, **shape.fields}, where, more=CONDITIONS[condition].fields,
+                     more_what=f"field of a {condition} condition")
+        _shape(check, where, step, CONDITIONS[condition], f"the {condition} condition")
+    else:
+        check.fields(step, {**_COMMON, **shape.fields}, where, what=f"field of a {action} step")
+    _shape(check, where, step, shape, f"a {action} step")
+    if "mode" in step and step["mode"] not in modes:
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
-    if action in ("wait", "expect") and step["condition"] not in CONDITIONS:
-        check.fail(where, "condition", f"unknown condition {step['condition']!r}; allowed: {', '.join(CONDITIONS)}")
+    step_modes = frozenset([step["mode"]]) if "mode" in step else names.all_modes
     if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
     if action == "fault":
@@ -263,31 +339,109 @@ def _step(check: _Checker, index: int, step: Any, modes: dict[str, ModeSpec], na
             check_parameters(step["point"], fault_parameters(step))
         except FaultPointError as e:
             check.fail(where, "point", str(e))
-    if action in ("wait", "expect") and step["condition"] in ("acked", "refused", "read_tasks_running",
-                                                              "read_tasks_done"):
-        of = "spark_read" if step["condition"].startswith("read_") else "produce"
-        if "of" not in step:
-            check.fail(where, None, f"a {step['condition']} condition names a {of} step with of = \"NAME\"")
-        if step["of"] not in names:
-            check.fail(where, "of", f"no earlier {of} step is named {step['of']!r} (with as = ...)")
-    targets = [(key, step[key]) for key in ("broker", "zookeeper") if key in step]
-    targets += [("replicas", r) for row in step.get("replicas", []) for r in (row if isinstance(row, list) else [row])]
-    for key, target in targets:
-        if isinstance(target, str) and not _target_known(target, names):
+    _references(check, where, step, names, step_modes, brokers, zookeepers)
+    _give_names(check, where, step, names, step_modes)
+    return Step(action, {k: v for k, v in step.items() if k not in _COMMON}, step.get("narrate", ""),
+                step.get("mode"), check.line(where, "action"))
+
+
+def _shape(check: Checker, where: tuple, step: dict, shape: Shape, what: str) -> None:
+    for key in shape.required:
+        if key not in step:
+            check.fail(where, None, f"{what} needs {key!r}")
+    if shape.one_of and sum(key in step for key in shape.one_of) != 1:
+        named = [key for key in shape.one_of if key in step]
+        check.fail(where, named[1] if len(named) > 1 else None,
+                   f"{what} names one of {', '.join(shape.one_of)}" + (f" (not {' and '.join(named)})" if named
+                                                                      else ""))
+
+
+def _references(check: Checker, where: tuple, step: dict, names: Names, modes: frozenset[str], brokers: int,
+                zookeepers: int) -> None:
+    """Every name a step uses is a broker or ZooKeeper server of the cluster, or was given by an earlier step that
+    runs in each mode this one runs in."""
+    def broker(key: str, target: Any) -> None:
+        if isinstance(target, bool) or not isinstance(target, (int, str)):
+            check.fail(where, key, f"{key} must be a broker id or name, not {target!r}")
+        if isinstance(target, int) and not 1 <= target <= brokers:
+            check.fail(where, key, f"there is no broker {target}: the cluster's brokers are 1 to {brokers}")
+        if isinstance(target, str) and not _target_known(target, names, modes, brokers):
             check.fail(where, key, f"{key} {target!r} is not an id, \"controller\", \"leader:TOPIC-PARTITION\", "
-                                   f"\"not:NAME[,NAME]\" or a name given earlier with as = ...")
-    if "as" in step:
-        names.add(step["as"])
-    fields = {k: v for k, v in step.items() if k not in _COMMON}
-    return Step(action, fields, step.get("narrate", ""), step.get("mode"), check.line(where, "action"))
+                                   f"\"not:NAME[,NAME]\" or a name given earlier with as = ..."
+                                   + _only_in(names, "broker", target))
+
+    action = step["action"]
+    if "broker" in step:
+        broker("broker", step["broker"])
+    for row in step.get("replicas", []) if action == "create_topic" else []:
+        for target in row if isinstance(row, list) else [row]:
+            broker("replicas", target)
+    if "zookeeper" in step:
+        server = step["zookeeper"]
+        if server != "leader" and (isinstance(server, bool) or not isinstance(server, int)
+                                   or not 1 <= server <= zookeepers):
+            check.fail(where, "zookeeper", f"zookeeper {server!r} is not a server of the ensemble (1 to {zookeepers}) "
+                                           f"or \"leader\"")
+    if "consumer" in step and not names.known("consumer", step["consumer"], modes):
+        check.fail(where, "consumer", f"no earlier consumer step is named {step['consumer']!r}"
+                   + _only_in(names, "consumer", step["consumer"]))
+    if "group" in step and action != "consumer" and not names.known("group", step["group"], modes):
+        check.fail(where, "group", f"no earlier consumer step joins group {step['group']!r}"
+                   + _only_in(names, "group", step["group"]))
+    if "of" in step:
+        kind = _OF[step["condition"]]
+        if not names.known(kind, step["of"], modes):
+            check.fail(where, "of", f"no earlier {kind} step is named {step['of']!r} (with as = ...)"
+                       + _only_in(names, kind, step["of"]))
+    for key in ("node", "from") if action in ("partition", "heal") else ():
+        nodes = step.get(key, [])
+        for node in nodes if isinstance(nodes, list) else [nodes]:
+            if not isinstance(node, str) or not _node_known(node, names, modes, brokers, zookeepers):
+                check.fail(where, key, f"{key} {node!r} is not a node: broker:ID, broker:NAME, zookeeper, "
+                                       f"zookeeper:N or clients")
 
 
-def _target_known(target: str, names: set[str]) -> bool:
-    """A broker named by a string: "controller", "leader" (a ZooKeeper server), "leader:TOPIC-PARTITION", a name
-    bound earlier with `as`, or "not:A,B" (the lowest broker id that is none of those)."""
+def _only_in(names: Names, kind: str, name: str) -> str:
+    given = names.given.get((kind, name))
+    return f" (it is named only in mode {', '.join(sorted(given))})" if given else ""
+
+
+def _give_names(check: Checker, where: tuple, step: dict, names: Names, modes: frozenset[str]) -> None:
+    action = step["action"]
+    if action == "consumer":
+        if not names.give("consumer", step["name"], modes):
+            check.fail(where, "name", f"there is already a consumer called {step['name']!r}")
+        names.give("group", step["group"], modes)
+    if "as" not in step:
+        return
+    if action in ("produce", "spark_read"):
+        if not names.give(action, step["as"], modes):
+            check.fail(where, "as", f"an earlier {action} step is named {step['as']!r} already")
+    elif "broker" in step:  # choose, or a process step: the name is the broker's
+        names.give("broker", step["as"], modes)
+    else:
+        check.fail(where, "as", f"as names a broker, a produce or a spark_read; this {action} step has none")
+
+
+def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int) -> bool:
+    """A broker named by a string: "controller", "leader:TOPIC-PARTITION", a name given earlier with `as`, or
+    "not:A,B" (the lowest broker id that is none of those)."""
     if target.startswith("not:"):
-        return all(_target_known(part, names) or part.isdigit() for part in target[4:].split(","))
-    return target in ("controller", "leader") or target.startswith("leader:") or target in names
+        return all(_target_known(part, names, modes, brokers) or (part.isdigit() and 1 <= int(part) <= brokers)
+                   for part in target[4:].split(","))
+    return target == "controller" or re.fullmatch(r"leader:.+-\d+", target) is not None \
+        or names.known("broker", target, modes)
+
+
+def _node_known(node: str, names: Names, modes: frozenset[str], brokers: int, zookeepers: int) -> bool:
+    kind, colon, rest = node.partition(":")
+    if kind in ("zookeeper", "clients") and not colon:
+        return True
+    if kind == "zookeeper":
+        return rest.isdigit() and 1 <= int(rest) <= zookeepers
+    if kind == "broker" and rest.isdigit():
+        return 1 <= int(rest) <= brokers
+    return kind == "broker" and _target_known(rest, names, modes, brokers)
 
 
 def fault_parameters(fields: dict) -> dict:
@@ -297,7 +451,7 @@ def fault_parameters(fields: dict) -> dict:
     return {names[k]: v for k, v in fields.items() if k in names}
 
 
-def _settings(config: dict) -> dict[str, str]:
+def server_settings(config: dict) -> dict[str, str]:
     """server.properties values as the lab's --config takes them (TOML's true/3000 become "true"/"3000")."""
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
 
@@ -306,7 +460,7 @@ _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 _KEY_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")  # a dotted key's parts; "0.8" stays whole
 
 
-class _Checker:
+class Checker:
     """Schema checks that fail with FILE:LINE: and the allowed names. tomllib keeps no positions, so the line
     is found in the text: the table's header (the i-th for an array of tables), then the key within it."""
 
@@ -314,11 +468,16 @@ class _Checker:
         self.lines = text.splitlines()
         self.filename = filename
 
-    def fields(self, table: dict, allowed: dict[str, tuple[type, ...]], where: tuple, what: str = "field") -> None:
+    def fields(self, table: dict, allowed: dict[str, tuple[type, ...]], where: tuple, what: str = "field",
+               more: dict[str, tuple[type, ...]] | None = None, more_what: str = "") -> None:
+        """Each key of `table` is allowed and of its type; `more` is a second set of allowed fields (a condition's,
+        in a wait or expect step), named apart in the error."""
         for key, value in table.items():
-            if key not in allowed:
-                self.fail(where, key, f"unknown {what} {key!r}; allowed: {', '.join(allowed)}")
-            types = allowed[key]
+            if key not in allowed and key not in (more or {}):
+                listed = f"allowed: {', '.join(allowed)}" + (f"; and for {more_what.split(' of ')[-1]}: "
+                                                              f"{', '.join(more)}" if more is not None else "")
+                self.fail(where, key, f"unknown {more_what if more is not None else what} {key!r}; {listed}")
+            types = allowed[key] if key in allowed else more[key]
             if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
                 names = " or ".join(_TYPE_NAMES[t] for t in types)
                 self.fail(where, key, f"{key} must be {names}, not {value!r}")
@@ -328,7 +487,10 @@ class _Checker:
             self.fail(where, None, f"missing {key!r}")
 
     def fail(self, where: tuple, key: str | None, message: str) -> None:
-        raise ScenarioError(f"{self.filename}:{self.line(where, key)}: {message}")
+        self.fail_at(self.line(where, key), message)
+
+    def fail_at(self, line: int, message: str) -> None:
+        raise ScenarioError(f"{self.filename}:{line}: {message}")
 
     def line(self, where: tuple, key: str | None) -> int:
         start, end = self._block(where)
@@ -337,7 +499,7 @@ class _Checker:
             for number in range(start, end):
                 if pattern.match(self.lines[number]):
                     return number + 1
-        return start if where else 1  # the header's own line (1-based: the block starts after it)
+        return max(start, 1) if where else 1  # the header's own line (1-based: the block starts after it)
 
     def _block(self, where: tuple) -> tuple[int, int]:
         """[first line, end) of the table at `where` (0-based), after its header; the top level before any."""

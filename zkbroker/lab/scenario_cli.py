@@ -1,7 +1,9 @@
 """`zkbroker lab scenario list|show|run` (DESIGN §10) and their terminal output.
 
 With `--json` stdout holds only the JSON and the narration goes to stderr. `run` exits 0 when every run
-matched its expectation, 1 otherwise (and 130 when interrupted, after tearing its labs down).
+matched its expectation, 1 otherwise (and 130 when interrupted, after tearing its labs down). A scenario file
+with a mistake (`check`, or `run` before anything starts) is one `FILE:LINE: ...` line and exit status 2
+(DESIGN §20).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     show = commands.add_parser("show", help="a scenario's modes, expectations and steps")
     show.add_argument("name", metavar="NAME")
     show.set_defaults(run=_show)
+    check = commands.add_parser("check", help="check a scenario file without starting anything")
+    check.add_argument("file", metavar="F")
+    check.set_defaults(run=_check)
     run = commands.add_parser("run", help="run a scenario on labs of its own and check what happened")
     which = run.add_mutually_exclusive_group(required=True)
     which.add_argument("name", metavar="NAME", nargs="?", help="a catalogue scenario")
@@ -97,10 +102,27 @@ def _settings(config: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items())
 
 
+SCENARIO_MISTAKE = 2  # the exit status of a scenario file that does not load: nothing was started
+
+
+def _check(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.file)
+    except ScenarioError as e:
+        print(e, file=sys.stderr)
+        return SCENARIO_MISTAKE
+    print(f"{args.file}: {scenario.name}, {len(scenario.steps)} steps, modes {', '.join(scenario.modes)}: ok")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from zkbroker.lab.runner import EnterStepper, run_scenario
 
-    scenario = load_scenario(args.file) if args.file else find_scenario(args.name)
+    try:
+        scenario = load_scenario(args.file) if args.file else find_scenario(args.name)
+    except ScenarioError as e:
+        print(e, file=sys.stderr)
+        return SCENARIO_MISTAKE
     out = sys.stderr if args.json else sys.stdout
 
     def narrate(line: str) -> None:

@@ -124,9 +124,10 @@ def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_one
 
 def test_types_required_fields_and_one_process_are_checked():
     fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = "two"\n'), "count must be an integer")
-    fails(scenario_with_step('action = "produce"\ntopic = "t"\n'), "missing 'count'")
-    fails(scenario_with_step('action = "kill"\n'), "names one process: broker, zookeeper or consumer")
-    fails(scenario_with_step('action = "kill"\nbroker = 1\nzookeeper = 2\n'), "names one process")
+    fails(scenario_with_step('action = "produce"\ntopic = "t"\n'), "a produce step needs 'count'")
+    fails(scenario_with_step('action = "kill"\n'), "a kill step names one of broker, zookeeper, consumer$")
+    fails(scenario_with_step('action = "kill"\nbroker = 1\nzookeeper = 2\n'),
+          "names one of broker, zookeeper, consumer \\(not broker and zookeeper\\)")
     fails(scenario_with_step('action = "sleep"\nms = true\n'), "ms must be an integer")
     fails(scenario_with_step('action = "heal"\nmode = "fixed "\n'), "mode 'fixed ' is not one of")
     fails(KAFKA_1211.replace("brokers = 2", "zookeepers = 2"), "zookeepers must be one of 1, 3, 5")
@@ -154,7 +155,7 @@ def test_names_given_with_as_are_the_only_strings_a_target_may_be():
     scenario = parse_scenario(named + '\n[[steps]]\naction = "resume"\nbroker = "zombie"\n')
     assert scenario.steps[-1].fields == {"broker": "zombie"}
     fails(scenario_with_step('action = "resume"\nbroker = "zombie"\n'), "broker 'zombie' is not an id")
-    fails(scenario_with_step('action = "wait"\ncondition = "acked"\n'), "names a produce step with of")
+    fails(scenario_with_step('action = "wait"\ncondition = "acked"\n'), "the acked condition needs 'of'")
     fails(scenario_with_step('action = "wait"\ncondition = "acked"\nof = "nothing"\n'),
           "no earlier produce step is named 'nothing'")
 

@@ -41,9 +41,9 @@ def test_a_spark_read_step_and_a_wait_on_its_tasks_load_and_read_in_words():
 
 
 @pytest.mark.parametrize("step, message, line_of", [
-    ('action = "spark_read"\ntopic = "t"\n', "missing 'end'", "[[steps]]"),
+    ('action = "spark_read"\ntopic = "t"\n', "a spark_read step needs 'end'", "[[steps]]"),
     ('action = "spark_read"\ntopic = "t"\nend = 3\nmaster = 2\n', "master must be a string, not 2", "master = 2"),
-    ('action = "wait"\ncondition = "read_tasks_running"\nsize = 1\n', "names a spark_read step with of",
+    ('action = "wait"\ncondition = "read_tasks_running"\nsize = 1\n', "the read_tasks_running condition needs 'of'",
      "[[steps]]"),
     ('action = "wait"\ncondition = "read_tasks_done"\nof = "nothing"\nsize = 1\n',
      "no earlier spark_read step is named 'nothing'", 'of = "nothing"'),

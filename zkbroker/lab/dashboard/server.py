@@ -29,6 +29,7 @@ from zkbroker.lab.dashboard import faults, views
 from zkbroker.lab.dashboard.broker_state import query_state
 from zkbroker.lab.dashboard.events import matches
 from zkbroker.lab.dashboard.history import history
+from zkbroker.lab.dashboard.lessons import LessonControl, course_json
 from zkbroker.lab.dashboard.page import render_page
 from zkbroker.lab.dashboard.replay import snapshot_at
 from zkbroker.lab.dashboard.safety import TOKEN_HEADER, host_allowed, new_token, token_ok
@@ -86,6 +87,7 @@ class Dashboard:
         self._tasks: list[asyncio.Task] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scenarios = ScenarioControl(self.home, self._watch_from_thread)
+        self.lessons = LessonControl(self.home, self._watch_from_thread)
 
     # ---- what the lab looks like now -------------------------------------------------------------------
 
@@ -218,6 +220,7 @@ class Dashboard:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.to_thread(self.scenarios.stop)
+        await asyncio.to_thread(self.lessons.stop)
         if self.reader is not None:
             await asyncio.to_thread(self.reader.close)
 
@@ -587,6 +590,23 @@ async def _scenario_command(request: web.Request) -> web.Response:
         return _error(e.status, str(e))
 
 
+async def _lesson_course(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(course_json))
+
+
+async def _lesson_status(request: web.Request) -> web.Response:
+    return _json(request.app[DASHBOARD].lessons.status())
+
+
+async def _lesson_command(request: web.Request) -> web.Response:
+    d = request.app[DASHBOARD]
+    body = await _read_json(request)
+    try:
+        return _json(await asyncio.to_thread(d.lessons.command, body))
+    except ScenarioCommandError as e:
+        return _error(e.status, str(e))
+
+
 def make_app(dashboard: Dashboard) -> web.Application:
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
     app[DASHBOARD] = dashboard
@@ -605,6 +625,9 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/scenarios", _scenario_catalogue)
     app.router.add_get("/api/scenario", _scenario_status)
     app.router.add_post("/api/scenario", _scenario_command)
+    app.router.add_get("/api/lessons", _lesson_course)
+    app.router.add_get("/api/lesson", _lesson_status)
+    app.router.add_post("/api/lesson", _lesson_command)
 
     async def started(app: web.Application) -> None:
         dashboard.start()

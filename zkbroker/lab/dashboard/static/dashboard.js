@@ -201,12 +201,18 @@ function renderReplica(p, r, mismatch) {
       h('span', { class: 'who' }, `broker ${r.broker}`), ' no answer',
       h('span', { title: 'its lab control socket gave no state: paused, dead, or not a lab broker' }, ' (view unknown)'));
   }
+  // Only a leader keeps an ISR (and its zkVersion) up to date; a follower's are those of the last LeaderAndIsr it
+  // applied, which the leader's own ISR changes never reach (0.8.2's followers kept no ISR at all).
+  const follower = r.believes_leader !== r.broker;
+  const heard = follower ? ' (last heard)' : '';
+  const lastHeard = (span) => follower ? Object.assign(span, { title: 'a follower does not track the ISR: this is '
+    + 'the one in the last LeaderAndIsr it applied; the leader changes the state znode without telling it' }) : span;
   return h('div', { class: `replica${mismatch ? ' mismatch' : ''}`, 'data-broker': r.broker },
     h('span', { class: 'who' }, `broker ${r.broker}`), ' ',
     cell('leader', r.believes_leader, 'zombie_leader', 'wrong_leader'), ' ',
     cell('epoch', r.leader_epoch, 'stale_leader_epoch'), ' ',
-    r.isr ? cell('isr', ids(r.isr), 'isr_differs') : null, ' ',
-    r.zk_version !== null ? cell('zkVersion', r.zk_version, 'cached_zk_version') : null, ' ',
+    r.isr ? lastHeard(cell(`isr${heard}`, ids(r.isr), 'isr_differs')) : null, ' ',
+    r.zk_version !== null ? lastHeard(cell(`zkVersion${heard}`, r.zk_version, 'cached_zk_version')) : null, ' ',
     r.metadata_leader !== null ? cell('metadata', r.metadata_leader, 'metadata_leader') : null, ' ',
     h('span', {}, `HW ${dash(r.hw)} LEO ${dash(r.leo)}`));
 }
@@ -699,6 +705,102 @@ function watchScenario() {
   if (state.view === 'scenarios' || (s && s.state !== 'idle' && s.state !== 'finished')) refreshScenario();
 }
 
+// ---- lessons ---------------------------------------------------------------------------------------------
+
+state.lesson = null;
+state.course = [];
+
+async function loadCourse() {
+  try {
+    state.course = await getJSON('/api/lessons');
+  } catch (e) {
+    say(`Lessons: ${e.message}`, true);
+    return;
+  }
+  const select = document.getElementById('lesson-form').elements.name;
+  select.replaceChildren(...state.course.map((l) => h('option', { value: l.name }, `${l.title} (${l.minutes} min)`)));
+  describeLesson();
+}
+
+function describeLesson() {
+  const name = document.getElementById('lesson-form').elements.name.value;
+  const l = state.course.find((x) => x.name === name);
+  if (l) document.getElementById('lesson-summary').textContent = `${l.summary} (${l.pages} pages)`;
+}
+
+async function lessonCommand(body) {
+  try {
+    renderLesson(await post('/api/lesson', body));
+  } catch (e) {
+    say(`Lesson: ${e.message}`, true);
+  }
+}
+
+async function refreshLesson() {
+  try {
+    renderLesson(await getJSON('/api/lesson'));
+  } catch (e) {
+    say(`Lesson: ${e.message}`, true);
+  }
+}
+
+let lastLesson = '';
+function renderLesson(s) {
+  const text = JSON.stringify(s);
+  if (text === lastLesson) return;  // re-render only what changed (a button must not vanish mid-click)
+  lastLesson = text;
+  state.lesson = s;
+  const active = s.state !== 'idle' && s.state !== 'finished';
+  document.querySelector('#lesson-form button[name=start]').disabled = active;
+  document.getElementById('lesson-stop').disabled = !active;
+  if (s.state === 'idle') return;
+  document.getElementById('lesson-state').textContent = `${s.title}: `
+    + (s.state === 'finished' ? 'finished' : s.waiting === 'answer' ? 'your answer, please' : s.waiting === 'next' ? 'press Next' : 'the steps run')
+    + (s.error ? ` (${s.error})` : '');
+  const last = s.pages.length - 1;
+  document.getElementById('lesson-pages').replaceChildren(...s.pages.map((p, i) => {
+    const li = h('li', { class: `lesson-page${i === last && s.state !== 'finished' ? ' current' : ''}`, 'data-page': i },
+      h('h3', {}, `${i + 1}/${s.of} ${p.title}`), h('p', {}, p.text),
+      p.look ? h('p', { class: 'look' }, h('b', {}, 'Look: '), p.look) : null);
+    const q = p.question;
+    if (q) {
+      const asking = i === last && s.waiting === 'answer';
+      const box = h('div', { class: 'question', 'data-kind': q.kind },
+        h('p', {}, h('b', {}, q.kind === 'predict' ? 'Predict: ' : 'Question: '), q.ask));
+      box.append(h('ol', { class: 'choices' }, q.choices.map((c, n) => h('li', {},
+        h('button', { type: 'button', 'data-choice': n + 1, disabled: !asking,
+          class: p.answer === n + 1 ? 'chosen' : '', onclick: () => lessonCommand({ action: 'answer', choice: n + 1 }) }, c)))));
+      if (q.right !== undefined) {
+        box.append(h('p', { class: `reveal ${p.correct ? 'verdict-ok' : 'verdict-bad'}`, 'data-correct': String(p.correct) },
+          p.correct ? 'Right. ' : `The answer is ${q.right}: ${q.choices[q.right - 1]}. `, q.why));
+      } else if (p.answer && q.kind === 'predict') {
+        box.append(h('p', { class: 'pending' }, 'Your prediction is in: watch the views above while the steps run.'));
+      }
+      li.append(box);
+    }
+    if (p.closed && p.held !== undefined) {
+      li.append(h('p', { class: p.held ? 'verdict-ok' : 'verdict-bad', 'data-held': String(p.held) },
+        p.held ? 'What happened: every claim held.' : `What happened: ${p.failures.join('; ')}`));
+    }
+    if (i === last && s.waiting === 'next') {
+      li.append(h('button', { type: 'button', id: 'lesson-next', onclick: () => lessonCommand({ action: 'next' }) }, 'Next'));
+    }
+    return li;
+  }));
+  const log = document.getElementById('lesson-narration');
+  log.replaceChildren(...s.narration.map((n) => h('li', {}, h('span', {}, clock(n.ts)), h('span', {}, ''), h('span', {}, ''), h('span', {}, n.text))));
+  log.scrollTop = log.scrollHeight;
+  const result = document.getElementById('lesson-result');
+  result.replaceChildren(...(s.result ? [h('p', { id: 'lesson-passed', 'data-passed': String(s.result.passed) },
+    s.result.passed ? 'Lesson done: every claim it made held on the cluster. Its lab keeps running: drag the time slider to replay it.'
+      : 'Lesson done, but a claim did not hold: see the pages above.')] : []));
+}
+
+function watchLesson() {
+  const s = state.lesson;
+  if (state.view === 'lessons' || (s && s.state !== 'idle' && s.state !== 'finished')) refreshLesson();
+}
+
 // ---- views and the live stream ---------------------------------------------------------------------------
 
 function showView(name) {
@@ -715,6 +817,7 @@ function showView(name) {
   if (name === 'faults') fillFaultForm();
   if (name === 'timeline') renderEvents();
   if (name === 'scenarios') { if (!state.catalogue.length) loadCatalogue(); refreshScenario(); }
+  if (name === 'lessons') { if (!state.course.length) loadCourse(); refreshLesson(); }
 }
 
 function setLive(on) {
@@ -785,7 +888,14 @@ function init() {
   document.getElementById('scenario-play').addEventListener('click', () => scenarioCommand({ action: 'play' }));
   document.getElementById('scenario-pause').addEventListener('click', () => scenarioCommand({ action: 'pause' }));
   document.getElementById('scenario-stop').addEventListener('click', () => scenarioCommand({ action: 'stop' }));
-  setInterval(() => { if (!document.hidden) watchScenario(); }, 700);
+  const lessonForm = document.getElementById('lesson-form');
+  lessonForm.elements.name.addEventListener('change', describeLesson);
+  lessonForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    lessonCommand({ action: 'start', name: e.target.elements.name.value });
+  });
+  document.getElementById('lesson-stop').addEventListener('click', () => lessonCommand({ action: 'stop' }));
+  setInterval(() => { if (!document.hidden) { watchScenario(); watchLesson(); } }, 700);
   setInterval(() => {
     if (document.hidden) return;
     if (state.view === 'topics') refreshTopics();
