@@ -25,7 +25,9 @@ A record batch (magic 2) prints as Kafka 2.x's DumpLogSegments prints it, one li
 
     | offset: 0 CreateTime: 1567500758127 keysize: -1 valuesize: 43 sequence: -1 headerKeys: [] payload: ...
 
-(` key: K` before the payload when the record has a key; no payload for a null value). A `.timeindex` file
+(` key: K` before the payload when the record has a key; no payload for a null value). A control batch's record
+ends ` endTxnMarker: COMMIT coordinatorEpoch: 0` (or ABORT) instead, with or without `print_data_log`, as
+Kafka's tool prints it. A `.timeindex` file
 prints `timestamp: T offset: O` per entry, stopping at the first empty slot; entries that do not point at the
 last offset of an entry of the log, or whose timestamp is not that entry's largest, or not above the previous
 entry's, are listed on stderr at the end, in Kafka 2.x's words.
@@ -48,7 +50,14 @@ from zkbroker.protocol.message_set import (
     iter_entries,
     iter_messages,
 )
-from zkbroker.protocol.record_batch import BatchHeader, Record
+from zkbroker.protocol.record_batch import (
+    BatchHeader,
+    ControlRecordType,
+    CorruptRecordError,
+    Record,
+    control_record_type,
+    parse_end_txn_marker,
+)
 
 from .segment import INDEX_SUFFIX, LOG_SUFFIX
 from .time_index import TIME_INDEX_SUFFIX
@@ -211,12 +220,26 @@ def _record_line(batch: BatchHeader, record: Record, print_data: bool) -> str:
         f" keysize: {_size(record.key)} valuesize: {_size(record.value)}"
         f" sequence: {record.sequence} headerKeys: [{','.join(key for key, _ in record.headers)}]"
     ]
-    if print_data:
+    if batch.is_control:
+        parts.append(_control_text(record))
+    elif print_data:
         if record.key is not None:
             parts.append(f" key: {_text(record.key)}")
         if record.value is not None:
             parts.append(f" payload: {_text(record.value)}")
     return "".join(parts)
+
+
+def _control_text(record: Record) -> str:
+    """A control record as DumpLogSegments shows one, in place of its key and payload."""
+    try:
+        control_type = control_record_type(record.key)
+        if control_type in ControlRecordType.NAMES:
+            marker = parse_end_txn_marker(record.key, record.value)
+            return f" endTxnMarker: {marker.name} coordinatorEpoch: {marker.coordinator_epoch}"
+        return f" controlType: UNKNOWN({control_type})"
+    except CorruptRecordError as exc:
+        return f" controlType: unreadable ({exc})"
 
 
 def _size(field: bytes | None) -> int:
