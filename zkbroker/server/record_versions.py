@@ -103,17 +103,18 @@ def records_for_fetch(log: Log, records: FileRange, version: int, fetch_offset: 
     return ErrorCode.NONE, converted or records
 
 
-def offset_by_time(partition: Partition, timestamp: int, from_follower: bool) -> tuple[int, int, int]:
+def offset_by_time(partition: Partition, timestamp: int, from_follower: bool,
+                   read_committed: bool = False) -> tuple[int, int, int]:
     """ListOffsets v1+: (timestamp, offset, leader epoch) -- -1 and the offset for latest and earliest, the first
-    message at or after `timestamp` below what the asker may read (the HW for a consumer), or -1s. The epoch (v4)
-    is that of the record batch holding the answer -- for latest, the last one before it -- and -1 where that is
-    a message of magic 0 or 1."""
+    message at or after `timestamp` below what the asker may read (the HW for a consumer, the LSO for a
+    read_committed one: v2+'s isolation_level), or -1s. The epoch (v4) is that of the record batch holding the
+    answer -- for latest, the last one before it -- and -1 where that is a message of magic 0 or 1."""
     log = partition.log
     if timestamp in (LATEST_TIME, EARLIEST_TIME):
-        offset = partition.offset_for_timestamp(timestamp, from_follower)
+        offset = partition.offset_for_timestamp(timestamp, from_follower, read_committed)
         return -1, offset, log.leader_epoch_at(offset - 1 if timestamp == LATEST_TIME else offset)
     found = log.fetch_offset_by_timestamp(timestamp)
-    limit = partition.log_end_offset if from_follower else partition.high_watermark
+    limit = partition.fetchable_end(from_follower, read_committed)
     if found is None or found.offset >= limit:
         return -1, -1, -1
     return found.timestamp, found.offset, log.leader_epoch_at(found.offset)
