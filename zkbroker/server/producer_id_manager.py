@@ -61,7 +61,10 @@ class ProducerIdManager:
             try:
                 await self.bridge.wait_for(write)
             except (BadVersionError, NodeExistsError):
-                continue  # another broker took a block meanwhile: take the one after it
+                # another broker took a block meanwhile: take the one after it
+                log.debug("Broker %d lost the race for producer id block %d-%d; reading the latest block again",
+                          self.broker_id, block.block_start, block.block_end)
+                continue
             log.info("Broker %d acquired producer id block %d-%d", self.broker_id, block.block_start,
                      block.block_end)
             return block
