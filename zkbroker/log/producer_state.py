@@ -364,6 +364,12 @@ def _encode_entry(e: ProducerEntry) -> bytes:
                        e.current_txn_first_offset)
 
 
+def read_snapshot(path: str) -> dict[int, ProducerEntry]:
+    """The producers a `.snapshot` file holds (dump-log); ValueError or struct.error when it does not read."""
+    with open(path, "rb") as f:
+        return _decode_snapshot(f.read())
+
+
 def _decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
     version, crc = _HEAD.unpack_from(data, 0)
     if version != _VERSION:

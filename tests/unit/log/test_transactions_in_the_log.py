@@ -169,6 +169,25 @@ def test_dump_log_shows_transactional_batches_and_markers_as_kafka(tmp_path):
     assert control.endswith(" endTxnMarker: COMMIT coordinatorEpoch: 4")
 
 
+def test_dump_log_prints_the_txnindex_and_the_producer_snapshot_as_kafka(tmp_path):
+    log = new_log(tmp_path)
+    log.append(data(7, 0))  # 0-1
+    log.append(marker(7, ABORT, coordinator_epoch=3), coordinator=True)  # 2
+    log.append(data(8, 0))  # 3-4, open
+    log.close()
+    out = io.StringIO()
+    snapshot = os.path.join(log.dir, f"{5:020d}.snapshot")
+    dump_log_segments([transaction_index_filename(log.dir, 0), snapshot], out=out, err=io.StringIO())
+    assert out.getvalue().splitlines()[1:] == [
+        "version: 0 producerId: 7 firstOffset: 0 lastOffset: 2 lastStableOffset: 3",
+        f"Dumping {snapshot}",
+        "producerId: 7 producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: -1 firstSequence: 0 "
+        f"lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: {T0}",
+        "producerId: 8 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: 3 firstSequence: 0 "
+        f"lastSequence: 1 lastOffset: 4 offsetDelta: 1 timestamp: {T0}",
+    ]
+
+
 def test_records_of_a_control_batch_are_its_marker(tmp_path):
     batch = build_end_txn_marker_batch(EndTxnMarker(ABORT, 3), producer_id=7, producer_epoch=1, timestamp=T0)
     [record] = list(iter_messages(batch))
