@@ -177,7 +177,11 @@ class Log:
         #: (partition leader epoch, base offset) of the record batches recovery kept, for the leader-epoch cache
         self.recovered_leader_epochs: list[tuple[int, int]] = []
         self.producer_state = ProducerStateManager(directory)
+        # Whether a segment ever held an aborted transaction: read_committed fetches of logs that never did (most
+        # of them) skip the search of the transaction indexes.
+        self.has_aborted_transactions = False
         self._load_segments()
+        self.has_aborted_transactions = any(segment.txn_index.entries for segment in self.segments)
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
         self._load_producer_state()
@@ -334,6 +338,7 @@ class Log:
             if txn.is_aborted:
                 segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
                                                     state.last_stable_offset_after(txn)))
+                self.has_aborted_transactions = True
             state.complete_txn(txn)
 
     def last_stable_offset(self, high_watermark: int) -> int:
@@ -346,6 +351,8 @@ class Log:
         from the transaction indexes of the segment holding `start_offset` and the later ones, until an entry's
         LSO shows that none further can (Kafka's collectAbortedTransactions)."""
         found: list[AbortedTxn] = []
+        if not self.has_aborted_transactions:
+            return found
         for segment in self.segments_between(start_offset, 2**63):
             txns, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
             found += txns

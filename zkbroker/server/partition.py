@@ -288,7 +288,7 @@ class Partition:
         """What a read_committed fetch from `offset` answers beside `records`: (producer id, first offset) of each
         aborted transaction overlapping them. The upper bound is the LSO, or the base of the next segment when
         the range ends before it (a read stays in one segment), as Kafka bounds it by the fetched segment."""
-        if records is None or not records.size:
+        if records is None or not records.size or not self.log.has_aborted_transactions:
             return []
         upper = self.last_stable_offset
         later = self.log.segments_between(offset, upper)
