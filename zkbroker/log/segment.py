@@ -423,7 +423,7 @@ class LogSegment:
             whole = buf[at : at + LOG_OVERHEAD + size]
             if len(whole) < LOG_OVERHEAD + size:
                 whole = os.pread(fd, LOG_OVERHEAD + size, file_position)
-            for message in iter_messages(whole, verify_crc=False):
+            for message in iter_messages(whole, verify_crc=False, control=True):  # a marker has its time too
                 if message.timestamp >= timestamp and message.offset >= starting_offset:
                     return TimestampOffset(message.timestamp, message.offset)
         return None

@@ -712,10 +712,11 @@ def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
 
 
 def iter_messages(
-    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None, control: bool = False
 ) -> Iterator[Message]:
     """The messages of a set, compressed wrappers and record batches opened, offsets absolute; stops
-    at a torn tail.
+    at a torn tail. The records of control batches (end-transaction markers) are left out, as Kafka's
+    consumers never return them, unless ``control``.
 
     A wrapper or batch that would inflate past ``max_inflated_bytes`` (default :func:`inflation_bound`
     of 0.8.2's message.max.bytes) raises :class:`InflationBoundError` instead of inflating."""
@@ -727,7 +728,8 @@ def iter_messages(
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
         if magic == 2:
-            yield from _batch_messages(view, pos, end, max_inflated_bytes)
+            if control or not attributes & record_batch.CONTROL:
+                yield from _batch_messages(view, pos, end, max_inflated_bytes)
             pos = end
             continue
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP

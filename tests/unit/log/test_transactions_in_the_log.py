@@ -188,7 +188,8 @@ def test_dump_log_prints_the_txnindex_and_the_producer_snapshot_as_kafka(tmp_pat
     ]
 
 
-def test_records_of_a_control_batch_are_its_marker(tmp_path):
+def test_a_control_batchs_record_is_its_marker_and_readers_never_see_it(tmp_path):
     batch = build_end_txn_marker_batch(EndTxnMarker(ABORT, 3), producer_id=7, producer_epoch=1, timestamp=T0)
-    [record] = list(iter_messages(batch))
+    [record] = list(iter_messages(batch, control=True))
     assert (record.key, record.value) == (b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x03")
+    assert list(iter_messages(data(7, 0, count=1) + batch)) == list(iter_messages(data(7, 0, count=1)))  # readers
