@@ -97,3 +97,51 @@ def test_kcat_read_committed_and_the_ends_listoffsets_answers(served):
             assert consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30, cached=False) == (0, end)
         finally:
             consumer.close()
+
+
+def test_a_follower_replicates_markers_and_serves_read_committed_after_failover(brokers, zk_connect, zk):
+    """The transactions written into the leader's log (which its unclean restart recovers, rebuilding the
+    `.txnindex`) reach the follower through replication like any batch: its `.txnindex` matches the leader's, and
+    once the leader is gone it serves read_committed readers the same committed records and LSO."""
+    import json
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from tests.integration.harness import wait_for
+    from zkbroker.log.transaction_index import TransactionIndex, transaction_index_filename
+
+    pair = {b.id: b for b in brokers(1, 2)}
+    create_topic(zk_connect, TOPIC, 1, 2, list(pair.values()))
+    state_path = f"/brokers/topics/{TOPIC}/partitions/0/state"
+
+    def state() -> dict:
+        return json.loads(zk.get(state_path))
+
+    leader_id = state()["leader"]
+    follower_id = 3 - leader_id
+    leader, follower = pair[leader_id], pair[follower_id]
+    follower.kill()  # the follower first: the leader stays in the ISR, alone
+    wait_for(lambda: state()["isr"] == [leader_id], 30, "the ISR to shrink to the leader")
+    leader.kill()
+    write_transactions(leader.partition_dir(TOPIC, 0))
+    leader.start()
+    wait_for_leaders([leader], TOPIC, 1)
+    follower.start()
+    wait_for(lambda: sorted(state()["isr"]) == [1, 2], 60, "the follower to catch up and rejoin the ISR")
+    for broker in (leader, follower):
+        [txn] = TransactionIndex(transaction_index_filename(str(broker.partition_dir(TOPIC, 0)), 0)).entries
+        assert (txn.producer_id, txn.first_offset, txn.last_offset) == (8, 4, 7)
+        # The LSO the abort left: 8 appended alone (the leader's recovery replays batch by batch); 9 when producer
+        # 9's batch came in the same fetch, since Kafka's log computes it over the whole appended set -- both
+        # bound every transaction still open then, which is all a fetch's search needs of it
+        assert txn.last_stable_offset in (8, 9)
+    leader.kill()
+    wait_for(lambda: state()["leader"] == follower_id, 30, "the follower to lead")
+    wait_for_leaders([follower], TOPIC, 1)
+    client = ClientConfig("confluent-kafka", "confluent-kafka", {"isolation.level": "read_committed"})
+    assert [r.value for r in client.consume(follower.bootstrap, TOPIC, {0: 0}, len(COMMITTED))] == COMMITTED
+    consumer = Consumer({"bootstrap.servers": follower.bootstrap, "group.id": "ends"})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30, cached=False) == (0, LSO)
+    finally:
+        consumer.close()
