@@ -27,6 +27,7 @@ from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
 from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
+from zkbroker.protocol.record_batch import ControlRecordType, EndTxnMarker, build_end_txn_marker_batch
 from zkbroker.topic_partition import TopicPartition
 
 
@@ -253,6 +254,21 @@ class Partition:
                 raise NotEnoughReplicasError(f"Number of insync replicas for partition [{self.topic},{self.partition}] "
                                              f"is [{len(self.isr)}], below required minimum [{min_isr}]")
         info = self.log.append(records, leader_epoch=self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        self.wake_waiters()
+        return info
+
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          now_ms: int) -> AppendInfo:
+        """WriteTxnMarkers on the leader (the transaction coordinator's request): the end-transaction marker of a
+        producer's transaction appended as a control batch, with the leader's epoch (Kafka's appendRecords with
+        origin Coordinator; the request waits for acks=-1 like a produce). Raises ProducerStateError for a marker
+        from an older producer epoch (INVALID_PRODUCER_EPOCH) or coordinator epoch
+        (TRANSACTION_COORDINATOR_FENCED), and what `append_messages_to_leader` raises."""
+        marker = EndTxnMarker(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch)
+        batch = build_end_txn_marker_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                                           timestamp=now_ms)
+        info = self.log.append(bytearray(batch), leader_epoch=self.leader_epoch, coordinator=True)
         self.maybe_increment_high_watermark()
         self.wake_waiters()
         return info

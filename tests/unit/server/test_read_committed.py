@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
 from zkbroker.protocol.message_set import iter_messages
 from zkbroker.protocol.record_batch import (
@@ -78,3 +80,21 @@ def test_a_followers_lso_comes_from_its_own_producer_state_and_the_leaders_hw(tm
     assert follower.last_stable_offset == 0
     follower.high_watermark = 3
     assert follower.last_stable_offset == 3
+
+
+def test_the_leaders_side_of_write_txn_markers(tmp_path):
+    from zkbroker.log.producer_state import ProducerStateError
+    from zkbroker.protocol.errors import ErrorCode
+
+    p = leader(tmp_path)
+    p.append_messages_to_leader(data(7, 0), 1)  # 0-1, open
+    info = p.append_txn_marker(7, 0, commit=False, coordinator_epoch=2, now_ms=T + 5)  # 2
+    assert (info.first_offset, info.last_offset, p.high_watermark, p.last_stable_offset) == (2, 2, 3, 3)
+    records = p.read(0, 1 << 20, from_follower=False, read_committed=True)
+    assert p.aborted_transactions(0, records) == [(7, 0)]
+    [batch] = info.batches
+    assert (batch.control, batch.partition_leader_epoch, batch.end_txn_marker.coordinator_epoch) == (True, 0, 2)
+    with pytest.raises(ProducerStateError) as raised:
+        p.append_txn_marker(7, 0, commit=True, coordinator_epoch=1, now_ms=T + 6)
+    assert raised.value.error_code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert p.log_end_offset == 3
