@@ -193,3 +193,14 @@ def test_a_control_batchs_record_is_its_marker_and_readers_never_see_it(tmp_path
     [record] = list(iter_messages(batch, control=True))
     assert (record.key, record.value) == (b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x03")
     assert list(iter_messages(data(7, 0, count=1) + batch)) == list(iter_messages(data(7, 0, count=1)))  # readers
+
+
+def test_an_index_rebuilt_after_a_clean_shutdown_keeps_the_segments_aborted_transactions(tmp_path):
+    log = new_log(tmp_path)
+    log.append(data(7, 0))  # 0-1
+    log.append(marker(7, ABORT), coordinator=True)  # 2
+    log.close()
+    (tmp_path / ".kafka_cleanshutdown").touch()  # no recovery; but the offset index is gone and is rebuilt
+    os.remove(os.path.join(log.dir, f"{0:020d}.index"))
+    reopened = Log(log.dir, clock=lambda: T0)
+    assert reopened.collect_aborted_transactions(0, 3) == [AbortedTxn(7, 0, 2, 3)]
