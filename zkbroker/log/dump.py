@@ -25,10 +25,15 @@ A record batch (magic 2) prints as Kafka 2.x's DumpLogSegments prints it, one li
 
     | offset: 0 CreateTime: 1567500758127 keysize: -1 valuesize: 43 sequence: -1 headerKeys: [] payload: ...
 
-(` key: K` before the payload when the record has a key; no payload for a null value). A `.timeindex` file
+(` key: K` before the payload when the record has a key; no payload for a null value). A control batch's record
+ends ` endTxnMarker: COMMIT coordinatorEpoch: 0` (or ABORT) instead, with or without `print_data_log`, as
+Kafka's tool prints it. A `.timeindex` file
 prints `timestamp: T offset: O` per entry, stopping at the first empty slot; entries that do not point at the
 last offset of an entry of the log, or whose timestamp is not that entry's largest, or not above the previous
-entry's, are listed on stderr at the end, in Kafka 2.x's words.
+entry's, are listed on stderr at the end, in Kafka 2.x's words. A `.txnindex` prints each aborted transaction
+(`version: 0 producerId: 7 firstOffset: 0 lastOffset: 4 lastStableOffset: 2`) and a producer state `.snapshot`
+each producer (`producerId: 7 producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: -1 firstSequence: 0
+lastSequence: 1 lastOffset: 1 offsetDelta: 1 timestamp: T`), as Kafka 2.x's tool does.
 """
 
 from __future__ import annotations
@@ -48,10 +53,19 @@ from zkbroker.protocol.message_set import (
     iter_entries,
     iter_messages,
 )
-from zkbroker.protocol.record_batch import BatchHeader, Record
+from zkbroker.protocol.record_batch import (
+    BatchHeader,
+    ControlRecordType,
+    CorruptRecordError,
+    Record,
+    control_record_type,
+    parse_end_txn_marker,
+)
 
+from .producer_state import SNAPSHOT_SUFFIX, read_snapshot
 from .segment import INDEX_SUFFIX, LOG_SUFFIX
 from .time_index import TIME_INDEX_SUFFIX
+from .transaction_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 _CODEC_NAMES = {
@@ -118,6 +132,14 @@ def dump_log_segments(
         elif name.endswith(TIME_INDEX_SUFFIX):
             print(f"Dumping {path}", file=out)
             _dump_time_index(path, verify_index_only, max_message_size, time_index_errors, out)
+        elif name.endswith(TXN_INDEX_SUFFIX):
+            print(f"Dumping {path}", file=out)
+            for txn in TransactionIndex(path).entries:
+                print(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+                      f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}", file=out)
+        elif name.endswith(SNAPSHOT_SUFFIX):
+            print(f"Dumping {path}", file=out)
+            _dump_snapshot(path, out, err)
     time_index_errors.print(err)
     for path, mismatches in index_mismatches.items():
         print(f"Mismatches in :{path}", file=err)
@@ -127,6 +149,22 @@ def dump_log_segments(
         print(f"Non-secutive offsets in :{path}", file=err)
         for before, after in reversed(pairs):
             print(f"  {before} is followed by {after}", file=err)
+
+
+def _dump_snapshot(path: str, out: TextIO, err: TextIO) -> None:
+    try:
+        producers = read_snapshot(path)
+    except (OSError, ValueError, struct.error) as exc:
+        print(f"{path}: {exc}", file=err)
+        return
+    for e in producers.values():
+        line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+                f"currentTxnFirstOffset: {e.current_txn_first_offset} ")
+        if e.batches:
+            b = e.batches[-1]
+            line += (f"firstSequence: {b.first_seq} lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                     f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.timestamp}")
+        print(line, file=out)
 
 
 def _map(path: str) -> mmap.mmap | bytes:
@@ -211,12 +249,26 @@ def _record_line(batch: BatchHeader, record: Record, print_data: bool) -> str:
         f" keysize: {_size(record.key)} valuesize: {_size(record.value)}"
         f" sequence: {record.sequence} headerKeys: [{','.join(key for key, _ in record.headers)}]"
     ]
-    if print_data:
+    if batch.is_control:
+        parts.append(_control_text(record))
+    elif print_data:
         if record.key is not None:
             parts.append(f" key: {_text(record.key)}")
         if record.value is not None:
             parts.append(f" payload: {_text(record.value)}")
     return "".join(parts)
+
+
+def _control_text(record: Record) -> str:
+    """A control record as DumpLogSegments shows one, in place of its key and payload."""
+    try:
+        control_type = control_record_type(record.key)
+        if control_type in ControlRecordType.NAMES:
+            marker = parse_end_txn_marker(record.key, record.value)
+            return f" endTxnMarker: {marker.name} coordinatorEpoch: {marker.coordinator_epoch}"
+        return f" controlType: UNKNOWN({control_type})"
+    except CorruptRecordError as exc:
+        return f" controlType: unreadable ({exc})"
 
 
 def _size(field: bytes | None) -> int:

@@ -41,6 +41,13 @@ timestamp from it (Kafka 0.10.1); message.timestamp.type=LogAppendTime stamps ap
 broker's time; the leader writes its epoch into each record batch (Kafka 0.11) and recovery reports the
 epochs of the batches it kept (`recovered_leader_epochs`), for the leader-epoch cache.
 
+Transactions (Kafka 0.11-2.x, KIP-98): the producer state tracks each producer's open transaction; an appended
+end-transaction marker (a control batch, only `append(..., coordinator=True)` may write one) completes it, and
+an aborted one goes into the active segment's `.txnindex` with the LSO of that moment. `last_stable_offset(hw)`
+is where read_committed reads stop, `collect_aborted_transactions` what such a read answers beside the records.
+Recovery rebuilds the transaction index of each recovered segment that holds control batches, replaying the
+producer state up to it.
+
 Threads: call a Log from one thread; `flush` and the scheduled tasks may run on another (they work on a
 snapshot of the segments taken under the log's lock), and so does the log cleaner, which reads the segments
 under the lock and swaps them with `replace_segments`, in steps that readers without the lock can meet.
@@ -75,7 +82,7 @@ from zkbroker.topic_partition import TopicPartition
 
 from .fetch_data import UNKNOWN_OFFSET_METADATA, FetchDataInfo, LogOffsetMetadata
 from .log_config import LogConfig
-from .producer_state import ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -90,6 +97,7 @@ from .segment import (
     time_index_filename,
 )
 from .time_index import TIME_INDEX_SUFFIX, TimestampOffset
+from .transaction_index import TXN_INDEX_SUFFIX, AbortedTxn, transaction_index_filename
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +177,11 @@ class Log:
         #: (partition leader epoch, base offset) of the record batches recovery kept, for the leader-epoch cache
         self.recovered_leader_epochs: list[tuple[int, int]] = []
         self.producer_state = ProducerStateManager(directory)
+        # Whether a segment ever held an aborted transaction: read_committed fetches of logs that never did (most
+        # of them) skip the search of the transaction indexes.
+        self.has_aborted_transactions = False
         self._load_segments()
+        self.has_aborted_transactions = any(segment.txn_index.entries for segment in self.segments)
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
         self._load_producer_state()
@@ -243,6 +255,7 @@ class Log:
         *,
         assign_offsets: bool = True,
         leader_epoch: int | None = None,
+        coordinator: bool = False,
     ) -> AppendInfo:
         """Validate a message set and append it with one write, rolling first if needed.
 
@@ -252,7 +265,8 @@ class Log:
         leader) the offsets must continue the log.
         A torn last message is dropped. Returns `AppendInfo`: first_offset (the log end offset before the
         append), last_offset, count, shallow_count, valid_bytes, codec and the records written. An empty set
-        appends nothing.
+        appends nothing. `coordinator`: the set holds the transaction coordinator's markers (WriteTxnMarkers),
+        the only control batches a leader appends.
 
         Raises `InvalidMessageError` (its `error_code` is CORRUPT_MESSAGE or MESSAGE_TOO_LARGE; nothing is
         written), `ConversionError` for what message.format.version cannot hold, `ProducerStateError` for an
@@ -274,6 +288,7 @@ class Log:
                     max_inflated_bytes=message_set.inflation_bound(self.config.max_message_bytes),
                     leader_epoch=leader_epoch,
                     log_append_time=self._clock() if self.config.log_append_time else None,
+                    allow_control=coordinator,
                 )
                 if info.shallow_count == 0:
                     return info
@@ -308,10 +323,42 @@ class Log:
             segment.append(info.first_offset, info.records, info.max_timestamp, info.offset_of_max_timestamp)
             self._next_offset = info.last_offset + 1
             if info.batches:
-                self.producer_state.update(info.batches)
+                completed = self.producer_state.update(info.batches)
+                if completed:
+                    self._complete_transactions(segment, completed)
         if self.unflushed_messages >= self.config.flush_messages:
             self.flush()
         return info
+
+    def _complete_transactions(self, segment: LogSegment, completed: list[CompletedTxn]) -> None:
+        """Transactions whose markers were just appended to `segment`: an aborted one is indexed there with the
+        LSO it leaves (Kafka's updateTxnIndex), then each stops being open."""
+        state = self.producer_state
+        for txn in completed:
+            if txn.is_aborted:
+                segment.txn_index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                                    state.last_stable_offset_after(txn)))
+                self.has_aborted_transactions = True
+            state.complete_txn(txn)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO (Kafka 0.11): below the first offset of every transaction not yet complete below
+        `high_watermark`, and never above it."""
+        return self.producer_state.last_stable_offset(high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound_offset), for a read_committed fetch:
+        from the transaction indexes of the segment holding `start_offset` and the later ones, until an entry's
+        LSO shows that none further can (Kafka's collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        if not self.has_aborted_transactions:
+            return found
+        for segment in self.segments_between(start_offset, 2**63):
+            txns, complete = segment.collect_aborted_txns(start_offset, upper_bound_offset)
+            found += txns
+            if complete:
+                break
+        return found
 
     def _maybe_roll(self, messages_size: int) -> LogSegment:
         segment = self.active_segment
@@ -341,7 +388,7 @@ class Log:
                     "while it already exists."
                 )
             for path in (log_filename(self.dir, new_offset), index_filename(self.dir, new_offset),
-                         time_index_filename(self.dir, new_offset)):
+                         time_index_filename(self.dir, new_offset), transaction_index_filename(self.dir, new_offset)):
                 if os.path.exists(path):
                     logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
                     os.remove(path)
@@ -668,17 +715,40 @@ class Log:
         state = self.producer_state
         state.remove_temporary_files()
         state.delete_snapshots(lambda offset: offset > end)
-        state.clear()
-        start = None
-        for offset in reversed(state.snapshot_offsets()):
-            if state.load_snapshot(offset):
-                start = offset
-                break
+        start = self._load_snapshot_at_or_below(state, end)
         if start is None:
             start = self._bases[-2] if len(self._bases) > 1 else self._bases[0]
-        for segment in self.segments_between(start, end):
-            state.update(b for b in segment.record_batches(start) if b.last_offset < end)
+        self._replay(state, start, end)
         state.truncate_head(self.log_start_offset)
+
+    @staticmethod
+    def _load_snapshot_at_or_below(state: ProducerStateManager, offset: int) -> int | None:
+        """Load the latest readable snapshot at or below `offset` into `state` (cleared first); its offset."""
+        state.clear()
+        for snapshot in reversed(state.snapshot_offsets()):
+            if snapshot <= offset and state.load_snapshot(snapshot):
+                return snapshot
+        return None
+
+    def _replay(self, state: ProducerStateManager, start: int, end: int) -> None:
+        """Apply the batches in [start, end) to `state`; the transactions they complete were indexed when
+        their markers were appended."""
+        for segment in self.segments_between(start, end):
+            for txn in state.update(b for b in segment.record_batches(start) if b.last_offset < end):
+                state.complete_txn(txn)
+
+    def _rebuild_transaction_index(self, segment: LogSegment) -> None:
+        """Recovery: the aborted transactions whose markers `segment` holds, found by replaying the producer
+        state up to the segment (from a snapshot, or the log start) and then through it (Kafka's recoverSegment
+        with its own ProducerStateManager)."""
+        state = ProducerStateManager(self.dir)
+        start = self._load_snapshot_at_or_below(state, segment.base_offset)
+        self._replay(state, self._bases[0] if start is None else start, segment.base_offset)
+        segment.txn_index.reset()
+        for batch in segment.record_batches(segment.base_offset):
+            completed = state.update([batch])
+            if completed:
+                self._complete_transactions(segment, completed)
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         return LogSegment(
@@ -740,8 +810,8 @@ class Log:
             path = os.path.join(self.dir, name)
             if not os.path.isfile(path):
                 continue
-            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
-                suffix = INDEX_SUFFIX if name.endswith(INDEX_SUFFIX) else TIME_INDEX_SUFFIX
+            if name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
+                suffix = next(x for x in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX) if name.endswith(x))
                 if not os.path.exists(path[: -len(suffix)] + LOG_SUFFIX):
                     logger.warning("Found an orphaned index file, %s, with no corresponding log file.", path)
                     os.remove(path)
@@ -777,6 +847,8 @@ class Log:
         for segment in needs_index:
             if segment not in recovering:
                 segment.recover(self.config.max_message_bytes)
+                if segment.holds_control_batches:
+                    self._rebuild_transaction_index(segment)
         self._recover(recovering)
         self.active_segment.index.resize(self.config.segment_index_bytes)
         self.active_segment.time_index.resize(self.config.segment_index_bytes)
@@ -791,7 +863,7 @@ class Log:
                 os.remove(path)
             elif name.endswith(SWAP_SUFFIX):
                 base_path = path[: -len(SWAP_SUFFIX)]
-                if base_path.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+                if base_path.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)):
                     os.remove(path)
                 elif base_path.endswith(LOG_SUFFIX):
                     self._complete_swap(path, base_path)
@@ -814,7 +886,8 @@ class Log:
                 logger.info("Deleting segment %s of log %s: the interrupted swap of %s holds its offsets.",
                             name, self.name, os.path.basename(swap_path))
                 for path in (os.path.join(self.dir, name), os.path.join(self.dir, other + INDEX_SUFFIX),
-                             os.path.join(self.dir, other + TIME_INDEX_SUFFIX)):
+                             os.path.join(self.dir, other + TIME_INDEX_SUFFIX),
+                             os.path.join(self.dir, other + TXN_INDEX_SUFFIX)):
                     if os.path.exists(path):
                         os.remove(path)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
@@ -845,6 +918,8 @@ class Log:
 
             truncated = segment.recover(self.config.max_message_bytes, self.recovered_leader_epochs,
                                         before_cut=drop_later)
+            if segment.holds_control_batches:
+                self._rebuild_transaction_index(segment)
             if truncated > 0:
                 logger.warning(
                     "Corruption found in segment %d of log %s, truncating to offset %d: %d bytes cut%s.",

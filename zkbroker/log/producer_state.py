@@ -12,14 +12,23 @@ that carries a producer id against it, as Kafka's ProducerAppendInfo does:
 * otherwise its first sequence must follow the last one (Integer.MAX_VALUE wraps to 0), else
   OUT_OF_ORDER_SEQUENCE_NUMBER.
 
-Followers apply the leader's batches without checks. Transactional batches are refused (INVALID_TXN_STATE):
-there are no transactions here.
+Followers apply the leader's batches without checks.
+
+Transactions (Kafka 0.11-2.8's ProducerAppendInfo): a producer's first transactional batch opens its current
+transaction at that batch's offset; a data batch that is not transactional while one is open is refused
+(INVALID_TXN_STATE). A control batch (an end-transaction marker, written only for the transaction coordinator)
+closes it: its producer epoch may not be older than the producer's (INVALID_PRODUCER_EPOCH) nor its coordinator
+epoch older than the last marker's (TRANSACTION_COORDINATOR_FENCED); a marker for a producer with no open
+transaction completes nothing. A completed transaction stays *unreplicated* until the high watermark passes its
+marker. The first unstable offset is the smallest first offset of an open or unreplicated transaction, and the
+last stable offset (LSO) the smaller of it and the high watermark: read_committed consumers read up to there.
 
 Snapshots: at each roll (and at close) the state goes to `<20-digit offset>.snapshot` in the partition's
 directory, in Kafka's format v1 (version int16, CRC-32C of the entries, then per producer: id int64, epoch
 int16, last sequence int32, last offset int64, offset delta int32, timestamp int64, coordinator epoch int32,
 current transaction's first offset int64) -- the last batch of each producer, as Kafka keeps. Loading takes
-the latest snapshot at or below the log end and replays the record batch headers after it.
+the latest snapshot at or below the log end and replays the record batch headers after it (and a control
+batch's marker).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from dataclasses import dataclass, field
 from zkbroker.fsync import fsync_path
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.message_set import BatchInfo
-from zkbroker.protocol.record_batch import crc32c
+from zkbroker.protocol.record_batch import ControlRecordType, crc32c
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +69,29 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction its marker closed: first record, marker offset, and whether it was aborted."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
 @dataclass
 class ProducerEntry:
     producer_id: int
     epoch: int
     batches: collections.deque = field(default_factory=lambda: collections.deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1  # -1: no open transaction
+    last_timestamp: int = -1  # of its last batch or marker: what producer expiration goes by
+
+    def copy(self) -> ProducerEntry:
+        return ProducerEntry(self.producer_id, self.epoch,
+                             collections.deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+                             self.coordinator_epoch, self.current_txn_first_offset, self.last_timestamp)
 
     @property
     def last_seq(self) -> int:
@@ -79,11 +106,31 @@ class ProducerEntry:
         return None
 
     def add(self, batch: BatchInfo) -> None:
-        if batch.producer_epoch != self.epoch:
-            self.epoch = batch.producer_epoch
-            self.batches.clear()
+        self.update_epoch(batch.producer_epoch)
         self.batches.append(BatchMetadata(batch.base_sequence, batch.last_sequence, batch.base_offset,
                                           batch.last_offset, batch.max_timestamp))
+        self.last_timestamp = batch.max_timestamp
+
+    def update_epoch(self, epoch: int) -> None:
+        """A new epoch forgets the sequences of the old one (Kafka's maybeUpdateProducerEpoch)."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
+
+    def end_txn(self, batch: BatchInfo) -> CompletedTxn | None:
+        """Apply the control batch `batch` (its marker); the transaction it completes, if one was open."""
+        marker = batch.end_txn_marker
+        if marker is None:
+            return None  # an empty control batch: the cleaner removed its transaction
+        completed = None
+        if self.current_txn_first_offset >= 0:
+            completed = CompletedTxn(self.producer_id, self.current_txn_first_offset, batch.base_offset,
+                                     marker.control_type == ControlRecordType.ABORT)
+        self.update_epoch(batch.producer_epoch)
+        self.current_txn_first_offset = -1
+        self.coordinator_epoch = marker.coordinator_epoch
+        self.last_timestamp = batch.max_timestamp
+        return completed
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -100,6 +147,10 @@ class ProducerStateManager:
     def __init__(self, directory: str) -> None:
         self.dir = directory
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its open transaction, in offset order
+        self.ongoing: dict[int, int] = {}
+        # completed transactions whose marker the high watermark has not passed, in marker order
+        self.unreplicated: collections.deque[CompletedTxn] = collections.deque()
 
     # -- the leader's checks and everyone's updates ---------------------------------------------------------
 
@@ -108,23 +159,48 @@ class ProducerStateManager:
         one is a duplicate (nothing is to be written then), else None. Raises ProducerStateError."""
         pending: dict[int, ProducerEntry] = {}
         for batch in batches:
-            if batch.producer_id < 0 or batch.base_sequence < 0:
+            if batch.producer_id < 0:
                 continue  # not an idempotent producer's batch
-            if batch.transactional:
-                raise ProducerStateError(f"producer {batch.producer_id} wrote a transactional batch, and this "
-                                         "broker has no transactions", error_code=ErrorCode.INVALID_TXN_STATE)
             current = pending.get(batch.producer_id) or self.producers.get(batch.producer_id)
+            if batch.control:
+                self._check_marker(current, batch)
+                entry = current.copy() if current else ProducerEntry(batch.producer_id, batch.producer_epoch)
+                entry.end_txn(batch)
+                pending[batch.producer_id] = entry
+                continue
+            if batch.base_sequence < 0:
+                continue
             if current is not None:
                 duplicate = current.find_duplicate(batch)
                 if duplicate is not None:
                     return duplicate
             self._check_sequence(current, batch)
-            entry = ProducerEntry(batch.producer_id, current.epoch if current else batch.producer_epoch,
-                                  collections.deque(current.batches if current else (),
-                                                    maxlen=NUM_BATCHES_TO_RETAIN))
+            open_txn = current is not None and current.current_txn_first_offset >= 0
+            if open_txn and not batch.transactional:
+                raise ProducerStateError(f"expected a transactional write from producer {batch.producer_id}: its "
+                                         f"transaction from offset {current.current_txn_first_offset} is open",
+                                         error_code=ErrorCode.INVALID_TXN_STATE)
+            entry = current.copy() if current else ProducerEntry(batch.producer_id, batch.producer_epoch)
             entry.add(batch)
+            if batch.transactional and not open_txn:
+                entry.current_txn_first_offset = batch.base_offset
             pending[batch.producer_id] = entry
         return None
+
+    @staticmethod
+    def _check_marker(current: ProducerEntry | None, batch: BatchInfo) -> None:
+        """A marker the coordinator writes: not from an older producer epoch, nor an older coordinator."""
+        pid = batch.producer_id
+        if current is None:
+            return
+        if batch.producer_epoch < current.epoch:
+            raise ProducerStateError(f"marker for producer {pid} has epoch {batch.producer_epoch}, older than its "
+                                     f"current {current.epoch}", error_code=ErrorCode.INVALID_PRODUCER_EPOCH)
+        marker = batch.end_txn_marker
+        if marker is not None and marker.coordinator_epoch < current.coordinator_epoch:
+            raise ProducerStateError(f"marker for producer {pid} from coordinator epoch {marker.coordinator_epoch}, "
+                                     f"older than the last one's {current.coordinator_epoch}",
+                                     error_code=ErrorCode.TRANSACTION_COORDINATOR_FENCED)
 
     @staticmethod
     def _check_sequence(current: ProducerEntry | None, batch: BatchInfo) -> None:
@@ -145,30 +221,80 @@ class ProducerStateManager:
                                      f"(the last was {current.last_seq})",
                                      error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
-    def update(self, batches: Iterable[BatchInfo]) -> None:
-        """Record appended batches (their offsets assigned): a leader's after its checks, a follower's as they are."""
+    def update(self, batches: Iterable[BatchInfo]) -> list[CompletedTxn]:
+        """Record appended batches (their offsets assigned): a leader's after its checks, a follower's as they are.
+        Returns the transactions their markers completed, which the log then finishes with `complete_txn` (after
+        it indexed an aborted one with the LSO from `last_stable_offset_after`)."""
+        completed = []
         for batch in batches:
             if batch.producer_id < 0:
                 continue
             entry = self.producers.get(batch.producer_id)
             if entry is None:
                 entry = self.producers[batch.producer_id] = ProducerEntry(batch.producer_id, batch.producer_epoch)
+            if batch.control:
+                txn = entry.end_txn(batch)
+                if txn is not None:
+                    completed.append(txn)
+                continue
             entry.add(batch)
+            if batch.transactional and entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = batch.base_offset
+                self.ongoing[batch.producer_id] = batch.base_offset
+        return completed
+
+    def last_stable_offset_after(self, txn: CompletedTxn) -> int:
+        """The LSO once `txn` is complete, as far as open transactions go (Kafka's lastStableOffset(completedTxn)):
+        the first offset of the earliest other open transaction, or the offset after the marker."""
+        for pid, first_offset in self.ongoing.items():
+            if pid != txn.producer_id:
+                return first_offset
+        return txn.last_offset + 1
+
+    def complete_txn(self, txn: CompletedTxn) -> None:
+        """The transaction is no longer open; it stays unstable until the high watermark passes its marker."""
+        self.ongoing.pop(txn.producer_id, None)
+        self.unreplicated.append(txn)
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The smallest first offset of an open transaction or of a completed one whose marker is not yet below
+        `high_watermark`; None when there is none (then the LSO is the high watermark)."""
+        if not self.ongoing and not self.unreplicated:
+            return None
+        unreplicated = self.unreplicated
+        while unreplicated and unreplicated[0].last_offset < high_watermark:
+            unreplicated.popleft()  # markers are appended in offset order
+        firsts = [txn.first_offset for txn in unreplicated]
+        if self.ongoing:
+            firsts.append(next(iter(self.ongoing.values())))  # opened in offset order
+        return min(firsts) if firsts else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        first = self.first_unstable_offset(high_watermark)
+        return high_watermark if first is None or first >= high_watermark else first
 
     def remove_expired(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers whose last batch is older than `max_age_ms` (transactional.id.expiration.ms, as Kafka's
         removeExpiredProducers); returns how many."""
         gone = [pid for pid, e in self.producers.items()
-                if not e.batches or now_ms - e.batches[-1].timestamp >= max_age_ms]
+                if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= max_age_ms]
         for pid in gone:
             del self.producers[pid]
         return len(gone)
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """Forget producers whose last batch lies below the log start (retention took it)."""
+        """Forget producers whose last batch lies below the log start (retention took it), and transactions that
+        began there."""
         gone = [pid for pid, e in self.producers.items() if e.batches and e.batches[-1].last_offset < log_start_offset]
         for pid in gone:
             del self.producers[pid]
+        for pid, first_offset in list(self.ongoing.items()):
+            if first_offset < log_start_offset or pid not in self.producers:
+                del self.ongoing[pid]
+                if pid in self.producers:
+                    self.producers[pid].current_txn_first_offset = -1
+        while self.unreplicated and self.unreplicated[0].last_offset < log_start_offset:
+            self.unreplicated.popleft()
 
     # -- snapshots ------------------------------------------------------------------------------------------
 
@@ -188,12 +314,9 @@ class ProducerStateManager:
 
     def take_snapshot(self, offset: int) -> None:
         """Write the state as of `offset` (the log end) to `<offset>.snapshot`: to .tmp, fsynced, renamed."""
-        entries = [e for e in self.producers.values() if e.batches]
-        body = _INT32.pack(len(entries)) + b"".join(
-            _ENTRY.pack(e.producer_id, e.epoch, e.last_seq, e.batches[-1].last_offset,
-                        e.batches[-1].last_offset - e.batches[-1].first_offset, e.batches[-1].timestamp, -1, -1)
-            for e in entries
-        )
+        entries = [e for e in self.producers.values() if e.batches or e.coordinator_epoch >= 0
+                   or e.current_txn_first_offset >= 0]
+        body = _INT32.pack(len(entries)) + b"".join(_encode_entry(e) for e in entries)
         path = snapshot_filename(self.dir, offset)
         with open(path + ".tmp", "wb") as f:
             f.write(_HEAD.pack(_VERSION, crc32c(body)) + body)
@@ -214,6 +337,10 @@ class ProducerStateManager:
             self.delete_snapshots(lambda o: o == offset)
             return False
         self.producers = producers
+        self.ongoing = {e.producer_id: e.current_txn_first_offset
+                        for e in sorted(producers.values(), key=lambda e: e.current_txn_first_offset)
+                        if e.current_txn_first_offset >= 0}
+        self.unreplicated.clear()
         return True
 
     def delete_snapshots(self, condition) -> None:
@@ -226,6 +353,21 @@ class ProducerStateManager:
 
     def clear(self) -> None:
         self.producers = {}
+        self.ongoing = {}
+        self.unreplicated.clear()
+
+
+def _encode_entry(e: ProducerEntry) -> bytes:
+    last = e.batches[-1] if e.batches else None
+    return _ENTRY.pack(e.producer_id, e.epoch, e.last_seq, last.last_offset if last else -1,
+                       last.last_offset - last.first_offset if last else 0, e.last_timestamp, e.coordinator_epoch,
+                       e.current_txn_first_offset)
+
+
+def read_snapshot(path: str) -> dict[int, ProducerEntry]:
+    """The producers a `.snapshot` file holds (dump-log); ValueError or struct.error when it does not read."""
+    with open(path, "rb") as f:
+        return _decode_snapshot(f.read())
 
 
 def _decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
@@ -240,9 +382,12 @@ def _decode_snapshot(data: bytes) -> dict[int, ProducerEntry]:
         raise ValueError(f"the snapshot's size does not match its {count} entries")
     producers = {}
     for i in range(count):
-        pid, epoch, last_seq, last_offset, delta, timestamp, _, _ = _ENTRY.unpack_from(body, 4 + i * _ENTRY.size)
-        entry = ProducerEntry(pid, epoch)
-        entry.batches.append(BatchMetadata(last_seq - delta if last_seq >= 0 else -1, last_seq, last_offset - delta,
-                                           last_offset, timestamp))
+        pid, epoch, last_seq, last_offset, delta, timestamp, coordinator_epoch, txn_first = _ENTRY.unpack_from(
+            body, 4 + i * _ENTRY.size)
+        entry = ProducerEntry(pid, epoch, coordinator_epoch=coordinator_epoch, current_txn_first_offset=txn_first,
+                              last_timestamp=timestamp)
+        if last_offset >= 0:
+            entry.batches.append(BatchMetadata(last_seq - delta if last_seq >= 0 else -1, last_seq,
+                                               last_offset - delta, last_offset, timestamp))
         producers[pid] = entry
     return producers

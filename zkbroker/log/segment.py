@@ -16,7 +16,9 @@ a compressed wrapper's last inner offset, or a batch's base offset, and where an
 needed (finding an offset, the log end) a batch adds its lastOffsetDelta. Beyond 0.8.2 (Kafka 0.10.1, KIP-33):
 the segment tracks the largest timestamp it holds and the offset that carries it, and keeps the time index by
 Kafka's rules (see time_index); `largest_timestamp` (that, or the file's mtime for a segment without
-timestamps) is what time-based retention goes by, and `find_offset_by_timestamp` answers ListOffsets.
+timestamps) is what time-based retention goes by, and `find_offset_by_timestamp` answers ListOffsets. Beyond
+that (Kafka 0.11, KIP-98): the `.txnindex` of the aborted transactions whose marker the segment holds (see
+transaction_index), truncated, renamed and deleted with it, and rebuilt by the log after `recover`.
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ from zkbroker.protocol.message_set import (
     BatchInfo,
     InvalidMessageError,
     analyze,
+    control_marker,
     entry_starts,
     iter_messages,
 )
-from zkbroker.protocol.record_batch import BATCH_OVERHEAD, read_header
+from zkbroker.protocol.record_batch import CONTROL, read_header
 
 from .fetch_data import FetchDataInfo, LogOffsetMetadata
 from .offset_index import OffsetIndex
 from .time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
+from .transaction_index import TransactionIndex, transaction_index_filename
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +72,7 @@ _SEARCH_CHUNK = 8 * 1024  # first read of a header walk; doubled per read up to 
 _MAX_CHUNK = 256 * 1024
 _RECOVERY_CHUNK = 8 * 1024 * 1024
 _RECENT_SETS = 16  # appended sets whose start positions a segment remembers
+_CONTROL_BATCH_HEAD = 256  # bytes of each entry a replay walk reads: a whole control batch, usually
 
 Clock = Callable[[], int]  # milliseconds since the epoch
 
@@ -155,6 +160,7 @@ class LogSegment:
         self._size = os.fstat(self._file.fileno()).st_size
         self.index = OffsetIndex(index_filename(directory, base_offset) + suffix, base_offset, max_index_size)
         self.time_index = TimeIndex(time_index_filename(directory, base_offset) + suffix, base_offset, max_index_size)
+        self.txn_index = TransactionIndex(transaction_index_filename(directory, base_offset) + suffix)
         self.created = clock()
         self._bytes_since_last_index_entry = 0
         # The largest timestamp in the segment and the offset carrying it; None until loaded from the time index
@@ -167,6 +173,8 @@ class LogSegment:
         # first entry reaching that first offset is that entry (its last offset is larger for a compressed
         # wrapper or a batch).
         self._recent_sets: collections.deque[tuple[int, int, int]] = collections.deque(maxlen=_RECENT_SETS)
+        # Whether the last `recover` met a control batch: then its transaction index must be rebuilt.
+        self.holds_control_batches = False
 
     # -- state --------------------------------------------------------------------------------------------
 
@@ -188,6 +196,8 @@ class LogSegment:
     def set_last_modified(self, ms: int) -> None:
         for path in (self.log_path, self.index.path, self.time_index.path):
             os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+        if os.path.exists(self.txn_index.path):
+            os.utime(self.txn_index.path, ns=(ms * 1_000_000, ms * 1_000_000))
 
     @property
     def max_timestamp(self) -> TimestampOffset:
@@ -379,16 +389,24 @@ class LogSegment:
         return last + 1
 
     def record_batches(self, start_offset: int) -> Iterator[BatchInfo]:
-        """What the headers of the record batches from `start_offset` on say (the producer state's replay)."""
+        """What the headers of the record batches from `start_offset` on say, and a control batch's marker (the
+        producer state's replay)."""
         found = self.translate_offset(start_offset)
         if found is None:
             return
-        for buf, at, _, _ in self._walk_headers(found[1], BATCH_OVERHEAD):
+        fd = self._file.fileno()
+        for buf, at, position, _ in self._walk_headers(found[1], _CONTROL_BATCH_HEAD):
             if buf[at + 16] == 2:
                 h = read_header(buf, at)
-                yield BatchInfo(h.base_offset, h.last_offset, h.partition_leader_epoch, h.producer_id,
-                                h.producer_epoch, h.base_sequence, h.last_sequence, h.max_timestamp,
-                                h.is_transactional)
+                info = BatchInfo(h.base_offset, h.last_offset, h.partition_leader_epoch, h.producer_id,
+                                 h.producer_epoch, h.base_sequence, h.last_sequence, h.max_timestamp,
+                                 h.is_transactional)
+                if h.attributes & CONTROL:
+                    whole = buf[at : at + h.size]
+                    if len(whole) < h.size:
+                        whole = os.pread(fd, h.size, position)
+                    info = info._replace(control=True, end_txn_marker=control_marker(memoryview(whole), 0, h.size, h))
+                yield info
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> TimestampOffset | None:
         """The first message at or after `timestamp` with an offset at or above `starting_offset`: (its timestamp,
@@ -405,7 +423,7 @@ class LogSegment:
             whole = buf[at : at + LOG_OVERHEAD + size]
             if len(whole) < LOG_OVERHEAD + size:
                 whole = os.pread(fd, LOG_OVERHEAD + size, file_position)
-            for message in iter_messages(whole, verify_crc=False):
+            for message in iter_messages(whole, verify_crc=False, control=True):  # a marker has its time too
                 if message.timestamp >= timestamp and message.offset >= starting_offset:
                     return TimestampOffset(message.timestamp, message.offset)
         return None
@@ -429,6 +447,7 @@ class LogSegment:
         for index in (self.index, self.time_index):
             index.truncate()
             index.resize(index.max_index_size)
+        self.txn_index.reset()  # the log rebuilds it when the segment holds control batches
         file_size = os.fstat(self._file.fileno()).st_size
         fd = self._file.fileno()
         state = _RecoveryWalk(self.base_offset, self.index, self.time_index, self.index_interval_bytes,
@@ -479,6 +498,7 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         if leader_epochs is not None:
             leader_epochs += state.epochs
+        self.holds_control_batches = state.control_batches
         return truncated
 
     # -- truncation ---------------------------------------------------------------------------------------
@@ -490,6 +510,7 @@ class LogSegment:
         if mapping is None:
             return 0
         self.index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         # `offset` inside a compressed set cuts the whole set, and with it an entry for one of its inner offsets
         self.index.truncate_to_position(mapping[1])
         truncated = self._size - mapping[1]
@@ -510,6 +531,13 @@ class LogSegment:
         self._format = None
         return truncated
 
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int):
+        """The aborted transactions of this segment's index overlapping [fetch_offset, upper_bound_offset), and
+        whether later segments need no look (see TransactionIndex.collect_abortable)."""
+        if not self.txn_index.entries:
+            return [], False
+        return self.txn_index.collect_abortable(fetch_offset, upper_bound_offset)
+
     def _truncate_file(self, size: int) -> None:
         os.ftruncate(self._file.fileno(), size)
         self._size = size
@@ -527,6 +555,7 @@ class LogSegment:
             raise
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def on_become_inactive(self) -> None:
         """At roll (and close): the time index gets the segment's largest timestamp as its last entry, and both
@@ -545,12 +574,14 @@ class LogSegment:
         self.flush()
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
         self._file.close()
 
     def close_files(self) -> None:
         """Close the files without flushing or trimming (a segment already renamed for deletion)."""
         self.index.release()
         self.time_index.release()
+        self.txn_index.close()
         self._file.close()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
@@ -560,12 +591,14 @@ class LogSegment:
         self.log_path = log_path
         self.index.rename(_replace_suffix(self.index.path, old_suffix, new_suffix))
         self.time_index.rename(_replace_suffix(self.time_index.path, old_suffix, new_suffix))
+        self.txn_index.rename(_replace_suffix(self.txn_index.path, old_suffix, new_suffix))
 
     def delete(self) -> None:
         """Close and remove the files."""
         self._file.close()
         self.index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         try:
             os.remove(self.log_path)
         except FileNotFoundError:
@@ -590,6 +623,7 @@ class _RecoveryWalk:
         self.last_index_position = 0
         self.max_timestamp = TimestampOffset(NO_TIMESTAMP, -1)
         self.epochs: list[tuple[int, int]] = []  # (partition leader epoch, base offset) of each batch
+        self.control_batches = False  # whether a control batch was seen (the transaction index needs a rebuild)
 
     def walk(self, buf: bytes, valid: int, file_position: int) -> tuple[int, str | None]:
         """Walk the complete entries in buf[:valid]; returns the bytes accepted and the problem that stopped
@@ -609,6 +643,8 @@ class _RecoveryWalk:
             if magic == 2:
                 first = offset
                 self.epochs.append((_INT32.unpack_from(buf, at + 12)[0], offset))
+                if buf[at + _BATCH_ATTRIBUTES_AT + 1] & CONTROL:
+                    self.control_batches = True
             else:
                 first = offset if attributes & _CODEC_MASK == 0 else self.last_offset + 1
             position = file_position + at

@@ -31,9 +31,12 @@ from typing import Any
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .headers import RequestHeader, encode_request_header, is_flexible, parse_response_header, response_header_version
 from .schemas import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     controlled_shutdown,
     describe_groups,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -50,7 +53,9 @@ from .schemas import (
     produce,
     stop_replica,
     sync_group,
+    txn_offset_commit,
     update_metadata,
+    write_txn_markers,
 )
 from .types import Schema
 
@@ -93,6 +98,11 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -163,6 +173,11 @@ _MODULES = (
     api_versions,
     offsets_for_leader_epoch,
     init_producer_id,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
+    txn_offset_commit,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -95,6 +95,8 @@ def down_convert(buf: Buffer, to_magic: int, fetch_offset: int, max_bytes: int |
 
 def _batch_as_messages(view: memoryview, pos: int, to_magic: int, first_offset: int) -> Iterator[bytes]:
     header = read_header(view, pos)
+    if header.is_control:
+        return  # an end-transaction marker: older formats have no control records, and Kafka drops them
     if header.codec == CODEC_ZSTD:
         raise ConversionError(
             f"a zstd record batch (offsets {header.base_offset}-{header.last_offset}) cannot be converted to "

@@ -138,12 +138,16 @@ class DuplicateSequenceNumberError(BrokerResponseError):     errno = 46
 class InvalidProducerEpochError(BrokerResponseError):        errno = 47
 class InvalidTxnStateError(BrokerResponseError):             errno = 48
 class InvalidProducerIdMappingError(BrokerResponseError):    errno = 49
+class InvalidTransactionTimeoutError(BrokerResponseError):   errno = 50
+class ConcurrentTransactionsError(_Retriable):               errno = 51
+class TransactionCoordinatorFencedError(BrokerResponseError):  errno = 52
 class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
 class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
+class ProducerFencedError(BrokerResponseError):              errno = 90
 # fmt: on
 
 #: Every registered code by its Kafka constant name, for error_code fields:

@@ -30,6 +30,7 @@ _SIZE_CORRELATION_THROTTLE = struct.Struct(">iii")
 _PARTITION_HEADER = struct.Struct(">ihqi")  # partition, error_code, high_watermark, records size
 _PARTITION_HEAD = struct.Struct(">ihq")  # partition, error_code, high_watermark
 _INT64 = struct.Struct(">q")
+_PRODUCER_FIRST_OFFSET = struct.Struct(">qq")  # an aborted transaction: producer_id, first_offset
 _SIZE_CORRELATION_THROTTLE_SESSION = struct.Struct(">iiihi")  # v7+: throttle, error_code, session_id
 _NULL_ARRAY = _INT32.pack(-1)
 _EMPTY_ARRAY = _INT32.pack(0)
@@ -68,10 +69,11 @@ def encode_fetch_response(
     ``topics``: ``(topic, partitions)`` pairs, where each partition is
     ``(partition, error_code, high_watermark, records)`` -- tuples, dicts or structs with those
     names -- or, for v4 and later, ``(partition, error_code, high_watermark, records,
-    last_stable_offset, log_start_offset)``. ``records`` is None (sent as an empty set), bytes-like
-    (inlined) or a slot: any other object whose ``len()`` is its size in bytes. v4+ partitions carry no
-    aborted transactions (there are none without transactions): null for read_uncommitted, empty for
-    read_committed, as Kafka answers; v7+ answers session 0, no fetch session (KIP-227 allows it).
+    last_stable_offset, log_start_offset)``, and optionally a seventh, ``aborted_transactions``:
+    ``(producer_id, first_offset)`` pairs. ``records`` is None (sent as an empty set), bytes-like
+    (inlined) or a slot: any other object whose ``len()`` is its size in bytes. A v4+ partition without
+    aborted transactions answers null for read_uncommitted and an empty list for read_committed, as Kafka
+    does; v7+ answers session 0, no fetch session (KIP-227 allows it).
     """
     if not 0 <= api_version <= 10:
         raise LocalProtocolError(f"no Fetch response version {api_version}")
@@ -93,13 +95,18 @@ def encode_fetch_response(
                 )[:4]
                 if api_version >= 4:
                     last_stable, log_start = (
-                        _fields(entry, _V4_FIELDS)[4:] if _has_v4_fields(entry) else (high_watermark, -1)
+                        _fields(entry, _V4_FIELDS)[4:6] if _has_v4_fields(entry) else (high_watermark, -1)
                     )
                     buffer.append(_PARTITION_HEAD.pack(partition, error_code, high_watermark))
                     buffer.append(_INT64.pack(last_stable))
                     if api_version >= 5:
                         buffer.append(_INT64.pack(log_start))
-                    buffer.append(aborted)
+                    txns = _aborted_of(entry)
+                    if txns:
+                        buffer.append(_INT32.pack(len(txns)))
+                        buffer += [_PRODUCER_FIRST_OFFSET.pack(*txn) for txn in txns]
+                    else:
+                        buffer.append(aborted)
                     head = _INT32
                     fields: tuple = ()
                 else:
@@ -136,6 +143,14 @@ def encode_fetch_response(
 
 
 _V4_FIELDS = ("partition", "error_code", "high_watermark", "records", "last_stable_offset", "log_start_offset")
+
+
+def _aborted_of(entry: Any) -> Any:
+    if isinstance(entry, tuple) and not hasattr(entry, "_fields"):
+        return entry[6] if len(entry) > 6 else None
+    if isinstance(entry, dict):
+        return entry.get("aborted_transactions")
+    return getattr(entry, "aborted_transactions", None)
 
 
 def _has_v4_fields(entry: Any) -> bool:

@@ -63,7 +63,7 @@ except ImportError:  # a platform without isal wheels: correct, only slower
 from . import record_batch
 from .compression import CODEC_LZ4, CODEC_NONE, InflationBoundExceeded, compress, decompress
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from .record_batch import BatchHeader, CorruptRecordError, crc32c, read_header
+from .record_batch import BatchHeader, CorruptRecordError, EndTxnMarker, crc32c, read_header
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -176,7 +176,8 @@ class Message(NamedTuple):
 
 class BatchInfo(NamedTuple):
     """What the log keeps of each magic-2 batch it appends: where its offsets and epoch go (the leader-epoch
-    cache), and who wrote it with which sequences (the idempotent producer's state)."""
+    cache), and who wrote it with which sequences (the idempotent producer's state); a control batch's
+    end-transaction marker (None in an empty control batch, whose transaction the cleaner removed)."""
 
     base_offset: int
     last_offset: int
@@ -187,6 +188,8 @@ class BatchInfo(NamedTuple):
     last_sequence: int
     max_timestamp: int
     transactional: bool
+    control: bool = False
+    end_txn_marker: EndTxnMarker | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,15 +397,29 @@ def _batch_records(view: memoryview, pos: int, end: int, header: BatchHeader, ma
         raise InvalidMessageError(f"cannot decompress the record batch: {exc}", pos) from None
 
 
-def _check_batch(view: memoryview, pos: int, end: int, header: BatchHeader, max_inflated: int) -> None:
+def control_marker(view: memoryview, pos: int, end: int, header: BatchHeader) -> EndTxnMarker | None:
+    """The end-transaction marker of the control batch at ``pos`` (None when the batch is empty)."""
+    records = _batch_records(view, pos, end, header, inflation_bound())
+    try:
+        for record in record_batch.iter_records(header, records):
+            return record_batch.parse_end_txn_marker(record.key, record.value)
+    except CorruptRecordError as exc:
+        raise InvalidMessageError(f"control batch: {exc}", pos) from None
+    return None
+
+
+def _check_batch(
+    view: memoryview, pos: int, end: int, header: BatchHeader, max_inflated: int, allow_control: bool = False
+) -> None:
     """A produced batch, as Kafka's LogValidator checks it: records and a count that agrees with the offset
-    range, no control batch (clients may not write one), and every record whole (see check_records)."""
+    range, no control batch (clients may not write one; the transaction coordinator's markers may), and every
+    record whole (see check_records)."""
     count = header.record_count
     if count <= 0 or header.last_offset_delta != count - 1:
         raise InvalidMessageError(
             f"record batch with {count} records and last offset delta {header.last_offset_delta}", pos
         )
-    if header.is_control:
+    if header.is_control and not allow_control:
         raise InvalidMessageError("clients may not write control batches", pos)
     if crc32c is None:
         raise LocalProtocolError("checking produced record batches needs the crc32c package")
@@ -489,6 +506,7 @@ def _walk(
     max_inflated_bytes: int,
     leader_epoch: int | None = None,
     log_append_time: int | None = None,
+    allow_control: bool = False,
 ) -> AppendInfo:
     """Validate a message set; with ``base_offset``, also assign offsets from it (deep), with
     ``leader_epoch`` stamp it into every record batch, and with ``log_append_time`` stamp that time into
@@ -543,7 +561,7 @@ def _walk(
                     pos,
                 )
             if assign:
-                _check_batch(view, pos, end, header, max_inflated_bytes)
+                _check_batch(view, pos, end, header, max_inflated_bytes, allow_control)
                 offset = next_offset
                 _OFFSET.pack_into(view, pos, offset)
                 if leader_epoch is not None:
@@ -553,19 +571,20 @@ def _walk(
                     header = read_header(view, pos)
                 next_offset += header.last_offset_delta + 1
             entry_last = offset + header.last_offset_delta
-            batches.append(
-                BatchInfo(
-                    offset,
-                    entry_last,
-                    header.partition_leader_epoch if leader_epoch is None else leader_epoch,
-                    header.producer_id,
-                    header.producer_epoch,
-                    header.base_sequence,
-                    header.last_sequence,
-                    header.max_timestamp,
-                    header.is_transactional,
-                )
+            batch = BatchInfo(
+                offset,
+                entry_last,
+                header.partition_leader_epoch if leader_epoch is None else leader_epoch,
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence,
+                header.max_timestamp,
+                header.is_transactional,
             )
+            if header.attributes & record_batch.CONTROL:
+                batch = batch._replace(control=True, end_txn_marker=control_marker(view, pos, end, header))
+            batches.append(batch)
             if header.max_timestamp > max_timestamp:
                 max_timestamp, max_timestamp_offset = header.max_timestamp, entry_last
             if shallow == 0:
@@ -658,6 +677,7 @@ def assign_offsets(
     max_inflated_bytes: int | None = None,
     leader_epoch: int | None = None,
     log_append_time: int | None = None,
+    allow_control: bool = False,
 ) -> AppendInfo:
     """Validate a produced message set and number its messages from ``base_offset``.
 
@@ -668,12 +688,15 @@ def assign_offsets(
     ``leader_epoch``: the leader's epoch, written into each record batch's partitionLeaderEpoch.
     ``log_append_time``: the broker's time, stamped into every message of magic 1 (a compressed one's wrapper)
     and every batch, their CRCs computed again (message.timestamp.type=LogAppendTime).
+    ``allow_control``: the set comes from the transaction coordinator (WriteTxnMarkers), which alone may
+    write control batches.
     Raises :class:`InvalidMessageError` (:class:`InflationBoundError` past the bound); nothing
     should be appended then.
     """
     if max_inflated_bytes is None:
         max_inflated_bytes = inflation_bound(max_message_bytes or _DEFAULT_MESSAGE_MAX_BYTES)
-    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes, leader_epoch, log_append_time)
+    return _walk(buf, base_offset, max_message_bytes, verify_crc, max_inflated_bytes, leader_epoch, log_append_time,
+                 allow_control)
 
 
 def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
@@ -689,10 +712,11 @@ def analyze(buf: Buffer, *, verify_crc: bool = True) -> AppendInfo:
 
 
 def iter_messages(
-    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None, control: bool = False
 ) -> Iterator[Message]:
     """The messages of a set, compressed wrappers and record batches opened, offsets absolute; stops
-    at a torn tail.
+    at a torn tail. The records of control batches (end-transaction markers) are left out, as Kafka's
+    consumers never return them, unless ``control``.
 
     A wrapper or batch that would inflate past ``max_inflated_bytes`` (default :func:`inflation_bound`
     of 0.8.2's message.max.bytes) raises :class:`InflationBoundError` instead of inflating."""
@@ -704,7 +728,8 @@ def iter_messages(
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
         if magic == 2:
-            yield from _batch_messages(view, pos, end, max_inflated_bytes)
+            if control or not attributes & record_batch.CONTROL:
+                yield from _batch_messages(view, pos, end, max_inflated_bytes)
             pos = end
             continue
         timestamp = _INT64.unpack_from(view, pos + 18)[0] if magic else NO_TIMESTAMP

@@ -21,6 +21,11 @@ Lengths of -1 mean null (a header key may not be null). A record's offset is bas
 timestamp firstTimestamp + timestampDelta (or maxTimestamp for a LogAppendTime batch), its sequence
 baseSequence + offsetDelta (-1 without a producer id).
 
+A control batch (attributes bit 5, always transactional too) holds one control record written by the broker,
+never by a client: key ``version int16 (0) | type int16`` and, for the two end-transaction markers (type 0
+ABORT, 1 COMMIT), value ``version int16 (0) | coordinatorEpoch int32`` (Kafka's EndTransactionMarker). It
+carries the producer id and epoch of the transaction it ends, baseSequence -1.
+
 Pure and sans-I/O: :func:`read_header`, :func:`check_records` (the produce path's validation of a
 batch's records in one loop, no object per record), :func:`iter_records`, :func:`build_record_batch`.
 Malformed records raise :class:`CorruptRecordError` (CORRUPT_MESSAGE); :mod:`message_set` says where.
@@ -51,17 +56,22 @@ __all__ = [
     "BATCH_OVERHEAD",
     "CRC32C_CHECKED",
     "BatchHeader",
+    "ControlRecordType",
     "CorruptRecordError",
+    "EndTxnMarker",
     "MIN_BATCH_SIZE",
     "NO_PRODUCER_ID",
     "NO_SEQUENCE",
     "Record",
     "batch_crc",
+    "build_end_txn_marker_batch",
     "build_record_batch",
     "check_records",
+    "control_record_type",
     "encode_record",
     "iter_records",
     "last_sequence",
+    "parse_end_txn_marker",
     "read_header",
     "records_start",
 ]
@@ -98,6 +108,8 @@ _UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 _INT32_MAX = (1 << 31) - 1
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_END_TXN_VALUE = struct.Struct(">hi")  # version, coordinatorEpoch
 
 Buffer = bytes | bytearray | memoryview
 
@@ -392,6 +404,85 @@ def _read_headers(buf: bytes, at: int, record_end: int, count: int, i: int) -> t
     return tuple(headers), at
 
 
+# -- control records -----------------------------------------------------------------------------
+
+
+class ControlRecordType:
+    """The type in a control record's key (Kafka's ControlRecordType)."""
+
+    ABORT = 0
+    COMMIT = 1
+    NAMES = {ABORT: "ABORT", COMMIT: "COMMIT"}
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnMarker:
+    """An end-transaction marker (Kafka's EndTransactionMarker): COMMIT or ABORT, and the epoch of the
+    transaction coordinator that wrote it (a coordinator with an older epoch is fenced)."""
+
+    control_type: int
+    coordinator_epoch: int
+
+    @property
+    def is_commit(self) -> bool:
+        return self.control_type == ControlRecordType.COMMIT
+
+    @property
+    def name(self) -> str:
+        return ControlRecordType.NAMES.get(self.control_type, f"UNKNOWN({self.control_type})")
+
+    def key(self) -> bytes:
+        return _CONTROL_KEY.pack(0, self.control_type)
+
+    def value(self) -> bytes:
+        return _END_TXN_VALUE.pack(0, self.coordinator_epoch)
+
+
+def control_record_type(key: bytes | None) -> int:
+    """The type of a control record from its key (version 0; Kafka reads the type of any later version too)."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptRecordError(f"control record key of {0 if key is None else len(key)} bytes, not 4")
+    version, control_type = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise CorruptRecordError(f"control record key version {version}")
+    return control_type
+
+
+def parse_end_txn_marker(key: bytes | None, value: bytes | None) -> EndTxnMarker:
+    """The marker a control record's key and value hold; CorruptRecordError for any other control record."""
+    control_type = control_record_type(key)
+    if control_type not in ControlRecordType.NAMES:
+        raise CorruptRecordError(f"control record of type {control_type} is not an end-transaction marker")
+    if value is None or len(value) < _END_TXN_VALUE.size:
+        raise CorruptRecordError(f"end-transaction marker value of {0 if value is None else len(value)} bytes")
+    version, coordinator_epoch = _END_TXN_VALUE.unpack_from(value)
+    if version < 0:
+        raise CorruptRecordError(f"end-transaction marker version {version}")
+    return EndTxnMarker(control_type, coordinator_epoch)
+
+
+def build_end_txn_marker_batch(
+    marker: EndTxnMarker,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    timestamp: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+) -> bytes:
+    """The control batch a partition leader appends for WriteTxnMarkers (Kafka's
+    MemoryRecords.withEndTransactionMarker): one record, transactional and control, no sequence."""
+    return build_record_batch(
+        [(marker.key(), marker.value(), timestamp)],
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=True,
+        control=True,
+    )
+
+
 # -- writing --------------------------------------------------------------------------------------
 
 Headers = Sequence[tuple[str, Buffer | None]]
@@ -435,6 +526,7 @@ def build_record_batch(
     base_sequence: int = NO_SEQUENCE,
     transactional: bool = False,
     log_append_time: bool = False,
+    control: bool = False,
 ) -> bytes:
     """One batch of ``(key, value)``, ``(key, value, timestamp)`` or ``(key, value, timestamp, headers)``
     items (``headers``: ``(str, bytes | None)`` pairs); ``timestamp`` is that of items without their own.
@@ -453,6 +545,7 @@ def build_record_batch(
     if codec != CODEC_NONE:
         body = compress(codec, body, magic=MAGIC)
     attributes = codec | (LOG_APPEND_TIME if log_append_time else 0) | (TRANSACTIONAL if transactional else 0)
+    attributes |= CONTROL if control else 0
     header = bytearray(
         _HEADER.pack(
             base_offset,

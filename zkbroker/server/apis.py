@@ -233,6 +233,7 @@ class KafkaApis:
         total = 0
         errors = False
         touched = []
+        read_committed = request.replica_id < 0 and getattr(request, "isolation_level", 0) == 1
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
@@ -242,9 +243,12 @@ class KafkaApis:
                     # cannot block a consumer forever.
                     max_bytes = min(max_bytes, response_budget - total) if total else max_bytes
                 result = self.replica_manager.read(topic_entry.topic, entry.partition, entry.fetch_offset,
-                                                   max(max_bytes, 0), request.replica_id)
+                                                   max(max_bytes, 0), request.replica_id, read_committed)
                 records = result.records if result.records is not None and result.records.size else None
                 p = result.partition
+                aborted = None
+                if read_committed and records is not None:
+                    aborted = p.aborted_transactions(entry.fetch_offset, records)
                 error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
                 if error == ErrorCode.NONE and records is not None and request.replica_id < 0:
                     # a client whose version cannot carry what the log holds: records converted, or refused
@@ -253,7 +257,8 @@ class KafkaApis:
                 if error != ErrorCode.NONE:
                     result.error_code, records = error, None
                 partitions.append((entry.partition, result.error_code, result.high_watermark, records,
-                                   result.high_watermark, p.log.log_start_offset if p is not None else -1))
+                                   p.last_stable_offset if p is not None else -1,
+                                   p.log.log_start_offset if p is not None else -1, aborted))
                 if records is not None:
                     total += len(records)
                 if result.error_code != ErrorCode.NONE:
@@ -281,8 +286,8 @@ class KafkaApis:
                         error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
                     timestamp, offset, epoch = -1, -1, -1
                     if error == ErrorCode.NONE:
-                        timestamp, offset, epoch = record_versions.offset_by_time(p, entry.timestamp,
-                                                                                  request.replica_id >= 0)
+                        timestamp, offset, epoch = record_versions.offset_by_time(
+                            p, entry.timestamp, request.replica_id >= 0, getattr(request, "isolation_level", 0) == 1)
                     partitions.append({"partition": entry.partition, "error_code": error, "timestamp": timestamp,
                                        "offset": offset, "leader_epoch": epoch})
             topics.append({"topic": topic_entry.topic, "partitions": partitions})

@@ -9,6 +9,10 @@ As leader it owns the append rules, as 0.8.2's appendMessagesToLeader and checkE
 the min.insync.replicas check before an acks=-1 append, the append itself (the log assigns the offsets), the
 HW move after it, and the answer an acks=-1 produce waits for. It also answers the reads a leader serves
 (consumers up to the HW, followers to the log end) and ListOffsets.
+
+The last stable offset (Kafka 0.11) is the HW held back by the first transaction not yet complete below it; a
+read_committed consumer reads up to it. A follower computes its own the same way, from its own producer state
+and the HW its leader sent it, as Kafka's followers do.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
 from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
+from zkbroker.protocol.record_batch import ControlRecordType, EndTxnMarker, build_end_txn_marker_batch
 from zkbroker.topic_partition import TopicPartition
 
 
@@ -71,6 +76,10 @@ class Partition:
     @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.last_stable_offset(self.high_watermark)
 
     def make_leader(self, leader_epoch: int, isr: tuple[int, ...], replicas: tuple[int, ...],
                     zk_version: int, controller_epoch: int) -> None:
@@ -249,6 +258,21 @@ class Partition:
         self.wake_waiters()
         return info
 
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          now_ms: int) -> AppendInfo:
+        """WriteTxnMarkers on the leader (the transaction coordinator's request): the end-transaction marker of a
+        producer's transaction appended as a control batch, with the leader's epoch (Kafka's appendRecords with
+        origin Coordinator; the request waits for acks=-1 like a produce). Raises ProducerStateError for a marker
+        from an older producer epoch (INVALID_PRODUCER_EPOCH) or coordinator epoch
+        (TRANSACTION_COORDINATOR_FENCED), and what `append_messages_to_leader` raises."""
+        marker = EndTxnMarker(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, coordinator_epoch)
+        batch = build_end_txn_marker_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
+                                           timestamp=now_ms)
+        info = self.log.append(bytearray(batch), leader_epoch=self.leader_epoch, coordinator=True)
+        self.maybe_increment_high_watermark()
+        self.wake_waiters()
+        return info
+
     def check_enough_replicas_reach_offset(self, required_offset: int) -> int | None:
         """The answer to an acks=-1 produce whose messages end before `required_offset` (0.8.2's
         checkEnoughReplicasReachOffset); None while it must wait (the HW is below that offset).
@@ -267,18 +291,42 @@ class Partition:
             return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return ErrorCode.NONE
 
-    def read(self, offset: int, max_bytes: int, from_follower: bool) -> FileRange:
-        """The messages from `offset` a leader serves: up to the HW for a consumer, to the log end for a follower.
-        Raises OffsetOutOfRangeError for an offset outside the log."""
-        return self.log.read(offset, max_bytes, None if from_follower else self.high_watermark).records
+    def read(self, offset: int, max_bytes: int, from_follower: bool, read_committed: bool = False) -> FileRange:
+        """The messages from `offset` a leader serves: up to the HW for a consumer (the LSO for a read_committed
+        one), to the log end for a follower. Raises OffsetOutOfRangeError for an offset outside the log."""
+        if from_follower:
+            cap = None
+        else:
+            cap = self.last_stable_offset if read_committed else self.high_watermark
+        return self.log.read(offset, max_bytes, cap).records
 
-    def offset_for_timestamp(self, timestamp: int, from_follower: bool) -> int:
+    def aborted_transactions(self, offset: int, records: FileRange | None) -> list[tuple[int, int]]:
+        """What a read_committed fetch from `offset` answers beside `records`: (producer id, first offset) of each
+        aborted transaction overlapping them. The upper bound is the LSO, or the base of the next segment when
+        the range ends before it (a read stays in one segment), as Kafka bounds it by the fetched segment."""
+        if records is None or not records.size or not self.log.has_aborted_transactions:
+            return []
+        upper = self.last_stable_offset
+        later = self.log.segments_between(offset, upper)
+        if len(later) > 1:
+            upper = later[1].base_offset
+        return [(txn.producer_id, txn.first_offset) for txn in self.log.collect_aborted_transactions(offset, upper)]
+
+    def fetchable_end(self, from_follower: bool, read_committed: bool = False) -> int:
+        """The end of what a reader may see: the log end for a follower, the LSO for a read_committed consumer,
+        else the HW."""
+        if from_follower:
+            return self.log_end_offset
+        return self.last_stable_offset if read_committed else self.high_watermark
+
+    def offset_for_timestamp(self, timestamp: int, from_follower: bool, read_committed: bool = False) -> int:
         """ListOffsets on the leader: the log start for EARLIEST_TIME; otherwise at most the end a reader may see
-        (the HW for a consumer, as 0.8.2 filtered offsets above it; the log end for a follower): that end for
+        (the HW for a consumer, as 0.8.2 filtered offsets above it, the LSO for a read_committed one (ListOffsets
+        v2+); the log end for a follower): that end for
         LATEST_TIME, else the base offset of the last segment written at or before `timestamp`."""
         if timestamp == EARLIEST_TIME:
             return self.log.log_start_offset
-        limit = self.log_end_offset if from_follower else self.high_watermark
+        limit = self.fetchable_end(from_follower, read_committed)
         if timestamp == LATEST_TIME:
             return limit
         offset = self.log.offset_before(timestamp)

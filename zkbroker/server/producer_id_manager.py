@@ -23,8 +23,17 @@ log = logging.getLogger("zkbroker.server.ProducerIdManager")
 BLOCK_SIZE = 1000
 
 
+_LONG_MAX = (1 << 63) - 1
+
+
+class ProducerIdsExhaustedError(RuntimeError):
+    """The next block would pass Long.MAX_VALUE: no producer id is left (Kafka treats it as fatal too)."""
+
+
 def next_block(broker_id: int, latest: ProducerIdBlock | None) -> ProducerIdBlock:
     """The block after `latest` (the first block when no broker took one yet)."""
+    if latest is not None and latest.block_end > _LONG_MAX - BLOCK_SIZE:
+        raise ProducerIdsExhaustedError(f"every producer id is taken: the last block ends at {latest.block_end}")
     start = 0 if latest is None else latest.block_end + 1
     return ProducerIdBlock(broker_id, start, start + BLOCK_SIZE - 1)
 
@@ -61,7 +70,10 @@ class ProducerIdManager:
             try:
                 await self.bridge.wait_for(write)
             except (BadVersionError, NodeExistsError):
-                continue  # another broker took a block meanwhile: take the one after it
+                # another broker took a block meanwhile: take the one after it
+                log.debug("Broker %d lost the race for producer id block %d-%d; reading the latest block again",
+                          self.broker_id, block.block_start, block.block_end)
+                continue
             log.info("Broker %d acquired producer id block %d-%d", self.broker_id, block.block_start,
                      block.block_end)
             return block

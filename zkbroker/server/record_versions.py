@@ -1,7 +1,8 @@
 """What the record-batch versions of the client APIs (Kafka 0.11-2.1) add to their handlers in KafkaApis.
 
 * Produce v3+ carries exactly one record batch per partition (CORRUPT_MESSAGE otherwise), zstd only from v7
-  (UNSUPPORTED_COMPRESSION_TYPE); v2+ answers the append time of a LogAppendTime topic, v5+ the log start.
+  (UNSUPPORTED_COMPRESSION_TYPE), no transactional batch while the broker runs no transaction coordinator
+  (INVALID_TXN_STATE); v2+ answers the append time of a LogAppendTime topic, v5+ the log start.
 * Fetch: a consumer whose version cannot carry record batches (v0-v3) gets them down-converted (v0-v1 to
   magic 0, v2-v3 to magic 1), and one whose version cannot carry zstd (below v10) gets
   UNSUPPORTED_COMPRESSION_TYPE for a range holding a zstd batch. Each segment knows the highest magic it holds
@@ -28,6 +29,7 @@ from zkbroker.protocol.conversion import ConversionError, down_convert, highest_
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import InvalidMessageError, entry_starts
+from zkbroker.protocol.record_batch import TRANSACTIONAL
 from zkbroker.server.partition import Partition
 
 _MAGIC_AT = 16
@@ -48,6 +50,10 @@ def produce_error(version: int, records: Any) -> tuple[int, str] | None:
         return ErrorCode.CORRUPT_MESSAGE, f"Produce v{version} must carry exactly one record batch (magic 2)"
     if version < 7 and CODEC_ZSTD in _batch_codecs(view):
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7 or later, not v{version}"
+    if any(view[pos + _MAGIC_AT] == 2 and view[pos + _BATCH_CODEC_AT] & TRANSACTIONAL for pos in starts):
+        # the log would take it, but without a coordinator no marker could ever end the transaction, and its
+        # first offset would hold every read_committed consumer's LSO for good
+        return ErrorCode.INVALID_TXN_STATE, "a transactional batch, and this broker runs no transaction coordinator"
     return None
 
 
@@ -97,17 +103,18 @@ def records_for_fetch(log: Log, records: FileRange, version: int, fetch_offset: 
     return ErrorCode.NONE, converted or records
 
 
-def offset_by_time(partition: Partition, timestamp: int, from_follower: bool) -> tuple[int, int, int]:
+def offset_by_time(partition: Partition, timestamp: int, from_follower: bool,
+                   read_committed: bool = False) -> tuple[int, int, int]:
     """ListOffsets v1+: (timestamp, offset, leader epoch) -- -1 and the offset for latest and earliest, the first
-    message at or after `timestamp` below what the asker may read (the HW for a consumer), or -1s. The epoch (v4)
-    is that of the record batch holding the answer -- for latest, the last one before it -- and -1 where that is
-    a message of magic 0 or 1."""
+    message at or after `timestamp` below what the asker may read (the HW for a consumer, the LSO for a
+    read_committed one: v2+'s isolation_level), or -1s. The epoch (v4) is that of the record batch holding the
+    answer -- for latest, the last one before it -- and -1 where that is a message of magic 0 or 1."""
     log = partition.log
     if timestamp in (LATEST_TIME, EARLIEST_TIME):
-        offset = partition.offset_for_timestamp(timestamp, from_follower)
+        offset = partition.offset_for_timestamp(timestamp, from_follower, read_committed)
         return -1, offset, log.leader_epoch_at(offset - 1 if timestamp == LATEST_TIME else offset)
     found = log.fetch_offset_by_timestamp(timestamp)
-    limit = partition.log_end_offset if from_follower else partition.high_watermark
+    limit = partition.fetchable_end(from_follower, read_committed)
     if found is None or found.offset >= limit:
         return -1, -1, -1
     return found.timestamp, found.offset, log.leader_epoch_at(found.offset)

@@ -366,13 +366,15 @@ class ReplicaManager:
             waiter.cancel()
         return answer
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int) -> ReadResult:
-        """Read for a consumer (replica_id -1: capped at the HW) or a follower (not capped)."""
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int,
+             read_committed: bool = False) -> ReadResult:
+        """Read for a consumer (replica_id -1: capped at the HW, or the LSO when `read_committed`) or a follower
+        (not capped)."""
         error, p = self.leader_partition(topic, partition)
         if p is None:
             return ReadResult(error)
         try:
-            records = p.read(offset, max_bytes, from_follower=replica_id >= 0)
+            records = p.read(offset, max_bytes, from_follower=replica_id >= 0, read_committed=read_committed)
         except OffsetOutOfRangeError:
             return ReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, p.high_watermark, None, p)
         return ReadResult(ErrorCode.NONE, p.high_watermark, records, p)

@@ -67,9 +67,12 @@ def test_one_of_the_last_five_batches_again_is_a_duplicate(tmp_path):
         state.check([info(0)])
 
 
-def test_transactional_batches_are_refused(tmp_path):
+def test_a_plain_batch_while_the_producers_transaction_is_open_is_refused(tmp_path):
+    state = ProducerStateManager(str(tmp_path))
+    assert state.check([info(0)._replace(transactional=True)]) is None
+    state.update([info(0)._replace(transactional=True)])
     with pytest.raises(ProducerStateError) as raised:
-        ProducerStateManager(str(tmp_path)).check([info(0)._replace(transactional=True)])
+        state.check([info(1, base_offset=1)])
     assert raised.value.error_code == ErrorCode.INVALID_TXN_STATE
 
 

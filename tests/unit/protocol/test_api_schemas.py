@@ -216,6 +216,11 @@ def test_every_registered_schema_has_a_case():
     covered |= {(3, 0, "response"), (3, 1, "response")}
     covered |= {(18, v, k) for v in (0, 1, 2) for k in ("request", "response")}
     covered |= {(18, 3, "request"), (18, 3, "response")}  # test_api_versions_v3.py, with clients' recorded bytes
+    # test_transaction_api_schemas.py, byte for byte against kafka-python's classes
+    transactional = [(22, v) for v in (2, 3, 4)] + [(10, 3)] + [(24, v) for v in range(4)]
+    transactional += [(25, v) for v in range(4)] + [(26, v) for v in range(4)] + [(27, 0), (27, 1)]
+    transactional += [(28, v) for v in range(4)]
+    covered |= {(k, v, kind) for k, v in transactional for kind in ("request", "response")}
     registered = {(k, v, "request") for k, v in REQUEST_SCHEMAS}
     registered |= {(k, v, "response") for k, v in RESPONSE_SCHEMAS}
     assert registered == covered

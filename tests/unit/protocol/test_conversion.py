@@ -111,3 +111,16 @@ def test_what_old_formats_cannot_hold_is_refused():
     with pytest.raises(ConversionError) as raised:
         convert_for_write(build_record_batch([(None, b"v", T)], codec=CODEC_ZSTD), 1)
     assert raised.value.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_down_conversion_drops_control_batches(to_magic):
+    from zkbroker.protocol.record_batch import ControlRecordType, EndTxnMarker, build_end_txn_marker_batch
+
+    data = build_record_batch([(None, b"a", T), (None, b"b", T)], producer_id=3, producer_epoch=0, base_sequence=0,
+                              transactional=True)
+    control = build_end_txn_marker_batch(EndTxnMarker(ControlRecordType.COMMIT, 0), producer_id=3,
+                                         producer_epoch=0, timestamp=T)
+    log = bytes(assign_offsets(bytearray(data + control), 0, allow_control=True).records)
+    converted = down_convert(log, to_magic, 0)
+    assert [(m.offset, m.value) for m in iter_messages(converted)] == [(0, b"a"), (1, b"b")]

@@ -85,3 +85,16 @@ def test_v4_and_later_pieces_equal_the_generic_encoding(version, isolation_level
 def test_versions_past_10_are_refused():
     with pytest.raises(LocalProtocolError):
         encode_fetch_response(1, 11, [])
+
+
+@pytest.mark.parametrize("version", [4, 5, 10])
+def test_a_partitions_aborted_transactions_equal_the_generic_encoding(version):
+    txns = [(7, 100), (9, 140)]
+    topics = [("t", [(0, 0, 500, FileRange("seg0", 10, 300), 480, 3, txns), (1, 0, 9, None, 9, 0, None)])]
+    pieces = encode_fetch_response(31, version, topics, isolation_level=1)
+    rows = [(0, 0, 500, 480) + ((3,) if version >= 5 else ()) + (txns, read_range(topics[0][1][0][3])),
+            (1, 0, 9, 9) + ((0,) if version >= 5 else ()) + ([], b"")]
+    body = {"throttle_time_ms": 0, "topics": [("t", rows)]}
+    if version >= 7:
+        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "topics": [("t", rows)]}
+    assert join_pieces(pieces, read_range) == encode_response(RequestHeader(1, version, 31, "c"), body)

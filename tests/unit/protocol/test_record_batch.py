@@ -288,3 +288,25 @@ def test_a_compressed_batch_past_the_inflation_bound_is_refused_as_too_large(cod
     with pytest.raises(InflationBoundError):
         list(iter_messages(data, max_inflated_bytes=1_000_000))
     assert len(list(iter_messages(data, max_inflated_bytes=3_000_000))) == 10
+
+
+def test_end_txn_markers_are_kafkas_control_records_byte_for_byte():
+    from zkbroker.protocol.record_batch import (
+        ControlRecordType,
+        CorruptRecordError,
+        EndTxnMarker,
+        build_end_txn_marker_batch,
+        parse_end_txn_marker,
+    )
+
+    marker = EndTxnMarker(ControlRecordType.COMMIT, 258)
+    # key: version int16 0, type int16 (1 COMMIT); value: version int16 0, coordinatorEpoch int32
+    assert (marker.key(), marker.value()) == (b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x01\x02")
+    assert parse_end_txn_marker(marker.key(), marker.value()) == marker
+    batch = build_end_txn_marker_batch(marker, producer_id=9, producer_epoch=2, timestamp=5)
+    header = read_header(batch)
+    assert (header.is_control, header.is_transactional, header.producer_id, header.producer_epoch,
+            header.base_sequence, header.record_count) == (True, True, 9, 2, -1, 1)
+    for key, value in ((b"\x00\x00\x00\x05", marker.value()), (b"\x00", marker.value()), (marker.key(), b"\x00")):
+        with pytest.raises(CorruptRecordError):
+            parse_end_txn_marker(key, value)

@@ -36,6 +36,12 @@ def test_produce_v3_carries_exactly_one_batch_and_zstd_needs_v7():
     assert record_versions.produce_error(7, zstd) is None
 
 
+def test_produce_refuses_transactional_batches_while_no_coordinator_runs():
+    batch = build_record_batch([(None, b"v", T)], producer_id=1, producer_epoch=0, base_sequence=0,
+                               transactional=True)
+    assert record_versions.produce_error(3, batch)[0] == ErrorCode.INVALID_TXN_STATE
+
+
 def test_fetch_versions_get_what_they_can_carry(tmp_path):
     p = leader(tmp_path)
     p.append_messages_to_leader(bytearray(build_message_set([(None, b"m1", T)], magic=1)), 1)

@@ -129,3 +129,7 @@ def test_producer_id_block_is_kafkas_json_and_blocks_follow_one_another():
     assert ProducerIdBlock.decode(block.encode()) == block
     assert next_block(1, None) == ProducerIdBlock(1, 0, 999)
     assert next_block(3, block) == ProducerIdBlock(3, 2000, 2999)
+    from zkbroker.server.producer_id_manager import ProducerIdsExhaustedError
+
+    with pytest.raises(ProducerIdsExhaustedError):  # Long.MAX_VALUE: no block fits after it
+        next_block(1, ProducerIdBlock(2, 2**63 - 1000, 2**63 - 1))
