@@ -76,17 +76,18 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return out
 
 
-def test_api_versions_newer_than_v2_gets_v0_error_35_with_the_table(brokers, zk):
+def test_api_versions_newer_than_v3_gets_v0_error_35_with_the_table(brokers, zk):
     (b1,) = brokers(1)
     wait_for(lambda: zk.registered() == {1}, 15, "broker 1 to register")
     with socket.create_connection(("127.0.0.1", b1.port), timeout=5) as sock:
-        # A v3 request uses header v2: client id then an empty tagged-field section; the body is compact.
-        reply = _request(sock, 18, 3, 7, b"\x00" + b"\x00\x00\x00")
+        # A v4 request uses header v2: client id then an empty tagged-field section; the body is compact (two
+        # empty compact strings and no tags).
+        reply = _request(sock, 18, 4, 7, b"\x00" + b"\x01\x01\x00")
         correlation_id, error_code, count = struct.unpack_from(">ihi", reply)
         assert (correlation_id, error_code) == (7, 35)
         table = {struct.unpack_from(">hhh", reply, 10 + 6 * i)[0]: struct.unpack_from(">hhh", reply, 10 + 6 * i)[1:]
                  for i in range(count)}
-        assert table[18] == (0, 2) and table[3] == (0, 7)  # Kafka 2.1's Metadata maximum
+        assert table[18] == (0, 3) and table[3] == (0, 7)  # Kafka 2.1's Metadata maximum
         # The same connection then works at v0, as clients retry.
         reply = _request(sock, 18, 0, 8)
         assert struct.unpack_from(">ih", reply) == (8, 0)
