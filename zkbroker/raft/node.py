@@ -292,7 +292,9 @@ class RaftNode:
             self._to_leader(now, state)
 
     def _to_leader(self, now: int, candidate: Candidate) -> None:
-        state = Leader(candidate.epoch, self.log.end_offset, now + self.config.check_quorum_timeout_ms)
+        # A lone voter is its own majority: no check-quorum.
+        check_quorum = now + self.config.check_quorum_timeout_ms if len(self.config.voters) > 1 else FOREVER
+        state = Leader(candidate.epoch, self.log.end_offset, check_quorum)
         self._transition(now, state)
         # As Kafka's LeaderState: unknown until this epoch commits, since a follower may know a higher one.
         self.high_watermark = None
@@ -433,7 +435,8 @@ class RaftNode:
             state.fetched_voters.add(replica)
             if len(state.fetched_voters) + 1 >= self.config.majority:
                 state.fetched_voters.clear()
-                state.check_quorum_deadline = now + self.config.check_quorum_timeout_ms
+                if len(self.config.voters) > 1:
+                    state.check_quorum_deadline = now + self.config.check_quorum_timeout_ms
         end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
         if end.epoch != request.last_fetched_epoch or end.offset < request.fetch_offset:
             # The fetcher's log left ours after end.offset: it truncates there and fetches again.
@@ -498,7 +501,7 @@ class RaftNode:
 
     def _fetch_from_any_voter(self, now: int) -> None:
         """An observer that knows no leader asks a voter; the answer names the leader (or its epoch)."""
-        if self._inflight:
+        if any(expires > now for _, expires in self._inflight.values()):
             return
         ready = [v for v in sorted(self.config.voters) if self._can_send(v, now)]
         if ready:
