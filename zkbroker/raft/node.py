@@ -98,15 +98,19 @@ class RaftNode:
         return self._finish(now)
 
     def handle(self, now: int, source: int, correlation_id: int, message: m.Message) -> list[Effect]:
-        handler = self._request_handlers.get(type(message))
-        if handler is not None:
-            handler(self, now, source, correlation_id, message)
-        else:
+        """A request gets its response among the effects; a response is taken only if it answers the request in
+        flight to `source` (one at a time per destination, as Kafka's RequestManager). FetchSnapshot is not
+        handled yet: the node neither takes nor sends snapshots."""
+        request_handler = self._request_handlers.get(type(message))
+        response_handler = self._response_handlers.get(type(message))
+        if request_handler is not None:
+            request_handler(self, now, source, correlation_id, message)
+        elif response_handler is not None:
             expected = self._inflight.get(source)
             if expected is None or expected[0] != correlation_id:
                 return self._finish(now)  # a response to a request this node no longer waits for
             del self._inflight[source]
-            self._response_handlers[type(message)](self, now, source, message)
+            response_handler(self, now, source, message)
         self._poll(now)
         return self._finish(now)
 
