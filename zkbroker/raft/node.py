@@ -27,7 +27,17 @@ from zkbroker.raft.config import QuorumConfig
 from zkbroker.raft.effects import Effect, FlushLog, PersistQuorumState, Send, Timer
 from zkbroker.raft.log import RaftLog
 from zkbroker.raft.quorum_state import ElectionState
-from zkbroker.raft.states import Candidate, EpochState, Follower, Leader, ParkedFetch, Resigned, Unattached, Voted
+from zkbroker.raft.states import (
+    Candidate,
+    EpochState,
+    Follower,
+    Leader,
+    ParkedFetch,
+    ReplicaState,
+    Resigned,
+    Unattached,
+    Voted,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -310,7 +320,7 @@ class RaftNode:
 
     def _to_resigned(self, now: int, leader: Leader) -> None:
         others = self.config.voters - {self.node_id}
-        successors = tuple(sorted(others, key=lambda v: (-leader.end_offsets.get(v, -1), v)))
+        successors = tuple(sorted(others, key=lambda v: (-leader.end_offset(v), v)))
         # Not persisted: quorum-state still names this node leader of the epoch, which is what it was.
         self._transition(now, Resigned(leader.epoch, self._election_deadline(now), successors, set(others)),
                          persist=False)
@@ -448,7 +458,7 @@ class RaftNode:
                 m.NONE, diverging=m.EpochEndOffset(end.epoch, end.offset)))
             return
         state.parked.pop(replica, None)
-        state.end_offsets[replica] = request.fetch_offset
+        self._update_replica(now, state, replica, request.fetch_offset)
         if replica in self.config.voters:
             self._maybe_advance_high_watermark(now, state)
         if request.fetch_offset < self.log.end_offset or request.max_wait_ms <= 0:
@@ -456,6 +466,16 @@ class RaftNode:
         else:
             wait = min(request.max_wait_ms, self.config.fetch_max_wait_ms)
             state.parked[replica] = ParkedFetch(correlation_id, request, now + wait)
+
+    def _update_replica(self, now: int, leader: Leader, replica: int, fetch_offset: int) -> None:
+        leader_end = self.log.end_offset
+        previous = leader.replicas.get(replica)
+        caught_up = -1 if previous is None else previous.last_caught_up_ms
+        if fetch_offset >= leader_end:
+            caught_up = now
+        elif previous is not None and 0 < previous.leader_end_offset_at_fetch <= fetch_offset:
+            caught_up = max(caught_up, previous.last_fetch_ms)
+        leader.replicas[replica] = ReplicaState(fetch_offset, now, caught_up, leader_end)
 
     def _fetch_response(self, error: int, request: m.FetchRequest | None = None,
                         diverging: m.EpochEndOffset | None = None) -> m.FetchResponse:
@@ -484,7 +504,7 @@ class RaftNode:
     def _maybe_advance_high_watermark(self, now: int, leader: Leader) -> None:
         """The high watermark is the offset a majority of voters has reached, and moves only past this epoch's
         start: an entry of an earlier epoch is committed only by committing one of this epoch after it."""
-        ends = sorted((self.log.end_offset if v == self.node_id else leader.end_offsets.get(v, -1)
+        ends = sorted((self.log.end_offset if v == self.node_id else leader.end_offset(v)
                        for v in self.config.voters), reverse=True)
         reached = ends[len(ends) // 2]
         if reached > leader.epoch_start_offset and (self.high_watermark is None or reached > self.high_watermark):

@@ -51,16 +51,33 @@ class ParkedFetch:
     deadline: int
 
 
+@dataclass(frozen=True)
+class ReplicaState:
+    """What the leader knows of a replica from its last Fetch (DescribeQuorum's ReplicaState). A replica is
+    caught up when it fetches from the leader's end offset, or from the end the leader had at its previous fetch
+    (it was then caught up as of that previous fetch)."""
+
+    end_offset: int  # the replica's fetch offset: what it holds and acknowledges
+    last_fetch_ms: int
+    last_caught_up_ms: int  # -1: never
+    leader_end_offset_at_fetch: int
+
+
 @dataclass
 class Leader:
     epoch: int
     epoch_start_offset: int  # where this epoch's LeaderChange record sits
     check_quorum_deadline: int
-    end_offsets: dict[int, int] = field(default_factory=dict)  # replica (voter or observer) -> its fetch offset
+    replicas: dict[int, ReplicaState] = field(default_factory=dict)  # voters (but itself) and observers that fetched
     acknowledged: set[int] = field(default_factory=set)  # voters that answered BeginQuorumEpoch or fetched
     fetched_voters: set[int] = field(default_factory=set)  # voters seen since the check-quorum timer last reset
     parked: dict[int, ParkedFetch] = field(default_factory=dict)  # by replica id
     name = "leader"
+
+    def end_offset(self, replica: int) -> int:
+        """The replica's acknowledged end offset, -1 before its first fetch in this epoch."""
+        state = self.replicas.get(replica)
+        return -1 if state is None else state.end_offset
 
 
 @dataclass

@@ -9,7 +9,7 @@ from zkbroker.raft import messages as m
 from zkbroker.raft.effects import FlushLog, Send
 from zkbroker.raft.node import RaftNode
 from zkbroker.raft.quorum_state import ElectionState
-from zkbroker.raft.states import Candidate, Follower, Leader, Resigned
+from zkbroker.raft.states import Candidate, Follower, Leader, ReplicaState, Resigned, Voted
 
 
 def elect(node: RaftNode, now: int = 0) -> None:
@@ -167,7 +167,8 @@ def test_observers_fetch_but_count_neither_for_the_high_watermark_nor_for_check_
     for now in range(500, 3000, 500):
         fetch(leader, 101, offset=1, last_epoch=1, now=now, correlation_id=now)
         fetch(leader, 102, offset=1, last_epoch=1, now=now, correlation_id=now)
-    assert leader.high_watermark is None and leader.state.end_offsets == {101: 1, 102: 1}
+    assert leader.high_watermark is None
+    assert {n: r.end_offset for n, r in leader.state.replicas.items()} == {101: 1, 102: 1}
     leader.poll(3000)
     assert isinstance(leader.state, Resigned)
 
@@ -184,3 +185,30 @@ def test_an_observer_finds_the_leader_through_any_voter_and_follows_it():
     assert nodes[101].log.read(0, 1 << 20) == nodes[1].log.read(0, 1 << 20)
     assert nodes[101].high_watermark == nodes[1].high_watermark == 1
     assert 101 not in nodes[1].state.acknowledged
+
+
+def test_the_leader_tracks_when_each_replica_last_fetched_and_was_caught_up():
+    leader = make_node()
+    elect(leader)  # log end 1
+    fetch(leader, 2, offset=1, last_epoch=1, now=100)
+    assert leader.state.replicas[2] == ReplicaState(1, 100, 100, 1)
+    leader.append(150, [b"a", b"b"])  # log end 3
+    fetch(leader, 2, offset=2, last_epoch=1, now=200, correlation_id=2)  # behind, but past the end at its last fetch
+    assert leader.state.replicas[2] == ReplicaState(2, 200, 100, 3)
+    leader.append(250, [b"c"])  # log end 4
+    fetch(leader, 2, offset=3, last_epoch=1, now=300, correlation_id=3)  # caught up as of its fetch at 200
+    assert leader.state.replicas[2].last_caught_up_ms == 200
+    fetch(leader, 2, offset=4, last_epoch=1, now=400, correlation_id=4)
+    assert leader.state.replicas[2].last_caught_up_ms == 400
+
+
+def test_a_leader_that_learns_of_a_higher_epoch_steps_down_and_answers_its_parked_fetches():
+    leader = make_node()
+    elect(leader)
+    fetch(leader, 2, offset=1, last_epoch=1, max_wait_ms=500, correlation_id=8)
+    effects = leader.handle(50, 3, 9, m.VoteRequest("", 4, 3, 1, 1))
+    assert isinstance(leader.state, Voted) and leader.epoch == 4
+    (parked,) = [s for s in sends(effects, m.FetchResponse)]
+    assert (parked.destination, parked.correlation_id) == (2, 8)
+    assert parked.message.error_code == m.NOT_LEADER_OR_FOLLOWER
+    assert parked.message.current_leader == m.LeaderIdAndEpoch(-1, 4)

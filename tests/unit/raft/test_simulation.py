@@ -90,7 +90,7 @@ def test_a_leader_cut_off_alone_resigns_by_check_quorum_while_the_majority_elect
 def test_a_mutant_that_counts_an_older_epoch_toward_the_high_watermark_is_caught(monkeypatch):
     """The invariants have teeth: commit without the own-epoch rule and some schedule breaks one."""
     def advance_from_any_epoch(self, now, leader):
-        ends = sorted((self.log.end_offset if v == self.node_id else leader.end_offsets.get(v, -1)
+        ends = sorted((self.log.end_offset if v == self.node_id else leader.end_offset(v)
                        for v in self.config.voters), reverse=True)
         reached = ends[len(ends) // 2]
         if reached > 0 and (self.high_watermark is None or reached > self.high_watermark):
