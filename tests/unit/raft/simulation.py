@@ -7,10 +7,12 @@ generators seeded by the schedule, so a seed replays a run exactly.
 
 The network: each message takes a delay drawn in [min_delay_ms, max_delay_ms] and may be reordered; before
 the heal time it is dropped with probability drop_rate; a partition cuts the nodes of one group from the
-others; a message in flight when its sender or receiver crashes is lost (a connection dies with its
-process). Crashed nodes keep their disk: the log and the quorum-state (kept as the JSON Kafka writes, and
-read back through it on restart). At the heal time every node is up, partitions and drops end, and the
-liveness check starts: a leader must commit a record appended after the heal within `liveness_bound_ms`.
+others; a crash kills the process's connections: a message sent to it before the crash, or an answer to
+a request it made before the crash, is lost, while what it sent before it died still arrives. A crash may
+also come in the middle of a step, after a random part of the step's effects. Crashed nodes keep their
+disk: the log and the quorum-state (kept as the JSON Kafka writes, and read back through it on restart).
+At the heal time every node is up, partitions and drops end, and the liveness check starts: a leader must
+commit a record appended after the heal within `liveness_bound_ms`.
 
 Invariants, checked after every event (InvariantViolation names the seed and the simulated time):
   - at most one leader per epoch, over the whole run;
@@ -32,11 +34,21 @@ from zkbroker.raft import quorum_state
 from zkbroker.raft.config import QuorumConfig
 from zkbroker.raft.effects import Effect, PersistQuorumState, Send, Timer
 from zkbroker.raft.log import InMemoryLog
-from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, Message
+from zkbroker.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    LeaderChangeMessage,
+    LogEntry,
+    Message,
+    VoteRequest,
+)
 from zkbroker.raft.node import RaftNode
 from zkbroker.raft.states import Leader
 
 OBSERVER_BASE_ID = 100
+REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
 
 
 class InvariantViolation(AssertionError):
@@ -46,8 +58,10 @@ class InvariantViolation(AssertionError):
 @dataclass(frozen=True)
 class Fault:
     at_ms: int
-    kind: str  # crash | restart | partition | heal | resign | crash-leader | isolate-leader
-    node: int = 0  # crash, restart: the node (resign, crash-leader, isolate-leader: whoever leads then)
+    kind: str  # crash | crash-mid-step | restart | partition | heal | resign | crash-leader | isolate-leader
+    # crash, crash-mid-step, restart: the node (resign, crash-leader, isolate-leader: whoever leads then). A
+    # crash-mid-step crashes the node during its next step, after a random part of the step's effects.
+    node: int = 0
     group: frozenset[int] = frozenset()  # partition: these nodes are cut from the rest
 
 
@@ -91,8 +105,8 @@ def random_schedule(seed: int) -> Schedule:
 
 
 def random_fault(rng: random.Random, at_ms: int, nodes: list[int]) -> Fault:
-    kind = rng.choice(("crash", "crash", "restart", "partition", "partition", "heal", "resign", "crash-leader",
-                       "isolate-leader"))
+    kind = rng.choice(("crash", "crash-mid-step", "restart", "partition", "partition", "heal", "resign",
+                       "crash-leader", "isolate-leader"))
     if kind == "partition":
         return Fault(at_ms, kind, group=frozenset(rng.sample(nodes, rng.randrange(1, len(nodes) + 1))))
     return Fault(at_ms, kind, node=rng.choice(nodes))
@@ -153,6 +167,8 @@ class Simulation:
         self.fresh: set[tuple[int, int]] = set()  # (offset, epoch) of records appended after the heal
         self.live_at: int | None = None
         self.touched: set[int] = set()  # nodes that took a step since the last check
+        self.crash_mid_step: set[int] = set()
+        self.open_requests: dict[tuple[int, int, int], int] = {}  # (responder, requester, correlation id) -> life
         self.history: dict[int, list[tuple[int, str, int]]] = {n: [] for n in self.node_ids}  # (ms, state, epoch)
 
     # --- running --------------------------------------------------------------------------------------------
@@ -215,6 +231,12 @@ class Simulation:
         self._perform(n, effects)
 
     def _perform(self, n: int, effects: list[Effect]) -> None:
+        crash = n in self.crash_mid_step
+        if crash:
+            # The process dies part way through the step: what comes after a quorum-state write may be lost,
+            # never what comes before it.
+            self.crash_mid_step.discard(n)
+            effects = effects[:self.net_rng.randrange(len(effects))]
         for effect in effects:
             if isinstance(effect, Send):
                 self._send(n, effect)
@@ -224,26 +246,38 @@ class Simulation:
                 self.wake_token[n] += 1
                 self._push(effect.deadline_ms, "wake", (n, self.wake_token[n]))
             # FlushLog: the simulated disk loses nothing the node wrote.
+        if crash:
+            self._crash(n)
 
     def _connected(self, a: int, b: int) -> bool:
         return self.side[a] == self.side[b] and self.nodes[a] is not None and self.nodes[b] is not None
 
     def _send(self, src: int, send: Send) -> None:
+        """A request travels on a connection to the receiver's current process; a response on the connection its
+        request came by, which died if the requester has restarted since."""
         dst = send.destination
+        if isinstance(send.message, REQUESTS):
+            dst_life = self.incarnation[dst]
+        else:
+            dst_life = self.open_requests.pop((src, dst, send.correlation_id), -1)
         if dst not in self.nodes or not self._connected(src, dst):
             return
         if not self.healed and self.schedule.drop_rate and self.net_rng.random() < self.schedule.drop_rate:
             return
         delay = self.net_rng.randint(self.schedule.min_delay_ms, self.schedule.max_delay_ms)
         self._push(self.now + delay, "deliver",
-                   (src, dst, self.incarnation[src], self.incarnation[dst], send.correlation_id, send.message))
+                   (src, dst, self.incarnation[src], dst_life, send.correlation_id, send.message))
 
     # --- events ---------------------------------------------------------------------------------------------
 
     def _on_deliver(self, src: int, dst: int, src_life: int, dst_life: int, correlation_id: int,
                     message: Message) -> None:
-        if (self.incarnation[src], self.incarnation[dst]) != (src_life, dst_life) or not self._connected(src, dst):
+        # What a process wrote before it died still arrives (its kernel sends it); nothing arrives at a process
+        # that was not the one the connection was made to.
+        if self.incarnation[dst] != dst_life or self.nodes[dst] is None or self.side[src] != self.side[dst]:
             return
+        if isinstance(message, REQUESTS):
+            self.open_requests[(dst, src, correlation_id)] = src_life
         if self.trace is not None:
             self._log(f"{src} -> {dst} #{correlation_id} {message}")
         self._step(dst, lambda node: node.handle(self.now, src, correlation_id, message))
@@ -267,6 +301,9 @@ class Simulation:
         self._log(f"fault {fault}")
         if fault.kind == "crash":
             self._crash(fault.node)
+        elif fault.kind == "crash-mid-step":
+            if self.nodes[fault.node] is not None:
+                self.crash_mid_step.add(fault.node)
         elif fault.kind == "restart":
             if self.nodes[fault.node] is None:
                 self._start(fault.node)
@@ -292,12 +329,14 @@ class Simulation:
     def _on_heal(self) -> None:
         self._log("heal")
         self.healed = True
+        self.crash_mid_step.clear()
         self.side = dict.fromkeys(self.node_ids, 0)
         for n in self.node_ids:
             if self.nodes[n] is None:
                 self._start(n)
 
     def _crash(self, n: int) -> None:
+        self.crash_mid_step.discard(n)
         if self.nodes[n] is not None:
             self.nodes[n] = None
             self.incarnation[n] += 1  # what was in flight to or from it is lost
@@ -373,9 +412,11 @@ class Simulation:
             for entry in self.disks[n].log.entries:
                 if entry.epoch != previous_epoch:
                     record = entry.record
-                    if not isinstance(record, LeaderChangeMessage) or record.leader_id != self.leaders.get(entry.epoch):
+                    # A leader that crashed in the step that elected it was never seen leading; its record was.
+                    leader = self.leaders.setdefault(entry.epoch, getattr(record, "leader_id", None))
+                    if not isinstance(record, LeaderChangeMessage) or record.leader_id != leader:
                         self._fail(f"node {n}'s first entry of epoch {entry.epoch} is {entry}, not the LeaderChange "
-                                   f"of its leader {self.leaders.get(entry.epoch)}")
+                                   f"of its leader {leader}")
                     previous_epoch = entry.epoch
 
     def _fail(self, message: str) -> None:

@@ -30,7 +30,7 @@ def run(schedule: Schedule):
     return outcome
 
 
-FAULT_KINDS = ("crash", "restart", "resign", "crash-leader", "isolate-leader", "partition", "heal")
+FAULT_KINDS = ("crash", "crash-mid-step", "restart", "resign", "crash-leader", "isolate-leader", "partition", "heal")
 
 
 @st.composite
