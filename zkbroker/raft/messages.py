@@ -4,7 +4,8 @@ Field names follow Kafka 3.7's JSON schemas (VoteRequest.json, BeginQuorumEpochR
 EndQuorumEpochRequest.json, FetchRequest.json's Raft fields, FetchSnapshotRequest.json), in snake case. The
 wire carries them inside `Topics[].Partitions[]` arrays; the metadata quorum has one partition
 (`__cluster_metadata-0`), so these dataclasses hold that one partition's fields flat, beside the
-request-level ones. Mapping them to wire schemas is the codec's job; nothing here encodes bytes.
+request-level ones; a response's `error_code` is the partition's (the top-level one is the wire's, for errors
+that concern the whole request). Mapping them to wire schemas is the codec's job; nothing here encodes bytes.
 
 Which node sent a message, and which request a response answers (the correlation id of Kafka's request
 and response headers), travel beside the message, as they do on the wire: see `node.Send`.
