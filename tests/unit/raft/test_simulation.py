@@ -1,7 +1,7 @@
 """The quorum under faults: schedules of crashes, restarts, partitions, drops, delays and resignations run on
 the simulated network (simulation.py), every invariant checked after every event, and liveness once the
 network heals. 1,000 schedules in all: 500 drawn by hypothesis (shrunk to a minimal schedule on failure),
-500 from seeds (the bench's generator, so a seed the bench reports replays here)."""
+500 from seeds through the bench's generator (`bench/raft_sim.py --seed N --trace` replays any seed)."""
 
 from __future__ import annotations
 
