@@ -435,12 +435,15 @@ def build_record_batch(
     base_sequence: int = NO_SEQUENCE,
     transactional: bool = False,
     log_append_time: bool = False,
+    control: bool = False,
 ) -> bytes:
     """One batch of ``(key, value)``, ``(key, value, timestamp)`` or ``(key, value, timestamp, headers)``
     items (``headers``: ``(str, bytes | None)`` pairs); ``timestamp`` is that of items without their own.
 
     Offsets count from ``base_offset`` (a producer's are placeholders the broker replaces), timestamps are
-    deltas from the first record's, as Kafka's producers write them. An empty batch is refused."""
+    deltas from the first record's, as Kafka's producers write them. An empty batch is refused. ``control``
+    sets the control attribute: each record's key is then a control record type, its value that record
+    (transaction markers; the metadata log's LeaderChange and snapshot header and footer)."""
     items = list(records)
     if not items:
         raise LocalProtocolError("a record batch needs at least one record")
@@ -453,6 +456,7 @@ def build_record_batch(
     if codec != CODEC_NONE:
         body = compress(codec, body, magic=MAGIC)
     attributes = codec | (LOG_APPEND_TIME if log_append_time else 0) | (TRANSACTIONAL if transactional else 0)
+    attributes |= CONTROL if control else 0
     header = bytearray(
         _HEADER.pack(
             base_offset,
