@@ -32,9 +32,13 @@ from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .headers import RequestHeader, encode_request_header, is_flexible, parse_response_header, response_header_version
 from .schemas import (
     api_versions,
+    begin_quorum_epoch,
     controlled_shutdown,
     describe_groups,
+    describe_quorum,
+    end_quorum_epoch,
     fetch,
+    fetch_snapshot,
     find_coordinator,
     heartbeat,
     init_producer_id,
@@ -51,6 +55,7 @@ from .schemas import (
     stop_replica,
     sync_group,
     update_metadata,
+    vote,
 )
 from .types import Schema
 
@@ -93,6 +98,12 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
+    # The metadata quorum's (KIP-595, KIP-630): controller-listener APIs, never advertised in ZooKeeper mode.
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    FETCH_SNAPSHOT = 59
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -163,6 +174,11 @@ _MODULES = (
     api_versions,
     offsets_for_leader_epoch,
     init_producer_id,
+    vote,
+    begin_quorum_epoch,
+    end_quorum_epoch,
+    describe_quorum,
+    fetch_snapshot,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -5,7 +5,7 @@ EndQuorumEpochRequest.json, FetchRequest.json's Raft fields, FetchSnapshotReques
 wire carries them inside `Topics[].Partitions[]` arrays; the metadata quorum has one partition
 (`__cluster_metadata-0`), so these dataclasses hold that one partition's fields flat, beside the
 request-level ones; a response's `error_code` is the partition's (the top-level one is the wire's, for errors
-that concern the whole request). Mapping them to wire schemas is the codec's job; nothing here encodes bytes.
+that concern the whole request). `wire.py` maps them to the codec's schemas; nothing here encodes bytes.
 
 Which node sent a message, and which request a response answers (the correlation id of Kafka's request
 and response headers), travel beside the message, as they do on the wire: see `node.Send`.
@@ -21,8 +21,7 @@ NONE = 0
 NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_FOR_PARTITION)  # Kafka 2.x renamed code 6
 FENCED_LEADER_EPOCH = int(ErrorCode.FENCED_LEADER_EPOCH)
 UNKNOWN_LEADER_EPOCH = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
-# Kafka's INCONSISTENT_VOTER_SET; protocol/errors.py has no class for it yet (the wire session adds it there).
-INCONSISTENT_VOTER_SET = 94
+INCONSISTENT_VOTER_SET = int(ErrorCode.INCONSISTENT_VOTER_SET)
 
 
 @dataclass(frozen=True, order=True)
@@ -178,7 +177,33 @@ class FetchSnapshotResponse:
     unaligned_records: bytes
 
 
-Request = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
+# --- DescribeQuorum (55): the leader's view of every replica (metadata-quorum describe) -----------------------
+
+@dataclass(frozen=True)
+class DescribeQuorumRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int = -1  # -1: unknown (v0 does not carry the timestamps)
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(frozen=True)
+class DescribeQuorumResponse:
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    current_voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+
+
+Request = (VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
+           | DescribeQuorumRequest)
 Response = (VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
-            | FetchSnapshotResponse)
+            | FetchSnapshotResponse | DescribeQuorumResponse)
 Message = Request | Response
