@@ -17,6 +17,8 @@ in them. Pure: bytes in, bytes out.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 import struct
 from collections.abc import Iterable, Iterator
@@ -26,6 +28,7 @@ from .compression import CODEC_NONE, decompress
 from .errors import LocalProtocolError, RemoteProtocolError
 from .record_batch import build_record_batch, iter_records, read_header, records_start
 from .types import (
+    Array,
     Boolean,
     CompactArray,
     CompactNullableArray,
@@ -36,9 +39,11 @@ from .types import (
     Int16,
     Int32,
     Int64,
+    Schema,
     TaggedField,
     UInt16,
     Uuid,
+    WireType,
 )
 from .varint import encode_unsigned_varint, read_unsigned_varint
 
@@ -60,6 +65,8 @@ __all__ = [
     "decode_frame",
     "encode_control_key",
     "encode_frame",
+    "control_record_json",
+    "metadata_record_json",
     "parse_snapshot_file_name",
     "read_snapshot",
     "snapshot_file_name",
@@ -155,6 +162,90 @@ RECORD_NAMES: dict[int, str] = {key: name for key, (name, _) in _RECORDS.items()
 RECORD_SCHEMAS: dict[tuple[int, int], FlexibleSchema] = {
     (key, version): schema for key, (_, versions) in _RECORDS.items() for version, schema in versions.items()
 }
+
+
+#: Where a schema declares a tagged field among its regular ones (Kafka's JSON converters write the fields in
+#: their declared order; the wire puts every tagged field at the end): (api key, version) -> field order.
+_DECLARED_ORDER: dict[tuple[int, int], tuple[str, ...]] = {}
+for _v in range(3):
+    _DECLARED_ORDER[(3, _v)] = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas",
+                                "adding_replicas", "leader", "leader_recovery_state", "leader_epoch",
+                                "partition_epoch", *(("directories",) if _v >= 1 else ()),
+                                *(("eligible_leader_replicas", "last_known_elr") if _v >= 2 else ()))
+    _DECLARED_ORDER[(5, _v)] = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas",
+                                "adding_replicas", "leader_recovery_state", *(("directories",) if _v >= 1 else ()),
+                                *(("eligible_leader_replicas", "last_known_elr") if _v >= 2 else ()))
+
+
+def record_type_name(api_key: int) -> str:
+    """MetadataRecordType's constant: TopicRecord -> TOPIC_RECORD (as DumpLogSegments prints ``type``)."""
+    name = RECORD_NAMES.get(api_key)
+    if name is None:
+        return f"UNKNOWN({api_key})"
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+#: Kafka names whose lower-camel form is not the plain conversion of our snake_case name.
+_JSON_NAMES = {"last_known_elr": "lastKnownELR"}
+
+
+def _json_name(field: str) -> str:
+    if field in _JSON_NAMES:
+        return _JSON_NAMES[field]
+    head, *rest = field.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _json_value(wire_type: WireType, value: Any) -> Any:
+    if value is None:
+        return None
+    if wire_type is Uuid:
+        return base64.urlsafe_b64encode(bytes(value)).decode("ascii").rstrip("=")  # Kafka's Uuid.toString
+    if isinstance(wire_type, Schema):
+        return _json_struct(wire_type, value)
+    if isinstance(wire_type, (Array, CompactArray)):
+        return [_json_value(wire_type.element, item) for item in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return value
+
+
+def _json_struct(schema: Schema, value: Any, order: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """A decoded struct as Kafka's generated JsonConverter writes it: fields in declared order, camelCase,
+    a tagged field only when it differs from its default (compared as encoded bytes, as on the wire)."""
+    types = dict(schema.fields)
+    tagged = {field.name: field for field in getattr(schema, "tagged", ())}
+    names = order or (*types, *tagged)
+    out: dict[str, Any] = {}
+    for name in names:
+        item = getattr(value, name)
+        if name in tagged:
+            field = tagged[name]
+            if item is None and field.default is None:
+                continue
+            if field.default is not None and field.type.encode(item) == field.type.encode(field.default):
+                continue
+            out[_json_name(name)] = _json_value(field.type, item)
+        else:
+            out[_json_name(name)] = _json_value(types[name], item)
+    return out
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def metadata_record_json(api_key: int, version: int, record: Any) -> str:
+    """What DumpLogSegments --cluster-metadata-decoder prints as a record's payload:
+    ``{"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"..."}}``."""
+    schema = RECORD_SCHEMAS[(api_key, version)]
+    data = _json_struct(schema, record, _DECLARED_ORDER.get((api_key, version)))
+    return _json_text({"type": record_type_name(api_key), "version": version, "data": data})
+
+
+def control_record_json(control_type: int, value: Any) -> str:
+    """A quorum control record as Kafka's JsonConverter writes it (the SnapshotHeader/Footer lines)."""
+    return _json_text(_json_struct(CONTROL_SCHEMAS[control_type], value))
 
 
 def encode_frame(api_key: int, version: int, record: Any) -> bytes:
