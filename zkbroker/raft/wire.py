@@ -43,6 +43,9 @@ KAFKA_37_VERSIONS = {
     ApiKey.FETCH_SNAPSHOT: 0,
 }
 
+#: The request-wide MaxBytes of a Raft Fetch (KafkaRaftClient's MAX_FETCH_SIZE_BYTES, 8 MiB).
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
+
 _KEYS = {
     m.VoteRequest: ApiKey.VOTE, m.VoteResponse: ApiKey.VOTE,
     m.BeginQuorumEpochRequest: ApiKey.BEGIN_QUORUM_EPOCH, m.BeginQuorumEpochResponse: ApiKey.BEGIN_QUORUM_EPOCH,
@@ -134,7 +137,7 @@ def to_body(message: m.Message, version: int) -> dict[str, Any]:
                      "log_start_offset": message.log_start_offset, "max_bytes": message.partition_max_bytes}
         return {"cluster_id": message.cluster_id, "replica_id": message.replica_id,
                 "replica_state": {"replica_id": message.replica_id, "replica_epoch": -1},
-                "max_wait_ms": message.max_wait_ms, "min_bytes": 0, "max_bytes": message.partition_max_bytes,
+                "max_wait_ms": message.max_wait_ms, "min_bytes": 0, "max_bytes": MAX_FETCH_SIZE_BYTES,
                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
                 "topics": _topics(version >= 13, partition, "topic"), "forgotten_topics": [], "rack_id": ""}
     if isinstance(message, m.FetchResponse):

@@ -1,19 +1,24 @@
 """The quorum's messages on the wire: every message round-trips dataclass -> bytes -> dataclass at every
 version it has, and a few encodings are checked byte for byte against Kafka 3.7's message JSON by hand."""
 
+import collections
 import struct
 
 import pytest
 
+from tests.unit.raft.simulation import REQUESTS as SIMULATED_REQUESTS
+from tests.unit.raft.simulation import Simulation, random_schedule
 from zkbroker.protocol.api import (
     REQUEST_SCHEMAS,
     RESPONSE_SCHEMAS,
     ApiKey,
     advertised_versions,
     decode_request,
+    decode_response,
     encode_request,
+    encode_response,
 )
-from zkbroker.protocol.headers import parse_request_header
+from zkbroker.protocol.headers import RequestHeader, parse_request_header
 from zkbroker.protocol.metadata_records import METADATA_TOPIC_ID
 from zkbroker.raft import messages as m
 from zkbroker.raft.wire import KAFKA_37_VERSIONS, api_key_of, from_body, to_body
@@ -93,7 +98,7 @@ def test_begin_quorum_epoch_v0_is_not_flexible():
 def test_fetch_v16_request_bytes_carry_cluster_id_and_replica_state_as_tags():
     message = m.FetchRequest("abc", 3001, 500, 6, 42, 5, 0, 1048576)
     data = REQUEST_SCHEMAS[(1, 16)].encode(to_body(message, 16))
-    expected = (struct.pack(">iiibii", 500, 0, 1048576, 0, 0, -1)  # MaxWaitMs .. SessionEpoch (no ReplicaId)
+    expected = (struct.pack(">iiibii", 500, 0, 8 << 20, 0, 0, -1)  # MaxWaitMs .. SessionEpoch (no ReplicaId)
                 + b"\x02" + METADATA_TOPIC_ID  # one topic, by id
                 + b"\x02" + struct.pack(">iiqiqi", 0, 6, 42, 5, 0, 1048576) + b"\x00"  # its partition
                 + b"\x00"  # the topic's tag buffer
@@ -147,3 +152,39 @@ def test_quorum_apis_are_registered_at_kafka_37_versions_and_not_advertised():
 
 def test_inconsistent_voter_set_is_kafkas_94():
     assert m.INCONSISTENT_VOTER_SET == 94
+
+
+def through_the_wire(message, correlation_id, is_request):
+    """``message`` as a whole frame at Kafka 3.7's version, and back."""
+    key = api_key_of(message)
+    version = KAFKA_37_VERSIONS[key]
+    if is_request:
+        frame = memoryview(encode_request(key, version, correlation_id, "raft-client", to_body(message, version)))[4:]
+        header, offset = parse_request_header(frame)
+        assert (header.api_key, header.api_version, header.correlation_id) == (key, version, correlation_id)
+        return from_body(key, version, True, decode_request(header, frame, offset))
+    frame = encode_response(RequestHeader(key, version, correlation_id, None), to_body(message, version))
+    got_id, body = decode_response(key, version, memoryview(frame)[4:])
+    assert got_id == correlation_id
+    return from_body(key, version, False, body)
+
+
+class WireSimulation(Simulation):
+    """The simulation with every message sent as bytes: what arrives is what the wire decodes."""
+
+    sent: collections.Counter = collections.Counter()
+
+    def _send(self, src, send):
+        message = through_the_wire(send.message, send.correlation_id, isinstance(send.message, SIMULATED_REQUESTS))
+        assert message == send.message
+        self.sent[type(message).__name__] += 1
+        super()._send(src, type(send)(send.destination, send.correlation_id, message))
+
+
+def test_every_message_of_simulated_schedules_survives_the_wire():
+    WireSimulation.sent = collections.Counter()
+    for seed in range(20):
+        sim = WireSimulation(random_schedule(seed))
+        sim.check_liveness(sim.run())
+    kinds = set(WireSimulation.sent)
+    assert {"VoteRequest", "VoteResponse", "BeginQuorumEpochRequest", "FetchRequest", "FetchResponse"} <= kinds
