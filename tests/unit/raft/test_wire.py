@@ -188,3 +188,37 @@ def test_every_message_of_simulated_schedules_survives_the_wire():
         sim.check_liveness(sim.run())
     kinds = set(WireSimulation.sent)
     assert {"VoteRequest", "VoteResponse", "BeginQuorumEpochRequest", "FetchRequest", "FetchResponse"} <= kinds
+
+
+def test_kafka_pythons_classes_generated_from_kafkas_json_read_our_fetch_and_describe_quorum():
+    """kafka-python generates Fetch and DescribeQuorum from Kafka's message JSON (not the other quorum APIs):
+    it decodes our bytes to the fields we meant and writes the same bytes back."""
+    from kafka.protocol.admin.cluster import DescribeQuorumResponse
+    from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+
+    request = m.FetchRequest("abc", 3001, 500, 6, 42, 5, -1, 1048576)
+    response = m.FetchResponse(0, 5, 0, m.LeaderIdAndEpoch(3002, 6), diverging_epoch=m.EpochEndOffset(4, 12),
+                               records=ENTRIES)
+    for version in range(12, 17):
+        ours = REQUEST_SCHEMAS[(1, version)].encode(to_body(request, version))
+        theirs = FetchRequest.decode(ours, version=version)
+        assert theirs.encode() == ours
+        assert theirs.cluster_id == "abc"
+        assert (theirs.replica_state.replica_id if version >= 15 else theirs.replica_id) == 3001
+        part = theirs.topics[0].partitions[0]
+        assert (part.current_leader_epoch, part.fetch_offset, part.last_fetched_epoch) == (6, 42, 5)
+
+        ours = RESPONSE_SCHEMAS[(1, version)].encode(to_body(response, version))
+        theirs = FetchResponse.decode(ours, version=version)
+        assert theirs.encode() == ours
+        part = theirs.responses[0].partitions[0]
+        assert (part.diverging_epoch.epoch, part.diverging_epoch.end_offset) == (4, 12)
+        assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (3002, 6)
+        assert bytes(part.records) == to_body(response, version)["topics"][0]["partitions"][0]["records"]
+    describe = RESPONSES[-2]
+    for version in (0, 1):
+        ours = RESPONSE_SCHEMAS[(55, version)].encode(to_body(describe, version))
+        theirs = DescribeQuorumResponse.decode(ours, version=version)
+        assert theirs.encode() == ours
+        voters = theirs.topics[0].partitions[0].current_voters
+        assert [(v.replica_id, v.log_end_offset) for v in voters] == [(3002, 10), (3001, 9)]
