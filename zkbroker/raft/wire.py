@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.compression import CODEC_NONE, decompress
 from zkbroker.protocol.errors import LocalProtocolError, RemoteProtocolError
 from zkbroker.protocol.metadata_records import (
     CONTROL_SCHEMAS,
@@ -93,7 +94,10 @@ def _records_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
         end = pos + header.size
         if end > len(view):  # a partial batch at the end of a Fetch answer: Kafka's readers drop it too
             break
-        for record in iter_records(header, view[records_start(pos):end]):
+        body: Any = view[records_start(pos):end]
+        if header.codec != CODEC_NONE:  # Kafka's leader may send compressed batches; each holds its entries
+            body = decompress(header.codec, body)
+        for record in iter_records(header, body):
             if header.is_control:
                 control_type = decode_control_key(record.key)
                 if control_type != LEADER_CHANGE:

@@ -222,3 +222,16 @@ def test_kafka_pythons_classes_generated_from_kafkas_json_read_our_fetch_and_des
         assert theirs.encode() == ours
         voters = theirs.topics[0].partitions[0].current_voters
         assert [(v.replica_id, v.log_end_offset) for v in voters] == [(3002, 10), (3001, 9)]
+
+
+def test_a_compressed_batch_in_a_fetch_answer_reads_as_its_entries():
+    from zkbroker.protocol.compression import CODEC_GZIP
+    from zkbroker.protocol.record_batch import build_record_batch
+
+    records = build_record_batch([(None, b"a"), (None, b"b")], codec=CODEC_GZIP, base_offset=3, timestamp=0,
+                                 partition_leader_epoch=2)
+    body = to_body(m.FetchResponse(0, 5, 0, m.LeaderIdAndEpoch(1, 2)), 16)
+    body["topics"][0]["partitions"][0]["records"] = records
+    data = RESPONSE_SCHEMAS[(1, 16)].encode(body)
+    decoded, _ = RESPONSE_SCHEMAS[(1, 16)].decode(memoryview(data), 0)
+    assert from_body(1, 16, False, decoded).records == (m.LogEntry(3, 2, b"a"), m.LogEntry(4, 2, b"b"))
