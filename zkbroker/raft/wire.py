@@ -18,7 +18,7 @@ from typing import Any
 
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.compression import CODEC_NONE, decompress
-from zkbroker.protocol.errors import LocalProtocolError, RemoteProtocolError
+from zkbroker.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from zkbroker.protocol.metadata_records import (
     CONTROL_SCHEMAS,
     LEADER_CHANGE,
@@ -59,6 +59,7 @@ _KEYS = {
 
 def api_key_of(message: m.Message) -> int:
     return _KEYS[type(message)]
+
 
 
 def _topics(version_uses_id: bool, partition: dict[str, Any], name_key: str = "topic_name") -> list[dict]:
@@ -112,8 +113,16 @@ def _records_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
     return tuple(entries)
 
 
+#: Errors Kafka's KafkaRaftClient answers for the whole request, with no partition: a request from another
+#: cluster, or one that does not name `__cluster_metadata-0` alone.
+REQUEST_WIDE_ERRORS = frozenset({int(ErrorCode.INCONSISTENT_CLUSTER_ID), int(ErrorCode.INVALID_REQUEST)})
+
+
 def to_body(message: m.Message, version: int) -> dict[str, Any]:
-    """The wire body (a dict the registry's schema encodes) of ``message`` at ``version``."""
+    """The wire body (a dict the registry's schema encodes) of ``message`` at ``version``. A response whose error
+    is request-wide (``REQUEST_WIDE_ERRORS``) carries it at the top with no partition, as Kafka answers it."""
+    if not isinstance(message, m.Request) and message.error_code in REQUEST_WIDE_ERRORS:
+        return {"throttle_time_ms": 0, "error_code": message.error_code, "session_id": 0, "topics": []}
     if isinstance(message, m.VoteRequest):
         return {"cluster_id": message.cluster_id, "topics": _topics(False, {
             "partition_index": 0, "candidate_epoch": message.candidate_epoch, "candidate_id": message.candidate_id,

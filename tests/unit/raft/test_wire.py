@@ -235,3 +235,18 @@ def test_a_compressed_batch_in_a_fetch_answer_reads_as_its_entries():
     data = RESPONSE_SCHEMAS[(1, 16)].encode(body)
     decoded, _ = RESPONSE_SCHEMAS[(1, 16)].decode(memoryview(data), 0)
     assert from_body(1, 16, False, decoded).records == (m.LogEntry(3, 2, b"a"), m.LogEntry(4, 2, b"b"))
+
+
+@pytest.mark.parametrize("error", [104, 42])  # INCONSISTENT_CLUSTER_ID, INVALID_REQUEST
+def test_a_request_wide_error_is_answered_at_the_top_with_no_partition(error):
+    answers = [m.VoteResponse(error, -1, -1, False), m.BeginQuorumEpochResponse(error, -1, -1),
+               m.EndQuorumEpochResponse(error, -1, -1), m.FetchResponse(error, -1, -1, m.LeaderIdAndEpoch(-1, -1)),
+               m.DescribeQuorumResponse(error, -1, -1, -1, (), ()),
+               m.FetchSnapshotResponse(error, m.SnapshotId(-1, -1), m.LeaderIdAndEpoch(-1, -1), -1, -1, b"")]
+    for message in answers:
+        key = api_key_of(message)
+        version = KAFKA_37_VERSIONS[key]
+        body, _ = RESPONSE_SCHEMAS[(key, version)].decode(
+            memoryview(RESPONSE_SCHEMAS[(key, version)].encode(to_body(message, version))), 0)
+        assert (body.error_code, body.topics) == (error, [])
+        assert from_body(key, version, False, body) == message
