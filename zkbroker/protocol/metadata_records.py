@@ -31,10 +31,12 @@ from .types import (
     Array,
     Boolean,
     CompactArray,
+    CompactBytes,
     CompactNullableArray,
     CompactNullableString,
     CompactString,
     FlexibleSchema,
+    Float64,
     Int8,
     Int16,
     Int32,
@@ -137,7 +139,8 @@ def _one(name: str, *fields: tuple[str, Any]) -> dict[int, FlexibleSchema]:
     return {0: FlexibleSchema(*fields, name=f"{name}V0")}
 
 
-#: Kafka 3.7's metadata record types: api key -> (name, {version: schema}).
+#: Kafka 3.7's metadata record types, every one of metadata/src/main/resources/common/metadata/: api key ->
+#: (name, {version: schema}).
 _RECORDS: dict[int, tuple[str, dict[int, FlexibleSchema]]] = {
     0: ("RegisterBrokerRecord", {v: _register_broker(v) for v in range(4)}),
     1: ("UnregisterBrokerRecord", _one("UnregisterBrokerRecord", ("broker_id", Int32), ("broker_epoch", Int64))),
@@ -154,6 +157,31 @@ _RECORDS: dict[int, tuple[str, dict[int, FlexibleSchema]]] = {
                                    ("next_producer_id", Int64))),
     17: ("BrokerRegistrationChangeRecord", {v: _broker_registration_change(v) for v in range(3)}),
     20: ("NoOpRecord", _one("NoOpRecord")),
+    10: ("DelegationTokenRecord", _one(
+        "DelegationTokenRecord", ("owner", CompactString), ("requester", CompactString),
+        ("renewers", CompactArray(CompactString)), ("issue_timestamp", Int64), ("max_timestamp", Int64),
+        ("expiration_timestamp", Int64), ("token_id", CompactString))),
+    11: ("UserScramCredentialRecord", _one(
+        "UserScramCredentialRecord", ("name", CompactString), ("mechanism", Int8), ("salt", CompactBytes),
+        ("stored_key", CompactBytes), ("server_key", CompactBytes), ("iterations", Int32))),
+    14: ("ClientQuotaRecord", _one(
+        "ClientQuotaRecord", ("entity", CompactArray(("entity_type", CompactString),
+                                                    ("entity_name", CompactNullableString))),
+        ("key", CompactString), ("value", Float64), ("remove", Boolean))),
+    18: ("AccessControlEntryRecord", _one(
+        "AccessControlEntryRecord", ("id", Uuid), ("resource_type", Int8), ("resource_name", CompactString),
+        ("pattern_type", Int8), ("principal", CompactString), ("host", CompactString), ("operation", Int8),
+        ("permission_type", Int8))),
+    19: ("RemoveAccessControlEntryRecord", _one("RemoveAccessControlEntryRecord", ("id", Uuid))),
+    21: ("ZkMigrationStateRecord", _one("ZkMigrationStateRecord", ("zk_migration_state", Int8))),
+    22: ("RemoveUserScramCredentialRecord", _one(
+        "RemoveUserScramCredentialRecord", ("name", CompactString), ("mechanism", Int8))),
+    23: ("BeginTransactionRecord", {0: FlexibleSchema(
+        tagged=(TaggedField(0, "name", CompactNullableString, None),), name="BeginTransactionRecordV0")}),
+    24: ("EndTransactionRecord", _one("EndTransactionRecord")),
+    25: ("AbortTransactionRecord", {0: FlexibleSchema(
+        tagged=(TaggedField(0, "reason", CompactNullableString, None),), name="AbortTransactionRecordV0")}),
+    26: ("RemoveDelegationTokenRecord", _one("RemoveDelegationTokenRecord", ("token_id", CompactString))),
     27: ("RegisterControllerRecord", _one(
         "RegisterControllerRecord", ("controller_id", Int32), ("incarnation_id", Uuid), ("zk_migration_ready", Boolean),
         ("end_points", _ENDPOINTS), ("features", _FEATURES))),

@@ -55,9 +55,11 @@ def test_every_record_schema_round_trips_from_its_defaults():
     assert {RECORD_NAMES[k] for k, _ in RECORD_SCHEMAS} >= {
         "RegisterBrokerRecord", "UnregisterBrokerRecord", "TopicRecord", "PartitionRecord", "PartitionChangeRecord",
         "FenceBrokerRecord", "UnfenceBrokerRecord", "RemoveTopicRecord", "ConfigRecord", "FeatureLevelRecord",
-        "ProducerIdsRecord", "BrokerRegistrationChangeRecord", "NoOpRecord"}
+        "ProducerIdsRecord", "BrokerRegistrationChangeRecord", "NoOpRecord", "RegisterControllerRecord",
+        "ZkMigrationStateRecord", "ClientQuotaRecord", "AccessControlEntryRecord", "UserScramCredentialRecord"}
+    assert len(RECORD_NAMES) == 25  # every record type of Kafka 3.7's metadata/src/main/resources/common/metadata
     samples = {"Int32": 3, "Int64": 4, "Int16": 1, "Int8": 1, "UInt16": 9092, "Boolean": True, "Uuid": TOPIC_ID,
-               "CompactString": "x", "CompactNullableString": None}
+               "CompactString": "x", "CompactNullableString": None, "Float64": 1.5, "CompactBytes": b"k"}
     for (key, version), schema in RECORD_SCHEMAS.items():
         value = {name: samples.get(repr(t), []) for name, t in schema.fields}
         data = encode_frame(key, version, value)
@@ -108,3 +110,14 @@ def test_snapshot_without_footer_is_refused():
     with pytest.raises(RemoteProtocolError, match="SnapshotFooter"):
         read_snapshot(header_batch)
     assert isinstance(list(iter_metadata_log(header_batch))[0][2], ControlRecord)
+
+
+def test_client_quota_and_acl_record_bytes():
+    quota = encode_frame(14, 0, {"entity": [("client-id", None)], "key": "producer_byte_rate", "value": 1024.0,
+                                 "remove": False})
+    assert quota == (b"\x01\x0e\x00" + b"\x02" + b"\x0aclient-id" + b"\x00" + b"\x00"  # entity: type, null name
+                     + b"\x13producer_byte_rate" + struct.pack(">d", 1024.0) + b"\x00" + b"\x00")
+    acl = encode_frame(18, 0, {"id": TOPIC_ID, "resource_type": 2, "resource_name": "t", "pattern_type": 3,
+                               "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3})
+    assert acl == (b"\x01\x12\x00" + TOPIC_ID + b"\x02" + b"\x02t" + b"\x03" + b"\x07User:a" + b"\x02*"
+                   + b"\x03\x03" + b"\x00")
