@@ -50,6 +50,7 @@ from zkbroker.protocol.message_set import (
     iter_messages,
 )
 from zkbroker.protocol.metadata_records import (
+    CONTROL_NAMES,
     CONTROL_SCHEMAS,
     control_record_json,
     decode_control_key,
@@ -247,8 +248,7 @@ def _control_text(record: Record) -> str:
         value = memoryview(record.value or b"")
         if control_type in (3, 4):
             decoded, _ = CONTROL_SCHEMAS[control_type].decode(value, 0)
-            label = "SnapshotHeader" if control_type == 3 else "SnapshotFooter"
-            return f" {label} {control_record_json(control_type, decoded)}"
+            return f" {CONTROL_NAMES[control_type]} {control_record_json(control_type, decoded)}"
         if control_type in (0, 1):  # a transaction marker: version int16, coordinator epoch int32
             (coordinator_epoch,) = struct.unpack_from(">i", value, 2)
             return f" endTxnMarker: {_CONTROL_TYPES[control_type]} coordinatorEpoch: {coordinator_epoch}"

@@ -50,6 +50,7 @@ from .types import (
 from .varint import encode_unsigned_varint, read_unsigned_varint
 
 __all__ = [
+    "CONTROL_NAMES",
     "CONTROL_SCHEMAS",
     "FRAME_VERSION",
     "LEADER_CHANGE",
@@ -63,14 +64,16 @@ __all__ = [
     "build_control_batch",
     "build_metadata_batch",
     "build_snapshot",
+    "control_record_json",
     "decode_control_key",
     "decode_frame",
     "encode_control_key",
     "encode_frame",
-    "control_record_json",
+    "iter_metadata_log",
     "metadata_record_json",
     "parse_snapshot_file_name",
     "read_snapshot",
+    "record_type_name",
     "snapshot_file_name",
 ]
 
