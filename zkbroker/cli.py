@@ -40,7 +40,8 @@ def _dump_log(args: argparse.Namespace) -> int:
 
     dump_log_segments(args.files.split(","), print_data_log=args.print_data_log,
                       verify_index_only=args.verify_index_only, deep_iteration=args.deep_iteration,
-                      max_message_size=args.max_message_size)
+                      max_message_size=args.max_message_size,
+                      cluster_metadata_decoder=args.cluster_metadata_decoder)
     return 0
 
 
@@ -57,13 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     dump_log = commands.add_parser("dump-log", help="print log segments and indexes (Kafka's DumpLogSegments)")
     dump_log.add_argument("--files", required=True, metavar="F[,F]",
-                          help="comma-separated .log and .index files to dump")
+                          help="comma-separated .log, .index, .timeindex and .checkpoint files to dump")
     dump_log.add_argument("--print-data-log", action="store_true", help="also print each message's key and payload")
     dump_log.add_argument("--verify-index-only", action="store_true",
                           help="check the index against the log without printing its entries")
     dump_log.add_argument("--deep-iteration", action="store_true", help="print the messages inside compressed ones")
     dump_log.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="SIZE",
                           help="size of the largest message (default 5242880)")
+    dump_log.add_argument("--cluster-metadata-decoder", action="store_true",
+                          help="decode __cluster_metadata records and snapshots (Kafka 3.7's layout; implies "
+                               "--print-data-log)")
     dump_log.set_defaults(run=_dump_log)
 
     from zkbroker.tools import preferred_replica_election, reassign_partitions, topics

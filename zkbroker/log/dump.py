@@ -45,6 +45,7 @@ import sys
 from typing import TextIO
 
 from zkbroker.protocol.compression import CODEC_NONE, decompress
+from zkbroker.protocol.errors import RemoteProtocolError
 from zkbroker.protocol.message_set import (
     LOG_OVERHEAD,
     Entry,
@@ -52,6 +53,15 @@ from zkbroker.protocol.message_set import (
     iter_batch_records,
     iter_entries,
     iter_messages,
+)
+from zkbroker.protocol.metadata_records import (
+    CONTROL_NAMES,
+    CONTROL_SCHEMAS,
+    control_record_json,
+    decode_control_key,
+    decode_frame,
+    metadata_record_json,
+    parse_snapshot_file_name,
 )
 from zkbroker.protocol.record_batch import (
     BatchHeader,
@@ -111,6 +121,7 @@ def dump_log_segments(
     verify_index_only: bool = False,
     deep_iteration: bool = False,
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    cluster_metadata_decoder: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> None:
@@ -123,7 +134,10 @@ def dump_log_segments(
     time_index_errors = _TimeIndexErrors()
     for path in files:
         name = os.path.basename(path)
-        if name.endswith(LOG_SUFFIX):
+        if cluster_metadata_decoder and (name.endswith(LOG_SUFFIX) or name.endswith(SNAPSHOT_SUFFIX)):
+            print(f"Dumping {path}", file=out)
+            _dump_metadata_log(path, non_consecutive, out)
+        elif name.endswith(LOG_SUFFIX):
             print(f"Dumping {path}", file=out)
             _dump_log(path, print_data_log, deep_iteration, max_message_size, non_consecutive, out)
         elif name.endswith(INDEX_SUFFIX):
@@ -214,6 +228,79 @@ def _dump_log(
     trailing = len(data) - valid_bytes
     if trailing > 0:
         print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}", file=out)
+
+
+SNAPSHOT_SUFFIX = ".checkpoint"
+#: Kafka 3.7's ControlRecordType constants.
+_CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}
+_DELETE_HORIZON = 0x40  # batch attribute bit 6 (KIP-534): the first timestamp is the delete horizon
+
+
+def _dump_metadata_log(path: str, non_consecutive: dict[str, list[tuple[int, int]]], out: TextIO) -> None:
+    """A metadata log segment or snapshot in Kafka 3.7's --cluster-metadata-decoder layout."""
+    name = os.path.basename(path)
+    if name.endswith(SNAPSHOT_SUFFIX):
+        if name == "bootstrap.checkpoint":
+            print("KRaft bootstrap snapshot", file=out)
+        else:
+            end_offset, epoch = parse_snapshot_file_name(name) or (-1, -1)
+            print(f"Snapshot end offset: {end_offset}, epoch: {epoch}", file=out)
+    else:
+        print(f"Log starting offset: {_base_offset(path)}", file=out)
+    data = _map(path)
+    valid_bytes = 0
+    last_offset = -1
+    for entry in iter_entries(data):
+        b = entry.batch
+        if b is None:  # the metadata log is magic 2 only; Kafka 3.7 prints an old entry as its offset
+            out.write(f"offset: {entry.offset} position: {valid_bytes} isvalid: {_bool(entry.valid)}\n")
+            valid_bytes += LOG_OVERHEAD + entry.size
+            continue
+        horizon = f"OptionalLong[{b.first_timestamp}]" if b.attributes & _DELETE_HORIZON else "OptionalLong.empty"
+        out.write(
+            f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.record_count}"
+            f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence}"
+            f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch}"
+            f" partitionLeaderEpoch: {b.partition_leader_epoch} isTransactional: {_bool(b.is_transactional)}"
+            f" isControl: {_bool(b.is_control)} deleteHorizonMs: {horizon}"
+            f" position: {valid_bytes} {_timestamp_type(b)}: {b.max_timestamp} size: {LOG_OVERHEAD + entry.size}"
+            f" magic: {b.magic} compresscodec: {_BATCH_CODEC_NAMES.get(b.codec, 'UNKNOWN').lower()}"
+            f" crc: {b.crc} isvalid: {_bool(entry.valid)}\n")
+        for record in _records(data, entry):
+            if last_offset != -1 and record.offset != last_offset + 1:
+                non_consecutive.setdefault(os.path.abspath(path), []).append((last_offset, record.offset))
+            last_offset = record.offset
+            line = (f"| offset: {record.offset} {_timestamp_type(b)}: {record.timestamp}"
+                    f" keySize: {_size(record.key)} valueSize: {_size(record.value)}"
+                    f" sequence: {record.sequence} headerKeys: [{','.join(key for key, _ in record.headers)}]")
+            out.write(line + (_control_text(record) if b.is_control else _payload_text(record)) + "\n")
+        valid_bytes += LOG_OVERHEAD + entry.size
+    trailing = len(data) - valid_bytes
+    if trailing > 0:
+        print(f"Found {trailing} invalid bytes at the end of {name}", file=out)
+
+
+def _control_text(record: Record) -> str:
+    try:
+        control_type = decode_control_key(record.key)
+        value = memoryview(record.value or b"")
+        if control_type in (3, 4):
+            decoded, _ = CONTROL_SCHEMAS[control_type].decode(value, 0)
+            return f" {CONTROL_NAMES[control_type]} {control_record_json(control_type, decoded)}"
+        if control_type in (0, 1):  # a transaction marker: version int16, coordinator epoch int32
+            (coordinator_epoch,) = struct.unpack_from(">i", value, 2)
+            return f" endTxnMarker: {_CONTROL_TYPES[control_type]} coordinatorEpoch: {coordinator_epoch}"
+        return f" controlType: {_CONTROL_TYPES.get(control_type, 'UNKNOWN')}({control_type})"
+    except (RemoteProtocolError, struct.error) as exc:
+        return f" controlType: UNKNOWN ({exc})"
+
+
+def _payload_text(record: Record) -> str:
+    try:
+        api_key, version, decoded = decode_frame(record.value or b"")
+        return f" payload: {metadata_record_json(api_key, version, decoded)}"
+    except RemoteProtocolError as exc:  # Kafka's parser words a record it cannot read the same way
+        return f" payload: Error at {record.offset}, skipping. {exc}"
 
 
 def _records(data: bytes, entry: Entry) -> list[Record]:

@@ -34,10 +34,14 @@ from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     api_versions,
+    begin_quorum_epoch,
     controlled_shutdown,
     describe_groups,
     end_txn,
+    describe_quorum,
+    end_quorum_epoch,
     fetch,
+    fetch_snapshot,
     find_coordinator,
     heartbeat,
     init_producer_id,
@@ -56,6 +60,7 @@ from .schemas import (
     txn_offset_commit,
     update_metadata,
     write_txn_markers,
+    vote,
 )
 from .types import Schema
 
@@ -103,6 +108,12 @@ class ApiKey(enum.IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    # The metadata quorum's (KIP-595, KIP-630): controller-listener APIs, never advertised in ZooKeeper mode.
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    FETCH_SNAPSHOT = 59
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -178,6 +189,11 @@ _MODULES = (
     end_txn,
     write_txn_markers,
     txn_offset_commit,
+    vote,
+    begin_quorum_epoch,
+    end_quorum_epoch,
+    describe_quorum,
+    fetch_snapshot,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -148,6 +148,13 @@ class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
 class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
 class ProducerFencedError(BrokerResponseError):              errno = 90
+# The metadata quorum's (KIP-595, KIP-630), as Kafka 3.7 answers them.
+class InconsistentVoterSetError(BrokerResponseError):        errno = 94
+class SnapshotNotFoundError(BrokerResponseError):            errno = 98
+class PositionOutOfRangeError(BrokerResponseError):          errno = 99
+class UnknownTopicIdError(_InvalidMetadata):                 errno = 100
+class InconsistentTopicIdError(_InvalidMetadata):            errno = 103
+class InconsistentClusterIdError(BrokerResponseError):       errno = 104
 # fmt: on
 
 #: Every registered code by its Kafka constant name, for error_code fields:

@@ -532,7 +532,9 @@ def build_record_batch(
     items (``headers``: ``(str, bytes | None)`` pairs); ``timestamp`` is that of items without their own.
 
     Offsets count from ``base_offset`` (a producer's are placeholders the broker replaces), timestamps are
-    deltas from the first record's, as Kafka's producers write them. An empty batch is refused."""
+    deltas from the first record's, as Kafka's producers write them. An empty batch is refused. ``control``
+    sets the control attribute: each record's key is then a control record type, its value that record
+    (transaction markers; the metadata log's LeaderChange and snapshot header and footer)."""
     items = list(records)
     if not items:
         raise LocalProtocolError("a record batch needs at least one record")

@@ -110,12 +110,14 @@ CASES += [(0, v, "request", getattr(produce, f"ProduceRequest_v{v}"), (None if v
           for v in range(3, 8)]
 CASES += [(0, v, "response", getattr(produce, f"ProduceResponse_v{v}"),
            ([("t", [(0, 0, 41, -1) + ((0,) if v >= 5 else ())])], 0)) for v in range(3, 8)]
-for _v in range(4, 11):
+for _v in range(4, 12):
     _partition = (0,) + ((5,) if _v >= 9 else ()) + (10,) + ((-1,) if _v >= 5 else ()) + (1048576,)
     _request = (-1, 500, 1, 52428800, 1) + ((0, -1) if _v >= 7 else ()) + ([("t", [_partition])],)
     _request += ([("u", [1, 2])],) if _v >= 7 else ()
+    _request += ("rack-a",) if _v >= 11 else ()  # v11: rack_id (KIP-392)
     CASES.append((1, _v, "request", getattr(fetch, f"FetchRequest_v{_v}"), _request))
-    _answer = (0, 0, 99, 99) + ((0,) if _v >= 5 else ()) + ([(7, 3)] if _v % 2 else None, _BATCH_RECORDS)
+    _answer = (0, 0, 99, 99) + ((0,) if _v >= 5 else ()) + ([(7, 3)] if _v % 2 else None,)
+    _answer += ((-1,) if _v >= 11 else ()) + (_BATCH_RECORDS,)  # v11: preferred_read_replica
     CASES.append((1, _v, "response", getattr(fetch, f"FetchResponse_v{_v}"),
                   (0,) + ((0, 0) if _v >= 7 else ()) + ([("t", [_answer])],)))
 for _v in range(2, 5):
@@ -221,6 +223,11 @@ def test_every_registered_schema_has_a_case():
     transactional += [(25, v) for v in range(4)] + [(26, v) for v in range(4)] + [(27, 0), (27, 1)]
     transactional += [(28, v) for v in range(4)]
     covered |= {(k, v, kind) for k, v in transactional for kind in ("request", "response")}
+    # The metadata quorum's (Fetch 12-16, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot):
+    # tests/unit/raft/test_wire.py, round trips and bytes written out by hand from Kafka 3.7's message JSON.
+    covered |= {(1, v, k) for v in range(12, 17) for k in ("request", "response")}
+    covered |= {(key, 0, k) for key in (52, 53, 54, 55, 59) for k in ("request", "response")}
+    covered |= {(55, 1, "request"), (55, 1, "response")}
     registered = {(k, v, "request") for k, v in REQUEST_SCHEMAS}
     registered |= {(k, v, "response") for k, v in RESPONSE_SCHEMAS}
     assert registered == covered

@@ -1,0 +1,40 @@
+"""The quorum's settings a Raft node needs, named and defaulted as Kafka 3.7's `controller.quorum.*` keys
+(DESIGN §17). The node reads only this; parsing server.properties into it belongs to the process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class QuorumConfig:
+    node_id: int
+    voters: frozenset[int]
+    election_timeout_ms: int = 1000  # controller.quorum.election.timeout.ms
+    election_backoff_max_ms: int = 1000  # controller.quorum.election.backoff.max.ms
+    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms
+    request_timeout_ms: int = 2000  # controller.quorum.request.timeout.ms
+    retry_backoff_ms: int = 20  # controller.quorum.retry.backoff.ms
+    # How long a leader parks a Fetch that has nothing new to return (Kafka's raft client uses 500 ms).
+    fetch_max_wait_ms: int = 500
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    cluster_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.voters:
+            raise ValueError("controller.quorum.voters names no voter")
+        if self.election_timeout_ms <= 0 or self.fetch_timeout_ms <= 0:
+            raise ValueError("controller.quorum.election.timeout.ms and fetch.timeout.ms must be positive")
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        """A leader that a majority has not fetched from within this long resigns (KIP-595's check quorum)."""
+        return self.fetch_timeout_ms * 3 // 2
