@@ -26,12 +26,18 @@ from typing import Any
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 from .headers import RequestHeader, encode_request_header, parse_response_header
 from .schemas import (
+    alter_configs,
     api_versions,
     controlled_shutdown,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leader_and_isr,
@@ -88,6 +94,13 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
+    # The Admin API (DESIGN §16)
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    INCREMENTAL_ALTER_CONFIGS = 44
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -125,6 +138,13 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
+    # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions up to the first flexible one.
+    ApiKey.CREATE_TOPICS: (0, 4),
+    ApiKey.DELETE_TOPICS: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
 }
 
 
@@ -156,6 +176,13 @@ _MODULES = (
     api_versions,
     offsets_for_leader_epoch,
     init_producer_id,
+    # the Admin API
+    create_topics,
+    delete_topics,
+    describe_configs,
+    alter_configs,
+    create_partitions,
+    incremental_alter_configs,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -43,6 +43,7 @@ from zkbroker.zk.znodes import decode_offset, encode_offset
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
+    from zkbroker.server.admin_manager import AdminManager
     from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
@@ -54,7 +55,8 @@ class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
                  controller: KafkaController | None = None,
-                 group_coordinator: GroupCoordinatorDriver | None = None) -> None:
+                 group_coordinator: GroupCoordinatorDriver | None = None,
+                 admin_manager: AdminManager | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -64,6 +66,7 @@ class KafkaApis:
         self.topic_creator = topic_creator
         self.controller = controller
         self.group_coordinator = group_coordinator
+        self.admin_manager = admin_manager
         self._handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -87,6 +90,15 @@ class KafkaApis:
                 ApiKey.LEAVE_GROUP: self.handle_leave_group,
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
                 ApiKey.LIST_GROUPS: self.handle_list_groups,
+            })
+        if admin_manager is not None:
+            self._handlers.update({
+                ApiKey.CREATE_TOPICS: self.handle_create_topics,
+                ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+                ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+                ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+                ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -520,6 +532,36 @@ class KafkaApis:
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.list_groups()})
+
+    # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
+
+    async def handle_create_topics(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.create_topics(request, header.client_id)
+        return encode_response(header, {"throttle_time_ms": 0, "topics": [
+            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+
+    async def handle_delete_topics(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.delete_topics(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": [
+            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+
+    async def handle_create_partitions(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.create_partitions(request)
+        return encode_response(header, {"throttle_time_ms": 0, "results": [
+            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+
+    async def handle_describe_configs(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.describe_configs(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
+    async def handle_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.alter_configs(request, incremental=False)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": results})
+
+    async def handle_incremental_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        results = await self.admin_manager.alter_configs(request, incremental=True)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": results})
+
 
 async def _lab_fault_point(kind: str, request: Any) -> None:
     """The lab's drop and delay points for controller requests (zkbroker/fault_points.py): a dropped request

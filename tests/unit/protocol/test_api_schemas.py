@@ -179,6 +179,39 @@ for _v in range(2, 6):
     CASES.append((9, _v, "response", getattr(commit, f"OffsetFetchResponse_v{_v}"),
                   ((0,) if _v >= 3 else ()) + ([], 14)))
 
+# The Admin API (DESIGN §16): kafka-python has CreateTopics 0-3, DeleteTopics 0-3, DescribeConfigs 0-2,
+# AlterConfigs 0-1 and CreatePartitions 0-1; CreateTopics v4 is v3, DescribeConfigs v3 adds two fields to v2.
+_creatable = ("t", -1, -1, [(0, [1, 2]), (1, [2, 3])], [("retention.ms", "1000"), ("cleanup.policy", None)])
+for _v in range(5):
+    CASES.append((19, _v, "request", getattr(admin, f"CreateTopicsRequest_v{_v}", None),
+                  ([_creatable, ("u", 3, 2, [], [])], 30000) + ((True,) if _v >= 1 else ())))
+    CASES.append((19, _v, "response", getattr(admin, f"CreateTopicsResponse_v{_v}", None),
+                  ((5,) if _v >= 2 else ()) + ([("t", 36) + (("Topic 't' already exists.",) if _v >= 1 else ())],)))
+for _v in range(4):
+    CASES.append((20, _v, "request", getattr(admin, f"DeleteTopicsRequest_v{_v}"), (["t", "u"], 30000)))
+    CASES.append((20, _v, "response", getattr(admin, f"DeleteTopicsResponse_v{_v}"),
+                  ((0,) if _v >= 1 else ()) + ([("t", 0), ("u", 3)],)))
+for _v in range(4):
+    CASES.append((32, _v, "request", getattr(admin, f"DescribeConfigsRequest_v{_v}", None),
+                  ([(2, "t", None), (4, "1", ["log.retention.ms"])],) + ((True,) if _v >= 1 else ())
+                  + ((False,) if _v >= 3 else ())))
+    _synonyms = ([("log.retention.hours", "1", 4), ("log.retention.hours", "168", 5)],) if _v >= 1 else ()
+    _entry = ("retention.ms", "3600000", False) + ((5,) if _v >= 1 else (True,)) + (False,) + _synonyms
+    _entry += (5, None) if _v >= 3 else ()
+    CASES.append((32, _v, "response", getattr(admin, f"DescribeConfigsResponse_v{_v}", None),
+                  (0, [(0, None, 2, "t", [_entry]), (3, "Topic u does not exist.", 2, "u", [])])))
+for _v in range(2):
+    CASES.append((33, _v, "request", getattr(admin, f"AlterConfigsRequest_v{_v}"),
+                  ([(2, "t", [("retention.ms", "1000")]), (4, "", [])], False)))
+    CASES.append((33, _v, "response", getattr(admin, f"AlterConfigsResponse_v{_v}"),
+                  (0, [(0, None, 2, "t"), (42, "Invalid config value", 4, "")])))
+    CASES.append((37, _v, "request", None,  # kafka-python nests count and assignment in a struct: same bytes
+                  ([("t", 4, [([1, 2],)]), ("u", 2, None)], 30000, True)))
+    CASES.append((37, _v, "response", getattr(admin, f"CreatePartitionsResponse_v{_v}"),
+                  (0, [("t", 0, None), ("u", 37, "Topic already has 2 partitions.")])))
+CASES.append((44, 0, "request", None, ([(2, "t", [("retention.ms", 0, "1000"), ("segment.ms", 1, None)])], True)))
+CASES.append((44, 0, "response", None, (0, [(0, None, 2, "t")])))
+
 
 def value_of(api_key, version, kind):
     return next(c[4] for c in CASES if c[:3] == (api_key, version, kind))
