@@ -4,7 +4,7 @@ Server side::
 
     header, body_offset = parse_request_header(frame)
     request = decode_request(header, frame, body_offset)     # a struct, see schemas/
-    out = encode_response(header, {...})                      # size + header v0 + body
+    out = encode_response(header, {...})                      # size + response header + body
 
 Client side, under ``client_codec.ClientCodec`` (which every client connection drives: our
 producer, consumers, controller channel and follower fetchers)::
@@ -15,6 +15,11 @@ producer, consumers, controller channel and follower fetchers)::
 Decoding wraps the frame in a ``memoryview``, so message sets (``Records`` fields) come out as
 zero-copy views of the frame -- writable when the frame is a ``bytearray``, as FrameDecoder
 returns.
+
+Flexible versions (KIP-482) need nothing here but their schemas: the header versions follow from
+``headers.FIRST_FLEXIBLE_VERSION``, and registering a schema whose flexibility disagrees with that
+table fails at import (a flexible version is a ``FlexibleSchema`` built of compact types, the
+others never are).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import struct
 from typing import Any
 
 from .errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from .headers import RequestHeader, encode_request_header, parse_response_header
+from .headers import RequestHeader, encode_request_header, is_flexible, parse_response_header, response_header_version
 from .schemas import (
     alter_configs,
     api_versions,
@@ -112,6 +117,8 @@ class ApiKey(enum.IntEnum):
 #: to every client (Kafka 4.0's clients refuse versions older than 2.1's baseline, KIP-896): FindCoordinator 0-2,
 #: JoinGroup 0-3 (v1+ carry max.poll.interval.ms as the rebalance timeout, KIP-62), Heartbeat, LeaveGroup,
 #: SyncGroup, DescribeGroups and ListGroups 0-2, OffsetCommit 0-6 and OffsetFetch 0-5 (v0 of both in ZooKeeper).
+#: ApiVersions goes to 3 (KIP-511's flexible version, Kafka 2.4), which today's clients send first: answered as a
+#: ZooKeeper-mode Kafka 2.x broker answers it (``api_versions_response``).
 #:
 #: ControlledShutdown advertises 0-1. Our brokers send version 1 (the standard request header),
 #: but a real 0.8.2 broker sends version 0 with its non-standard header
@@ -135,7 +142,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 2),
     ApiKey.DESCRIBE_GROUPS: (0, 2),
     ApiKey.LIST_GROUPS: (0, 2),
-    ApiKey.API_VERSIONS: (0, 2),
+    ApiKey.API_VERSIONS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
     # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions up to the first flexible one.
@@ -197,6 +204,21 @@ RESPONSE_SCHEMAS: dict[tuple[int, int], Schema] = {
     for version, schema in module.RESPONSE.items()
 }
 
+
+def _check_flexibility(registry: dict[tuple[int, int], Schema], kind: str) -> None:
+    for (key, version), schema in registry.items():
+        if schema.flexible != is_flexible(key, version):
+            want = "a FlexibleSchema" if is_flexible(key, version) else "a Schema (not flexible)"
+            raise TypeError(f"{kind} schema of api_key {key} version {version} must be {want}: "
+                            f"headers.FIRST_FLEXIBLE_VERSION has Kafka's first flexible version of each API")
+
+
+_check_flexibility(REQUEST_SCHEMAS, "request")
+_check_flexibility(RESPONSE_SCHEMAS, "response")
+
+#: (api_key, version) pairs answered with response header v1 (flexible, ApiVersions excepted).
+_RESPONSE_HEADER_V1 = frozenset(pair for pair in RESPONSE_SCHEMAS if response_header_version(*pair) == 1)
+
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
 
@@ -238,8 +260,11 @@ def decode_request(
 
 
 def encode_response(header: RequestHeader, body: Any) -> bytes:
-    """A complete response frame: int32 size, response header v0, then the body."""
+    """A complete response frame: int32 size, response header (v0, or v1 for a flexible version), then the
+    body."""
     payload = response_schema(header.api_key, header.api_version).encode(body)
+    if (header.api_key, header.api_version) in _RESPONSE_HEADER_V1:
+        payload = b"\x00" + payload  # header v1: the correlation id's empty tag buffer
     return _SIZE_AND_CORRELATION.pack(len(payload) + 4, header.correlation_id) + payload
 
 
@@ -268,7 +293,7 @@ def decode_response(
         raise LocalProtocolError(
             f"no response schema for api_key {api_key} version {api_version}"
         ) from None
-    correlation_id, offset = parse_response_header(frame)
+    correlation_id, offset = parse_response_header(frame, response_header_version(api_key, api_version))
     body, _ = schema.decode(_view(frame), offset)
     return correlation_id, body
 
@@ -290,10 +315,18 @@ def api_versions_response(
     header: RequestHeader,
     versions: dict[int, tuple[int, int]] | None = None,
     throttle_time_ms: int = 0,
+    error_code: int = ErrorCode.NONE,
 ) -> bytes:
-    """The ApiVersions answer for a supported request version (0-2): error 0 and the table."""
-    api_keys = _api_keys(versions or advertised_versions())
-    body: dict[str, Any] = {"error_code": 0, "api_keys": api_keys}
+    """The ApiVersions answer for a supported request version (0-3): the table, or with an error (INVALID_REQUEST
+    for a v3 request whose client software fails Kafka's check) no table, as Kafka answers.
+
+    v3's tagged fields keep their defaults, so none is written: a ZooKeeper-mode Kafka 2.x broker supports no
+    feature (BrokerFeatures.createDefault is empty through 2.8) and, without a ``/feature`` znode (0.8.2's
+    layout has none, and only inter.broker.protocol.version 2.7+ creates it), knows no finalized features, whose
+    epoch is then -1.
+    """
+    api_keys = _api_keys(versions or advertised_versions()) if error_code == ErrorCode.NONE else []
+    body: dict[str, Any] = {"error_code": error_code, "api_keys": api_keys}
     if header.api_version >= 1:
         body["throttle_time_ms"] = throttle_time_ms
     return encode_response(header, body)

@@ -17,6 +17,19 @@ so decoded structs re-encode unchanged. Fields are big-endian as in Kafka;
 Leniency, as in 0.8.2's readers: a length of -1 where a value is required (0.8.2's
 ``readShortString`` returned null; its count loops ran zero times) reads as the empty value,
 so request handlers never see ``None`` in a field Kafka declares non-nullable.
+
+Flexible versions (KIP-482, Kafka 2.4) are written with their own types: ``CompactString``,
+``CompactBytes``, ``CompactArray`` (and the nullable forms) carry an unsigned varint of length + 1
+(0 is null) instead of an int16/int32, and every struct -- the body, each nested struct, each array
+element -- is a ``FlexibleSchema``, which ends with a tag buffer: an unsigned varint count, then per
+field its tag, its size and its bytes, tags strictly ascending. Known tags (``TaggedField``) decode
+to named fields with Kafka's defaults and are written only when they differ from the default, as
+Kafka writes them; unknown tags are kept (``unknown_tagged_fields``) so a decoded struct re-encodes
+them. A compact null where Kafka's schema says non-nullable is refused (Kafka's flexible readers
+refuse it; 0.8.2's leniency above predates them). Each type says which world it belongs to
+(``flexible``: True, False, or None for the fixed-width ones both share), and a schema refuses a
+field of the other world, so a flexible struct cannot silently hold an int16-length string.
+Every length and count is checked against the bytes left before anything is allocated for it.
 """
 
 from __future__ import annotations
@@ -26,11 +39,22 @@ import struct
 from typing import Any
 
 from .errors import LocalProtocolError, RemoteProtocolError
+from .varint import encode_unsigned_varint, read_unsigned_varint
 
 __all__ = [
+    "MAX_TAGGED_FIELDS",
     "Array",
     "Boolean",
     "Bytes",
+    "CompactArray",
+    "CompactBytes",
+    "CompactNullableArray",
+    "CompactNullableBytes",
+    "CompactNullableString",
+    "CompactRecords",
+    "CompactString",
+    "FlexibleSchema",
+    "Float64",
     "Int8",
     "Int16",
     "Int32",
@@ -41,8 +65,13 @@ __all__ = [
     "Records",
     "Schema",
     "String",
+    "TaggedField",
+    "UInt16",
     "UInt32",
+    "UnsignedVarint",
+    "Uuid",
     "WireType",
+    "skip_tagged_fields",
     "to_dict",
 ]
 
@@ -57,9 +86,14 @@ def _truncated(what: str, offset: int) -> RemoteProtocolError:
 
 
 class WireType:
-    """A wire type: a pair of pure functions, ``decode`` and ``encode``."""
+    """A wire type: a pair of pure functions, ``decode`` and ``encode``.
+
+    ``flexible`` says where the type may appear: True only in flexible versions (compact types, tagged
+    structs), False only in the others (int16/int32-length types, plain structs), None in both.
+    """
 
     __slots__ = ("name",)
+    flexible: bool | None = None
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -117,14 +151,53 @@ Int8 = _Fixed("Int8", "b")
 Int16 = _Fixed("Int16", "h")
 Int32 = _Fixed("Int32", "i")
 Int64 = _Fixed("Int64", "q")
+UInt16 = _Fixed("UInt16", "H")
 UInt32 = _Fixed("UInt32", "I")
+Float64 = _Fixed("Float64", "d")
 Boolean = _Boolean("Boolean")
+
+
+class _Uuid(WireType):
+    """16 raw bytes (Kafka's Uuid: topic ids, KIP-516); decodes to ``bytes``."""
+
+    __slots__ = ()
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[bytes, int]:
+        end = offset + 16
+        if end > len(buf):
+            raise _truncated(self.name, offset)
+        return bytes(buf[offset:end]), end
+
+    def encode(self, value: bytes) -> bytes:
+        if not isinstance(value, (bytes, bytearray)) or len(value) != 16:
+            raise LocalProtocolError(f"{self.name}: a Uuid is 16 bytes, not {value!r}")
+        return bytes(value)
+
+
+class _UnsignedVarint(WireType):
+    """An unsigned varint of 1 to 5 bytes (the lengths, counts and tags of flexible versions)."""
+
+    __slots__ = ()
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[int, int]:
+        return read_unsigned_varint(buf, offset)
+
+    def encode(self, value: int) -> bytes:
+        try:
+            return encode_unsigned_varint(value)
+        except (OverflowError, TypeError) as exc:
+            raise LocalProtocolError(f"{self.name}: {exc}") from None
+
+
+Uuid = _Uuid("Uuid")
+UnsignedVarint = _UnsignedVarint("UnsignedVarint")
 
 
 class _String(WireType):
     """int16 length + UTF-8 bytes; -1 is null."""
 
     __slots__ = ("nullable",)
+    flexible = False
 
     def __init__(self, name: str, nullable: bool) -> None:
         super().__init__(name)
@@ -171,6 +244,7 @@ class _Bytes(WireType):
     """
 
     __slots__ = ("copy", "nullable")
+    flexible = False
 
     def __init__(self, name: str, nullable: bool, copy: bool) -> None:
         super().__init__(name)
@@ -211,17 +285,89 @@ NullableBytes = _Bytes("NullableBytes", nullable=True, copy=True)
 Records = _Bytes("Records", nullable=True, copy=False)
 
 
+class _CompactString(_String):
+    """Unsigned varint (length + 1) + UTF-8 bytes; 0 is null. Flexible versions only."""
+
+    __slots__ = ()
+    flexible = True
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[str | None, int]:
+        n, start = read_unsigned_varint(buf, offset)
+        if n == 0:
+            if self.nullable:
+                return None, start
+            raise RemoteProtocolError(f"{self.name}: null where a string is required at offset {offset}")
+        end = start + n - 1
+        if end > len(buf):
+            raise _truncated(self.name, offset)
+        try:
+            return str(buf[start:end], "utf-8"), end
+        except UnicodeDecodeError:
+            raise RemoteProtocolError(f"{self.name}: invalid UTF-8 at offset {offset}") from None
+
+    def encode(self, value: str | None) -> bytes:
+        if value is None:
+            if self.nullable:
+                return b"\x00"
+            raise LocalProtocolError(f"{self.name}: None where a string is required")
+        try:
+            data = value.encode("utf-8")
+        except AttributeError:
+            raise LocalProtocolError(f"{self.name}: cannot encode {value!r}") from None
+        if len(data) > 32767:  # Kafka's limit for every string, compact or not
+            raise LocalProtocolError(f"{self.name}: {len(data)} bytes is longer than 32767")
+        return encode_unsigned_varint(len(data) + 1) + data
+
+
+class _CompactBytes(_Bytes):
+    """Unsigned varint (length + 1) + raw bytes; 0 is null. ``CompactRecords`` decodes to a view."""
+
+    __slots__ = ()
+    flexible = True
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[Any, int]:
+        n, start = read_unsigned_varint(buf, offset)
+        if n == 0:
+            if self.nullable:
+                return None, start
+            raise RemoteProtocolError(f"{self.name}: null where bytes are required at offset {offset}")
+        end = start + n - 1
+        if end > len(buf):
+            raise _truncated(self.name, offset)
+        data = buf[start:end]
+        return (bytes(data) if self.copy else data), end
+
+    def encode(self, value: Buffer | None) -> bytes:
+        if value is None:
+            if self.nullable:
+                return b"\x00"
+            raise LocalProtocolError(f"{self.name}: None where bytes are required")
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise LocalProtocolError(f"{self.name}: cannot encode {type(value).__name__}")
+        return encode_unsigned_varint(memoryview(value).nbytes + 1) + value
+
+
+CompactString = _CompactString("CompactString", nullable=False)
+CompactNullableString = _CompactString("CompactNullableString", nullable=True)
+CompactBytes = _CompactBytes("CompactBytes", nullable=False, copy=True)
+CompactNullableBytes = _CompactBytes("CompactNullableBytes", nullable=True, copy=True)
+#: The records of flexible Produce and Fetch versions, decoded as a view of the input buffer; 0 reads as None.
+CompactRecords = _CompactBytes("CompactRecords", nullable=True, copy=False)
+
+
 class Array(WireType):
     """int32 count + that many elements. ``Array(T)`` or ``Array(("f", T), ...)``."""
 
     __slots__ = ("_many", "element", "nullable")
+    flexible = False
 
     def __init__(self, *element: WireType | tuple[str, WireType], nullable: bool = False) -> None:
         if len(element) == 1 and isinstance(element[0], WireType):
             item = element[0]
         else:
-            item = Schema(*element)  # type: ignore[arg-type]
-        super().__init__(f"{'Nullable' if nullable else ''}Array({item!r})")
+            item = self._struct(*element)  # type: ignore[arg-type]
+        super().__init__(f"{'Nullable' if nullable else ''}{type(self).__name__}({item!r})")
+        _check_world(self, "element", item)
         self.element = item
         self.nullable = nullable
         # Arrays of integers (ISR, replicas, partition ids) decode with one unpack_from.
@@ -277,9 +423,87 @@ class Array(WireType):
         return b"".join(parts)
 
 
+    @staticmethod
+    def _struct(*fields: tuple[str, WireType]) -> Schema:
+        return Schema(*fields)
+
+
 def NullableArray(*element: WireType | tuple[str, WireType]) -> Array:
     """An ``Array`` whose count may be -1 (null)."""
     return Array(*element, nullable=True)
+
+
+class CompactArray(Array):
+    """Unsigned varint (count + 1) + that many elements; 0 is null. Flexible versions only:
+    ``CompactArray(("f", T), ...)`` is shorthand for ``CompactArray(FlexibleSchema(...))``."""
+
+    __slots__ = ()
+    flexible = True
+
+    @staticmethod
+    def _struct(*fields: tuple[str, WireType]) -> Schema:
+        return FlexibleSchema(*fields)
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[list | None, int]:
+        n, start = read_unsigned_varint(buf, offset)
+        if n == 0:
+            if self.nullable:
+                return None, start
+            raise RemoteProtocolError(f"{self.name}: null where an array is required at offset {offset}")
+        n -= 1
+        if n > len(buf) - start:  # every element takes at least one byte
+            raise _truncated(self.name, offset)
+        offset = start
+        if self._many is not None:
+            try:
+                values = struct.unpack_from(f">{n}{self._many}", buf, offset)
+            except struct.error:
+                raise _truncated(self.name, offset) from None
+            return list(values), offset + n * self.element.size  # type: ignore[attr-defined]
+        decode = self.element.decode
+        out = []
+        append = out.append
+        for _ in range(n):
+            value, offset = decode(buf, offset)
+            append(value)
+        return out, offset
+
+    def encode(self, value: Any) -> bytes:
+        if value is None:
+            if self.nullable:
+                return b"\x00"
+            raise LocalProtocolError(f"{self.name}: None where an array is required")
+        try:
+            items = list(value)
+        except TypeError:
+            raise LocalProtocolError(f"{self.name}: cannot encode {value!r}") from None
+        count = encode_unsigned_varint(len(items) + 1)
+        if self._many is not None:
+            try:
+                return count + struct.pack(f">{len(items)}{self._many}", *items)
+            except (struct.error, TypeError) as exc:
+                raise LocalProtocolError(f"{self.name}: {exc}") from None
+        encode = self.element.encode
+        parts = [count]
+        for i, item in enumerate(items):
+            try:
+                parts.append(encode(item))
+            except LocalProtocolError as exc:
+                raise LocalProtocolError(f"[{i}].{exc}") from None
+        return b"".join(parts)
+
+
+def CompactNullableArray(*element: WireType | tuple[str, WireType]) -> CompactArray:
+    """A ``CompactArray`` whose count may be null (0 on the wire)."""
+    return CompactArray(*element, nullable=True)
+
+
+def _check_world(container: WireType, what: str, member: WireType) -> None:
+    """A flexible container holds no non-flexible member and the other way round (see ``flexible``)."""
+    if member.flexible is not None and member.flexible != container.flexible:
+        kind = "flexible" if container.flexible else "non-flexible"
+        raise TypeError(f"{container.name}: {what} {member!r} does not belong in a {kind} version "
+                        f"(flexible versions use the Compact types and FlexibleSchema, the others never do)")
 
 
 def _struct_to_dict(self: tuple) -> dict[str, Any]:
@@ -304,6 +528,7 @@ class Schema(WireType):
     """
 
     __slots__ = ("_names", "_steps", "fields", "struct")
+    flexible = False
 
     def __init__(self, *fields: tuple[str, WireType], name: str = "Struct") -> None:
         super().__init__(name)
@@ -312,6 +537,7 @@ class Schema(WireType):
                 isinstance(field, tuple) and len(field) == 2 and isinstance(field[1], WireType)
             ):
                 raise TypeError(f"Schema fields are (name, WireType) pairs, not {field!r}")
+            _check_world(self, f"field {field[0]!r}", field[1])
         self.fields = fields
         self._names = tuple(name for name, _ in fields)
         base = collections.namedtuple(name, self._names)
@@ -336,6 +562,10 @@ class Schema(WireType):
         return self.struct(*args, **kwargs)
 
     def decode(self, buf: Buffer, offset: int) -> tuple[tuple, int]:
+        values, offset = self._decode_fields(buf, offset)
+        return self.struct._make(values), offset
+
+    def _decode_fields(self, buf: Buffer, offset: int) -> tuple[list[Any], int]:
         values: list[Any] = []
         for step, _count in self._steps:
             if isinstance(step, struct.Struct):
@@ -347,7 +577,7 @@ class Schema(WireType):
             else:
                 value, offset = step.decode(buf, offset)
                 values.append(value)
-        return self.struct._make(values), offset
+        return values, offset
 
     def values_of(self, value: Any) -> list[Any]:
         """The field values of a dict, tuple or object, in schema order."""
@@ -372,7 +602,10 @@ class Schema(WireType):
             raise LocalProtocolError(f"{self.name}: {exc}") from None
 
     def encode(self, value: Any) -> bytes:
-        values = self.values_of(value)
+        return self._encode_fields(self.values_of(value))
+
+    def _encode_fields(self, values: list[Any]) -> bytes:
+        """The fields' bytes from their values in schema order (extra values after them are ignored)."""
         parts = []
         i = 0
         for step, count in self._steps:
@@ -389,3 +622,176 @@ class Schema(WireType):
                     raise LocalProtocolError(f"{self._names[i]}: {exc}") from None
             i += count
         return b"".join(parts)
+
+
+#: The most tagged fields one struct may carry. Kafka sets no number, but no message of Kafka's declares more
+#: than a handful of tags; a frame that packs thousands is hostile and closes its connection (README, Hardening).
+MAX_TAGGED_FIELDS = 256
+
+
+class TaggedField(collections.namedtuple("TaggedField", "tag name type default")):
+    """A field of a flexible struct sent in its tag buffer (KIP-482): written only when its value differs
+    from ``default`` (compared as encoded bytes, as Kafka compares values), read as ``default`` when absent."""
+
+    __slots__ = ()
+
+
+def _read_tag_header(buf: Buffer, offset: int, previous: int, where: str) -> tuple[int, int, int]:
+    """One tagged field's tag and size: returns (tag, start of its bytes, end of its bytes)."""
+    tag, offset = read_unsigned_varint(buf, offset)
+    if tag <= previous:
+        # Kafka's TaggedFields reader refuses a repeated or out-of-order tag ("Invalid or out-of-order tag").
+        raise RemoteProtocolError(f"{where}: tag {tag} after tag {previous} (repeated or out of order)")
+    size, offset = read_unsigned_varint(buf, offset)
+    end = offset + size
+    if end > len(buf):
+        raise RemoteProtocolError(f"{where}: tagged field {tag} of {size} bytes runs past the end of the frame")
+    return tag, offset, end
+
+
+def _read_tag_count(buf: Buffer, offset: int, where: str) -> tuple[int, int]:
+    count, offset = read_unsigned_varint(buf, offset)
+    if count > MAX_TAGGED_FIELDS:
+        raise RemoteProtocolError(f"{where}: {count} tagged fields, more than {MAX_TAGGED_FIELDS}")
+    if 2 * count > len(buf) - offset:  # a tag and a size take at least one byte each
+        raise RemoteProtocolError(f"{where}: {count} tagged fields do not fit in the frame")
+    return count, offset
+
+
+def skip_tagged_fields(buf: Buffer, offset: int, where: str = "tagged fields") -> int:
+    """Read past a tag buffer none of whose tags we know (request header v2); checks it as a struct's."""
+    count, offset = _read_tag_count(buf, offset, where)
+    previous = -1
+    for _ in range(count):
+        previous, _start, offset = _read_tag_header(buf, offset, previous, where)
+    return offset
+
+
+_UNKNOWN = "unknown_tagged_fields"
+
+
+class FlexibleSchema(Schema):
+    """A struct of a flexible version: its fields, then a tag buffer (KIP-482).
+
+    ``tagged`` declares the known tags as ``TaggedField(tag, name, type, default)``; they decode to fields of
+    the struct after the regular ones, and a last field, ``unknown_tagged_fields``, holds the tags this schema
+    does not know as ``(tag, bytes)`` pairs, so a decoded struct re-encodes them (Kafka's generated code keeps
+    them the same way). When encoding, a dict or object may leave out any tagged field (its default is used)
+    and ``unknown_tagged_fields``.
+    """
+
+    __slots__ = ("_defaults", "_empty", "_regular", "_tags", "tagged")
+    flexible = True
+
+    def __init__(self, *fields: tuple[str, WireType], tagged: tuple[TaggedField, ...] = (),
+                 name: str = "Struct") -> None:
+        super().__init__(*fields, name=name)
+        tagged = tuple(sorted((TaggedField(*t) for t in tagged), key=lambda t: t.tag))
+        names = [n for n, _ in fields]
+        for i, field in enumerate(tagged):
+            if not isinstance(field.type, WireType) or field.tag < 0:
+                raise TypeError(f"{name}: bad tagged field {field!r}")
+            if i and tagged[i - 1].tag == field.tag:
+                raise TypeError(f"{name}: tag {field.tag} declared twice")
+            _check_world(self, f"tagged field {field.name!r}", field.type)
+            names.append(field.name)
+        names.append(_UNKNOWN)
+        if len(set(names)) != len(names):
+            raise TypeError(f"{name}: field names {names} repeat")
+        self.tagged = tagged
+        self._regular = len(fields)
+        self._tags = {field.tag: (i, field) for i, field in enumerate(tagged)}
+        # Each default's encoding: a value that encodes the same is not written.
+        self._defaults = {field.tag: _encoded_default(field) for field in tagged}
+        defaults = [field.default for field in tagged] + [()]
+        base = collections.namedtuple(name, names, defaults=defaults)
+        self.struct = type(name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
+        self._empty = not tagged  # nothing to merge when writing: only unknown tags, if any
+
+    def decode(self, buf: Buffer, offset: int) -> tuple[tuple, int]:
+        values, offset = self._decode_fields(buf, offset)
+        where = self.name
+        count, offset = _read_tag_count(buf, offset, where)
+        known = [_fresh(field.default) for field in self.tagged]
+        unknown = []
+        previous = -1
+        for _ in range(count):
+            tag, start, end = _read_tag_header(buf, offset, previous, where)
+            previous = tag
+            slot = self._tags.get(tag)
+            if slot is None:
+                unknown.append((tag, bytes(buf[start:end])))
+            else:
+                i, field = slot
+                value, at = field.type.decode(memoryview(buf)[:end], start)
+                if at != end:
+                    raise RemoteProtocolError(
+                        f"{where}: tagged field {field.name!r} declares {end - start} bytes and holds {at - start}")
+                known[i] = value
+            offset = end
+        values.extend(known)
+        values.append(unknown)
+        return self.struct._make(values), offset
+
+    def values_of(self, value: Any) -> list[Any]:
+        """Every field's value, regular, tagged and unknown, in struct order; tagged ones default."""
+        tagged = self.tagged
+        if isinstance(value, dict):
+            values = Schema.values_of(self, value)  # the regular fields, each required
+            values.extend(value.get(field.name, field.default) for field in tagged)
+            values.append(value.get(_UNKNOWN, ()))
+            return values
+        if isinstance(value, (tuple, list)):
+            if len(value) == len(self._names):
+                return [*value, *(field.default for field in tagged), ()]
+            if len(value) == len(self.struct._fields):
+                return list(value)
+            raise LocalProtocolError(f"{self.name}: {len(value)} values for the fields {self.struct._fields}")
+        values = Schema.values_of(self, value)
+        values.extend(getattr(value, field.name, field.default) for field in tagged)
+        values.append(getattr(value, _UNKNOWN, ()))
+        return values
+
+    def encode(self, value: Any) -> bytes:
+        values = self.values_of(value)
+        body = self._encode_fields(values)
+        unknown = values[-1]
+        if self._empty and not unknown:
+            return body + b"\x00"
+        written: list[tuple[int, bytes]] = []
+        for field, item in zip(self.tagged, values[self._regular : -1], strict=True):
+            if item is field.default:
+                continue
+            try:
+                data = field.type.encode(item)
+            except LocalProtocolError as exc:
+                raise LocalProtocolError(f"{field.name}: {exc}") from None
+            if data != self._defaults[field.tag]:
+                written.append((field.tag, data))
+        for tag, data in unknown:
+            if tag in self._tags:
+                raise LocalProtocolError(f"{self.name}: tag {tag} is {self._tags[tag][1].name!r}, not an unknown tag")
+            written.append((tag, bytes(data)))
+        written.sort(key=lambda pair: pair[0])
+        parts = [body, encode_unsigned_varint(len(written))]
+        previous = -1
+        for tag, data in written:
+            if tag == previous:
+                raise LocalProtocolError(f"{self.name}: tag {tag} written twice")
+            previous = tag
+            parts += (encode_unsigned_varint(tag), encode_unsigned_varint(len(data)), data)
+        return b"".join(parts)
+
+
+def _encoded_default(field: TaggedField) -> bytes | None:
+    if field.default is None and not getattr(field.type, "nullable", False):
+        return None  # no default on the wire: any value set is written
+    try:
+        return field.type.encode(field.default)
+    except LocalProtocolError as exc:
+        raise TypeError(f"tagged field {field.name!r}: default {field.default!r} cannot be encoded ({exc})") from None
+
+
+def _fresh(default: Any) -> Any:
+    """A decoded struct's own copy of a mutable default."""
+    return list(default) if isinstance(default, list) else default

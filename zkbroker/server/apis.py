@@ -29,7 +29,7 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
-from zkbroker.protocol.schemas import find_coordinator
+from zkbroker.protocol.schemas import api_versions, find_coordinator
 from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -107,10 +107,7 @@ class KafkaApis:
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
-            low, high = self.versions[ApiKey.API_VERSIONS]
-            if not low <= header.api_version <= high:
-                return api_versions_unsupported_response(header, self.versions)
-            return api_versions_response(header, self.versions)
+            return self.handle_api_versions(header, frame, body_offset)
         span = self.versions.get(header.api_key)
         if span is None or not span[0] <= header.api_version <= span[1]:
             raise RemoteProtocolError(f"unsupported request: api_key {header.api_key} version "
@@ -118,6 +115,27 @@ class KafkaApis:
                                       error_code=ErrorCode.UNSUPPORTED_VERSION)
         request = decode_request(header, frame, body_offset)
         return await self._handlers[header.api_key](header, request)
+
+    # ---- ApiVersions --------------------------------------------------------------------------------------
+
+    def handle_api_versions(self, header: RequestHeader, frame: bytearray, body_offset: int) -> bytes:
+        """Answered before its body is read: a version above ours gets the v0-format UNSUPPORTED_VERSION answer
+        (clients retry with one we list). From v3 the client names its software (KIP-511): logged for the
+        connection, and a name or version Kafka's rule refuses is answered INVALID_REQUEST."""
+        low, high = self.versions[ApiKey.API_VERSIONS]
+        if not low <= header.api_version <= high:
+            return api_versions_unsupported_response(header, self.versions)
+        if header.api_version >= 3:
+            request = decode_request(header, frame, body_offset)
+            name, version = request.client_software_name, request.client_software_version
+            if not api_versions.valid_client_software(name, version):
+                log.info("Invalid ApiVersions request from client %r on connection %s: client software name %r "
+                         "or version %r is not letters, digits, '-' and '.'", header.client_id, CONNECTION.get(),
+                         name, version)
+                return api_versions_response(header, self.versions, error_code=ErrorCode.INVALID_REQUEST)
+            log.info("Connection %s: client software %s %s (client id %r, ApiVersions v%d)", CONNECTION.get(),
+                     name, version, header.client_id, header.api_version)
+        return api_versions_response(header, self.versions)
 
     # ---- Produce ------------------------------------------------------------------------------------------
 

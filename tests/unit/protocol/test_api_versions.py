@@ -43,7 +43,7 @@ DESIGN_TABLE = {
     14: (0, 2),
     15: (0, 2),
     16: (0, 2),
-    18: (0, 2),
+    18: (0, 3),  # DESIGN §16: v3, the first flexible version (KIP-511)
     22: (0, 1),
     23: (0, 2),
     # DESIGN §16, the Admin API (docs/admin-api.md)
@@ -138,3 +138,19 @@ def test_unknown_api_key_is_a_remote_error_with_code_35():
     with pytest.raises(RemoteProtocolError) as info:
         decode_request(header, b"\x00" * 20, 8)
     assert info.value.error_code == 35
+
+
+def test_every_registered_schema_is_flexible_exactly_where_kafka_is():
+    from zkbroker.protocol.headers import is_flexible
+
+    for registry in (REQUEST_SCHEMAS, RESPONSE_SCHEMAS):
+        for (key, version), schema in registry.items():
+            assert schema.flexible == is_flexible(key, version), (key, version)
+
+
+def test_registering_a_schema_of_the_wrong_world_fails():
+    from zkbroker.protocol import api
+    from zkbroker.protocol.types import Schema
+
+    with pytest.raises(TypeError, match="FlexibleSchema"):
+        api._check_flexibility({(18, 3): Schema(name="NotFlexible")}, "request")

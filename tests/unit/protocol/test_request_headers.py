@@ -4,12 +4,15 @@ import pytest
 
 from zkbroker.protocol.errors import RemoteProtocolError
 from zkbroker.protocol.headers import (
+    FIRST_FLEXIBLE_VERSION,
     RequestHeader,
     encode_request_header,
     encode_response_header,
+    is_flexible,
     parse_request_header,
     parse_response_header,
     request_header_version,
+    response_header_version,
 )
 
 
@@ -65,3 +68,45 @@ def test_response_header_v0():
     assert parse_response_header(encode_response_header(77) + b"x") == (77, 4)
     with pytest.raises(RemoteProtocolError):
         parse_response_header(b"\x00")
+
+
+def test_response_header_v1_is_the_correlation_id_and_an_empty_tag_buffer():
+    assert encode_response_header(77, 1) == struct.pack(">i", 77) + b"\x00"
+    assert parse_response_header(encode_response_header(77, 1) + b"x", 1) == (77, 5)
+    # a v1 header with a tag we do not know: skipped
+    assert parse_response_header(struct.pack(">i", 5) + b"\x01\x03\x01z" + b"x", 1) == (5, 8)
+    with pytest.raises(RemoteProtocolError):
+        parse_response_header(struct.pack(">i", 5) + b"\x02\x03\x00\x03\x00", 1)  # a tag repeated
+
+
+def test_header_versions_follow_the_first_flexible_version():
+    assert request_header_version(3, 8) == 1 and request_header_version(3, 9) == 2
+    assert response_header_version(3, 8) == 0 and response_header_version(3, 9) == 1
+    assert request_header_version(60, 0) == 2 and response_header_version(60, 0) == 1  # DescribeCluster
+    assert not is_flexible(17, 1) and request_header_version(17, 1) == 1  # SaslHandshake: never flexible
+    assert request_header_version(7, 0) == 0 and request_header_version(7, 3) == 2
+
+
+def test_api_versions_response_header_is_v0_at_every_version():
+    assert request_header_version(18, 3) == 2 and request_header_version(18, 4) == 2
+    assert all(response_header_version(18, version) == 0 for version in range(10))
+
+
+def test_the_table_holds_kafkas_first_flexible_versions():
+    # Spot checks against Kafka's message JSON (flexibleVersions).
+    assert FIRST_FLEXIBLE_VERSION[0] == 9 and FIRST_FLEXIBLE_VERSION[1] == 12 and FIRST_FLEXIBLE_VERSION[18] == 3
+    assert FIRST_FLEXIBLE_VERSION[19] == 5 and FIRST_FLEXIBLE_VERSION[32] == 4 and FIRST_FLEXIBLE_VERSION[22] == 2
+    assert 17 not in FIRST_FLEXIBLE_VERSION and 47 not in FIRST_FLEXIBLE_VERSION
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        b"\x02\x01\x00\x01\x00",  # a tag repeated
+        b"\x90\x4e\x00\x00",  # ten thousand tagged fields declared
+        b"\x01\x00\xff\xff\xff\xff\x0f",  # a size far beyond the frame
+    ],
+)
+def test_hostile_request_header_v2_tag_buffers(tags):
+    with pytest.raises(RemoteProtocolError):
+        parse_request_header(struct.pack(">hhih", 18, 3, 1, 1) + b"c" + tags + b"\x00" * 4)
