@@ -372,6 +372,17 @@ def _produce_to(cluster: Cluster, topic: str, partition: int, records, **config)
         raise AssertionError(errors[0].name())
 
 
+# ---- DescribeCluster ------------------------------------------------------------------------------------------
+
+def test_confluent_describe_cluster_names_the_brokers_and_the_controller(cluster):
+    admin = cluster.admin()
+    description = admin.describe_cluster(include_authorized_operations=True).result(timeout=TIMEOUT_S)
+    assert sorted((n.id, n.host, n.port) for n in description.nodes) == sorted(
+        (i, b.host, b.port) for i, b in cluster.brokers.items())
+    assert description.controller.id == cluster.zk.controller()
+    assert description.cluster_id == json.loads(cluster.zk.get("/cluster/id"))["id"]
+
+
 # ---- NOT_CONTROLLER, and a malformed request ------------------------------------------------------------------
 
 def test_controller_bound_requests_answer_not_controller_on_other_brokers(cluster):
@@ -442,6 +453,10 @@ def test_kafka_python_admin_client_core_operations(cluster):
         described = client.describe_configs([KpResource(ConfigResourceType.TOPIC, name)])
         text = repr(described)
         assert "7200000" in text and "retention.ms" in text
+        cluster_info = client.describe_cluster()
+        assert cluster_info["controller_id"] == cluster.zk.controller()
+        assert sorted(b["broker_id"] for b in cluster_info["brokers"]) == [1, 2, 3]
+        assert cluster_info["cluster_id"] == json.loads(cluster.zk.get("/cluster/id"))["id"]
         client.delete_topics([name], timeout_ms=20000)
         wait_for(lambda: cluster.zk.stat(f"/brokers/topics/{name}") is None, 10, "the topic's znode gone")
     finally:

@@ -37,6 +37,7 @@ from .schemas import (
     create_partitions,
     create_topics,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_groups,
     fetch,
@@ -106,6 +107,7 @@ class ApiKey(enum.IntEnum):
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLUSTER = 60
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -145,13 +147,15 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
-    # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions up to the first flexible one.
-    ApiKey.CREATE_TOPICS: (0, 4),
-    ApiKey.DELETE_TOPICS: (0, 3),
-    ApiKey.DESCRIBE_CONFIGS: (0, 3),
-    ApiKey.ALTER_CONFIGS: (0, 1),
-    ApiKey.CREATE_PARTITIONS: (0, 1),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 0),
+    # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions, less those that carry topic ids
+    # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
+    ApiKey.CREATE_TOPICS: (0, 6),
+    ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
 
@@ -190,6 +194,7 @@ _MODULES = (
     alter_configs,
     create_partitions,
     incremental_alter_configs,
+    describe_cluster,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -147,6 +147,8 @@ class TopicDeletionDisabledError(BrokerResponseError):       errno = 73
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
 class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
+class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
+class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on
 
 #: Every registered code by its Kafka constant name, for error_code fields:

@@ -52,6 +52,7 @@ class AdminManager:
         self.is_controller = is_controller
         self.prefix = f"[Admin Manager on Broker {self.broker_id}]: "
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None
+        self._created: dict[str, dict] = {}  # what a topic was created with, until its answer is encoded
 
     @property
     def config(self) -> KafkaConfig:
@@ -62,7 +63,15 @@ class AdminManager:
 
     # ---- CreateTopics ---------------------------------------------------------------------------------------
 
-    async def create_topics(self, request: Any, client_id: str | None) -> dict[str, Result]:
+    async def create_topics(self, request: Any, client_id: str | None) -> dict[str, dict]:
+        """Each topic's result: error_code, error_message and (CreateTopics v5+, KIP-525) the partition count,
+        replication factor and configs it has or would have."""
+        results = await self._create_topic_results(request, client_id)
+        return {name: {"error_code": code, "error_message": message,
+                       **self._created.pop(name, {"num_partitions": -1, "replication_factor": -1, "configs": []})}
+                for name, (code, message) in results.items()}
+
+    async def _create_topic_results(self, request: Any, client_id: str | None) -> dict[str, Result]:
         names = [t.name for t in request.topics]
         validate_only = getattr(request, "validate_only", False)
         if not self.is_controller():
@@ -96,6 +105,11 @@ class AdminManager:
                 assignment = checks.creation_assignment(topic, live, self.config["num.partitions"],
                                                         self.config["default.replication.factor"])
                 configs = {k: v for k, v in topic.configs.items() if v is not None}
+                self._created[topic.name] = {
+                    "num_partitions": len(assignment), "replication_factor": len(assignment[min(assignment)]),
+                    "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
+                                 "config_source": e["config_source"], "is_sensitive": e["is_sensitive"]}
+                                for e in self._topic_config_entries(configs, False, False)]}
                 if not validate_only:
                     admin.write_topic(self.zk, topic.name, assignment, configs)
                     written = [paths.topic_config_path(topic.name), paths.topic_path(topic.name)]
@@ -280,7 +294,13 @@ class AdminManager:
         checks.check_topic_name(topic)
         if not self._exists(paths.topic_path(topic)):
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist.")
-        overrides = admin.fetch_entity_config(self.zk, "topics", topic)
+        return self._topic_config_entries(admin.fetch_entity_config(self.zk, "topics", topic), include_synonyms,
+                                          include_documentation)
+
+    def _topic_config_entries(self, overrides: dict[str, str], include_synonyms: bool,
+                              include_documentation: bool) -> list[dict]:
+        """Every topic config with its value and source: the topic's override, else the broker's (Kafka's
+        createTopicConfigEntry)."""
         entries = []
         for name, key in TOPIC_CONFIGS.items():
             synonyms = []

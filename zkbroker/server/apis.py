@@ -29,7 +29,7 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
-from zkbroker.protocol.schemas import api_versions, find_coordinator
+from zkbroker.protocol.schemas import api_versions, describe_cluster, find_coordinator
 from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -99,6 +99,7 @@ class KafkaApis:
                 ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
                 ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
                 ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+                ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -341,8 +342,9 @@ class KafkaApis:
                              "offline_replicas": []})
             topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": name == admin.OFFSETS_TOPIC,
                            "partitions": rows})
-        # cluster_id (v2+): null, as a 0.8.2 cluster has none (/cluster/id came with Kafka 0.10.1)
-        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id, "cluster_id": None,
+        # cluster_id (v2+): /cluster/id, which Kafka 0.10.1 brought (a 0.8.2 cluster has none)
+        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id,
+                "cluster_id": self.metadata_cache.cluster_id,
                 "throttle_time_ms": 0}
         return encode_response(header, body)
 
@@ -554,31 +556,65 @@ class KafkaApis:
     # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
 
     async def handle_create_topics(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.create_topics(request, header.client_id)
         return encode_response(header, {"throttle_time_ms": 0, "topics": [
-            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+            {"name": name, **result} for name, result in results.items()]})
 
     async def handle_delete_topics(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.delete_topics(request, header.api_version)
         return encode_response(header, {"throttle_time_ms": 0, "responses": [
             {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
 
     async def handle_create_partitions(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.create_partitions(request)
         return encode_response(header, {"throttle_time_ms": 0, "results": [
             {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
 
     async def handle_describe_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.describe_configs(request, header.api_version)
         return encode_response(header, {"throttle_time_ms": 0, "results": results})
 
     async def handle_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.alter_configs(request, incremental=False)
         return encode_response(header, {"throttle_time_ms": 0, "responses": results})
 
     async def handle_incremental_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
         results = await self.admin_manager.alter_configs(request, incremental=True)
         return encode_response(header, {"throttle_time_ms": 0, "responses": results})
+
+
+    async def handle_describe_cluster(self, header: RequestHeader, request: Any) -> bytes:
+        """Any broker answers, from its metadata as Metadata does."""
+        _log_admin_request(header)
+        snapshot = self.metadata_cache.snapshot
+        endpoint = getattr(request, "endpoint_type", describe_cluster.ENDPOINT_BROKERS)
+        if endpoint != describe_cluster.ENDPOINT_BROKERS:
+            known = endpoint == describe_cluster.ENDPOINT_CONTROLLERS
+            return encode_response(header, {
+                "throttle_time_ms": 0, "endpoint_type": endpoint, "cluster_id": "", "controller_id": -1, "brokers": [],
+                "error_code": ErrorCode.MISMATCHED_ENDPOINT_TYPE if known else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                "error_message": ("A broker has no controller endpoints: in ZooKeeper mode the controller is a broker"
+                                  if known else f"Unknown endpoint type {endpoint}"),
+                "cluster_authorized_operations": describe_cluster.AUTHORIZED_OPERATIONS_OMITTED})
+        brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
+                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
+        operations = (describe_cluster.ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                      else describe_cluster.AUTHORIZED_OPERATIONS_OMITTED)
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                                        "endpoint_type": endpoint, "cluster_id": self.metadata_cache.cluster_id or "",
+                                        "controller_id": snapshot.controller_id, "brokers": brokers,
+                                        "cluster_authorized_operations": operations})
+
+
+def _log_admin_request(header: RequestHeader) -> None:
+    """Admin requests are rare and change the cluster: each is logged with the version the client chose."""
+    log.info("%s v%d request from client %s", ApiKey(header.api_key).name, header.api_version, header.client_id)
 
 
 async def _lab_fault_point(kind: str, request: Any) -> None:

@@ -24,6 +24,8 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 
+from kazoo.exceptions import NodeExistsError
+
 from controller.controller import KafkaController
 from zkbroker import timeline
 from zkbroker.client.connection import BrokerConnection
@@ -48,7 +50,7 @@ from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import BrokerRegistration, ConfigChange, ControllerRegistration
+from zkbroker.zk.znodes import BrokerRegistration, ClusterId, ConfigChange, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
@@ -150,10 +152,24 @@ class KafkaServer:
         self.zk.start()
         for path in paths.COMMON_PATHS:
             self.zk.ensure_path(path)
+        self.metadata_cache.cluster_id = self._cluster_id()
         current = self.config_manager.initialize()
         if current is not self.config:
             log.info("%sDynamic broker configs in force: %s", self.prefix,
                      {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs})
+
+    def _cluster_id(self) -> str:
+        """KafkaServer.getOrGenerateClusterId (Kafka 0.10.1): the id in /cluster/id, made now if there is none."""
+        data, _ = self.zk.get(paths.CLUSTER_ID)
+        if data is None:
+            try:
+                self.zk.kazoo.create(paths.CLUSTER_ID, ClusterId.generate().encode(), makepath=True)
+            except NodeExistsError:
+                pass  # another broker made it first
+            data, _ = self.zk.get(paths.CLUSTER_ID)
+        cluster_id = ClusterId.decode(data).id
+        log.info("%sCluster ID = %s", self.prefix, cluster_id)
+        return cluster_id
 
     def _open_logs(self, bridge: LoopBridge) -> LogManager:
         """Load (and after a crash, recover) every log, with each topic's overrides from ZooKeeper."""

@@ -44,6 +44,7 @@ class MetadataCache:
     def __init__(self, zk: ZkClient) -> None:
         self.zk = zk
         self.snapshot = ClusterSnapshot()
+        self.cluster_id: str | None = None  # /cluster/id, read once at start (KafkaServer)
         self._write_lock = threading.Lock()  # writers come from two threads; readers never lock
         self._waiters: list[asyncio.Future] = []  # resolved at the next UpdateMetadata (event loop only)
 

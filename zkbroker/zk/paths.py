@@ -18,6 +18,8 @@ REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 # Kafka 0.11 (KIP-98): the last block of producer ids a broker took (ProducerIdManager); not in 0.8.2.
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+# Kafka 0.10.1 (KIP-78): the cluster id, created by the first broker to start; not in 0.8.2.
+CLUSTER_ID = "/cluster/id"
 
 # Created by every broker at start (ZkUtils.setupCommonPaths).
 COMMON_PATHS = (CONSUMERS, BROKER_IDS, BROKER_TOPICS, CONFIG_CHANGES, CONFIG_TOPICS, DELETE_TOPICS)

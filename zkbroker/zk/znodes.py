@@ -8,8 +8,10 @@ maps every number to a 32-bit Int. We write the keys in the order the 0.8.2 docs
 
 from __future__ import annotations
 
+import base64
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -374,3 +376,26 @@ class ProducerIdBlock:
         except ValueError as e:
             raise ZnodeFormatError(f"{what} block_start and block_end must be integers: {data!r}") from e
         return cls(_int(_field(obj, "broker", what), what + " broker"), start, end)
+
+
+@dataclass(frozen=True)
+class ClusterId:
+    """`/cluster/id` (Kafka 0.10.1, KIP-78): the cluster's id, made by the first broker to start, read by the
+    others; `version` is a string in Kafka's JSON. Not in 0.8.2; clients need it (librdkafka's describe_cluster
+    crashes on a Metadata answer without one)."""
+
+    id: str
+
+    def encode(self) -> bytes:
+        return _dump({"version": "1", "id": self.id})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> ClusterId:
+        what = "/cluster/id"
+        obj = _obj(data, what)
+        return cls(_str(_field(obj, "id", what), what + " id"))
+
+    @classmethod
+    def generate(cls) -> ClusterId:
+        """Kafka's CoreUtils.generateUuidAsBase64: a random UUID's 16 bytes, base64url without padding."""
+        return cls(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))

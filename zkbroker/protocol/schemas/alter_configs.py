@@ -1,7 +1,20 @@
 """AlterConfigs (33, Kafka 0.11, KIP-133): replace the whole set of a topic's overrides, or of a broker's
-dynamic configs (Kafka 1.1, KIP-226). v1 is v0; v2 on are flexible."""
+dynamic configs (Kafka 1.1, KIP-226). v1 is v0; v2 (Kafka 2.8) is v1, flexible."""
 
-from ..types import Array, Boolean, Int8, Int16, Int32, NullableString, Schema, String
+from ..types import (
+    Array,
+    Boolean,
+    CompactArray,
+    CompactNullableString,
+    CompactString,
+    FlexibleSchema,
+    Int8,
+    Int16,
+    Int32,
+    NullableString,
+    Schema,
+    String,
+)
 
 API_KEY = 33
 
@@ -13,6 +26,11 @@ REQUEST = {
         name=f"AlterConfigsRequestV{version}")
     for version in range(2)
 }
+REQUEST[2] = FlexibleSchema(
+    ("resources", CompactArray(("resource_type", Int8), ("resource_name", CompactString),
+                               ("configs", CompactArray(("name", CompactString), ("value", CompactNullableString))))),
+    ("validate_only", Boolean),
+    name="AlterConfigsRequestV2")
 
 RESPONSE = {
     version: Schema(
@@ -22,3 +40,8 @@ RESPONSE = {
         name=f"AlterConfigsResponseV{version}")
     for version in range(2)
 }
+RESPONSE[2] = FlexibleSchema(
+    ("throttle_time_ms", Int32),
+    ("responses", CompactArray(("error_code", Int16), ("error_message", CompactNullableString),
+                               ("resource_type", Int8), ("resource_name", CompactString))),
+    name="AlterConfigsResponseV2")

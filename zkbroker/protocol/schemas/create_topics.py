@@ -3,10 +3,27 @@ assignment, and config overrides; answered by the controller once leaders are el
 
 v1 adds validate_only to the request and error_message to the response; v2 puts throttle_time_ms first in the
 response; v3 is the same; v4 (Kafka 2.4, KIP-464) lets num_partitions and replication_factor be -1 (the
-broker's num.partitions and default.replication.factor). v5 on are flexible.
+broker's num.partitions and default.replication.factor). v5 (Kafka 2.4, KIP-525) is flexible and answers each
+topic's partition count, replication factor and configs; v6 is v5 (it may be throttled, KIP-599). v7 adds topic
+ids (KIP-516), which ZooKeeper-mode zkbroker does not keep.
 """
 
-from ..types import Array, Boolean, Int16, Int32, NullableString, Schema, String
+from ..types import (
+    Array,
+    Boolean,
+    CompactArray,
+    CompactNullableArray,
+    CompactNullableString,
+    CompactString,
+    FlexibleSchema,
+    Int8,
+    Int16,
+    Int32,
+    NullableString,
+    Schema,
+    String,
+    TaggedField,
+)
 
 API_KEY = 19
 
@@ -15,6 +32,18 @@ NO_REPLICATION_FACTOR = -1
 
 
 def _request(version: int) -> Schema:
+    if version >= 5:
+        return FlexibleSchema(
+            ("topics", CompactArray(
+                ("name", CompactString),
+                ("num_partitions", Int32),
+                ("replication_factor", Int16),
+                ("assignments", CompactArray(("partition_index", Int32), ("broker_ids", CompactArray(Int32)))),
+                ("configs", CompactArray(("name", CompactString), ("value", CompactNullableString))),
+            )),
+            ("timeout_ms", Int32),
+            ("validate_only", Boolean),
+            name=f"CreateTopicsRequestV{version}")
     topic = Array(
         ("name", String),
         ("num_partitions", Int32),
@@ -29,6 +58,19 @@ def _request(version: int) -> Schema:
 
 
 def _response(version: int) -> Schema:
+    if version >= 5:
+        result = FlexibleSchema(
+            ("name", CompactString),
+            ("error_code", Int16),
+            ("error_message", CompactNullableString),
+            ("num_partitions", Int32),
+            ("replication_factor", Int16),
+            ("configs", CompactNullableArray(("name", CompactString), ("value", CompactNullableString),
+                                             ("read_only", Boolean), ("config_source", Int8),
+                                             ("is_sensitive", Boolean))),
+            tagged=(TaggedField(0, "topic_config_error_code", Int16, 0),))
+        return FlexibleSchema(("throttle_time_ms", Int32), ("topics", CompactArray(result)),
+                              name=f"CreateTopicsResponseV{version}")
     result = [("name", String), ("error_code", Int16)]
     if version >= 1:
         result.append(("error_message", NullableString))
@@ -37,5 +79,5 @@ def _response(version: int) -> Schema:
     return Schema(*fields, name=f"CreateTopicsResponseV{version}")
 
 
-REQUEST = {version: _request(version) for version in range(5)}
-RESPONSE = {version: _response(version) for version in range(5)}
+REQUEST = {version: _request(version) for version in range(7)}
+RESPONSE = {version: _response(version) for version in range(7)}
