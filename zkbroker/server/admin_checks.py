@@ -269,7 +269,10 @@ def apply_incremental(current: Mapping[str, str], ops: Sequence[Any], known: Map
                 verb = "append" if op.config_operation == OP_APPEND else "subtract"
                 raise ApiError(ErrorCode.INVALID_REQUEST,
                                f"Config value {verb} is not allowed for config key: {op.name}")
-            old = [v for v in props.get(op.name, format_value(key.default, key.type)).split(",") if v]
+            present = props.get(op.name)
+            if present is None:  # not set: the key's default, if it has one
+                present = format_value(key.default, key.type) or ""
+            old = [v for v in present.split(",") if v]
             values = [v for v in op.value.split(",") if v]
             new = old + values if op.config_operation == OP_APPEND else [v for v in old if v not in values]
             props[op.name] = ",".join(new)
