@@ -12,7 +12,10 @@ How:
    (the set must then be refused, or stored whole), or the seed sent as it is. These go many to a connection,
    pipelined. The last frame of a connection may be destructive -- bits flipped anywhere (lengths, counts,
    the header), a truncated body, a lying size prefix, a random header and body, random bytes -- since a
-   frame that does not parse closes its connection.
+   frame that does not parse closes its connection. Flexible versions (KIP-482) get their own hostile frames,
+   spliced at the unsigned varints the seed noted (compact lengths and counts, tag buffers): a varint longer
+   than five bytes, a length or an array count far beyond the frame, ten thousand tagged fields (declared, or
+   present), a tag repeated (DESIGN §13: each closes its own connection, nothing is allocated first).
 3. **Oracles.** After each connection: the broker process is alive and its log has no "unexpected error"
    (an exception no handler caught); every answer parses as the response to its request, in order; each
    Produce partition answered with error 0 took exactly the offsets its set holds, at the log end (so a
@@ -60,8 +63,9 @@ from zkbroker.client.connection import BrokerConnection  # noqa: E402
 from zkbroker.protocol import types  # noqa: E402
 from zkbroker.protocol.api import ApiKey, advertised_versions, decode_response, request_schema  # noqa: E402
 from zkbroker.protocol.errors import ProtocolError  # noqa: E402
-from zkbroker.protocol.headers import encode_request_header, parse_request_header  # noqa: E402
+from zkbroker.protocol.headers import encode_request_header, parse_request_header, request_header_version  # noqa: E402
 from zkbroker.protocol.message_set import InvalidMessageError, build_message_set, iter_messages  # noqa: E402
+from zkbroker.protocol.varint import encode_unsigned_varint, read_unsigned_varint  # noqa: E402
 
 FUZZ_TOPIC = "fuzz"
 CANARY_TOPIC = "canary"
@@ -102,6 +106,13 @@ FIELD_RANGES: dict[str, tuple[int, int] | list[int]] = {
     "replica_id": [-1, -2, 100, 1 << 20, -(1 << 31)],
 }
 
+# String fields given valid values half the time, so that requests get past their checks.
+STRING_CHOICES: dict[str, list[str]] = {
+    "topic": [FUZZ_TOPIC, FUZZ_TOPIC, "no-such-topic"],
+    "client_software_name": ["librdkafka", "kafka-python", "apache-kafka-java"],
+    "client_software_version": ["2.0.2", "3.0.12", "2.8.0"],
+}
+
 
 def pick_int(name: str, code: str, rng: random.Random) -> int:
     """A value for integer field `name` of struct code `code`: an edge half the time, else uniform."""
@@ -128,12 +139,20 @@ def message_sets() -> st.SearchStrategy:
 
 def strategy_for(wire: types.WireType, name: str = "") -> st.SearchStrategy:
     """Values of `wire` for field `name`: the whole domain of the type, edges first."""
+    if isinstance(wire, types.FlexibleSchema):
+        known = {field.tag for field in wire.tagged}
+        unknown = st.lists(st.tuples(st.integers(0, 1 << 20).filter(lambda tag: tag not in known),
+                                     st.binary(max_size=8)), max_size=3, unique_by=lambda pair: pair[0])
+        return st.fixed_dictionaries(
+            {fname: strategy_for(ftype, fname) for fname, ftype in wire.fields},
+            optional={field.name: strategy_for(field.type, field.name) for field in wire.tagged}
+            | {"unknown_tagged_fields": unknown})
     if isinstance(wire, types.Schema):
         return st.fixed_dictionaries({fname: strategy_for(ftype, fname) for fname, ftype in wire.fields})
     if isinstance(wire, types.Array):
         items = st.lists(strategy_for(wire.element, name), max_size=3)
         return st.none() | items if wire.nullable else items
-    if wire is types.Records:
+    if wire in (types.Records, types.CompactRecords):
         return message_sets()
     if wire is types.Boolean:
         return st.booleans()
@@ -145,14 +164,18 @@ def strategy_for(wire: types.WireType, name: str = "") -> st.SearchStrategy:
         if name == "partition":
             return st.sampled_from(range(PARTITIONS)) | st.integers(low, high)
         return st.sampled_from(_edges(low, high)) | st.integers(low, high)
-    if wire in (types.String, types.NullableString):
+    if isinstance(wire, types._String):  # int16-length and compact, nullable or not
         text = st.text(max_size=12)
-        if name == "topic":
-            text = st.sampled_from([FUZZ_TOPIC, FUZZ_TOPIC, "no-such-topic"]) | text
-        return st.none() | text if wire is types.NullableString else text
-    if wire in (types.Bytes, types.NullableBytes):
+        if name in STRING_CHOICES:
+            text = st.sampled_from(STRING_CHOICES[name]) | text
+        return st.none() | text if wire.nullable else text
+    if isinstance(wire, types._Bytes):
         data = st.binary(max_size=32)
-        return st.none() | data if wire is types.NullableBytes else data
+        return st.none() | data if wire.nullable else data
+    if wire is types.UnsignedVarint:
+        return st.integers(0, (1 << 32) - 1)
+    if wire is types.Uuid:
+        return st.binary(min_size=16, max_size=16)
     raise TypeError(f"no strategy for {wire!r}")
 
 
@@ -166,34 +189,53 @@ class Seed:
     frame: bytes  # size prefix, header, body; correlation id 0
     ints: tuple[tuple[int, str, str], ...]  # (offset in frame, struct code, field name)
     records: tuple[tuple[int, int], ...]  # (offset, length) of each message set
+    # Flexible versions: (offset, kind) of each unsigned varint that is a compact "length" (strings, bytes,
+    # records), an array "count" or the count of a tag buffer ("tags"); the request header v2's included.
+    varints: tuple[tuple[int, str], ...] = ()
 
 
-def _encode(wire: types.WireType, value: Any, name: str, at: int, ints: list, records: list) -> bytes:
-    """wire.encode(value), noting where integer fields and message sets land (offsets from `at`)."""
+def _encode(wire: types.WireType, value: Any, name: str, at: int, ints: list, records: list,
+            varints: list) -> bytes:
+    """wire.encode(value), noting where integer fields, message sets and (flexible versions) unsigned varints
+    land (offsets from `at`)."""
     if isinstance(wire, types.Schema):
         out = b""
         for fname, ftype in wire.fields:
-            out += _encode(ftype, value[fname], fname, at + len(out), ints, records)
+            out += _encode(ftype, value[fname], fname, at + len(out), ints, records, varints)
+        if wire.flexible:  # the tag buffer: whatever the schema writes after the fields
+            varints.append((at + len(out), "tags"))
+            out += wire.encode(value)[len(out):]
         return out
     if isinstance(wire, types.Array) and value is not None:
-        out = struct.pack(">i", len(value))
+        if wire.flexible:
+            varints.append((at, "count"))
+            out = encode_unsigned_varint(len(value) + 1)
+        else:
+            out = struct.pack(">i", len(value))
         for item in value:
-            out += _encode(wire.element, item, name, at + len(out), ints, records)
+            out += _encode(wire.element, item, name, at + len(out), ints, records, varints)
         return out
     if hasattr(wire, "code") and wire is not types.Boolean:
         ints.append((at, wire.code, name))
-    if wire is types.Records and value is not None:
-        records.append((at + 4, len(value)))
-    return wire.encode(value)
+    encoded = wire.encode(value)
+    if wire.flexible and isinstance(wire, (types._String, types._Bytes)):
+        varints.append((at, "length"))
+    if wire in (types.Records, types.CompactRecords) and value is not None:
+        records.append((at + len(encoded) - len(value), len(value)))
+    return encoded
 
 
 def make_seed(api_key: int, api_version: int, body: dict) -> Seed:
     header = encode_request_header(api_key, api_version, 0, "fuzz")
     ints: list = []
     records: list = []
-    encoded = _encode(request_schema(api_key, api_version), body, "", 4 + len(header), ints, records)
+    varints: list = []
+    if request_header_version(api_key, api_version) == 2:  # request header v2 ends with its tag buffer
+        varints.append((4 + len(header) - 1, "tags"))
+    encoded = _encode(request_schema(api_key, api_version), body, "", 4 + len(header), ints, records, varints)
     payload = header + encoded
-    return Seed(api_key, api_version, struct.pack(">i", len(payload)) + payload, tuple(ints), tuple(records))
+    return Seed(api_key, api_version, struct.pack(">i", len(payload)) + payload, tuple(ints), tuple(records),
+                tuple(varints))
 
 
 def served_apis() -> list[tuple[int, int]]:
@@ -244,8 +286,33 @@ def mutate_value(seed: Seed, rng: random.Random) -> bytearray:
     return frame
 
 
+#: What replaces an unsigned varint of a flexible frame, by what it stands for (DESIGN §13's hostile frames).
+_TEN_THOUSAND_TAGS = encode_unsigned_varint(10_000) + b"".join(
+    encode_unsigned_varint(tag) + b"\x00" for tag in range(10_000))
+HOSTILE_VARINTS: dict[str, list[bytes]] = {
+    "any": [b"\x80\x80\x80\x80\x80\x01", b"\xff\xff\xff\xff\xff\xff\xff",  # longer than 5 bytes
+            b"\xff\xff\xff\xff\x7f"],  # 5 bytes, above 2**32 - 1
+    "length": [encode_unsigned_varint((1 << 31) + 1), encode_unsigned_varint(1 << 20)],  # beyond the frame
+    "count": [encode_unsigned_varint((1 << 31) + 1), encode_unsigned_varint(1 << 20)],  # beyond the frame
+    "tags": [encode_unsigned_varint(10_000), _TEN_THOUSAND_TAGS,  # declared; present (more than the bound)
+             b"\x02\x01\x00\x01\x00", b"\x02\x05\x00\x02\x00",  # a tag repeated; out of order
+             b"\x01\x00" + encode_unsigned_varint(1 << 30)],  # a tagged field's size beyond the frame
+}
+
+
+def mutate_flexible(seed: Seed, rng: random.Random) -> bytearray:
+    """One unsigned varint of a flexible frame replaced by a hostile one, the size prefix telling the truth."""
+    at, kind = rng.choice(seed.varints)
+    _, end = read_unsigned_varint(seed.frame, at)
+    hostile = rng.choice(HOSTILE_VARINTS[kind] + HOSTILE_VARINTS["any"])
+    body = seed.frame[4:at] + hostile + seed.frame[end:]
+    return bytearray(struct.pack(">i", len(body)) + body)
+
+
 def mutate_destructive(seed: Seed, rng: random.Random) -> bytearray:
     """Anything at all: the frame may not parse, and its connection may close."""
+    if seed.varints and rng.random() < 0.5:
+        return mutate_flexible(seed, rng)
     kind = rng.randrange(6)
     frame = bytearray(seed.frame)
     if kind == 0:  # bits flipped anywhere, the size prefix spared

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import struct
 import sys
 from pathlib import Path
 
@@ -72,3 +73,39 @@ def test_every_corpus_frame_leaves_the_broker_serving(broker, tmp_path):
         assert fuzzer.log.uncaught() == [], f"{path.name} raised in the broker"
         fuzzer.check_canary()
         assert fuzzer.report.violations == [], f"after {path.name}"
+
+
+def _answer_then_close(broker: Broker, frames: bytes) -> list[bytes]:
+    """Send `frames` on one connection; the answers read until the broker closes it."""
+    with socket.create_connection((broker.host, broker.port), timeout=30) as sock:
+        sock.sendall(frames)
+        answers = []
+        while (answer := fuzz._read_frame(sock)) is not None:
+            answers.append(answer)
+        return answers
+
+
+@pytest.mark.timeout(180)
+def test_hostile_flexible_frames_close_only_their_own_connection(broker, tmp_path):
+    """DESIGN §13 for flexible versions: each hostile unsigned varint of an ApiVersions v3 request (in its header
+    v2 or its body) closes that connection after the requests before it are answered, and nothing else: a
+    connection opened before it keeps being answered, and the broker logs why it closed the connection."""
+    fuzzer = fuzzer_for(broker, tmp_path / "corpus", seeds_per_api=1)
+    valid = fuzz.make_seed(18, 3, {"client_software_name": "librdkafka", "client_software_version": "2.0.2"})
+    assert [kind for _, kind in valid.varints] == ["tags", "length", "length", "tags"]
+    bystander = broker.connection()
+    cases = 0
+    for at, kind in valid.varints:
+        _, end = fuzz.read_unsigned_varint(valid.frame, at)
+        for hostile in fuzz.HOSTILE_VARINTS[kind] + fuzz.HOSTILE_VARINTS["any"]:
+            body = valid.frame[4:at] + hostile + valid.frame[end:]
+            answers = _answer_then_close(broker, valid.frame + struct.pack(">i", len(body)) + body + valid.frame)
+            assert len(answers) == 1, f"{kind} at {at} replaced by {hostile[:12].hex()}: {len(answers)} answers"
+            assert broker.alive() and fuzzer.log.uncaught() == []
+            assert bystander.send(18, 2, {}).error_code == 0  # the other connection is still served
+            cases += 1
+    assert cases >= 20
+    assert len(broker.log_lines("Closing socket connection")) >= cases
+    fuzzer.check_canary()
+    assert fuzzer.report.violations == []
+    bystander.close()

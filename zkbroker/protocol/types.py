@@ -779,7 +779,10 @@ class FlexibleSchema(Schema):
             if tag == previous:
                 raise LocalProtocolError(f"{self.name}: tag {tag} written twice")
             previous = tag
-            parts += (encode_unsigned_varint(tag), encode_unsigned_varint(len(data)), data)
+            try:
+                parts += (encode_unsigned_varint(tag), encode_unsigned_varint(len(data)), data)
+            except (OverflowError, TypeError) as exc:
+                raise LocalProtocolError(f"{self.name}: tag {tag!r}: {exc}") from None
         return b"".join(parts)
 
 
