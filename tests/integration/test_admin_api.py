@@ -9,14 +9,18 @@ suite time this adds small.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from tests.integration.admin_support import tool
 from tests.integration.clients import PYTHON_CLIENTS
 from tests.integration.harness import Broker, ZkView, wait_for, wait_for_leaders
+from zkbroker import timeline
 
 # AlterConfigs (33) itself is under test, which confluent-kafka deprecates in favour of IncrementalAlterConfigs
 pytestmark = [pytest.mark.integration, pytest.mark.filterwarnings("ignore:alter_configs has been deprecated")]
@@ -41,6 +45,11 @@ class Cluster:
     zk_connect: str
     zk: ZkView
     brokers: dict[int, Broker]
+    timeline: Path  # the brokers write it as a lab's do
+
+    def events(self, kind: str) -> list[dict]:
+        lines = self.timeline.read_text().splitlines() if self.timeline.exists() else []
+        return [e for e in map(json.loads, lines) if e["kind"] == kind]
 
     @property
     def bootstrap(self) -> str:
@@ -70,14 +79,16 @@ def cluster(zookeeper, tmp_path_factory):
     brokers = {i: Broker(root, i, zk_connect, delete_topic_enable="true", log_retention_check_interval_ms=300,
                          log_segment_delete_delay_ms=0) for i in (1, 2, 3)}
     view = ZkView(zk_connect)
+    timeline_path = root / "timeline.jsonl"
     try:
-        for b in brokers.values():
-            b.start()
+        with mock.patch.dict(os.environ, {timeline.ENV_VAR: str(timeline_path)}):
+            for b in brokers.values():
+                b.start()
         wait_for(lambda: view.registered() == {1, 2, 3} and view.controller(), 30, "three brokers and a controller")
         controller = view.controller()
         wait_for(lambda: brokers[controller].log_lines("is ready to serve as the new controller"), 20,
                  "the controller's failover")
-        yield Cluster(zk_connect, view, brokers)
+        yield Cluster(zk_connect, view, brokers, timeline_path)
     finally:
         for b in brokers.values():
             b.cleanup()
@@ -273,6 +284,25 @@ def test_confluent_configs_of_a_topic_described_altered_and_in_force_without_a_r
     configs = _describe(admin, resource)
     assert configs["cleanup.policy"].value == "compact"
     assert configs["retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def test_the_lab_timeline_shows_the_admin_request_its_znodes_and_each_brokers_config_change(cluster):
+    admin = cluster.admin()
+    name = _topic("timed")
+    assert _result(admin.create_topics([NewTopic(name, 3, 3)], operation_timeout=TIMEOUT_S), name) is None
+    controller = cluster.zk.controller()
+    (created,) = [e for e in cluster.events("admin_request") if e["resource"] == name]
+    assert (created["source"], created["api"], created["error"]) == (f"broker:{controller}", "CreateTopics", "NONE")
+    assert created["znodes"] == [f"/config/topics/{name}", f"/brokers/topics/{name}"]
+    # the controller's reaction follows the request in the same timeline
+    assert wait_for(lambda: [e for e in cluster.events("leader_and_isr_applied") if e.get("topic") == name
+                             and e["ts"] >= created["ts"]], 10, "the controller's LeaderAndIsr for the topic")
+    futures = admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
+        ck.admin.ConfigEntry("retention.ms", "600000", incremental_operation=AlterConfigOpType.SET)])])
+    assert futures[next(iter(futures))].result(timeout=TIMEOUT_S) is None
+    changed = wait_for(lambda: {e["source"] for e in cluster.events("config_changed") if e["entity_name"] == name}
+                       == {"broker:1", "broker:2", "broker:3"} and True, 10, "every broker's config_changed event")
+    assert changed
 
 
 def test_a_bad_config_change_gets_kafkas_error_and_leaves_zookeeper_unchanged(cluster):
