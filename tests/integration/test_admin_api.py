@@ -492,3 +492,76 @@ def test_kafka_python_admin_client_core_operations(cluster):
     finally:
         client.close()
 
+
+
+# ---- the tools, Kafka 2.x's forms (golden files as for 0.8.2's tools) -----------------------------------------
+
+def test_topics_bootstrap_server_output_is_kafka_2x(cluster):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    bs = ("topics", "--bootstrap-server", cluster.bootstrap)
+    out = []
+    for argv in (("--create", "--topic", "golden-t", "--replica-assignment", "1:2,2:3", "--config",
+                  "retention.ms=1000"),
+                 ("--create", "--topic", "golden-u", "--partitions", "1", "--replication-factor", "1"),
+                 ("--create", "--topic", "golden-t", "--partitions", "1", "--replication-factor", "1"),
+                 ("--alter", "--topic", "golden-t", "--partitions", "3", "--replica-assignment", "1:2,2:3,3:1")):
+        out.append(_run_tool(*bs, *argv))
+    wait_for_leaders(list(cluster.brokers.values()), "golden-t", 3, timeout_s=10)
+    wait_for(lambda: _in_sync(_run_tool(*bs, "--describe", "--topic", "golden-t"), 3), 15,
+             "every replica of golden-t in sync")
+    out.append(_run_tool(*bs, "--describe", "--topic", "golden-t"))
+    out.append(_run_tool(*bs, "--list", "--topic", "golden-.*"))
+    out.append(_run_tool(*bs, "--alter", "--topic", "golden-t", "--config", "retention.ms=2000"))
+    out.append(_run_tool(*bs, "--delete", "--topic", "golden-u"))
+    wait_for(lambda: "golden-u" not in _run_tool(*bs, "--list"), 15, "golden-u deleted")
+    out.append(_run_tool(*bs, "--list", "--topic", "golden-.*"))
+    assert_golden("topics_bootstrap_server.txt", "".join(out))
+
+
+def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic("golden-c", 1, 1)], operation_timeout=TIMEOUT_S), "golden-c") is None
+    zk = ("configs", "--zookeeper", cluster.zk_connect)
+    bs = ("configs", "--bootstrap-server", cluster.bootstrap)
+    topic = ("--entity-type", "topics", "--entity-name", "golden-c")
+    out = [
+        _run_tool(*zk, "--alter", *topic, "--add-config", "retention.ms=1000,cleanup.policy=compact"),
+        _run_tool(*zk, "--describe", *topic),
+        _run_tool(*bs, "--alter", *topic, "--add-config", "segment.bytes=4096", "--delete-config", "cleanup.policy"),
+        _run_tool(*bs, "--describe", *topic),
+        _run_tool(*bs, "--alter", *topic, "--delete-config", "no.such.key"),
+        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config",
+                  "log.cleaner.delete.retention.ms=3600000"),
+        _run_tool(*bs, "--describe", "--entity-type", "brokers", "--entity-name", "2"),
+        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+                  "log.cleaner.min.cleanable.ratio=0.25"),
+        _run_tool(*bs, "--describe", "--entity-type", "brokers", "--entity-default"),
+        _run_tool(*zk, "--describe", "--entity-type", "brokers", "--entity-default"),
+        _run_tool(*zk, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config",
+                  "message.max.bytes=5000"),
+        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config", "broker.id=7"),
+        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--delete-config",
+                  "log.cleaner.delete.retention.ms"),
+        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-default", "--delete-config",
+                  "log.cleaner.min.cleanable.ratio"),
+    ]
+    assert json.loads(cluster.zk.get("/config/topics/golden-c")) == {
+        "version": 1, "config": {"retention.ms": "1000", "segment.bytes": "4096"}}
+    assert_golden("configs_both_forms.txt", "".join(out))
+
+
+def _in_sync(described: str, partitions: int) -> bool:
+    rows = [line for line in described.splitlines() if "\tPartition: " in line]
+    return len(rows) == partitions and all(
+        sorted(row.split("Replicas: ")[1].split("\t")[0].split(",")) == sorted(row.split("Isr: ")[1].split(","))
+        for row in rows)
+
+
+def _run_tool(*argv: str) -> str:
+    """`$ zkbroker ...`, then what it printed on stdout and stderr and its exit status when not 0."""
+    code, out, err = tool(*argv)
+    shown = " ".join(a if a != argv[2] else "B" for a in argv)
+    return f"$ zkbroker {shown}\n{out}" + (f"[stderr] {err}" if err else "") + (f"[exit {code}]\n" if code else "")

@@ -57,9 +57,13 @@ def broker_config_path(broker: int | str) -> str:
     return f"{CONFIG_BROKERS}/{broker}"
 
 
+def entity_configs_path(entity_type: str) -> str:
+    """`/config/<type>` for any of Kafka's config entity types (topics, brokers, clients, users)."""
+    return f"/config/{entity_type}"
+
+
 def entity_config_path(entity_type: str, name: str) -> str:
-    """`/config/<type>/<name>` for any of Kafka's config entity types (topics, brokers, clients, users)."""
-    return f"/config/{entity_type}/{name}"
+    return f"{entity_configs_path(entity_type)}/{name}"
 
 
 def config_change_path(child: str) -> str:
