@@ -553,6 +553,42 @@ def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
     assert_golden("configs_both_forms.txt", "".join(out))
 
 
+# ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
+
+def test_confluent_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):
+    from confluent_kafka import ElectionType, TopicPartition
+
+    admin = cluster.admin()
+    controller = cluster.zk.controller()
+    preferred, other = [i for i in sorted(cluster.brokers) if i != controller][:2]
+    name = _topic("elected")
+    futures = admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[preferred, other]])],
+                                  operation_timeout=TIMEOUT_S)
+    assert _result(futures, name) is None
+
+    def leader_and_isr():  # as ZooKeeper holds them (0.8.2's brokers learn ISR changes only with leader changes)
+        state = json.loads(cluster.zk.get(f"/brokers/topics/{name}/partitions/0/state") or b"{}")
+        return state.get("leader"), sorted(state.get("isr", []))
+
+    wait_for(lambda: leader_and_isr() == (preferred, sorted([preferred, other])), 15, "both replicas in sync")
+    victim = cluster.brokers[preferred]
+    assert victim.terminate() == 0  # a controlled shutdown: the leadership moves to the other replica
+    victim.start()
+    wait_for(lambda: leader_and_isr() == (other, sorted([preferred, other])), 30,
+             "the preferred replica back in the ISR, not leading")
+    tp = TopicPartition(name, 0)
+    results = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(TIMEOUT_S)  # (operation_timeout breaks it)
+    assert results == {tp: None}
+    assert leader_and_isr()[0] == preferred  # answered once the preferred replica leads
+    assert admin.list_topics(name, timeout=10).topics[name].partitions[0].leader == preferred
+    wait_for(lambda: cluster.zk.stat("/admin/preferred_replica_election") is None, 10,
+             "the controller removed the election's znode")
+    again = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(TIMEOUT_S)
+    assert again[tp].name() == "ELECTION_NOT_NEEDED"
+    unclean = admin.elect_leaders(ElectionType.UNCLEAN, [tp]).result(TIMEOUT_S)
+    assert unclean[tp].name() == "ELECTION_NOT_NEEDED"
+
+
 def _in_sync(described: str, partitions: int) -> bool:
     rows = [line for line in described.splitlines() if "\tPartition: " in line]
     return len(rows) == partitions and all(

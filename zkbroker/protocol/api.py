@@ -40,6 +40,7 @@ from .schemas import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -106,6 +107,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_CLUSTER = 60
 
@@ -155,6 +157,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -183,6 +186,7 @@ _MODULES = (
     leave_group,
     sync_group,
     describe_groups,
+    elect_leaders,
     list_groups,
     api_versions,
     offsets_for_leader_epoch,
@@ -195,6 +199,7 @@ _MODULES = (
     create_partitions,
     incremental_alter_configs,
     describe_cluster,
+    elect_leaders,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -147,6 +147,9 @@ class TopicDeletionDisabledError(BrokerResponseError):       errno = 73
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
 class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
+class PreferredLeaderNotAvailableError(_InvalidMetadata):    errno = 80
+class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
+class ElectionNotNeededError(_InvalidMetadata):              errno = 84
 class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
 class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on

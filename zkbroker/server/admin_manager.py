@@ -1,5 +1,5 @@
 """The Admin API on a ZooKeeper-mode broker (Kafka 2.x's AdminManager): CreateTopics, DeleteTopics,
-CreatePartitions, DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
+CreatePartitions, ElectLeaders, DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
 Each request is checked as Kafka checks it (server/admin_checks.py), then answered by writing exactly the
 znodes the 0.8.2 tools write for the same change (zkbroker/admin.py, one home) and letting the controller act
@@ -20,17 +20,26 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
+
 from zkbroker import admin, timeline
 from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.schemas import describe_configs as dc
+from zkbroker.protocol.schemas import elect_leaders as elect
 from zkbroker.server import admin_checks as checks
 from zkbroker.server.admin_checks import ApiError
 from zkbroker.server.dynamic_config import DYNAMIC_BROKER_CONFIGS, DynamicBrokerConfig, broker_synonyms
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import TopicAssignment, ZnodeFormatError, decode_reassignment
+from zkbroker.zk.znodes import (
+    LeaderIsrState,
+    TopicAssignment,
+    ZnodeFormatError,
+    decode_reassignment,
+    encode_preferred_election,
+)
 
 log = logging.getLogger("zkbroker.server.AdminManager")
 
@@ -260,6 +269,93 @@ class AdminManager:
             return any(move.topic == topic for move in decode_reassignment(data))
         except ZnodeFormatError:
             return False
+
+    # ---- ElectLeaders ---------------------------------------------------------------------------------------
+
+    async def elect_leaders(self, request: Any) -> tuple[int, dict[tuple[str, int], Result]]:
+        """Preferred replica election through `/admin/preferred_replica_election`, the znode 0.8.2's
+        preferred-replica-election tool writes; answered once each partition is led by its preferred replica
+        (or at the timeout). An unclean election on request (KIP-460) is not run by zkbroker's controller: each
+        partition without a leader answers ELIGIBLE_LEADERS_NOT_AVAILABLE, one with a leader ELECTION_NOT_NEEDED."""
+        snapshot = self.metadata_cache.snapshot
+        if request.topic_partitions is None:
+            wanted = [(t, p) for t, parts in sorted(snapshot.partitions.items()) for p in sorted(parts)]
+        else:
+            wanted = list(dict.fromkeys((e.topic, p) for e in request.topic_partitions for p in e.partitions))
+        if not self.is_controller():
+            return ErrorCode.NOT_CONTROLLER, dict.fromkeys(wanted, _NOT_CONTROLLER)
+        unclean = getattr(request, "election_type", elect.PREFERRED) == elect.UNCLEAN
+        results: dict[tuple[str, int], Result] = {}
+        to_elect = []
+        for topic, partition in wanted:
+            state = snapshot.partitions.get(topic, {}).get(partition)
+            if state is None:
+                results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                               "The partition does not exist.")
+            elif unclean:
+                results[(topic, partition)] = (
+                    (ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader.") if state.leader in snapshot.brokers
+                    else (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                          "zkbroker's controller does not run unclean elections on request (KIP-460)"))
+            else:
+                to_elect.append((topic, partition))
+        if to_elect and not unclean:
+            # the ISR as ZooKeeper holds it: 0.8.2's leaders change it there without telling the brokers' metadata
+            states = await self._off_loop(self._partition_states, to_elect)
+            for tp in list(to_elect):
+                preferred = snapshot.partitions[tp[0]][tp[1]].replicas[0]
+                state = states.get(tp)
+                if state is not None and state.leader == preferred:
+                    results[tp] = (ErrorCode.ELECTION_NOT_NEEDED, "Leader is already the preferred replica.")
+                elif state is None or preferred not in snapshot.brokers or preferred not in state.isr:
+                    results[tp] = (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                                   f"Failed to elect leader for partition {tp[0]}-{tp[1]} under strategy "
+                                   "PreferredReplicaPartitionLeaderElectionStrategy")
+                else:
+                    continue
+                to_elect.remove(tp)
+        if to_elect:
+            written = await self._write_preferred_election(to_elect, request.timeout_ms)
+            for tp in to_elect:
+                self._record("ElectLeaders", "partition", f"{tp[0]}-{tp[1]}", (ErrorCode.NONE, None),
+                             [paths.PREFERRED_REPLICA_ELECTION] if written else [])
+
+            def not_preferred() -> list[tuple[str, int]]:
+                partitions = self.metadata_cache.snapshot.partitions
+                return [(t, p) for t, p in to_elect
+                        if (s := partitions.get(t, {}).get(p)) is None or s.leader != s.replicas[0]]
+            late = set(await self._wait(not_preferred, request.timeout_ms)) if written else set(to_elect)
+            for tp in to_elect:
+                results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None) if tp in late else (ErrorCode.NONE, None)
+        return ErrorCode.NONE, {tp: results[tp] for tp in wanted}
+
+    def _partition_states(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], LeaderIsrState]:
+        out = {}
+        znodes = self.zk.get_many([paths.partition_state_path(t, p) for t, p in partitions])
+        for tp, (data, _) in zip(partitions, znodes, strict=True):
+            try:
+                out[tp] = LeaderIsrState.decode(data)
+            except ZnodeFormatError:
+                pass
+        return out
+
+    async def _write_preferred_election(self, partitions: list[tuple[str, int]], timeout_ms: int) -> bool:
+        """Create `/admin/preferred_replica_election`; while another election holds it, try again until the
+        timeout (0.8.2's tool gave up at once). False if it never could."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_ms, 0) / 1000.0
+        data = encode_preferred_election(partitions)
+        while True:
+            try:
+                await self._off_loop(lambda: self.zk.kazoo.create(paths.PREFERRED_REPLICA_ELECTION, data,
+                                                                  makepath=True))
+                log.info("%sPreferred replica election requested for %s", self.prefix,
+                         ",".join(f"[{t},{p}]" for t, p in partitions))
+                return True
+            except NodeExistsError:
+                if loop.time() >= deadline:
+                    return False
+                await asyncio.sleep(0.05)
 
     # ---- DescribeConfigs ------------------------------------------------------------------------------------
 

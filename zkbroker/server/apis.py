@@ -100,6 +100,7 @@ class KafkaApis:
                 ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
                 ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
                 ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+                ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -588,6 +589,16 @@ class KafkaApis:
         results = await self.admin_manager.alter_configs(request, incremental=True)
         return encode_response(header, {"throttle_time_ms": 0, "responses": results})
 
+
+    async def handle_elect_leaders(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        error, results = await self.admin_manager.elect_leaders(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, message) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_id": partition, "error_code": code,
+                                                   "error_message": message})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
+            {"topic": topic, "partition_result": rows} for topic, rows in by_topic.items()]})
 
     async def handle_describe_cluster(self, header: RequestHeader, request: Any) -> bytes:
         """Any broker answers, from its metadata as Metadata does."""
