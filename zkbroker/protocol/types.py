@@ -527,7 +527,7 @@ class Schema(WireType):
     Runs of fixed-width integer fields are read and written with a single ``struct`` call.
     """
 
-    __slots__ = ("_names", "_steps", "fields", "struct")
+    __slots__ = ("_build", "_names", "_steps", "fields", "struct")
     flexible = False
 
     def __init__(self, *fields: tuple[str, WireType], name: str = "Struct") -> None:
@@ -542,6 +542,7 @@ class Schema(WireType):
         self._names = tuple(name for name, _ in fields)
         base = collections.namedtuple(name, self._names)
         self.struct = type(name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
+        self._build = self.struct._make  # what decode makes of the field values (FlexibleSchema: keeps the list)
         # Steps: (struct.Struct, field count) for a run of fixed ints, or (WireType, 1).
         steps: list[tuple[Any, int]] = []
         run = ""
@@ -562,10 +563,6 @@ class Schema(WireType):
         return self.struct(*args, **kwargs)
 
     def decode(self, buf: Buffer, offset: int) -> tuple[tuple, int]:
-        values, offset = self._decode_fields(buf, offset)
-        return self.struct._make(values), offset
-
-    def _decode_fields(self, buf: Buffer, offset: int) -> tuple[list[Any], int]:
         values: list[Any] = []
         for step, _count in self._steps:
             if isinstance(step, struct.Struct):
@@ -577,7 +574,7 @@ class Schema(WireType):
             else:
                 value, offset = step.decode(buf, offset)
                 values.append(value)
-        return values, offset
+        return self._build(values), offset
 
     def values_of(self, value: Any) -> list[Any]:
         """The field values of a dict, tuple or object, in schema order."""
@@ -602,10 +599,7 @@ class Schema(WireType):
             raise LocalProtocolError(f"{self.name}: {exc}") from None
 
     def encode(self, value: Any) -> bytes:
-        return self._encode_fields(self.values_of(value))
-
-    def _encode_fields(self, values: list[Any]) -> bytes:
-        """The fields' bytes from their values in schema order (extra values after them are ignored)."""
+        values = self.values_of(value)
         parts = []
         i = 0
         for step, count in self._steps:
@@ -707,9 +701,10 @@ class FlexibleSchema(Schema):
         base = collections.namedtuple(name, names, defaults=defaults)
         self.struct = type(name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
         self._empty = not tagged  # nothing to merge when writing: only unknown tags, if any
+        self._build = _values  # Schema.decode reads the regular fields and hands their values back as a list
 
     def decode(self, buf: Buffer, offset: int) -> tuple[tuple, int]:
-        values, offset = self._decode_fields(buf, offset)
+        values, offset = Schema.decode(self, buf, offset)
         where = self.name
         count, offset = _read_tag_count(buf, offset, where)
         known = [_fresh(field.default) for field in self.tagged]
@@ -754,7 +749,7 @@ class FlexibleSchema(Schema):
 
     def encode(self, value: Any) -> bytes:
         values = self.values_of(value)
-        body = self._encode_fields(values)
+        body = Schema.encode(self, values)  # the regular fields (values_of passes a whole list through)
         unknown = values[-1]
         if self._empty and not unknown:
             return body + b"\x00"
@@ -793,6 +788,10 @@ def _encoded_default(field: TaggedField) -> bytes | None:
         return field.type.encode(field.default)
     except LocalProtocolError as exc:
         raise TypeError(f"tagged field {field.name!r}: default {field.default!r} cannot be encoded ({exc})") from None
+
+
+def _values(values: list[Any]) -> list[Any]:
+    return values
 
 
 def _fresh(default: Any) -> Any:
