@@ -553,6 +553,25 @@ def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
     assert_golden("configs_both_forms.txt", "".join(out))
 
 
+# ---- DeleteGroups ---------------------------------------------------------------------------------------------
+
+def test_confluent_delete_consumer_groups_forgets_an_empty_group_and_its_offsets(cluster):
+    admin = cluster.admin()
+    name, group = _topic("grouped"), _topic("doomed-group")
+    assert _result(admin.create_topics([NewTopic(name, 2, 2)], operation_timeout=TIMEOUT_S), name) is None
+    CONFLUENT.commit(cluster.bootstrap, group, name, {0: 5, 1: 7})  # a consumer that committed and closed
+    assert CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1]) == {0: 5, 1: 7}
+    futures = admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)
+    assert futures[group].result(TIMEOUT_S) is None
+    listed = admin.list_consumer_groups().result(TIMEOUT_S)
+    assert group not in {g.group_id for g in listed.valid}
+    assert CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1]) == {0: -1001, 1: -1001}  # none stored
+    futures = admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)
+    with pytest.raises(ck.KafkaException) as info:
+        futures[group].result(TIMEOUT_S)
+    assert info.value.args[0].name() == "GROUP_ID_NOT_FOUND"
+
+
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
 
 def test_confluent_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):

@@ -585,6 +585,32 @@ class GroupCoordinator:
                 self._append(group.group_id, tuple(records), lambda error, now: None)
         return expired
 
+    # ---- DeleteGroups (Kafka 1.1, KIP-229) ----------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        """Each group's error code. A group with members is NON_EMPTY_GROUP and an unknown one
+        GROUP_ID_NOT_FOUND; an empty group is forgotten at once, its offsets and metadata tombstoned in
+        `__consumer_offsets` so that a restarted coordinator forgets it too (GroupMetadataManager's
+        cleanupGroupMetadata; the answer does not wait for the tombstones, as in Kafka)."""
+        results = {}
+        for group_id in dict.fromkeys(group_ids):
+            error = self._check_group(group_id)
+            group = self.groups.get(group_id)
+            if error == ErrorCode.NONE and (group is None or group.is_(GroupState.DEAD)):
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif error == ErrorCode.NONE and not group.is_(GroupState.EMPTY):
+                error = ErrorCode.NON_EMPTY_GROUP
+            results[group_id] = error
+            if error != ErrorCode.NONE:
+                continue
+            records = [(encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None) for tp in group.offsets]
+            records.append((encode_group_key(GroupKey(group_id)), None))
+            group.transition_to(GroupState.DEAD)
+            del self.groups[group_id]
+            log.info("[GroupCoordinator]: Group %s deleted (%d offsets)", group_id, len(records) - 1)
+            self._append(group_id, tuple(records), lambda error, now: None)
+        return results
+
     # ---- DescribeGroups and ListGroups --------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> dict:

@@ -36,6 +36,7 @@ from .schemas import (
     controlled_shutdown,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -107,6 +108,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_CLUSTER = 60
@@ -157,6 +159,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
@@ -200,6 +203,7 @@ _MODULES = (
     incremental_alter_configs,
     describe_cluster,
     elect_leaders,
+    delete_groups,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

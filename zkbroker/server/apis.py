@@ -90,6 +90,7 @@ class KafkaApis:
                 ApiKey.LEAVE_GROUP: self.handle_leave_group,
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
                 ApiKey.LIST_GROUPS: self.handle_list_groups,
+                ApiKey.DELETE_GROUPS: self.handle_delete_groups,
             })
         if admin_manager is not None:
             self._handlers.update({
@@ -553,6 +554,10 @@ class KafkaApis:
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.list_groups()})
+
+    async def handle_delete_groups(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_groups(request)})
 
     # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
 

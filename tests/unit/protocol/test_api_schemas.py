@@ -239,6 +239,11 @@ CASES.append((33, 2, "response", None, (0, [(42, "bad", 2, "t", _NO_TAGS)], _NO_
 CASES.append((44, 1, "request", None, ([(4, "", [("message.max.bytes", 0, "4000", _NO_TAGS)], _NO_TAGS)], False,
                                        _NO_TAGS)))
 CASES.append((44, 1, "response", None, (0, [(0, None, 4, "", _NO_TAGS)], _NO_TAGS)))
+for _v in range(2):
+    CASES.append((42, _v, "request", None, (["g", "h"],)))
+    CASES.append((42, _v, "response", None, (0, [("g", 0), ("h", 68)])))
+CASES.append((42, 2, "request", None, (["g"], _NO_TAGS)))
+CASES.append((42, 2, "response", None, (0, [("g", 69, _NO_TAGS)], _NO_TAGS)))
 CASES.append((43, 0, "request", None, ([("t", [0, 1])], 30000)))
 CASES.append((43, 0, "response", None, (0, [("t", [(0, 0, None), (1, 84, "Leader is already preferred.")])])))
 CASES.append((43, 1, "request", None, (0, None, 30000)))
@@ -283,7 +288,8 @@ def test_round_trip_and_golden(case):
 
 
 _ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 32: "DescribeConfigs", 33: "AlterConfigs",
-               37: "CreatePartitions", 43: "ElectLeaders", 44: "IncrementalAlterConfigs", 60: "DescribeCluster"}
+               37: "CreatePartitions", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
+               60: "DescribeCluster"}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in _ADMIN_APIS and c[3] is None], ids=case_id)
