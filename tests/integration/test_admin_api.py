@@ -487,6 +487,16 @@ def test_kafka_python_admin_client_core_operations(cluster):
         assert cluster_info["controller_id"] == cluster.zk.controller()
         assert sorted(b["broker_id"] for b in cluster_info["brokers"]) == [1, 2, 3]
         assert cluster_info["cluster_id"] == json.loads(cluster.zk.get("/cluster/id"))["id"]
+        CONFLUENT.produce(cluster.bootstrap, name, [(b"k", b"v" * 100)])
+        dirs = client.describe_log_dirs()  # DescribeLogDirs to every broker
+        assert sorted(d["broker"] for d in dirs) == [1, 2, 3]
+        sizes = {(d["broker"], t["name"], p["partition_index"]): p["partition_size"]
+                 for d in dirs for result in d["log_dirs"] for t in result["topics"] for p in t["partitions"]}
+        replicas = json.loads(cluster.zk.get(f"/brokers/topics/{name}"))["partitions"]
+        assert {(b, p) for (b, t, p) in sizes if t == name} == {(b, int(p)) for p, rs in replicas.items() for b in rs}
+        assert sum(size for (b, t, p), size in sizes.items() if t == name) > 0
+        assert all(result["log_dir"] == str(cluster.brokers[d["broker"]].dir / "data")
+                   for d in dirs for result in d["log_dirs"])
         client.delete_topics([name], timeout_ms=20000)
         wait_for(lambda: cluster.zk.stat(f"/brokers/topics/{name}") is None, 10, "the topic's znode gone")
     finally:

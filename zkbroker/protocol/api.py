@@ -41,6 +41,7 @@ from .schemas import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -111,6 +112,7 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_LOG_DIRS = 35
     DESCRIBE_CLUSTER = 60
 
 
@@ -160,6 +162,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
@@ -204,6 +207,7 @@ _MODULES = (
     describe_cluster,
     elect_leaders,
     delete_groups,
+    describe_log_dirs,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -102,6 +102,7 @@ class KafkaApis:
                 ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
                 ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
                 ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+                ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -604,6 +605,25 @@ class KafkaApis:
                                                    "error_message": message})
         return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
             {"topic": topic, "partition_result": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_describe_log_dirs(self, header: RequestHeader, request: Any) -> bytes:
+        """This broker's log directories and the size of each partition's log in them (Kafka's
+        ReplicaManager.describeLogDirs); the offset lag is the HW's lead over the log end, 0 as a rule."""
+        _log_admin_request(header)
+        wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+        results = []
+        for log_dir, logs in sorted(self.replica_manager.log_manager.logs_by_dir().items()):
+            topics: dict[str, list] = {}
+            for (topic, partition), log_ in sorted(logs.items()):
+                if wanted is not None and (topic, partition) not in wanted:
+                    continue
+                p = self.replica_manager.partitions.get((topic, partition))
+                lag = max(p.high_watermark - log_.log_end_offset, 0) if p is not None else 0
+                topics.setdefault(topic, []).append({"partition_index": partition, "partition_size": log_.size,
+                                                     "offset_lag": lag, "is_future_key": False})
+            results.append({"error_code": ErrorCode.NONE, "log_dir": log_dir, "topics": [
+                {"name": name, "partitions": rows} for name, rows in topics.items()]})
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
 
     async def handle_describe_cluster(self, header: RequestHeader, request: Any) -> bytes:
         """Any broker answers, from its metadata as Metadata does."""

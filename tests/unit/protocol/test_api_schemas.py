@@ -244,6 +244,12 @@ for _v in range(2):
     CASES.append((42, _v, "response", None, (0, [("g", 0), ("h", 68)])))
 CASES.append((42, 2, "request", None, (["g"], _NO_TAGS)))
 CASES.append((42, 2, "response", None, (0, [("g", 69, _NO_TAGS)], _NO_TAGS)))
+for _v in range(2):
+    CASES.append((35, _v, "request", None, (None,)))
+    CASES.append((35, _v, "response", None, (0, [(0, "/d", [("t", [(0, 4096, 0, False)])])])))
+CASES.append((35, 2, "request", None, ([("t", [0], _NO_TAGS)], _NO_TAGS)))
+CASES.append((35, 2, "response", None, (0, [(0, "/d", [("t", [(0, 1, 0, False, _NO_TAGS)], _NO_TAGS)], _NO_TAGS)],
+                                        _NO_TAGS)))
 CASES.append((43, 0, "request", None, ([("t", [0, 1])], 30000)))
 CASES.append((43, 0, "response", None, (0, [("t", [(0, 0, None), (1, 84, "Leader is already preferred.")])])))
 CASES.append((43, 1, "request", None, (0, None, 30000)))
@@ -287,7 +293,7 @@ def test_round_trip_and_golden(case):
     assert schema.encode(decoded) == encoded
 
 
-_ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 32: "DescribeConfigs", 33: "AlterConfigs",
+_ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 32: "DescribeConfigs", 33: "AlterConfigs", 35: "DescribeLogDirs",
                37: "CreatePartitions", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
                60: "DescribeCluster"}
 
