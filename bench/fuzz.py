@@ -83,7 +83,7 @@ ANSWER_TIMEOUT_S = 30.0
 # are drawn this much less often, so that a million frames fit in minutes; every one of them is still fuzzed.
 ZOOKEEPER_BOUND = {ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.CONTROLLED_SHUTDOWN, ApiKey.CREATE_TOPICS,
                    ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS,
-                   ApiKey.INCREMENTAL_ALTER_CONFIGS}
+                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS}
 ZOOKEEPER_BOUND_WEIGHT = 0.05
 
 # Kafka error codes whose Produce answer does not say whether the set was appended (a timeout after the

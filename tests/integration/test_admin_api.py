@@ -565,12 +565,22 @@ def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
 
 # ---- DeleteGroups ---------------------------------------------------------------------------------------------
 
-def test_confluent_delete_consumer_groups_forgets_an_empty_group_and_its_offsets(cluster):
+def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster):
     admin = cluster.admin()
     name, group = _topic("grouped"), _topic("doomed-group")
     assert _result(admin.create_topics([NewTopic(name, 2, 2)], operation_timeout=TIMEOUT_S), name) is None
     CONFLUENT.commit(cluster.bootstrap, group, name, {0: 5, 1: 7})  # a consumer that committed and closed
     assert CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1]) == {0: 5, 1: 7}
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=TIMEOUT_S * 1000)
+    try:  # OffsetDelete first: partition 1's offset goes, the group stays
+        deleted = kp.delete_group_offsets(group, [KpPartition(name, 1)])
+    finally:
+        kp.close()
+    assert [e.__name__ for e in deleted.values()] == ["NoError"]  # the error classes, per partition
+    assert CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1]) == {0: 5, 1: -1001}
     futures = admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)
     assert futures[group].result(TIMEOUT_S) is None
     listed = admin.list_consumer_groups().result(TIMEOUT_S)

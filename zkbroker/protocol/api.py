@@ -55,6 +55,7 @@ from .schemas import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
@@ -113,6 +114,7 @@ class ApiKey(enum.IntEnum):
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_LOG_DIRS = 35
+    OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
 
 
@@ -163,6 +165,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
@@ -208,6 +211,7 @@ _MODULES = (
     elect_leaders,
     delete_groups,
     describe_log_dirs,
+    offset_delete,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

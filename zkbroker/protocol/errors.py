@@ -152,6 +152,7 @@ class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
 class PreferredLeaderNotAvailableError(_InvalidMetadata):    errno = 80
 class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
 class ElectionNotNeededError(_InvalidMetadata):              errno = 84
+class GroupSubscribedToTopicError(BrokerResponseError):      errno = 86
 class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
 class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on

@@ -91,6 +91,7 @@ class KafkaApis:
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
                 ApiKey.LIST_GROUPS: self.handle_list_groups,
                 ApiKey.DELETE_GROUPS: self.handle_delete_groups,
+                ApiKey.OFFSET_DELETE: self.handle_offset_delete,
             })
         if admin_manager is not None:
             self._handlers.update({
@@ -559,6 +560,10 @@ class KafkaApis:
     async def handle_delete_groups(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_groups(request)})
+
+    async def handle_offset_delete(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_offsets(request)})
 
     # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
 

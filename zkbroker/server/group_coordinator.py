@@ -148,6 +148,15 @@ class GroupCoordinatorDriver:
         self._run()  # the tombstones
         return {"results": [{"group_id": g, "error_code": e} for g, e in results.items()]}
 
+    def delete_offsets(self, request: Any) -> dict:
+        wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        error, results = self.machine.delete_offsets(request.group_id, wanted)
+        self._run()  # the tombstones
+        topics: dict[str, list] = {}
+        for tp, code in results.items():
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
+        return {"error_code": error, "topics": [{"name": t, "partitions": rows} for t, rows in topics.items()]}
+
     def list_groups(self) -> dict:
         error, groups = self.machine.list_groups()
         return {"error_code": error, "groups": [{"group_id": g, "protocol_type": t} for g, t in groups]}

@@ -566,3 +566,30 @@ def test_delete_groups_forgets_an_empty_group_with_tombstones_and_refuses_the_ot
     replayed.gc.begin_loading(partition)
     replayed.gc.finish_loading(partition, [(k, v) for p, k, v in h.log if p == partition], 0)
     assert "g" not in replayed.gc.groups
+
+
+def test_delete_offsets_spares_the_topics_a_live_consumer_group_subscribes_to():
+    from zkbroker.coordinator.consumer_protocol import encode_subscription
+
+    h = Harness()
+    token = h.join(protocols=[("range", encode_subscription(["t"]))])
+    member, gen = h.replies[token]["member_id"], h.replies[token]["generation_id"]
+    h.sync(member, gen, {member: b""})
+    assert h.commit(member, gen, {("t", 0): (5, ""), ("u", 0): (6, "")}) == {("t", 0): E.NONE, ("u", 0): E.NONE}
+    written = len(h.log)
+    error, results = h.gc.delete_offsets("g", [TopicPartition("t", 0), TopicPartition("u", 0), TopicPartition("u", 9)])
+    h.drain()
+    assert error == E.NONE
+    assert results == {TopicPartition("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, TopicPartition("u", 0): E.NONE,
+                       TopicPartition("u", 9): E.NONE}
+    assert set(h.gc.groups["g"].offsets) == {TopicPartition("t", 0)}
+    assert [(decode_key(k).topic, v) for _, k, v in h.log[written:]] == [("u", None)]  # one tombstone
+    assert h.leave(member) == E.NONE  # empty now: every offset may go
+    assert h.gc.delete_offsets("g", [TopicPartition("t", 0)]) == (E.NONE, {TopicPartition("t", 0): E.NONE})
+    assert h.gc.delete_offsets("nobody", [TopicPartition("t", 0)]) == (E.GROUP_ID_NOT_FOUND, {})
+
+
+def test_delete_offsets_of_a_live_group_of_another_protocol_type_is_non_empty_group():
+    h = Harness()
+    h.join(protocol_type="connect")
+    assert h.gc.delete_offsets("g", [TopicPartition("t", 0)]) == (E.NON_EMPTY_GROUP, {})

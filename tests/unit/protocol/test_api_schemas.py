@@ -250,6 +250,8 @@ for _v in range(2):
 CASES.append((35, 2, "request", None, ([("t", [0], _NO_TAGS)], _NO_TAGS)))
 CASES.append((35, 2, "response", None, (0, [(0, "/d", [("t", [(0, 1, 0, False, _NO_TAGS)], _NO_TAGS)], _NO_TAGS)],
                                         _NO_TAGS)))
+CASES.append((47, 0, "request", None, ("g", [("t", [(0,), (1,)])])))
+CASES.append((47, 0, "response", None, (0, 0, [("t", [(0, 0), (1, 86)])])))
 CASES.append((43, 0, "request", None, ([("t", [0, 1])], 30000)))
 CASES.append((43, 0, "response", None, (0, [("t", [(0, 0, None), (1, 84, "Leader is already preferred.")])])))
 CASES.append((43, 1, "request", None, (0, None, 30000)))
@@ -295,7 +297,7 @@ def test_round_trip_and_golden(case):
 
 _ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 32: "DescribeConfigs", 33: "AlterConfigs", 35: "DescribeLogDirs",
                37: "CreatePartitions", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
-               60: "DescribeCluster"}
+               47: "OffsetDelete", 60: "DescribeCluster"}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in _ADMIN_APIS and c[3] is None], ids=case_id)
@@ -303,10 +305,12 @@ def test_admin_schemas_kafka_python_has_no_class_for_read_back_byte_for_byte(cas
     """Where kafka-python's hand-written classes lack a version, its classes generated from Kafka's message JSON
     (kafka.protocol.admin) decode our bytes and encode them back unchanged."""
     from kafka.protocol import admin as generated
+    from kafka.protocol.consumer import group as generated_groups
 
     api_key, version, kind, _, value = case
     encoded = (REQUEST_SCHEMAS if kind == "request" else RESPONSE_SCHEMAS)[(api_key, version)].encode(value)
-    cls = getattr(generated, _ADMIN_APIS[api_key] + kind.title())
+    name = _ADMIN_APIS[api_key] + kind.title()
+    cls = getattr(generated, name, None) or getattr(generated_groups, name)
     assert cls.min_version <= version <= cls.max_version
     decoded = cls.decode(encoded, version=version)
     rebuilt = cls(**{name: getattr(decoded, name) for name in cls.fields})  # a decoded top level cannot encode
