@@ -61,7 +61,6 @@ class AdminManager:
         self.is_controller = is_controller
         self.prefix = f"[Admin Manager on Broker {self.broker_id}]: "
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None
-        self._created: dict[str, dict] = {}  # what a topic was created with, until its answer is encoded
 
     @property
     def config(self) -> KafkaConfig:
@@ -75,12 +74,15 @@ class AdminManager:
     async def create_topics(self, request: Any, client_id: str | None) -> dict[str, dict]:
         """Each topic's result: error_code, error_message and (CreateTopics v5+, KIP-525) the partition count,
         replication factor and configs it has or would have."""
-        results = await self._create_topic_results(request, client_id)
+        details: dict[str, dict] = {}  # what each topic is created with (this request's own: no sharing)
+        results = await self._create_topic_results(request, client_id, details)
+        unknown = {"num_partitions": -1, "replication_factor": -1, "configs": []}
         return {name: {"error_code": code, "error_message": message,
-                       **self._created.pop(name, {"num_partitions": -1, "replication_factor": -1, "configs": []})}
+                       **(details.get(name, unknown) if code == ErrorCode.NONE else unknown)}
                 for name, (code, message) in results.items()}
 
-    async def _create_topic_results(self, request: Any, client_id: str | None) -> dict[str, Result]:
+    async def _create_topic_results(self, request: Any, client_id: str | None,
+                                    details: dict[str, dict]) -> dict[str, Result]:
         names = [t.name for t in request.topics]
         validate_only = getattr(request, "validate_only", False)
         if not self.is_controller():
@@ -92,12 +94,13 @@ class AdminManager:
                              f"Create topics request from client `{client_id}` contains multiple entries for the "
                              f"following topics: {','.join(duplicates)}")
         todo = [t for t in request.topics if t.name not in results]
-        created = await self._off_loop(self._create_topics, todo, validate_only, results)
+        created = await self._off_loop(self._create_topics, todo, validate_only, results, details)
         if created and not validate_only:
             await self._wait_for_leaders(created, request.timeout_ms, results)
         return {name: results[name] for name in dict.fromkeys(names)}
 
-    def _create_topics(self, topics: list, validate_only: bool, results: dict[str, Result]) -> dict[str, int]:
+    def _create_topics(self, topics: list, validate_only: bool, results: dict[str, Result],
+                       details: dict[str, dict]) -> dict[str, int]:
         """Check and write each topic (off the loop); returns the created ones' partition counts."""
         live = sorted(self.metadata_cache.snapshot.brokers)
         all_topics: list[str] | None = None
@@ -114,7 +117,7 @@ class AdminManager:
                 assignment = checks.creation_assignment(topic, live, self.config["num.partitions"],
                                                         self.config["default.replication.factor"])
                 configs = {k: v for k, v in topic.configs.items() if v is not None}
-                self._created[topic.name] = {
+                details[topic.name] = {
                     "num_partitions": len(assignment), "replication_factor": len(assignment[min(assignment)]),
                     "configs": [{"name": e["name"], "value": e["value"], "read_only": e["read_only"],
                                  "config_source": e["config_source"], "is_sensitive": e["is_sensitive"]}
