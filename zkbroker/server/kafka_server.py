@@ -153,10 +153,10 @@ class KafkaServer:
         for path in paths.COMMON_PATHS:
             self.zk.ensure_path(path)
         self.metadata_cache.cluster_id = self._cluster_id()
-        current = self.config_manager.initialize()
-        if current is not self.config:
-            log.info("%sDynamic broker configs in force: %s", self.prefix,
-                     {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs})
+        self.config_manager.initialize()
+        dynamic = {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs}
+        if dynamic:
+            log.info("%sDynamic broker configs in force: %s", self.prefix, dynamic)
 
     def _cluster_id(self) -> str:
         """KafkaServer.getOrGenerateClusterId (Kafka 0.10.1): the id in /cluster/id, made now if there is none."""
