@@ -563,6 +563,35 @@ def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
     assert_golden("configs_both_forms.txt", "".join(out))
 
 
+# ---- KafkaJS, a third client -------------------------------------------------------------------------------
+
+def test_kafkajs_admin_core_operations(cluster):
+    import subprocess
+
+    from tests.real_tools import NODE_DIR, require_node_package
+
+    require_node_package("kafkajs")  # `make test` installs it (a skip, failing under CI, without it)
+    name = _topic("kafkajs")
+
+    def step(which: str) -> dict:
+        done = subprocess.run(["node", str(NODE_DIR / "admin_ops.js"), "--bootstrap", cluster.bootstrap, "--topic",
+                               name, "--step", which], capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    assert step("create") == {"created": True}
+    assert json.loads(cluster.zk.get(f"/config/topics/{name}"))["config"] == {"retention.ms": "3600000"}
+    assert step("grow") == {"partitions": 3}
+    assert sorted(json.loads(cluster.zk.get(f"/brokers/topics/{name}"))["partitions"]) == ["0", "1", "2"]
+    assert step("configs") == {"retention": "7200000"}
+    assert json.loads(cluster.zk.get(f"/config/topics/{name}"))["config"] == {"retention.ms": "7200000"}
+    described = step("cluster")
+    assert described["brokers"] == [1, 2, 3] and described["controller"] == cluster.zk.controller()
+    assert described["clusterId"] == json.loads(cluster.zk.get("/cluster/id"))["id"]
+    assert step("delete") == {"deleted": True}
+    wait_for(lambda: cluster.zk.stat(f"/brokers/topics/{name}") is None, 10, "the topic's znode gone")
+
+
 # ---- DeleteGroups ---------------------------------------------------------------------------------------------
 
 def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster):
