@@ -619,6 +619,13 @@ def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster)
     with pytest.raises(ck.KafkaException) as info:
         futures[group].result(TIMEOUT_S)
     assert info.value.args[0].name() == "GROUP_ID_NOT_FOUND"
+    # the same through `zkbroker consumer-groups --delete`
+    other = _topic("tool-group")
+    CONFLUENT.commit(cluster.bootstrap, other, name, {0: 1})
+    bs = ("consumer-groups", "--bootstrap-server", cluster.bootstrap, "--delete", "--group", other)
+    assert tool(*bs) == (0, f"Deletion of requested consumer groups ('{other}') was successful.\n", "")
+    code, out, err = tool(*bs)
+    assert (code, out) == (1, "") and "could not be deleted due to" in err and "GROUP_ID_NOT_FOUND" in err
 
 
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
