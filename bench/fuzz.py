@@ -28,7 +28,9 @@ Some fields are kept where a fuzzer would otherwise only measure itself or take 
 requests the broker rightly accepts: acks is never 0 (no answer to check), Produce's timeout and Fetch's
 max_wait_ms stay small, controller requests carry a stale controller epoch (<= 0; the broker must refuse
 them) and ControlledShutdown names brokers that do not exist; auto.create.topics.enable is off, so random
-topic names create nothing.
+topic names create nothing. Admin requests only validate (validate_only is always set; DeleteTopics is refused,
+delete.topic.enable being off) and ask for a few partitions at most, except CreateTopics v0, which has no
+validate_only and may create a topic of a random name with one or two partitions.
 
 A connection whose frames broke an oracle is replayed frame by frame to find the culprit, which is written
 to `tests/fuzz_corpus/` (one file per frame, the bytes on the wire); `tests/integration/test_fuzz.py`
@@ -79,7 +81,9 @@ ANSWER_TIMEOUT_S = 30.0
 
 # APIs that wait on ZooKeeper in every request (milliseconds each, against tens of microseconds for the rest)
 # are drawn this much less often, so that a million frames fit in minutes; every one of them is still fuzzed.
-ZOOKEEPER_BOUND = {ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.CONTROLLED_SHUTDOWN}
+ZOOKEEPER_BOUND = {ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.CONTROLLED_SHUTDOWN, ApiKey.CREATE_TOPICS,
+                   ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS,
+                   ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ELECT_LEADERS}
 ZOOKEEPER_BOUND_WEIGHT = 0.05
 
 # Kafka error codes whose Produce answer does not say whether the set was appended (a timeout after the
@@ -104,7 +108,12 @@ FIELD_RANGES: dict[str, tuple[int, int] | list[int]] = {
     "controller_epoch": (-(1 << 31), 0),
     "broker_id": (100, (1 << 31) - 1),  # ControlledShutdown: a broker that is not in the cluster
     "replica_id": [-1, -2, 100, 1 << 20, -(1 << 31)],
+    # the Admin API: a few partitions (an accepted CreateTopics v0 creates them), or a count refused at once
+    "num_partitions": [-1, 0, 1, 2, -2, (1 << 31) - 1, -(1 << 31)],
+    "count": [0, 1, 2, 5, -1, (1 << 31) - 1, -(1 << 31)],
 }
+#: Boolean fields held at one value: the Admin API's validate_only, so admin requests change nothing.
+FIXED_BOOLEANS = {"validate_only": True}
 
 # String fields given valid values half the time, so that requests get past their checks.
 STRING_CHOICES: dict[str, list[str]] = {
@@ -155,7 +164,7 @@ def strategy_for(wire: types.WireType, name: str = "") -> st.SearchStrategy:
     if wire in (types.Records, types.CompactRecords):
         return message_sets()
     if wire is types.Boolean:
-        return st.booleans()
+        return st.just(FIXED_BOOLEANS[name]) if name in FIXED_BOOLEANS else st.booleans()
     if hasattr(wire, "code"):
         choices = FIELD_RANGES.get(name)
         if isinstance(choices, list):

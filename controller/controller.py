@@ -728,18 +728,19 @@ class KafkaController(SessionListener):
 
     def _on_topic_config_change(self, event: TopicConfigChange) -> None:
         """Reload the overrides of topics named in config change notifications newer than the last one seen."""
-        for child in self.zk.get_children(paths.CONFIG_CHANGES):
+        for child in sorted(self.zk.get_children(paths.CONFIG_CHANGES), key=_change_seq):  # ZooKeeper lists unordered
             seq = _change_seq(child)
             if seq <= self._last_config_change:
                 continue
             self._last_config_change = seq
             data, _ = self.zk.get(f"{paths.CONFIG_CHANGES}/{child}")
             try:
-                topic = decode_config_change(data)
+                change = decode_config_change(data)
             except ZnodeFormatError as e:
                 self.log.warning("Ignoring unreadable config change %s: %s", child, e)
                 continue
-            if topic in self.context.all_topics:
+            topic = change.entity_name
+            if change.entity_type == "topics" and topic in self.context.all_topics:
                 self._load_topic_config(topic)
                 self.log.info("Reloaded the configuration overrides of topic %s", topic)
 

@@ -1,13 +1,16 @@
 """Topic administration in ZooKeeper (Kafka 0.8.2's AdminUtils): replica assignment, topic creation, more
 partitions, config overrides and the deletion mark.
 
-Used by the broker's auto-creation and by `zkbroker topics`. All of it is only writing znodes; the
+Used by the broker's auto-creation, by `zkbroker topics` and by the Admin API (server/admin_manager.py,
+which checks a request as Kafka 2.x does and then writes through here). All of it is only writing znodes; the
 controller watches them and does the rest:
 - creating a topic writes `/config/topics/<t>` first, then `/brokers/topics/<t>` (0.8.2's order, without
   atomicity);
 - adding partitions rewrites `/brokers/topics/<t>` with the new partitions appended (conditionally on the
   version read, which 0.8.2 did not do);
-- changing overrides rewrites `/config/topics/<t>` and announces it under `/config/changes`;
+- changing overrides rewrites `/config/topics/<t>` and announces it under `/config/changes` (0.8.2's tools
+  with the topic name; the Admin API with Kafka 2.x's version 2 notification, which also serves the dynamic
+  broker configs in `/config/brokers/<id>` and `/config/brokers/<default>`);
 - deleting only creates `/admin/delete_topics/<t>`.
 """
 
@@ -21,10 +24,20 @@ from kazoo.exceptions import BadVersionError, NodeExistsError
 from zkbroker.config import validate_topic_config
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import TopicAssignment, TopicConfig, ZnodeFormatError, encode_config_change
+from zkbroker.zk.znodes import (
+    ConfigChange,
+    EntityConfig,
+    TopicAssignment,
+    ZnodeFormatError,
+    encode_config_change,
+    encode_entity_config_change,
+)
 
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 255
+# Kafka 0.10.1 on: 249, so that a partition's directory name (topic, '-', partition, and a '.deleted' suffix
+# with a 32-character id while it is deleted) stays within 255 characters.
+MAX_TOPIC_LENGTH_2X = 249
 OFFSETS_TOPIC = "__consumer_offsets"
 
 Assignment = dict[int, tuple[int, ...]]
@@ -38,14 +51,15 @@ class TopicExistsError(AdminError):
     pass
 
 
-def validate_topic_name(topic: str) -> None:
-    """0.8.2's Topic.validate."""
+def validate_topic_name(topic: str, max_length: int = MAX_TOPIC_LENGTH) -> None:
+    """0.8.2's Topic.validate (Kafka 2.x's with max_length=MAX_TOPIC_LENGTH_2X)."""
     if not topic:
         raise AdminError("topic name is illegal, can't be empty")
     if topic in (".", ".."):
         raise AdminError("topic name cannot be \".\" or \"..\"")
-    if len(topic) > MAX_TOPIC_LENGTH:
-        raise AdminError(f"topic name is illegal, can't be longer than {MAX_TOPIC_LENGTH} characters")
+    if len(topic) > max_length:
+        raise AdminError(f"topic name is illegal, can't be longer than {max_length} characters "
+                         f"(it has {len(topic)})")
     if not LEGAL_TOPIC.fullmatch(topic):
         raise AdminError(f"topic name {topic} is illegal, contains a character other than ASCII alphanumerics, "
                          "'.', '_' and '-'")
@@ -137,7 +151,7 @@ def fetch_topic_config(zk: ZkClient, topic: str) -> dict[str, str]:
     if not data:
         return {}
     try:
-        return TopicConfig.decode(data, paths.topic_config_path(topic)).config
+        return EntityConfig.decode(data, paths.topic_config_path(topic)).config
     except ZnodeFormatError as e:
         raise AdminError(str(e)) from e
 
@@ -161,7 +175,7 @@ def write_topic(zk: ZkClient, topic: str, assignment: Assignment, config: dict[s
         raise AdminError(f"Duplicate replica assignment found: {_format_assignment(assignment)}")
     if zk.kazoo.exists(paths.topic_path(topic)) is not None:
         raise TopicExistsError(f"Topic \"{topic}\" already exists.")
-    zk.create_or_set(paths.topic_config_path(topic), TopicConfig(config).encode())
+    zk.create_or_set(paths.topic_config_path(topic), EntityConfig(config).encode())
     try:
         zk.kazoo.create(paths.topic_path(topic), TopicAssignment(assignment).encode(), makepath=True)
     except NodeExistsError:
@@ -206,11 +220,45 @@ def add_partitions(zk: ZkClient, topic: str, num_partitions: int, replica_assign
     if any(len(r) != replication_factor for r in added.values()):
         raise AdminError("The replication factor in manual replication assignment is not equal to the existing "
                          f"replication factor for the topic {replication_factor}")
+    write_added_partitions(zk, topic, existing, added, stat.version)
+    return added
+
+
+def colliding_topics(topic: str, existing: list[str]) -> list[str]:
+    """The existing topics whose names differ from `topic` only by '.' against '_' (Kafka 0.9's
+    Topic.hasCollision: both map to the same metric name)."""
+    if "." not in topic and "_" not in topic:
+        return []
+    key = topic.replace(".", "_")
+    return sorted(t for t in existing if t != topic and t.replace(".", "_") == key)
+
+
+def write_added_partitions(zk: ZkClient, topic: str, existing: Assignment, added: Assignment, version: int) -> None:
+    """Rewrite `/brokers/topics/<t>` with `added` appended, only if it is still at `version` (the one read)."""
     try:
-        zk.kazoo.set(paths.topic_path(topic), TopicAssignment({**existing, **added}).encode(), version=stat.version)
+        zk.kazoo.set(paths.topic_path(topic), TopicAssignment({**existing, **added}).encode(), version=version)
     except BadVersionError:
         raise AdminError(f"The assignment of topic {topic} changed meanwhile; try again") from None
-    return added
+
+
+def fetch_entity_config(zk: ZkClient, entity_type: str, name: str) -> dict[str, str]:
+    """What `/config/<type>/<name>` holds (empty when there is no such znode)."""
+    path = paths.entity_config_path(entity_type, name)
+    data, _ = zk.get(path)
+    if not data:
+        return {}
+    try:
+        return EntityConfig.decode(data, path).config
+    except ZnodeFormatError as e:
+        raise AdminError(str(e)) from e
+
+
+def change_entity_config(zk: ZkClient, entity_type: str, name: str, config: dict[str, str]) -> None:
+    """Kafka 2.x's AdminZkClient.changeEntityConfig: write the entity's complete config, then a version 2
+    notification under `/config/changes` that every broker acts on. The caller has validated `config`."""
+    zk.create_or_set(paths.entity_config_path(entity_type, name), EntityConfig(config).encode())
+    zk.kazoo.create(paths.config_change_path(paths.CONFIG_CHANGE_PREFIX),
+                    encode_entity_config_change(ConfigChange(entity_type, name)), sequence=True, makepath=True)
 
 
 def change_topic_config(zk: ZkClient, topic: str, config: dict[str, str]) -> None:
@@ -218,7 +266,7 @@ def change_topic_config(zk: ZkClient, topic: str, config: dict[str, str]) -> Non
     if not topic_exists(zk, topic):
         raise AdminError(f"Topic \"{topic}\" does not exist.")
     validate_topic_config(config)
-    zk.create_or_set(paths.topic_config_path(topic), TopicConfig(config).encode())
+    zk.create_or_set(paths.topic_config_path(topic), EntityConfig(config).encode())
     zk.kazoo.create(f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}", encode_config_change(topic),
                     sequence=True, makepath=True)
 

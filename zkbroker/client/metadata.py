@@ -136,7 +136,7 @@ class MetadataClient:
                     errors.append(f"{host}:{port} ({e})")
                     self._close()
                     continue
-                cluster = _cluster(response)
+                cluster = cluster_of(response)
                 for broker in cluster.brokers.values():
                     self._known.setdefault((broker.host, broker.port), None)
                 return cluster
@@ -152,7 +152,8 @@ class MetadataClient:
             self._close()
 
 
-def _cluster(response) -> Cluster:
+def cluster_of(response) -> Cluster:
+    """The Cluster a Metadata answer (any version) describes."""
     brokers = {b.node_id: BrokerInfo(b.node_id, b.host, b.port) for b in response.brokers}
     topics: dict[str, dict[int, PartitionInfo]] = {}
     errors: dict[str, int] = {}

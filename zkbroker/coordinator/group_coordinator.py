@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from zkbroker.coordinator.consumer_protocol import decode_subscription
 from zkbroker.coordinator.group_metadata import GroupMetadata, GroupState, MemberMetadata, OffsetAndMetadata
 from zkbroker.coordinator.lookup import partition_for
 from zkbroker.coordinator.record_formats import (
@@ -44,7 +45,7 @@ from zkbroker.coordinator.record_formats import (
     encode_offset_key,
     encode_offset_value,
 )
-from zkbroker.protocol.errors import ErrorCode
+from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.topic_partition import TopicPartition
 
 log = logging.getLogger("zkbroker.coordinator.GroupCoordinator")
@@ -584,6 +585,72 @@ class GroupCoordinator:
             if records:
                 self._append(group.group_id, tuple(records), lambda error, now: None)
         return expired
+
+    # ---- DeleteGroups (Kafka 1.1, KIP-229) ----------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        """Each group's error code. A group with members is NON_EMPTY_GROUP and an unknown one
+        GROUP_ID_NOT_FOUND; an empty group is forgotten at once, its offsets and metadata tombstoned in
+        `__consumer_offsets` so that a restarted coordinator forgets it too (GroupMetadataManager's
+        cleanupGroupMetadata; the answer does not wait for the tombstones, as in Kafka)."""
+        results = {}
+        for group_id in dict.fromkeys(group_ids):
+            error = self._check_group(group_id)
+            group = self.groups.get(group_id)
+            if error == ErrorCode.NONE and (group is None or group.is_(GroupState.DEAD)):
+                error = ErrorCode.GROUP_ID_NOT_FOUND
+            elif error == ErrorCode.NONE and not group.is_(GroupState.EMPTY):
+                error = ErrorCode.NON_EMPTY_GROUP
+            results[group_id] = error
+            if error != ErrorCode.NONE:
+                continue
+            records = [(encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None) for tp in group.offsets]
+            records.append((encode_group_key(GroupKey(group_id)), None))
+            group.transition_to(GroupState.DEAD)
+            del self.groups[group_id]
+            log.info("[GroupCoordinator]: Group %s deleted (%d offsets)", group_id, len(records) - 1)
+            self._append(group_id, tuple(records), lambda error, now: None)
+        return results
+
+    # ---- OffsetDelete (Kafka 2.4, KIP-496) ----------------------------------------------------------------
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+        """(group error, {partition: error}). The offsets of topics no member subscribes to are tombstoned; a
+        topic the group's consumers subscribe to answers GROUP_SUBSCRIBED_TO_TOPIC; a group with members of
+        another protocol type is NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND."""
+        error = self._check_group(group_id)
+        group = self.groups.get(group_id)
+        if error == ErrorCode.NONE and (group is None or group.is_(GroupState.DEAD)):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error != ErrorCode.NONE:
+            return error, {}
+        subscribed: set[str] | None = set()  # None: every topic (subscriptions not known yet)
+        if not group.is_(GroupState.EMPTY):
+            if group.protocol_type != "consumer":
+                return ErrorCode.NON_EMPTY_GROUP, {}
+            if group.protocol is None:
+                subscribed = None
+            else:
+                for member in group.members.values():
+                    try:
+                        subscribed |= set(decode_subscription(member.metadata(group.protocol)))
+                    except ProtocolError:
+                        subscribed = None  # a subscription we cannot read: keep every offset, as Kafka would
+                        break
+        results, gone = {}, []
+        for tp in dict.fromkeys(partitions):
+            if subscribed is None or tp.topic in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = ErrorCode.NONE
+            if tp in group.offsets:
+                gone.append(tp)
+                del group.offsets[tp]
+        if gone:
+            log.info("[GroupCoordinator]: Deleted %d offsets of group %s", len(gone), group_id)
+            self._append(group_id, tuple((encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)), None)
+                                         for tp in gone), lambda error, now: None)
+        return ErrorCode.NONE, results
 
     # ---- DescribeGroups and ListGroups --------------------------------------------------------------------
 

@@ -139,6 +139,21 @@ def _leader_and_isr_applied(f: dict) -> str:
             f"partition {_tp(f)}")
 
 
+def _admin_request(f: dict) -> str:
+    """The Admin API (server/admin_manager.py): the request, its outcome, and the znodes it wrote for the
+    controller (and every broker) to act on."""
+    only = " (validate only)" if f.get("validate_only") else ""
+    outcome = f["error"] + (f": {f['message']}" if f.get("message") else "")
+    wrote = f"; wrote {', '.join(f['znodes'])}" if f.get("znodes") else ""
+    return f"{f['api']}{only} for {f['resource_type']} {f['resource']!r}: {outcome}{wrote}"
+
+
+def _config_changed(f: dict) -> str:
+    """DynamicConfigManager: a /config/changes notification applied by a broker."""
+    logs = f" (logs of {', '.join(f['topics'])} updated)" if f.get("topics") else ""
+    return f"Processed config change for {f['entity_type']}/{f['entity_name']}{logs}"
+
+
 def _process(verb: str) -> Callable[[dict], str]:
     def words(f: dict) -> str:
         how = f" with {f['signal']}" if "signal" in f and verb != "started" else ""
@@ -188,4 +203,6 @@ _WORDS: dict[str, Callable[[dict], str]] = {
     "process_stopped": _process("stopped"),
     "network_created": lambda f: f"Lab network {f['subnet']} created (a namespace per node)",
     "lab_down": lambda f: "Lab stopped (every process, namespace and rule removed)",
+    "admin_request": _admin_request,
+    "config_changed": _config_changed,
 }

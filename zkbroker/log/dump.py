@@ -134,7 +134,7 @@ def dump_log_segments(
     time_index_errors = _TimeIndexErrors()
     for path in files:
         name = os.path.basename(path)
-        if cluster_metadata_decoder and (name.endswith(LOG_SUFFIX) or name.endswith(SNAPSHOT_SUFFIX)):
+        if cluster_metadata_decoder and (name.endswith(LOG_SUFFIX) or name.endswith(CHECKPOINT_SUFFIX)):
             print(f"Dumping {path}", file=out)
             _dump_metadata_log(path, non_consecutive, out)
         elif name.endswith(LOG_SUFFIX):
@@ -230,7 +230,7 @@ def _dump_log(
         print(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}", file=out)
 
 
-SNAPSHOT_SUFFIX = ".checkpoint"
+CHECKPOINT_SUFFIX = ".checkpoint"  # a metadata log snapshot (a producer state snapshot is SNAPSHOT_SUFFIX)
 #: Kafka 3.7's ControlRecordType constants.
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}
 _DELETE_HORIZON = 0x40  # batch attribute bit 6 (KIP-534): the first timestamp is the delete horizon
@@ -239,7 +239,7 @@ _DELETE_HORIZON = 0x40  # batch attribute bit 6 (KIP-534): the first timestamp i
 def _dump_metadata_log(path: str, non_consecutive: dict[str, list[tuple[int, int]]], out: TextIO) -> None:
     """A metadata log segment or snapshot in Kafka 3.7's --cluster-metadata-decoder layout."""
     name = os.path.basename(path)
-    if name.endswith(SNAPSHOT_SUFFIX):
+    if name.endswith(CHECKPOINT_SUFFIX):
         if name == "bootstrap.checkpoint":
             print("KRaft bootstrap snapshot", file=out)
         else:
@@ -273,23 +273,23 @@ def _dump_metadata_log(path: str, non_consecutive: dict[str, list[tuple[int, int
             line = (f"| offset: {record.offset} {_timestamp_type(b)}: {record.timestamp}"
                     f" keySize: {_size(record.key)} valueSize: {_size(record.value)}"
                     f" sequence: {record.sequence} headerKeys: [{','.join(key for key, _ in record.headers)}]")
-            out.write(line + (_control_text(record) if b.is_control else _payload_text(record)) + "\n")
+            out.write(line + (_metadata_control_text(record) if b.is_control else _payload_text(record)) + "\n")
         valid_bytes += LOG_OVERHEAD + entry.size
     trailing = len(data) - valid_bytes
     if trailing > 0:
         print(f"Found {trailing} invalid bytes at the end of {name}", file=out)
 
 
-def _control_text(record: Record) -> str:
+def _metadata_control_text(record: Record) -> str:
+    """A control record of the metadata log (Raft's, or a transaction marker) as --cluster-metadata-decoder shows it."""
     try:
         control_type = decode_control_key(record.key)
         value = memoryview(record.value or b"")
         if control_type in (3, 4):
             decoded, _ = CONTROL_SCHEMAS[control_type].decode(value, 0)
             return f" {CONTROL_NAMES[control_type]} {control_record_json(control_type, decoded)}"
-        if control_type in (0, 1):  # a transaction marker: version int16, coordinator epoch int32
-            (coordinator_epoch,) = struct.unpack_from(">i", value, 2)
-            return f" endTxnMarker: {_CONTROL_TYPES[control_type]} coordinatorEpoch: {coordinator_epoch}"
+        if control_type in ControlRecordType.NAMES:
+            return _control_text(record)
         return f" controlType: {_CONTROL_TYPES.get(control_type, 'UNKNOWN')}({control_type})"
     except (RemoteProtocolError, struct.error) as exc:
         return f" controlType: UNKNOWN ({exc})"

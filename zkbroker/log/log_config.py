@@ -26,7 +26,7 @@ from zkbroker.config import (
     validate_topic_config,
 )
 from zkbroker.zk import paths
-from zkbroker.zk.znodes import TopicConfig, ZnodeFormatError
+from zkbroker.zk.znodes import EntityConfig, ZnodeFormatError
 
 log = logging.getLogger("zkbroker.log.LogConfig")
 
@@ -113,7 +113,7 @@ def topic_log_config(broker: KafkaConfig, topic: str, znode: bytes | None) -> Lo
     for it: one topic's typo must not stop a broker from starting or a partition from opening. An unreadable
     znode leaves every key at the broker's value."""
     try:
-        overrides = TopicConfig.decode(znode, paths.topic_config_path(topic)).config if znode else {}
+        overrides = EntityConfig.decode(znode, paths.topic_config_path(topic)).config if znode else {}
     except ZnodeFormatError as e:
         log.error("Ignoring unreadable config of topic %s: %s", topic, e)
         overrides = {}

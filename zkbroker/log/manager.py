@@ -186,6 +186,21 @@ class LogManager:
         logger.info("Created log for partition [%s,%d] in %s with properties {%s}.", topic, partition, data_dir, props)
         return log
 
+    def update_configs(self, default_config: ConfigLike, topic_configs: Mapping[str, ConfigLike]) -> list[str]:
+        """A dynamic config change (Kafka's DynamicConfigManager): new broker defaults and the settings of the
+        topics given; every open log of those topics takes its topic's settings at once (the next append, roll
+        and retention pass read them). Returns the topics that have a log here."""
+        self.default_config = LogConfig.of(default_config)
+        changed = {topic: LogConfig.of(c) for topic, c in topic_configs.items()}
+        self.topic_configs.update(changed)
+        touched = set()
+        for (topic, _), log in list(self._logs.items()):
+            config = changed.get(topic)
+            if config is not None:
+                log.config = config
+                touched.add(topic)
+        return sorted(touched)
+
     def _next_log_dir(self) -> str:
         if len(self.log_dirs) == 1:
             return self.log_dirs[0]  # counting every log (below) made creating n logs O(n^2)

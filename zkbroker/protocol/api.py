@@ -33,17 +33,27 @@ from .headers import RequestHeader, encode_request_header, is_flexible, parse_re
 from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_configs,
     api_versions,
     begin_quorum_epoch,
     controlled_shutdown,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_groups,
-    end_txn,
+    describe_log_dirs,
     describe_quorum,
+    elect_leaders,
     end_quorum_epoch,
+    end_txn,
     fetch,
     fetch_snapshot,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leader_and_isr,
@@ -52,6 +62,7 @@ from .schemas import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
@@ -59,8 +70,8 @@ from .schemas import (
     sync_group,
     txn_offset_commit,
     update_metadata,
-    write_txn_markers,
     vote,
+    write_txn_markers,
 )
 from .types import Schema
 
@@ -114,6 +125,18 @@ class ApiKey(enum.IntEnum):
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
     FETCH_SNAPSHOT = 59
+    # The Admin API (DESIGN §16)
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_LOG_DIRS = 35
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -153,6 +176,19 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.INIT_PRODUCER_ID: (0, 1),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
+    # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions, less those that carry topic ids
+    # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
+    ApiKey.CREATE_TOPICS: (0, 6),
+    ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
 
@@ -180,6 +216,7 @@ _MODULES = (
     leave_group,
     sync_group,
     describe_groups,
+    elect_leaders,
     list_groups,
     api_versions,
     offsets_for_leader_epoch,
@@ -194,6 +231,18 @@ _MODULES = (
     end_quorum_epoch,
     describe_quorum,
     fetch_snapshot,
+    # the Admin API
+    create_topics,
+    delete_topics,
+    describe_configs,
+    alter_configs,
+    create_partitions,
+    incremental_alter_configs,
+    describe_cluster,
+    elect_leaders,
+    delete_groups,
+    describe_log_dirs,
+    offset_delete,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -133,6 +133,7 @@ class InvalidConfigError(BrokerResponseError):               errno = 40
 class NotControllerError(_Retriable):                        errno = 41
 class InvalidRequestError(BrokerResponseError):              errno = 42
 class UnsupportedForMessageFormatError(BrokerResponseError): errno = 43
+class PolicyViolationError(BrokerResponseError):             errno = 44
 class OutOfOrderSequenceNumberError(BrokerResponseError):    errno = 45
 class DuplicateSequenceNumberError(BrokerResponseError):     errno = 46
 class InvalidProducerEpochError(BrokerResponseError):        errno = 47
@@ -144,6 +145,10 @@ class TransactionCoordinatorFencedError(BrokerResponseError):  errno = 52
 class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
+class ReassignmentInProgressError(BrokerResponseError):      errno = 60
+class NonEmptyGroupError(BrokerResponseError):               errno = 68
+class GroupIdNotFoundError(BrokerResponseError):             errno = 69
+class TopicDeletionDisabledError(BrokerResponseError):       errno = 73
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
 class UnsupportedCompressionTypeError(BrokerResponseError):  errno = 76
@@ -155,6 +160,12 @@ class PositionOutOfRangeError(BrokerResponseError):          errno = 99
 class UnknownTopicIdError(_InvalidMetadata):                 errno = 100
 class InconsistentTopicIdError(_InvalidMetadata):            errno = 103
 class InconsistentClusterIdError(BrokerResponseError):       errno = 104
+class PreferredLeaderNotAvailableError(_InvalidMetadata):    errno = 80
+class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
+class ElectionNotNeededError(_InvalidMetadata):              errno = 84
+class GroupSubscribedToTopicError(BrokerResponseError):      errno = 86
+class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
+class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on
 
 #: Every registered code by its Kafka constant name, for error_code fields:

@@ -29,7 +29,7 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
-from zkbroker.protocol.schemas import api_versions, find_coordinator
+from zkbroker.protocol.schemas import api_versions, describe_cluster, find_coordinator
 from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -43,6 +43,7 @@ from zkbroker.zk.znodes import decode_offset, encode_offset
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
+    from zkbroker.server.admin_manager import AdminManager
     from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
@@ -54,7 +55,8 @@ class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
                  controller: KafkaController | None = None,
-                 group_coordinator: GroupCoordinatorDriver | None = None) -> None:
+                 group_coordinator: GroupCoordinatorDriver | None = None,
+                 admin_manager: AdminManager | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -64,6 +66,7 @@ class KafkaApis:
         self.topic_creator = topic_creator
         self.controller = controller
         self.group_coordinator = group_coordinator
+        self.admin_manager = admin_manager
         self._handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -87,6 +90,20 @@ class KafkaApis:
                 ApiKey.LEAVE_GROUP: self.handle_leave_group,
                 ApiKey.DESCRIBE_GROUPS: self.handle_describe_groups,
                 ApiKey.LIST_GROUPS: self.handle_list_groups,
+                ApiKey.DELETE_GROUPS: self.handle_delete_groups,
+                ApiKey.OFFSET_DELETE: self.handle_offset_delete,
+            })
+        if admin_manager is not None:
+            self._handlers.update({
+                ApiKey.CREATE_TOPICS: self.handle_create_topics,
+                ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+                ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
+                ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+                ApiKey.ALTER_CONFIGS: self.handle_alter_configs,
+                ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+                ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
+                ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
+                ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -334,8 +351,9 @@ class KafkaApis:
                              "offline_replicas": []})
             topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": name == admin.OFFSETS_TOPIC,
                            "partitions": rows})
-        # cluster_id (v2+): null, as a 0.8.2 cluster has none (/cluster/id came with Kafka 0.10.1)
-        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id, "cluster_id": None,
+        # cluster_id (v2+): /cluster/id, which Kafka 0.10.1 brought (a 0.8.2 cluster has none)
+        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id,
+                "cluster_id": self.metadata_cache.cluster_id,
                 "throttle_time_ms": 0}
         return encode_response(header, body)
 
@@ -543,6 +561,107 @@ class KafkaApis:
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.list_groups()})
+
+    async def handle_delete_groups(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_groups(request)})
+
+    async def handle_offset_delete(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_offsets(request)})
+
+    # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
+
+    async def handle_create_topics(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.create_topics(request, header.client_id)
+        return encode_response(header, {"throttle_time_ms": 0, "topics": [
+            {"name": name, **result} for name, result in results.items()]})
+
+    async def handle_delete_topics(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.delete_topics(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": [
+            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+
+    async def handle_create_partitions(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.create_partitions(request)
+        return encode_response(header, {"throttle_time_ms": 0, "results": [
+            {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
+
+    async def handle_describe_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.describe_configs(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
+    async def handle_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.alter_configs(request, incremental=False)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": results})
+
+    async def handle_incremental_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        results = await self.admin_manager.alter_configs(request, incremental=True)
+        return encode_response(header, {"throttle_time_ms": 0, "responses": results})
+
+
+    async def handle_elect_leaders(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        error, results = await self.admin_manager.elect_leaders(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, message) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_id": partition, "error_code": code,
+                                                   "error_message": message})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
+            {"topic": topic, "partition_result": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_describe_log_dirs(self, header: RequestHeader, request: Any) -> bytes:
+        """This broker's log directories and the size of each partition's log in them (Kafka's
+        ReplicaManager.describeLogDirs); the offset lag is the HW's lead over the log end, 0 as a rule."""
+        _log_admin_request(header)
+        wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+        results = []
+        for log_dir, logs in sorted(self.replica_manager.log_manager.logs_by_dir().items()):
+            topics: dict[str, list] = {}
+            for (topic, partition), log_ in sorted(logs.items()):
+                if wanted is not None and (topic, partition) not in wanted:
+                    continue
+                p = self.replica_manager.partitions.get((topic, partition))
+                lag = max(p.high_watermark - log_.log_end_offset, 0) if p is not None else 0
+                topics.setdefault(topic, []).append({"partition_index": partition, "partition_size": log_.size,
+                                                     "offset_lag": lag, "is_future_key": False})
+            results.append({"error_code": ErrorCode.NONE, "log_dir": log_dir, "topics": [
+                {"name": name, "partitions": rows} for name, rows in topics.items()]})
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
+    async def handle_describe_cluster(self, header: RequestHeader, request: Any) -> bytes:
+        """Any broker answers, from its metadata as Metadata does."""
+        _log_admin_request(header)
+        snapshot = self.metadata_cache.snapshot
+        endpoint = getattr(request, "endpoint_type", describe_cluster.ENDPOINT_BROKERS)
+        if endpoint != describe_cluster.ENDPOINT_BROKERS:
+            known = endpoint == describe_cluster.ENDPOINT_CONTROLLERS
+            return encode_response(header, {
+                "throttle_time_ms": 0, "endpoint_type": endpoint, "cluster_id": "", "controller_id": -1, "brokers": [],
+                "error_code": ErrorCode.MISMATCHED_ENDPOINT_TYPE if known else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                "error_message": ("A broker has no controller endpoints: in ZooKeeper mode the controller is a broker"
+                                  if known else f"Unknown endpoint type {endpoint}"),
+                "cluster_authorized_operations": describe_cluster.AUTHORIZED_OPERATIONS_OMITTED})
+        brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
+                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
+        operations = (describe_cluster.ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+                      else describe_cluster.AUTHORIZED_OPERATIONS_OMITTED)
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                                        "endpoint_type": endpoint, "cluster_id": self.metadata_cache.cluster_id or "",
+                                        "controller_id": snapshot.controller_id, "brokers": brokers,
+                                        "cluster_authorized_operations": operations})
+
+
+def _log_admin_request(header: RequestHeader) -> None:
+    """Admin requests are rare and change the cluster: each is logged with the version the client chose."""
+    log.info("%s v%d request from client %s", ApiKey(header.api_key).name, header.api_version, header.client_id)
+
 
 async def _lab_fault_point(kind: str, request: Any) -> None:
     """The lab's drop and delay points for controller requests (zkbroker/fault_points.py): a dropped request

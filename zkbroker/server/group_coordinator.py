@@ -143,6 +143,20 @@ class GroupCoordinatorDriver:
     def describe_groups(self, request: Any) -> dict:
         return {"groups": [self.machine.describe_group(group_id) for group_id in request.group_ids]}
 
+    def delete_groups(self, request: Any) -> dict:
+        results = self.machine.delete_groups(list(request.groups_names))
+        self._run()  # the tombstones
+        return {"results": [{"group_id": g, "error_code": e} for g, e in results.items()]}
+
+    def delete_offsets(self, request: Any) -> dict:
+        wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+        error, results = self.machine.delete_offsets(request.group_id, wanted)
+        self._run()  # the tombstones
+        topics: dict[str, list] = {}
+        for tp, code in results.items():
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": code})
+        return {"error_code": error, "topics": [{"name": t, "partitions": rows} for t, rows in topics.items()]}
+
     def list_groups(self) -> dict:
         error, groups = self.machine.list_groups()
         return {"error_code": error, "groups": [{"group_id": g, "protocol_type": t} for g, t in groups]}

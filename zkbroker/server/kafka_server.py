@@ -24,7 +24,10 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 
+from kazoo.exceptions import NodeExistsError
+
 from controller.controller import KafkaController
+from zkbroker import timeline
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
@@ -34,8 +37,10 @@ from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
+from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
 from zkbroker.server.metadata_cache import MetadataCache
@@ -45,7 +50,7 @@ from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import BrokerRegistration, ControllerRegistration
+from zkbroker.zk.znodes import BrokerRegistration, ClusterId, ConfigChange, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
@@ -67,6 +72,8 @@ class KafkaServer:
         self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
                                          config.advertised_port, stopping=lambda: self._stopping)
+        self.dynamic_config = DynamicBrokerConfig(config)
+        self.config_manager: DynamicConfigManager | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
@@ -104,14 +111,18 @@ class KafkaServer:
             if self.lab_control is not None:
                 await self.lab_control.start()
             bridge = LoopBridge(loop)
+            self.config_manager = DynamicConfigManager(
+                self.zk, self.dynamic_config, self._local_topics,
+                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change))
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
-            self.replica_manager = ReplicaManager(self.config, self.log_manager, self.zk, bridge)
+            self.replica_manager = ReplicaManager(self.dynamic_config.current, self.log_manager, self.zk, bridge)
             topic_creator = TopicAutoCreator(self.config, self.zk)
             self.group_coordinator = GroupCoordinatorDriver(self.config, self.metadata_cache, self.replica_manager,
                                                             topic_creator)
+            admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
-                             topic_creator, self.controller, self.group_coordinator)
+                             topic_creator, self.controller, self.group_coordinator, admin_manager)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config))
@@ -141,12 +152,31 @@ class KafkaServer:
         self.zk.start()
         for path in paths.COMMON_PATHS:
             self.zk.ensure_path(path)
+        self.metadata_cache.cluster_id = self._cluster_id()
+        self.config_manager.initialize()
+        dynamic = {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs}
+        if dynamic:
+            log.info("%sDynamic broker configs in force: %s", self.prefix, dynamic)
+
+    def _cluster_id(self) -> str:
+        """KafkaServer.getOrGenerateClusterId (Kafka 0.10.1): the id in /cluster/id, made now if there is none."""
+        data, _ = self.zk.get(paths.CLUSTER_ID)
+        if data is None:
+            try:
+                self.zk.kazoo.create(paths.CLUSTER_ID, ClusterId.generate().encode(), makepath=True)
+            except NodeExistsError:
+                pass  # another broker made it first
+            data, _ = self.zk.get(paths.CLUSTER_ID)
+        cluster_id = ClusterId.decode(data).id
+        log.info("%sCluster ID = %s", self.prefix, cluster_id)
+        return cluster_id
 
     def _open_logs(self, bridge: LoopBridge) -> LogManager:
         """Load (and after a crash, recover) every log, with each topic's overrides from ZooKeeper."""
-        topic_configs = {topic: topic_log_config(self.config, topic, self.zk.get(paths.topic_config_path(topic))[0])
+        config = self.dynamic_config.current
+        topic_configs = {topic: topic_log_config(config, topic, self.zk.get(paths.topic_config_path(topic))[0])
                          for topic in self.zk.get_children(paths.CONFIG_TOPICS)}
-        return LogManager(self.config.log_dirs, self.config.topic_config({}), topic_configs,
+        return LogManager(self.config.log_dirs, config.topic_config({}), topic_configs,
                           schedule=self._scheduler(bridge), cleaner_config=CleanerConfig.from_broker(self.config),
                           cleaner_phase=FAULTS.at_cleaner_phase)
 
@@ -205,7 +235,21 @@ class KafkaServer:
     def _start_cluster_membership(self) -> None:
         self.controller.startup()
         self.metadata_cache.startup()
+        self.config_manager.startup()
         self.registrar.startup()
+
+    def _local_topics(self) -> set[str]:
+        """The topics with a log on this broker (read from the ZkClient event thread: a copy of the dict)."""
+        return {topic for topic, _ in self.log_manager.logs_by_topic_partition()} if self.log_manager else set()
+
+    def _apply_dynamic_configs(self, current: KafkaConfig, topic_configs: dict, change: ConfigChange) -> None:
+        """On the event loop: a dynamic config change takes effect (DynamicConfigManager computed it)."""
+        if self.replica_manager is not None:
+            self.replica_manager.config = current  # the broker defaults of partitions opened from now on
+        topics = self.log_manager.update_configs(current.topic_config({}), topic_configs)
+        if self.replica_manager is not None and self.replica_manager.timeline_source is not None:
+            timeline.emit(self.replica_manager.timeline_source, "config_changed", entity_type=change.entity_type,
+                          entity_name=change.entity_name, topics=topics)
 
     def _controlled_shutdown(self) -> None:
         """0.8.2's KafkaServer.controlledShutdown (a blocking exchange, run off the loop while the server still

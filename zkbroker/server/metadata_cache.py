@@ -8,6 +8,7 @@ on the network thread read whichever is current without locks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -43,7 +44,9 @@ class MetadataCache:
     def __init__(self, zk: ZkClient) -> None:
         self.zk = zk
         self.snapshot = ClusterSnapshot()
+        self.cluster_id: str | None = None  # /cluster/id, read once at start (KafkaServer)
         self._write_lock = threading.Lock()  # writers come from two threads; readers never lock
+        self._waiters: list[asyncio.Future] = []  # resolved at the next UpdateMetadata (event loop only)
 
     def startup(self) -> None:
         self._set_brokers(self.zk.subscribe_child_changes(paths.BROKER_IDS, self._on_brokers))
@@ -75,6 +78,17 @@ class MetadataCache:
         """Apply an UpdateMetadata request's partition states (on the network thread)."""
         with self._write_lock:
             self._update_partitions(states)
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+        """A future resolved when the controller next updates the partitions (for requests that wait for an
+        outcome: a created topic's leaders, a deleted topic gone)."""
+        future = loop.create_future()
+        self._waiters.append(future)
+        return future
 
     def _update_partitions(self, states) -> None:
         partitions = {topic: dict(parts) for topic, parts in self.snapshot.partitions.items()}

@@ -1,13 +1,15 @@
 """`zkbroker consumer-groups`: Kafka 2.x's kafka-consumer-groups.sh for coordinator groups (DESIGN §12).
 
-    zkbroker consumer-groups --bootstrap-server HOST:PORT (--list | --describe --group G)
+    zkbroker consumer-groups --bootstrap-server HOST:PORT (--list | --describe --group G | --delete --group G)
 
 `--list` asks every broker for the groups it coordinates (ListGroups) and prints their ids, one a line.
 `--describe` asks the group's coordinator (FindCoordinator) for its members (DescribeGroups) and committed offsets
 (OffsetFetch v2 with null topics: all of them at once), the partition leaders
 for their log end offsets (ListOffsets), and prints one row per partition, owned or committed, in Kafka 2.x's
 columns and widths. A group without active members first says so on stderr, and its rows show `-` for CONSUMER-ID,
-HOST and CLIENT-ID; a rebalancing one warns on stderr. ZooKeeper groups stay with `consumer-offset-checker`.
+HOST and CLIENT-ID; a rebalancing one warns on stderr. `--delete` asks the group's coordinator to forget an empty
+group and its offsets (DeleteGroups): `Deletion of requested consumer groups ('G') was successful.`, as Kafka 2.x
+prints it. ZooKeeper groups stay with `consumer-offset-checker`.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def add_command(commands) -> None:
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="List all consumer groups.")
     action.add_argument("--describe", action="store_true", help="Describe consumer group and list offset lag.")
+    action.add_argument("--delete", action="store_true", help="Pass in groups to delete topic partition offsets "
+                        "and ownership information over the entire consumer group.")
     p.add_argument("--group", help="The consumer group we wish to act on.")
     p.add_argument("--timeout", type=int, default=5000, metavar="MS", help="Socket timeout in ms (default 5000).")
     p.set_defaults(run=run)
@@ -70,13 +74,15 @@ def format_describe(rows: list[Row]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.describe and not args.group:
-        raise ToolError("Option [describe] takes one of these options: [group]")
+    if (args.describe or args.delete) and not args.group:
+        raise ToolError(f"Option [{'describe' if args.describe else 'delete'}] takes one of these options: [group]")
     cluster = _Cluster(args.bootstrap_server, args.timeout / 1000.0)
     try:
         if args.list:
             for group in cluster.list_groups():
                 print(group)
+        elif args.delete:
+            delete(cluster, args.group)
         else:
             describe(cluster, args.group)
     finally:
@@ -106,6 +112,15 @@ def describe(cluster: _Cluster, group: str) -> None:
                 *owners.get((topic, partition), (None, None, None))) for topic, partition in partitions]
     for line in format_describe(rows):
         print(line)
+
+
+def delete(cluster: _Cluster, group: str) -> None:
+    response = cluster.coordinator(group).send(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
+    (result,) = response.results
+    if result.error_code != ErrorCode.NONE:
+        raise ToolError(f"Deletion of some consumer groups failed: * Group '{group}' could not be deleted due to: "
+                        f"{for_code(result.error_code)()}")
+    print(f"Deletion of requested consumer groups ('{group}') was successful.")
 
 
 class _Cluster:

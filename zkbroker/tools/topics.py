@@ -11,6 +11,8 @@ Exactly one action: --create, --alter, --delete, --list or --describe. `--topic`
     Topic:foo<TAB>PartitionCount:3<TAB>ReplicationFactor:2<TAB>Configs:a=b
     <TAB>Topic: foo<TAB>Partition: 0<TAB>Leader: 1<TAB>Replicas: 1,2<TAB>Isr: 1,2     (--describe)
 
+With `--bootstrap-server` instead of `--zookeeper`, Kafka 2.x's tool through the Admin API: tools/topics_admin.py.
+
 Where 0.8.2 printed an error on stdout and exited 0 (refused alterations, a --topic that matches nothing for
 --alter, --delete or --describe), zkbroker prints one sentence on stderr and exits 1.
 """
@@ -39,7 +41,11 @@ DELETE_NOTE = "Note: This will have no impact if delete.topic.enable is not set 
 def add_command(commands) -> None:
     p = commands.add_parser("topics", help="create, alter, delete, list or describe topics (kafka-topics.sh)",
                             description="Create, delete, describe, or change a topic.")
-    p.add_argument("--zookeeper", metavar="URLS", help="REQUIRED: the ZooKeeper connection string host:port[/chroot]")
+    p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                   help="the brokers to connect to, through the Admin API (Kafka 2.x); instead of --zookeeper")
+    p.add_argument("--exclude-internal", action="store_true",
+                   help="with --bootstrap-server, leave internal topics out of --list and --describe")
     for action, text in (("create", "Create a new topic."), ("alter", "Alter the configuration for the topic."),
                          ("delete", "Delete a topic"), ("list", "List all available topics."),
                          ("describe", "List details for the given topics.")):
@@ -62,6 +68,10 @@ def add_command(commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     action = _check_args(args)
+    if args.bootstrap_server:
+        from zkbroker.tools import topics_admin
+
+        return topics_admin.run(args, action, _configs_to_add(args), _configs_to_delete(args))
     return {"create": _create, "alter": _alter, "delete": _delete, "list": _list, "describe": _describe}[action](args)
 
 
@@ -90,8 +100,12 @@ def _check_args(args: argparse.Namespace) -> str:
     if len(actions) != 1:
         raise ToolError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     action = actions[0]
-    if not args.zookeeper:
+    if args.zookeeper and args.bootstrap_server:
+        raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified")
+    if not args.zookeeper and not args.bootstrap_server:
         raise ToolError(f"Missing required argument {_option('zookeeper')}")
+    if args.exclude_internal and not args.bootstrap_server:
+        raise ToolError(f"Option {_option('exclude_internal')} can't be used without {_option('bootstrap_server')}")
     if action not in ("list", "describe") and not args.topic:
         raise ToolError(f"Missing required argument {_option('topic')}")
     for name, allowed in _OPTION_ACTIONS.items():

@@ -11,16 +11,21 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_TOPICS = "/config/topics"
+# Kafka 1.1 (KIP-226): dynamic broker configs, per broker and for every broker (DEFAULT_ENTITY); not in 0.8.2.
+CONFIG_BROKERS = "/config/brokers"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 # Kafka 0.11 (KIP-98): the last block of producer ids a broker took (ProducerIdManager); not in 0.8.2.
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+# Kafka 0.10.1 (KIP-78): the cluster id, created by the first broker to start; not in 0.8.2.
+CLUSTER_ID = "/cluster/id"
 
 # Created by every broker at start (ZkUtils.setupCommonPaths).
 COMMON_PATHS = (CONSUMERS, BROKER_IDS, BROKER_TOPICS, CONFIG_CHANGES, CONFIG_TOPICS, DELETE_TOPICS)
 
 CONFIG_CHANGE_PREFIX = "config_change_"
+DEFAULT_ENTITY = "<default>"  # Kafka's ConfigEntityName.Default: the config of every entity of a type
 
 
 def broker_path(broker_id: int) -> str:
@@ -45,6 +50,24 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def broker_config_path(broker: int | str) -> str:
+    """`/config/brokers/<id>`, or `/config/brokers/<default>` with DEFAULT_ENTITY."""
+    return f"{CONFIG_BROKERS}/{broker}"
+
+
+def entity_configs_path(entity_type: str) -> str:
+    """`/config/<type>` for any of Kafka's config entity types (topics, brokers, clients, users)."""
+    return f"/config/{entity_type}"
+
+
+def entity_config_path(entity_type: str, name: str) -> str:
+    return f"{entity_configs_path(entity_type)}/{name}"
+
+
+def config_change_path(child: str) -> str:
+    return f"{CONFIG_CHANGES}/{child}"
 
 
 def delete_topic_path(topic: str) -> str:

@@ -8,8 +8,10 @@ maps every number to a 32-bit Int. We write the keys in the order the 0.8.2 docs
 
 from __future__ import annotations
 
+import base64
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -199,8 +201,10 @@ class TopicAssignment:
 
 
 @dataclass(frozen=True)
-class TopicConfig:
-    """`/config/topics/<t>`: per-topic overrides, values as strings; `{}` = none (AdminUtils.writeTopicConfig)."""
+class EntityConfig:
+    """`/config/topics/<t>` (per-topic overrides, AdminUtils.writeTopicConfig) and, from Kafka 1.1 on,
+    `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker configs): values as strings,
+    `{}` = none."""
 
     config: dict[str, str]
 
@@ -208,7 +212,7 @@ class TopicConfig:
         return _dump({"version": 1, "config": {k: str(v) for k, v in self.config.items()}})
 
     @classmethod
-    def decode(cls, data: bytes | None, what: str = "topic config") -> TopicConfig:
+    def decode(cls, data: bytes | None, what: str = "entity config") -> EntityConfig:
         obj = _obj(data, what)
         config = obj.get("config", {})
         if not isinstance(config, dict):
@@ -216,13 +220,61 @@ class TopicConfig:
         return cls({str(k): str(v) for k, v in config.items()})
 
 
+#: The entity types of `/config/<type>/<name>` (Kafka's ConfigType); `<default>` names every entity of a type.
+CONFIG_ENTITY_TYPES = ("topics", "clients", "users", "brokers")
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """What a `/config/changes/config_change_<seq>` notification names: the entity whose config changed.
+
+    Three forms exist and brokers read all of them (Kafka 2.x's DynamicConfigManager reads the last two):
+    0.8.2's tools write the topic name as a JSON string; Kafka 0.9-0.10.0 wrote
+    `{"version":1,"entity_type":"topics","entity_name":"t"}`; Kafka 0.10.1 on (the Admin API, `configs`)
+    writes `{"version":2,"entity_path":"topics/t"}`, where a user's client is `users/<u>/clients/<c>`
+    (entity type `users`, name `<u>/clients/<c>`)."""
+
+    entity_type: str
+    entity_name: str
+
+    @property
+    def entity_path(self) -> str:
+        return f"{self.entity_type}/{self.entity_name}"
+
+
 def encode_config_change(topic: str) -> bytes:
-    """`/config/changes/config_change_<seq>` holds the topic name as a quoted JSON string."""
+    """0.8.2's notification (AdminUtils.changeTopicConfig): the topic name as a quoted JSON string."""
     return _dump(topic)
 
 
-def decode_config_change(data: bytes | None) -> str:
-    return _str(_load(data, "config change"), "config change")
+def encode_entity_config_change(change: ConfigChange) -> bytes:
+    """Kafka 0.10.1+'s notification (AdminUtils.changeEntityConfig): version 2 with the entity path."""
+    return _dump({"version": 2, "entity_path": change.entity_path})
+
+
+def decode_config_change(data: bytes | None) -> ConfigChange:
+    what = "config change"
+    value = _load(data, what)
+    if isinstance(value, str):
+        return ConfigChange("topics", value)
+    if not isinstance(value, dict):
+        raise ZnodeFormatError(f"{what} is neither a topic name nor an object: {data[:80]!r}")
+    version = value.get("version")
+    if version == 1:
+        entity_type = _str(_field(value, "entity_type", what), what + " entity_type")
+        name = _str(_field(value, "entity_name", what), what + " entity_name")
+        if entity_type not in ("topics", "clients"):  # what version 1 could name
+            raise ZnodeFormatError(f"{what} version 1 names entity type {entity_type!r}, not topics or clients")
+    elif version == 2:
+        path = _str(_field(value, "entity_path", what), what + " entity_path")
+        entity_type, slash, name = path.partition("/")
+        if not slash or not name:
+            raise ZnodeFormatError(f"{what} entity_path {path!r} is not <type>/<name>")
+    else:
+        raise ZnodeFormatError(f"{what} has unknown version {version!r}")
+    if entity_type not in CONFIG_ENTITY_TYPES:
+        raise ZnodeFormatError(f"{what} names unknown entity type {entity_type!r}")
+    return ConfigChange(entity_type, name)
 
 
 @dataclass(frozen=True)
@@ -324,3 +376,26 @@ class ProducerIdBlock:
         except ValueError as e:
             raise ZnodeFormatError(f"{what} block_start and block_end must be integers: {data!r}") from e
         return cls(_int(_field(obj, "broker", what), what + " broker"), start, end)
+
+
+@dataclass(frozen=True)
+class ClusterId:
+    """`/cluster/id` (Kafka 0.10.1, KIP-78): the cluster's id, made by the first broker to start, read by the
+    others; `version` is a string in Kafka's JSON. Not in 0.8.2; clients need it (librdkafka's describe_cluster
+    crashes on a Metadata answer without one)."""
+
+    id: str
+
+    def encode(self) -> bytes:
+        return _dump({"version": "1", "id": self.id})
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> ClusterId:
+        what = "/cluster/id"
+        obj = _obj(data, what)
+        return cls(_str(_field(obj, "id", what), what + " id"))
+
+    @classmethod
+    def generate(cls) -> ClusterId:
+        """Kafka's CoreUtils.generateUuidAsBase64: a random UUID's 16 bytes, base64url without padding."""
+        return cls(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))

@@ -17,7 +17,7 @@ from controller.controller import KafkaController
 from zkbroker.config import KafkaConfig
 from zkbroker.protocol.api import ApiKey
 from zkbroker.zk import paths
-from zkbroker.zk.znodes import BrokerRegistration, LeaderIsrState, TopicAssignment, TopicConfig
+from zkbroker.zk.znodes import BrokerRegistration, EntityConfig, LeaderIsrState, TopicAssignment
 
 
 @dataclass
@@ -172,7 +172,7 @@ class ControllerHarness:
         for b in brokers:
             self.register(b)
         for topic, assignment in (topics or {}).items():
-            self.zk.put(paths.topic_config_path(topic), TopicConfig({}).encode())
+            self.zk.put(paths.topic_config_path(topic), EntityConfig({}).encode())
             self.zk.put(paths.topic_path(topic), TopicAssignment(assignment).encode())
         for (topic, partition), (leader, isr) in (states or {}).items():
             self.put_state(topic, partition, leader, isr, leader_epoch=0, controller_epoch=1)

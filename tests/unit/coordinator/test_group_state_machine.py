@@ -543,3 +543,53 @@ def test_offsets_of_an_empty_group_expire_and_the_group_is_forgotten_with_tombst
     tombstones = [(decode_key(k), v) for _, k, v in h.log[-2:]]
     assert tombstones == [(OffsetKey("idle", "t", 0), None), (GroupKey("idle"), None)]
     assert h.gc.fetch_offsets("g", [TopicPartition("t", 0)])[1][TopicPartition("t", 0)].offset == 9
+
+
+def test_delete_groups_forgets_an_empty_group_with_tombstones_and_refuses_the_others():
+    h = Harness()
+    (member,), gen = h.stable_group(1)
+    assert h.commit(member, gen, {("t", 0): (5, ""), ("t", 1): (7, "")}) == {("t", 0): E.NONE, ("t", 1): E.NONE}
+    assert h.gc.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}  # a member is in it
+    assert h.leave(member) == E.NONE
+    written = len(h.log)
+    assert h.gc.delete_groups(["g", "nobody", ""]) == {"g": E.NONE, "nobody": E.GROUP_ID_NOT_FOUND,
+                                                       "": E.INVALID_GROUP_ID}
+    h.drain()
+    assert "g" not in h.gc.groups
+    tombstones = [(decode_key(k), v) for _, k, v in h.log[written:]]
+    assert sorted((type(k).__name__, getattr(k, "partition", None)) for k, v in tombstones if v is None) == [
+        ("GroupKey", None), ("OffsetKey", 0), ("OffsetKey", 1)]
+    assert h.gc.delete_groups(["g"]) == {"g": E.GROUP_ID_NOT_FOUND}
+    # a coordinator that replays the log forgets the group too
+    replayed = Harness()
+    partition = h.gc.partition_for("g")
+    replayed.gc.begin_loading(partition)
+    replayed.gc.finish_loading(partition, [(k, v) for p, k, v in h.log if p == partition], 0)
+    assert "g" not in replayed.gc.groups
+
+
+def test_delete_offsets_spares_the_topics_a_live_consumer_group_subscribes_to():
+    from zkbroker.coordinator.consumer_protocol import encode_subscription
+
+    h = Harness()
+    token = h.join(protocols=[("range", encode_subscription(["t"]))])
+    member, gen = h.replies[token]["member_id"], h.replies[token]["generation_id"]
+    h.sync(member, gen, {member: b""})
+    assert h.commit(member, gen, {("t", 0): (5, ""), ("u", 0): (6, "")}) == {("t", 0): E.NONE, ("u", 0): E.NONE}
+    written = len(h.log)
+    error, results = h.gc.delete_offsets("g", [TopicPartition("t", 0), TopicPartition("u", 0), TopicPartition("u", 9)])
+    h.drain()
+    assert error == E.NONE
+    assert results == {TopicPartition("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, TopicPartition("u", 0): E.NONE,
+                       TopicPartition("u", 9): E.NONE}
+    assert set(h.gc.groups["g"].offsets) == {TopicPartition("t", 0)}
+    assert [(decode_key(k).topic, v) for _, k, v in h.log[written:]] == [("u", None)]  # one tombstone
+    assert h.leave(member) == E.NONE  # empty now: every offset may go
+    assert h.gc.delete_offsets("g", [TopicPartition("t", 0)]) == (E.NONE, {TopicPartition("t", 0): E.NONE})
+    assert h.gc.delete_offsets("nobody", [TopicPartition("t", 0)]) == (E.GROUP_ID_NOT_FOUND, {})
+
+
+def test_delete_offsets_of_a_live_group_of_another_protocol_type_is_non_empty_group():
+    h = Harness()
+    h.join(protocol_type="connect")
+    assert h.gc.delete_offsets("g", [TopicPartition("t", 0)]) == (E.NON_EMPTY_GROUP, {})

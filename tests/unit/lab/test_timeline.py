@@ -129,6 +129,16 @@ def test_a_line_is_the_time_the_source_and_the_words():
     ({"kind": "broker_started", "broker": 2, "epoch": 3}, "New broker startup callback for 2 (controller epoch 3)"),
     ({"kind": "leader_changed", "topic": "t", "partition": 0, "leader": 2, "previous_leader": 1, "leader_epoch": 1,
       "isr": [2], "zk_version": 1}, "Partition [t,0]: leader 2 (was 1), leader epoch 1, ISR 2, zkVersion 1"),
+    ({"kind": "admin_request", "api": "CreateTopics", "resource_type": "topic", "resource": "t", "error": "NONE",
+      "message": None, "znodes": ["/config/topics/t", "/brokers/topics/t"], "validate_only": False},
+     "CreateTopics for topic 't': NONE; wrote /config/topics/t, /brokers/topics/t"),
+    ({"kind": "admin_request", "api": "AlterConfigs", "resource_type": "broker", "resource": "", "error":
+      "INVALID_REQUEST", "message": "Cannot update these configs dynamically: broker.id", "znodes": [],
+      "validate_only": True},
+     "AlterConfigs (validate only) for broker '': INVALID_REQUEST: Cannot update these configs dynamically: "
+     "broker.id"),
+    ({"kind": "config_changed", "entity_type": "topics", "entity_name": "t", "topics": ["t"]},
+     "Processed config change for topics/t (logs of t updated)"),
     ({"kind": "produce_acked", "topic": "t", "partition": 0, "offset": 41, "last_offset": 45, "acks": 1},
      "Partition [t,0]: offsets 41-45 acknowledged (acks=1)"),
     ({"kind": "produce_appended", "topic": "t", "partition": 0, "offset": 41, "last_offset": 45, "client": "rdkafka",

@@ -8,7 +8,7 @@ import pytest
 
 from zkbroker.config import TOPIC_CONFIGS, KafkaConfig
 from zkbroker.log.log_config import LogConfig, topic_log_config
-from zkbroker.zk.znodes import TopicConfig
+from zkbroker.zk.znodes import EntityConfig
 
 
 def test_every_topic_key_is_a_field_and_nothing_else():
@@ -48,7 +48,7 @@ BROKER = {"broker.id": "1", "zookeeper.connect": "zk:2181", "log.segment.bytes":
 
 
 def znode(**overrides: str) -> bytes:
-    return TopicConfig({k.replace("_", "."): v for k, v in overrides.items()}).encode()
+    return EntityConfig({k.replace("_", "."): v for k, v in overrides.items()}).encode()
 
 
 def test_a_topic_without_overrides_has_the_broker_values():

@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import (
     BrokerRegistration,
+    ConfigChange,
     ConsumerRegistration,
     ControllerRegistration,
+    EntityConfig,
     LeaderIsrState,
     PartitionReplicas,
     TopicAssignment,
-    TopicConfig,
     ZnodeFormatError,
     decode_config_change,
     decode_controller_epoch,
@@ -25,6 +26,7 @@ from zkbroker.zk.znodes import (
     decode_reassignment,
     encode_config_change,
     encode_controller_epoch,
+    encode_entity_config_change,
     encode_offset,
     encode_preferred_election,
     encode_reassignment,
@@ -79,13 +81,38 @@ def test_topic_assignment_uses_string_partition_keys_in_numeric_order():
 
 
 def test_topic_config_values_are_strings_and_empty_is_an_empty_object():
-    assert TopicConfig({}).encode() == b'{"version":1,"config":{}}'
-    assert TopicConfig({"retention.ms": "1000"}).encode() == b'{"version":1,"config":{"retention.ms":"1000"}}'
+    assert EntityConfig({}).encode() == b'{"version":1,"config":{}}'
+    assert EntityConfig({"retention.ms": "1000"}).encode() == b'{"version":1,"config":{"retention.ms":"1000"}}'
+
+
+def test_config_change_notifications_in_every_form_kafka_2x_reads():
+    assert encode_entity_config_change(ConfigChange("topics", "t")) == b'{"version":2,"entity_path":"topics/t"}'
+    assert encode_entity_config_change(ConfigChange("brokers", "<default>")) == (
+        b'{"version":2,"entity_path":"brokers/<default>"}')
+    assert decode_config_change(b'{"version":2,"entity_path":"brokers/1"}') == ConfigChange("brokers", "1")
+    # a user's client: the entity type is the first element, the rest is the name
+    assert decode_config_change(b'{"version":2,"entity_path":"users/alice/clients/app"}') == ConfigChange(
+        "users", "alice/clients/app")
+    assert decode_config_change(b'{"version":1,"entity_type":"topics","entity_name":"t"}') == ConfigChange(
+        "topics", "t")
+    assert decode_config_change(b'{"version":1,"entity_type":"clients","entity_name":"c"}') == ConfigChange(
+        "clients", "c")
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"{", b"42", b"[]", b'{"version":3,"entity_path":"topics/t"}', b'{"entity_path":"topics/t"}',
+    b'{"version":2}', b'{"version":2,"entity_path":"topics"}', b'{"version":2,"entity_path":"topics/"}',
+    b'{"version":2,"entity_path":"groups/g"}', b'{"version":2,"entity_path":7}',
+    b'{"version":1,"entity_type":"brokers","entity_name":"1"}', b'{"version":1,"entity_type":"topics"}',
+])
+def test_a_config_change_notification_in_no_known_form_is_refused(data):
+    with pytest.raises(ZnodeFormatError):
+        decode_config_change(data)
 
 
 def test_admin_nodes():
     assert encode_config_change("mytopic") == b'"mytopic"'
-    assert decode_config_change(b'"mytopic"') == "mytopic"
+    assert decode_config_change(b'"mytopic"') == ConfigChange("topics", "mytopic")
     moves = [PartitionReplicas("t", 0, (4, 5, 6))]
     assert encode_reassignment(moves) == b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[4,5,6]}]}'
     assert decode_reassignment(encode_reassignment(moves)) == moves
