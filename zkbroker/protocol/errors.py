@@ -140,6 +140,7 @@ class InvalidTxnStateError(BrokerResponseError):             errno = 48
 class InvalidProducerIdMappingError(BrokerResponseError):    errno = 49
 class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
+class SaslAuthenticationFailedError(BrokerResponseError):    errno = 58
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
 class FencedLeaderEpochError(_InvalidMetadata):              errno = 74
 class UnknownLeaderEpochError(_InvalidMetadata):             errno = 75
