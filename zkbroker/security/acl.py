@@ -216,7 +216,7 @@ class ResourcePattern:
 
 
 def validate(pattern: ResourcePattern, entry: AclEntry) -> None:
-    """Refuse an ACL naming an operation its resource type does not have (as CreateAcls does)."""
+    """Refuse an ACL naming an operation its resource type does not have (as kafka-acls does)."""
     if entry.operation is not AclOperation.ALL and entry.operation not in SUPPORTED_OPERATIONS[pattern.resource_type]:
         raise AclError(f"{entry.operation.label} is not an operation on a {pattern.resource_type.label}")
 
