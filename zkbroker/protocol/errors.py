@@ -144,6 +144,7 @@ class ConcurrentTransactionsError(_Retriable):               errno = 51
 class TransactionCoordinatorFencedError(BrokerResponseError):  errno = 52
 class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
+class SaslAuthenticationFailedError(BrokerResponseError):    errno = 58
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
 class ReassignmentInProgressError(BrokerResponseError):      errno = 60
 class NonEmptyGroupError(BrokerResponseError):               errno = 68

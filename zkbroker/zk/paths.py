@@ -109,3 +109,30 @@ def split_chroot(connect: str) -> tuple[str, str]:
         return connect, ""
     chroot = connect[slash:].rstrip("/")
     return connect[:slash], chroot
+
+# Kafka 2.x security (DESIGN §19). Literal ACLs live under /kafka-acl/<Type>/<name>, the other pattern types
+# under /kafka-acl-extended/<pattern type in lower case>/<Type>/<name>; a change to either is announced by a
+# sequential acl_changes_N under the matching change path (kafka.zk.ZkAclStore, ZkAclChangeStore).
+ACL = "/kafka-acl"
+ACL_EXTENDED = "/kafka-acl-extended"
+ACL_CHANGES = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+CONFIG_USERS = "/config/users"
+
+
+def acl_path(pattern_type: str, resource_type: str, name: str) -> str:
+    """`LITERAL` ACLs under /kafka-acl, others under /kafka-acl-extended/<pattern type in lower case>."""
+    root = ACL if pattern_type == "LITERAL" else f"{ACL_EXTENDED}/{pattern_type.lower()}"
+    return f"{root}/{resource_type}/{name}"
+
+
+def acl_change_path(pattern_type: str) -> str:
+    """The prefix of a sequential change node for an ACL of this pattern type (create it SEQUENCE)."""
+    root = ACL_CHANGES if pattern_type == "LITERAL" else ACL_EXTENDED_CHANGES
+    return f"{root}/{ACL_CHANGE_PREFIX}"
+
+
+def user_config_path(user: str) -> str:
+    """A user's SCRAM credentials and quotas (Kafka 2.x ConfigEntityZNode)."""
+    return f"{CONFIG_USERS}/{user}"
