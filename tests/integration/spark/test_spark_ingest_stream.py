@@ -28,7 +28,7 @@ class IngestProcess:
     def __init__(self, zk_connect: str, topic: str, output, checkpoint, trigger: str) -> None:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "zkbroker", "--verbose", "spark-ingest", "--stream", "--zookeeper", zk_connect,
+            [sys.executable, "-m", "zkbroker", "spark-ingest", "--stream", "--zookeeper", zk_connect,
              "--topic", topic, "--group", "etl", "--output", str(output), "--checkpoint", str(checkpoint),
              "--trigger", trigger, "--max-offsets-per-trigger", "150"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
