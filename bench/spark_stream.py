@@ -74,22 +74,26 @@ def leaders(broker, topic: str, partitions: int) -> dict[int, tuple[str, int]]:
 
 
 class PacedProducer(threading.Thread):
-    """Writes `rate` records/s to every partition in turn, each stamped with its CreateTime, in requests of 1/50 s."""
+    """Writes `rate` records/s over the partitions in turn, each stamped with its CreateTime, in requests of 1/50 s,
+    each to its partition's leader."""
 
-    def __init__(self, broker, topic: str, rate: int, seconds: float) -> None:
+    def __init__(self, leaders: dict[int, tuple[str, int]], topic: str, rate: int, seconds: float) -> None:
         super().__init__(daemon=True)
-        self.broker, self.topic, self.rate, self.seconds = broker, topic, rate, seconds
+        self.leaders, self.topic, self.rate, self.seconds = leaders, topic, rate, seconds
         self.sent = 0
 
     def run(self) -> None:
         per_tick = max(1, self.rate // 50)
+        connections = {address: BrokerConnection(*address, timeout_s=30).connect()
+                       for address in set(self.leaders.values())}
         started = time.monotonic()
-        with BrokerConnection(self.broker.host, self.broker.port, timeout_s=30) as conn:
+        try:
             tick = 0
             while time.monotonic() - started < self.seconds:
                 now_ms = int(time.time() * 1000)
                 partition = tick % PARTITIONS
                 records = build_message_set([(None, b"v" * VALUE_BYTES, now_ms)] * per_tick, magic=1)
+                conn = connections[self.leaders[partition]]
                 row = conn.send(0, 2, {"acks": 1, "timeout_ms": 10000, "topics": [{"topic": self.topic, "partitions": [
                     {"partition": partition, "records": records}]}]}).topics[0].partitions[0]
                 if row.error_code:
@@ -99,6 +103,9 @@ class PacedProducer(threading.Thread):
                 pause = started + tick / 50 - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
+        finally:
+            for conn in connections.values():
+                conn.close()
 
 
 class CommitWatcher(threading.Thread):
@@ -110,14 +117,14 @@ class CommitWatcher(threading.Thread):
         self.output = output
         self.latencies_ms: list[float] = []
         self.batches = 0
-        self._stop = threading.Event()
+        self._done = threading.Event()
 
     def run(self) -> None:
         import pyarrow.parquet as pq
 
         seen: set[str] = set()
         log_dir = self.output / "_spark_metadata"
-        while not self._stop.is_set():
+        while not self._done.is_set():
             names = sorted(p.name for p in log_dir.iterdir()) if log_dir.is_dir() else []
             for name in names:
                 if name in seen or not name.isdigit():
@@ -133,7 +140,7 @@ class CommitWatcher(threading.Thread):
             time.sleep(0.01)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._done.set()
         self.join()
 
 
@@ -155,7 +162,7 @@ def latency_run(spark, zk_connect: str, broker, workdir: Path, rate: int, second
     try:
         while query.lastProgress is None:  # the query is running before the clock starts
             time.sleep(0.05)
-        producer = PacedProducer(broker, topic, rate, seconds)
+        producer = PacedProducer(leaders(broker, topic, PARTITIONS), topic, rate, seconds)
         producer.start()
         producer.join()
         deadline = time.monotonic() + 60
@@ -174,11 +181,13 @@ def backlog_rates(spark, zk_connect: str, broker, workdir: Path, records: int) -
     create_topic(zk_connect, topic, PARTITIONS, 1, [broker])
     per_partition = records // PARTITIONS
     chunk = build_message_set([(None, os.urandom(VALUE_BYTES)) for _ in range(10_000)])
-    with BrokerConnection(broker.host, broker.port, timeout_s=60) as conn:
-        for partition in range(PARTITIONS):
+    for partition, address in leaders(broker, topic, PARTITIONS).items():
+        with BrokerConnection(*address, timeout_s=60) as conn:
             for _ in range(per_partition // 10_000):
-                conn.send(0, 0, {"acks": 1, "timeout_ms": 30000, "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "records": chunk}]}]})
+                row = conn.send(0, 0, {"acks": 1, "timeout_ms": 30000, "topics": [{"topic": topic, "partitions": [
+                    {"partition": partition, "records": chunk}]}]}).topics[0].partitions[0]
+                if row.error_code:
+                    raise RuntimeError(f"produce to {topic}-{partition} failed with {row.error_code}")
     total = PARTITIONS * (per_partition // 10_000) * 10_000
     started = time.perf_counter()
     query = (spark.readStream.format("zkkafka").option("zookeeper.connect", zk_connect).option("subscribe", topic)
