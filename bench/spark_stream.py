@@ -120,6 +120,7 @@ class CommitWatcher(threading.Thread):
         self._done = threading.Event()
 
     def run(self) -> None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         seen: set[str] = set()
@@ -134,9 +135,10 @@ class CommitWatcher(threading.Thread):
                 self.batches += 1
                 for line in (log_dir / name).read_text().splitlines()[1:]:
                     path = json.loads(line)["path"].removeprefix("file://")
-                    stamps = pq.read_table(path, columns=["timestamp"]).column("timestamp").cast("int64")
-                    # Spark writes microseconds since the epoch.
-                    self.latencies_ms.extend(committed_ms - v / 1000 for v in stamps.to_pylist())
+                    # Whatever unit the file stores (Spark's INT96 reads as nanoseconds), as milliseconds.
+                    stamps = (pq.read_table(path, columns=["timestamp"]).column("timestamp")
+                              .cast(pa.timestamp("ms")).cast(pa.int64()))
+                    self.latencies_ms.extend(committed_ms - v for v in stamps.to_pylist())
             time.sleep(0.01)
 
     def stop(self) -> None:
