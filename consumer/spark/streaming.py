@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -44,7 +45,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from .options import SourceOptions, ZkKafkaOptionError, tp_names
+from .options import SourceOptions, ZkKafkaOptionError, tp_name, tp_names
 from .planner import OffsetRange, plan_ranges, report_data_loss, split_ranges, subscribed_partitions
 
 __all__ = ["ZkKafkaStreamReader", "offsets_from_json", "offsets_to_json", "rate_limit"]
@@ -164,6 +165,7 @@ class ZkKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._cluster: _Cluster | None = None
         self._target: Offsets | None = None  # Trigger.AvailableNow's end
         self._latest: Offsets | None = None
+        self._behind_since: dict[tuple[str, int], float] = {}  # partitions whose log ends before the stream's offset
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -198,11 +200,32 @@ class ZkKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # Partitions that appeared after the target was taken are left for the next query.
             latest = {tp: min(end, self._target[tp]) for tp, end in latest.items() if tp in self._target}
         begin = offsets_from_json(start)
+        latest = self._hold_behind(begin, latest, time.monotonic())
         if isinstance(limit, ReadMaxRows):
             for tp in latest.keys() - begin.keys():
                 begin[tp] = view.earliest(*tp)  # a new partition is read from its start (Spark's rule)
             latest = rate_limit(limit.max_rows, begin, latest)
         return offsets_to_json(latest)
+
+    def _hold_behind(self, begin: Offsets, latest: Offsets, now: float) -> Offsets:
+        """A partition whose latest offset is below what the stream has read stays where it is, for up to
+        kafkaConsumer.pollTimeoutMs: after a leader failover 0.8.2's new leader serves its own high watermark, which
+        may lag the old leader's until its followers fetch again. Still behind after that, the log really went
+        back (an unclean election, KAFKA-1211's truncation): the offset is let go back, and `partitions` reports
+        the data loss as Spark does."""
+        out = dict(latest)
+        for tp, end in latest.items():
+            if tp not in begin or end >= begin[tp]:
+                self._behind_since.pop(tp, None)
+                continue
+            since = self._behind_since.setdefault(tp, now)
+            if now - since < self.options.poll_timeout_ms / 1000.0:
+                if since == now:
+                    log.warning("%s ends at %d, before offset %d the stream has read; waiting up to %d ms for it to "
+                                "come back (a new leader's high watermark catching up) before calling it data loss",
+                                tp_name(*tp), end, begin[tp], self.options.poll_timeout_ms)
+                out[tp] = begin[tp]
+        return out
 
     def reportLatestOffset(self) -> dict | None:
         return None if self._latest is None else offsets_to_json(self._latest)

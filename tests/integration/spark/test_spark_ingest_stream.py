@@ -45,6 +45,14 @@ class IngestProcess:
     def batch_done_or_exited(self) -> bool:
         return bool(self.batches) or self.proc.poll() is not None
 
+    def finish(self, timeout_s: float) -> int:
+        """Wait for the command to end by itself; past the timeout, kill it and fail with what it printed."""
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"spark-ingest --stream did not finish in {timeout_s} s:\n{self.tail()}") from None
+
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(30)
@@ -108,7 +116,7 @@ def test_the_stream_ingest_killed_three_times_through_a_leader_failover_holds_ev
     assert not writer.is_alive() and writer.acked, writer.errors
 
     final = IngestProcess(zk_connect, topic, output, checkpoint, "available-now")
-    assert final.proc.wait(300) == 0, final.tail()
+    assert final.finish(240) == 0, final.tail()
     assert "spark-ingest --stream:" in final.proc.stdout.read()
 
     values = [bytes(r.value) for r in spark.read.parquet(str(output)).select("value").collect()]

@@ -110,3 +110,18 @@ def test_a_partition_that_vanished_or_went_backwards_is_data_loss_as_spark_repor
     with pytest.raises(DataLossError, match=r"Could not read records in offset \[4, 9\) for topic partition a-0"):
         reader.partitions({"a": {"0": 9}}, {"a": {"0": 4}})  # truncated below what was read (KAFKA-1211)
     assert tolerant.partitions({"a": {"0": 9}}, {"a": {"0": 4}}) == []
+
+
+def test_a_log_that_ends_before_the_streams_offset_is_waited_for_up_to_the_poll_timeout_then_let_go_back():
+    opts = parse_stream_options(options(subscribe="a", **{"kafkaConsumer.pollTimeoutMs": "1000"}))
+    reader = ZkKafkaStreamReader(opts, kafka_schema())
+    begin = {("a", 0): 10, ("a", 1): 4}
+    behind = {("a", 0): 7, ("a", 1): 9}
+    # A new leader's high watermark lagging: held where the stream stands, the other partition goes on.
+    assert reader._hold_behind(begin, behind, now=100.0) == {("a", 0): 10, ("a", 1): 9}
+    assert reader._hold_behind(begin, behind, now=100.9) == {("a", 0): 10, ("a", 1): 9}
+    # Still behind after the poll timeout: the log went back; planning then reports the data loss.
+    assert reader._hold_behind(begin, behind, now=101.0) == {("a", 0): 7, ("a", 1): 9}
+    # Caught up meanwhile: the wait starts afresh the next time.
+    assert reader._hold_behind(begin, {("a", 0): 12, ("a", 1): 9}, now=102.0) == {("a", 0): 12, ("a", 1): 9}
+    assert reader._hold_behind(begin, behind, now=103.0) == {("a", 0): 10, ("a", 1): 9}
