@@ -487,12 +487,44 @@ def _run(args: argparse.Namespace) -> int:
     from zkbroker import logconfig
 
     logconfig.configure("DEBUG" if args.verbose else "WARNING")
+    if args.stream:
+        return _run_stream(args)
+    for flag, value in (("--checkpoint", args.checkpoint), ("--trigger", args.trigger),
+                        ("--max-offsets-per-trigger", args.max_offsets_per_trigger)):
+        if value is not None:
+            raise SystemExit(f"zkbroker spark-ingest: {flag} goes with --stream")
     config = IngestConfig(zookeeper=args.zookeeper, group=args.group, output=Path(args.output), topic=args.topic,
                           whitelist=args.whitelist, format=args.format, master=args.master,
                           conf=tuple(args.conf), fail_on_data_loss=args.fail_on_data_loss)
     result = run_ingest(config)
     print(result.summary(), flush=True)
     return 0
+
+
+def _run_stream(args: argparse.Namespace) -> int:
+    from .stream_ingest import StreamIngestConfig, parse_trigger, run_stream_ingest
+
+    if args.checkpoint is None:
+        raise SystemExit("zkbroker spark-ingest: --stream needs --checkpoint DIR (where the query keeps its offsets)")
+    trigger = args.trigger or "processing-time=10s"
+    try:
+        parse_trigger(trigger)
+    except ValueError as e:
+        raise SystemExit(f"zkbroker spark-ingest: {e}") from None
+    config = StreamIngestConfig(zookeeper=args.zookeeper, group=args.group, output=Path(args.output),
+                                checkpoint=Path(args.checkpoint), topic=args.topic, whitelist=args.whitelist,
+                                format=args.format, master=args.master, conf=tuple(args.conf),
+                                fail_on_data_loss=args.fail_on_data_loss, trigger=trigger,
+                                max_offsets_per_trigger=args.max_offsets_per_trigger)
+    result = run_stream_ingest(config)
+    print(result.summary(), flush=True)
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return int(text)
 
 
 def add_command(commands) -> None:
@@ -513,4 +545,11 @@ def add_command(commands) -> None:
     parser.add_argument("--fail-on-data-loss", default=True, type=_boolean, metavar="true|false",
                         help="fail when offsets to ingest were deleted by retention (default true); false skips "
                              "them with a warning")
+    parser.add_argument("--stream", action="store_true",
+                        help="run as a Structured Streaming query that keeps ingesting (needs --checkpoint)")
+    parser.add_argument("--checkpoint", metavar="DIR", help="with --stream: the query's checkpoint directory")
+    parser.add_argument("--trigger", metavar="available-now|processing-time=10s",
+                        help="with --stream: when micro-batches run (default processing-time=10s)")
+    parser.add_argument("--max-offsets-per-trigger", type=_positive_int, metavar="N",
+                        help="with --stream: at most N offsets a micro-batch")
     parser.set_defaults(run=_run)

@@ -19,9 +19,10 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["EARLIEST", "LATEST", "SourceOptions", "ZkKafkaOptionError", "parse_options", "tp_name", "tp_names"]
+__all__ = ["EARLIEST", "LATEST", "SourceOptions", "ZkKafkaOptionError", "parse_options", "parse_stream_options",
+           "tp_name", "tp_names"]
 
 log = logging.getLogger("consumer.spark")
 
@@ -57,7 +58,7 @@ class SourceOptions:
     topics: tuple[str, ...] = ()  # subscribe
     pattern: str | None = None  # subscribepattern
     assigned: tuple[tuple[str, int], ...] = ()  # assign
-    starting: str | dict = "earliest"  # "earliest" | "group" | {(t, p): offset or EARLIEST}
+    starting: str | dict = "earliest"  # "earliest" | "latest" (streams) | "group" | {(t, p): offset, EARLIEST, LATEST}
     ending: str | dict = "latest"  # "latest" | {(t, p): offset or LATEST}
     group_id: str | None = None
     fail_on_data_loss: bool = True
@@ -72,15 +73,14 @@ class SourceOptions:
     zk_session_timeout_ms: int = 30_000
     zk_connection_timeout_ms: int = 30_000
     client_id: str = "zkkafka"
+    max_offsets_per_trigger: int | None = None  # streams only: the offsets one micro-batch reads at most
 
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
     """Check the options of a batch read as Spark's KafkaSourceProvider does (validateBatchOptions), with
     Spark's messages; raise ZkKafkaOptionError. Keys are case-insensitive."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
-    if "kafka.bootstrap.servers" in opts and "zookeeper.connect" not in opts:
-        raise ZkKafkaOptionError("zkkafka finds the brokers through ZooKeeper: set the option 'zookeeper.connect' "
-                                 "(host:port[,host:port...][/chroot]) instead of 'kafka.bootstrap.servers'")
+    _check_connect(opts)
     starting = _offsets_limit(opts, "startingoffsets", "earliest")
     if starting == "latest":
         raise ZkKafkaOptionError("starting offset can't be latest for batch queries on Kafka")
@@ -108,7 +108,38 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
             if start >= 0 and end >= 0 and start > end:
                 raise ZkKafkaOptionError(f"The specified start offset {start} is greater than the end offset {end} "
                                          f"for topic {topic} partition {partition}.")
+    for key in _IGNORED_IN_BATCH:
+        if key in opts:
+            log.warning("%s option ignored in batch queries", key)
+    return _common_options(opts, starting, ending)
 
+
+def parse_stream_options(options: Mapping[str, str]) -> SourceOptions:
+    """Check the options of a streaming read (`spark.readStream.format("zkkafka")`) as Spark's
+    KafkaSourceProvider does (validateStreamOptions): startingOffsets `latest` (the default), `earliest`,
+    `group` or JSON in which -1 means latest; no endingOffsets; `maxOffsetsPerTrigger`."""
+    opts = {str(k).lower(): str(v) for k, v in options.items()}
+    _check_connect(opts)
+    if "endingoffsets" in opts:
+        raise ZkKafkaOptionError("ending offset not valid in streaming queries")
+    if "endingoffsetsbytimestamp" in opts:
+        raise ZkKafkaOptionError("ending timestamp not valid in streaming queries")
+    starting = _offsets_limit(opts, "startingoffsets", "latest")
+    max_offsets = _positive(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger must be positive")
+    for key in ("minoffsetspertrigger", "maxtriggerdelay"):
+        if key in opts:
+            log.warning("%s is not supported by zkkafka streams; every trigger reads what is there", key)
+    return replace(_common_options(opts, starting, "latest"), max_offsets_per_trigger=max_offsets)
+
+
+def _check_connect(opts: dict[str, str]) -> None:
+    if "kafka.bootstrap.servers" in opts and "zookeeper.connect" not in opts:
+        raise ZkKafkaOptionError("zkkafka finds the brokers through ZooKeeper: set the option 'zookeeper.connect' "
+                                 "(host:port[,host:port...][/chroot]) instead of 'kafka.bootstrap.servers'")
+
+
+def _common_options(opts: dict[str, str], starting: str | dict, ending: str | dict) -> SourceOptions:
+    """The options batch reads and streams share (validateGeneralOptions), with the limits already checked."""
     strategies = [k for k in _STRATEGIES if k in opts]
     if not strategies:
         raise ZkKafkaOptionError("One of the following options must be specified for Kafka source: "
@@ -165,9 +196,6 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                                  "committed offsets in ZooKeeper the read starts from")
     if group_id is not None and starting != "group":
         log.warning("Option group.id is only used with startingOffsets=group; ignoring it")
-    for key in _IGNORED_IN_BATCH:
-        if key in opts:
-            log.warning("%s option ignored in batch queries", key)
     starting_timestamps = _timestamps(opts, "startingoffsetsbytimestamp")
     ending_timestamps = _timestamps(opts, "endingoffsetsbytimestamp")
     strategy_by_time = opts.get("startingoffsetsbytimestampstrategy", "error").strip().lower()

@@ -13,7 +13,8 @@ from typing import Protocol
 
 from .options import EARLIEST, LATEST, SourceOptions, ZkKafkaOptionError, tp_name, tp_names
 
-__all__ = ["DataLossError", "OffsetLookup", "OffsetRange", "plan_ranges", "report_data_loss", "split_ranges"]
+__all__ = ["DataLossError", "OffsetLookup", "OffsetRange", "plan_ranges", "report_data_loss", "split_ranges",
+           "subscribed_partitions"]
 
 log = logging.getLogger("consumer.spark")
 
@@ -59,31 +60,9 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
     `zk` is a started ZkClient on the cluster; `lookup` resolves earliest and latest offsets.
     """
     from zkbroker.zk import paths
-    from zkbroker.zk.znodes import LeaderIsrState, TopicAssignment, ZnodeFormatError, decode_offset
+    from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError, decode_offset
 
-    existing = set(zk.get_children(paths.BROKER_TOPICS))
-    if opts.strategy == "subscribe":
-        topics = [t for t in opts.topics if t in existing]
-        for missing in sorted(set(opts.topics) - existing):
-            log.warning("Topic %s does not exist in %s; nothing to read from it", missing, opts.zookeeper_connect)
-    elif opts.strategy == "subscribepattern":
-        regex = re.compile(opts.pattern)
-        topics = sorted(t for t in existing if regex.fullmatch(t))
-    else:
-        topics = sorted({t for t, _ in opts.assigned})
-    partitions: dict[str, list[int]] = {}
-    for topic in topics:
-        data, _ = zk.get(paths.topic_path(topic))
-        known = sorted(TopicAssignment.decode(data, paths.topic_path(topic)).partitions) if data else []
-        partitions[topic] = known
-    if opts.strategy == "assign":
-        unknown = [(t, p) for t, p in opts.assigned if p not in partitions.get(t, ())]
-        if unknown:
-            raise ZkKafkaOptionError(f"assign names partitions that do not exist in {opts.zookeeper_connect}: "
-                                     f"{tp_names(unknown)}")
-        wanted = sorted(opts.assigned)
-    else:
-        wanted = sorted((t, p) for t, ps in partitions.items() for p in ps)
+    wanted = subscribed_partitions(opts, zk)
 
     limits = ((opts.starting_timestamps or opts.starting, "start"), (opts.ending_timestamps or opts.ending, "end"))
     for limit, name in limits:
@@ -111,12 +90,14 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
         latest = lookup.latest_offset(topic, partition)
         if opts.starting == "earliest":
             start = earliest
+        elif opts.starting == "latest":  # streams only
+            start = latest
         elif opts.starting == "group":
             start = committed[(topic, partition)]
             start = earliest if start is None else start
         else:
             start = opts.starting[(topic, partition)]
-            start = earliest if start == EARLIEST else start
+            start = earliest if start == EARLIEST else latest if start == LATEST else start
         end = latest if opts.ending == "latest" else opts.ending[(topic, partition)]
         end = latest if end == LATEST else end
         if opts.starting_timestamps is not None:  # Spark's precedence: ...ByTimestamp over ...Offsets
@@ -140,6 +121,36 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
             start = min(earliest, end)
         ranges.append(OffsetRange(topic, partition, start, end, leader))
     return ranges
+
+
+def subscribed_partitions(opts: SourceOptions, zk) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs the subscription names in ZooKeeper now, sorted: the topics of `subscribe`
+    that exist, those matching `subscribePattern`, or `assign`'s (which must all exist)."""
+    from zkbroker.zk import paths
+    from zkbroker.zk.znodes import TopicAssignment
+
+    existing = set(zk.get_children(paths.BROKER_TOPICS))
+    if opts.strategy == "subscribe":
+        topics = [t for t in opts.topics if t in existing]
+        for missing in sorted(set(opts.topics) - existing):
+            log.warning("Topic %s does not exist in %s; nothing to read from it", missing, opts.zookeeper_connect)
+    elif opts.strategy == "subscribepattern":
+        regex = re.compile(opts.pattern)
+        topics = sorted(t for t in existing if regex.fullmatch(t))
+    else:
+        topics = sorted({t for t, _ in opts.assigned})
+    partitions: dict[str, list[int]] = {}
+    for topic in topics:
+        data, _ = zk.get(paths.topic_path(topic))
+        known = sorted(TopicAssignment.decode(data, paths.topic_path(topic)).partitions) if data else []
+        partitions[topic] = known
+    if opts.strategy == "assign":
+        unknown = [(t, p) for t, p in opts.assigned if p not in partitions.get(t, ())]
+        if unknown:
+            raise ZkKafkaOptionError(f"assign names partitions that do not exist in {opts.zookeeper_connect}: "
+                                     f"{tp_names(unknown)}")
+        return sorted(opts.assigned)
+    return sorted((t, p) for t, ps in partitions.items() for p in ps)
 
 
 def report_data_loss(fail: bool, topic: str, partition: int, start: int, end: int) -> None:

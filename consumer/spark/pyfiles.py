@@ -19,13 +19,15 @@ import hashlib
 import importlib.util
 import os
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 __all__ = ["PACKAGES", "project_zip", "ship"]
 
 PACKAGES = ("zkbroker", "consumer", "controller", "kazoo")
-KEEP_ZIPS = 4  # older builds in the cache beyond these are removed
+KEEP_ZIPS = 4  # older builds in the cache beyond these are removed once unused for STALE_AFTER_S
+STALE_AFTER_S = 24 * 3600
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # every entry's timestamp: the same files make the same zip
 
 
@@ -58,6 +60,7 @@ def project_zip(cache: Path | None = None) -> Path:
     directory = cache or cache_dir("spark-pyfiles")
     target = directory / f"zkbroker-{__version__}-{digest.hexdigest()[:16]}.zip"
     if target.exists():
+        os.utime(target)  # in use: not one of the stale builds another checkout's process may clear away
         return target
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".{target.name}.{os.getpid()}"
@@ -65,9 +68,12 @@ def project_zip(cache: Path | None = None) -> Path:
         for name, data in contents:
             archive.writestr(zipfile.ZipInfo(name, _EPOCH), data, zipfile.ZIP_DEFLATED)
     os.replace(tmp, target)
+    # Only builds both beyond the newest KEEP_ZIPS and unused for a day go: a running Spark application (of another
+    # checkout, say) fetches its zip again for every new executor, and fails if it has vanished.
     older = sorted(directory.glob("zkbroker-*.zip"), key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_ZIPS:]
     for stale in older:
-        stale.unlink(missing_ok=True)
+        if time.time() - stale.stat().st_mtime > STALE_AFTER_S:
+            stale.unlink(missing_ok=True)
     return target
 
 

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -67,7 +67,7 @@ from pyspark.sql.types import (
 from zkbroker.protocol.message_set import read_inflation_bound
 
 from .arrow import message_set_batch
-from .options import SourceOptions, ZkKafkaOptionError, parse_options, tp_name
+from .options import SourceOptions, ZkKafkaOptionError, parse_options, parse_stream_options, tp_name
 from .planner import OffsetRange, plan_ranges, report_data_loss, split_ranges
 
 __all__ = ["ZkKafkaDataSource", "ZkKafkaPartition", "ZkKafkaReader", "kafka_schema", "read_range"]
@@ -191,11 +191,25 @@ class ZkKafkaDataSource(DataSource):
         return "zkkafka"
 
     def schema(self) -> StructType:
-        # Called when the DataFrame is loaded: bad options fail here, before any query is planned.
-        return kafka_schema(parse_options(self.options).include_headers)
+        # Called when the DataFrame is loaded, batch or stream alike (a Python source cannot tell which): options
+        # that neither a batch read nor a stream accepts fail here; those only one of them refuses (e.g.
+        # startingOffsets=latest, endingOffsets) fail when that kind of query is planned, before any task runs.
+        try:
+            options = parse_options(self.options)
+        except ZkKafkaOptionError as batch_error:
+            try:
+                options = parse_stream_options(self.options)
+            except ZkKafkaOptionError:
+                raise batch_error from None
+        return kafka_schema(options.include_headers)
 
     def reader(self, schema: StructType) -> ZkKafkaReader:
         return ZkKafkaReader(parse_options(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from .streaming import ZkKafkaStreamReader
+
+        return ZkKafkaStreamReader(parse_stream_options(self.options), schema)
 
 
 class ZkKafkaReader(DataSourceReader):

@@ -131,3 +131,23 @@ def test_a_zkkafka_read_on_clean_workers_survives_a_leader_failover_over_every_c
     moved = [tp for tp, leader in leaders.items() if leader == victim]
     states = [json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")) for t, p in moved]
     assert all(state["leader"] not in (victim, -1) for state in states), states  # read through the new leaders
+
+
+@pytest.mark.timeout(600)
+def test_the_stream_ingest_on_clean_workers_reads_every_codec_once_in_several_micro_batches(
+        spark_cluster, codec_cluster, zk_connect, zk, tmp_path):
+    _, prefix, topics, every = codec_cluster
+    apps_before = len(spark_cluster.status()["completedapps"])
+    output = tmp_path / "stream"
+    args = ["--stream", "--zookeeper", zk_connect, "--whitelist", f"{prefix}-.*", "--group", "etl", "--output",
+            str(output), "--checkpoint", str(tmp_path / "checkpoint"), "--trigger", "available-now",
+            "--max-offsets-per-trigger", str(len(every) // 3 + 1)]
+    done = spark_ingest(spark_cluster, args, tmp_path)
+    assert done.returncode == 0, tail(done)
+    batches = [line for line in done.stderr.decode().splitlines() if line.startswith("batch ")]
+    assert len(batches) >= 3, tail(done)  # one progress line per micro-batch
+    assert parquet_rows(output) == every
+    ends = {t: [max(o for tt, p, o, _, _ in every if tt == t and p == part) + 1 for part in range(2)]
+            for t in topics}
+    assert all(committed(zk, "etl", t) == ends[t] for t in topics)
+    assert on_both_workers(spark_cluster, apps_before, 1) == [True]

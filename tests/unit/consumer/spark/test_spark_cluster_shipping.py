@@ -28,10 +28,29 @@ def test_the_zip_holds_the_packages_sources_and_no_bytecode(tmp_path):
 
 def test_the_zip_is_built_once_per_content_and_byte_for_byte_reproducible(tmp_path):
     first = project_zip(tmp_path / "a")
-    built = first.stat().st_mtime_ns
-    assert project_zip(tmp_path / "a") == first and first.stat().st_mtime_ns == built  # found, not rebuilt
+    built = first.stat().st_ino
+    assert project_zip(tmp_path / "a") == first and first.stat().st_ino == built  # found, not rebuilt
     again = project_zip(tmp_path / "b")
     assert again.name == first.name and again.read_bytes() == first.read_bytes()
+
+
+def test_only_builds_unused_for_a_day_beyond_the_newest_four_are_cleared(tmp_path):
+    import os
+    import time
+
+    now = time.time()
+    for n, age_h in enumerate((1, 2, 3, 30, 40, 50)):
+        stale = tmp_path / f"zkbroker-0.0.{n}-old.zip"
+        stale.write_bytes(b"old build")
+        os.utime(stale, (now - age_h * 3600, now - age_h * 3600))
+    recent_but_old_rank = tmp_path / "zkbroker-0.0.9-recent.zip"
+    recent_but_old_rank.write_bytes(b"in use by another checkout's application")
+    os.utime(recent_but_old_rank, (now - 4 * 3600, now - 4 * 3600))
+    built = project_zip(tmp_path)
+    left = sorted(p.name for p in tmp_path.glob("zkbroker-*.zip"))
+    # The new build and the three newest stay; beyond them, the one used 4 hours ago stays too.
+    assert left == sorted([built.name, "zkbroker-0.0.0-old.zip", "zkbroker-0.0.1-old.zip",
+                           "zkbroker-0.0.2-old.zip", "zkbroker-0.0.9-recent.zip"])
 
 
 def test_an_interpreter_with_nothing_installed_imports_our_code_and_kazoo_from_the_zip(tmp_path):
