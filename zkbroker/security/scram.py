@@ -1,7 +1,7 @@
 """SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka 2.x uses them (KIP-84, DESIGN §19).
 
 A user's credential is stored in `/config/users/<user>` (the `{"version":1,"config":{...}}` of every config
-entity, see `TopicConfig`) under the mechanism's name, as `salt=<b64>,stored_key=<b64>,server_key=<b64>,
+entity, see `EntityConfig`) under the mechanism's name, as `salt=<b64>,stored_key=<b64>,server_key=<b64>,
 iterations=<n>` (ScramCredentialUtils). The password itself is never stored.
 
 `ScramServer` is the broker's side of one exchange, sans-I/O: the SaslAuthenticate tokens go in, the

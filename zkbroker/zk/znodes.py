@@ -203,8 +203,8 @@ class TopicAssignment:
 @dataclass(frozen=True)
 class EntityConfig:
     """`/config/topics/<t>` (per-topic overrides, AdminUtils.writeTopicConfig) and, from Kafka 1.1 on,
-    `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker configs): values as strings,
-    `{}` = none."""
+    `/config/brokers/<id>` and `/config/brokers/<default>` (dynamic broker configs), and `/config/users/<u>` (SCRAM
+    credentials, quotas): values as strings, `{}` = none."""
 
     config: dict[str, str]
 

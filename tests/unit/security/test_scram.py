@@ -20,7 +20,7 @@ from zkbroker.security.scram import (
     make_credential,
     scram_credentials,
 )
-from zkbroker.zk.znodes import TopicConfig
+from zkbroker.zk.znodes import EntityConfig
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
@@ -149,9 +149,9 @@ def test_credential_string_round_trip_and_kafkas_format():
 
 def test_user_config_znode_holds_credentials_beside_quotas():
     credential = make_credential("SCRAM-SHA-256", "pw", salt=b"salt")
-    data = TopicConfig({"SCRAM-SHA-256": str(credential), "producer_byte_rate": "1024"}).encode()
+    data = EntityConfig({"SCRAM-SHA-256": str(credential), "producer_byte_rate": "1024"}).encode()
     assert data.startswith(b'{"version":1,"config":{"SCRAM-SHA-256":"salt=c2FsdA==,stored_key=')
-    assert scram_credentials(TopicConfig.decode(data, "user config").config) == {"SCRAM-SHA-256": credential}
+    assert scram_credentials(EntityConfig.decode(data, "user config").config) == {"SCRAM-SHA-256": credential}
 
 
 @pytest.mark.parametrize("text", ["salt=c2FsdA==,stored_key=AA==,server_key=AA==", "salt=!!,stored_key=AA==,"
