@@ -27,6 +27,7 @@ from zkbroker.zk.znodes import ControllerRegistration, LeaderIsrState, decode_co
 
 SESSION_TIMEOUT_MS = 3000
 TOPIC = "demo"
+ADMIN_TOPIC = "demo-admin"
 RECORDS = 1000
 
 
@@ -120,6 +121,28 @@ class Story:
             admin.create_topic(zk, TOPIC, 3, 2)
         finally:
             zk.close()
+
+    def admin_api(self, cluster) -> None:
+        """Chapter 2b: a topic created over the wire by an unmodified AdminClient, which a ZooKeeper-mode broker
+        serves by writing the same znodes as the admin tool and letting the controller act on its watch."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        chapter("2b. The same through the Admin API")
+        say("""Since Kafka 2.2 the tools people use create topics over the wire instead (CreateTopics, KIP-4).
+            Here an unmodified confluent-kafka AdminClient asks for a second topic. The broker it reaches does not
+            create anything itself: if it is the controller it writes the very znode the admin tool wrote above,
+            then answers once the controller, acting on its watch as before, has elected the leaders.""")
+        client = AdminClient({"bootstrap.servers": _bootstrap(cluster)})
+        for future in client.create_topics([NewTopic(ADMIN_TOPIC, 3, 2)], operation_timeout=30).values():
+            future.result(60)
+        show(paths.topic_path(ADMIN_TOPIC), self.get(paths.topic_path(ADMIN_TOPIC)))
+        events = [json.loads(line) for line in self.lab.timeline_file.read_text().splitlines()
+                  if '"admin_request"' in line]
+        for event in events[-1:]:
+            show("timeline", f"{event.get('source')}: admin_request {event.get('api')} {event.get('resource')} -> "
+                             f"{event.get('error')}, wrote {', '.join(event.get('znodes') or [])}")
+        say("""Same JSON, same controller reaction: the Admin API is the ZooKeeper design seen from the wire
+            (docs/admin-api.md).""")
 
     def wait_state(self, partition: int, avoid_leader: int | None = None) -> str:
         self.wait(lambda: self.leader(partition) not in (-1, avoid_leader), 15)
@@ -313,6 +336,8 @@ class Story:
         show(paths.topic_path(TOPIC), self.get(paths.topic_path(TOPIC)))
         for partition in range(3):
             show(f".../partitions/{partition}/state", self.wait_state(partition))
+
+        self.admin_api(cluster)
 
         chapter("3. Real Kafka clients")
         say(f"""An unmodified kafka-python producer writes {RECORDS} keyed records with acks=all (the leader answers
