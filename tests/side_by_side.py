@@ -11,6 +11,9 @@ Each integration test already has its own chroot, ports and directories; what wo
   so do the tests marked `xdist_group(NAME)` with one NAME (other tests that start Spark's JVMs join the
   Spark cluster's group, so that a machine never starts them all at once). A group is scheduled as one unit,
   as long as the sum of its tests.
+* Port 9092: a lab takes 9092 on (Kafka's port) when it is free, so two labs started at once by two workers
+  race for it. The run holds it (listening), and every lab takes ports the kernel picks, the lab's own
+  answer to a taken 9092.
 * Alone: a test marked `alone` (CPU-heavy or sensitive to a loaded machine) runs while no other test runs. The
   alone tests come last, as one group, and hold a lock for the whole run of them; every other test holds
   the lock shared while it runs (tests/side_by_side.py's RunLock).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import fcntl
 import json
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -48,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput")
     if controller and config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
         config.stash[SHARED_DIR] = Path(tempfile.mkdtemp(prefix="zkbroker-side-by-side-"))
+        config.stash[LAB_PORT] = hold_lab_port()
     if controller and config.getoption("store_durations"):
         config.pluginmanager.register(DurationRecorder(), "side-by-side-durations")
 
@@ -56,9 +61,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     shared = config.stash.get(SHARED_DIR, None)
     if shared is not None:
         shutil.rmtree(shared, ignore_errors=True)
+    held = config.stash.get(LAB_PORT, None)
+    if held is not None:
+        held.close()
 
 
 SHARED_DIR = pytest.StashKey[Path]()
+LAB_PORT = pytest.StashKey["socket.socket | None"]()
+
+
+def hold_lab_port() -> socket.socket | None:
+    """A listening socket on the lab's default port (None if something else holds it: labs avoid it then too)."""
+    from zkbroker.lab.cluster import DEFAULT_BASE_PORT, HOST
+
+    held = socket.socket()
+    try:
+        held.bind((HOST, DEFAULT_BASE_PORT))
+        held.listen(1)
+    except OSError:
+        held.close()
+        return None
+    return held
 
 
 class DurationRecorder:
