@@ -32,14 +32,18 @@ spark-workers: $(STAMP)
 demo: $(STAMP) zookeeper
 	@$(PY) -m zkbroker.lab.demo
 
+# The suite mostly waits (session timeouts, elections, JVM start-ups), so it runs on more pytest-xdist workers than
+# there are cores; tests/side_by_side.py says what they share (the order, the groups, the tests that run alone).
+WORKERS ?= 6
+
 test: $(STAMP) zookeeper tools spark-workers lint
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n $(WORKERS) tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
 integration: $(STAMP) zookeeper tools spark-workers
-	$(PY) -m pytest tests/integration
+	$(PY) -m pytest -n $(WORKERS) tests/integration
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

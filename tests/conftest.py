@@ -7,6 +7,8 @@ import pytest
 
 from tests.real_tools import ci_is_set
 
+pytest_plugins = ["tests.side_by_side"]
+
 # The one skip CI allows: tests/integration/test_zookeeper_launcher.py's Docker backend, with no daemon.
 ALLOWED_SKIP = "no Docker daemon answers"
 

@@ -1,5 +1,7 @@
-"""One real ZooKeeper server per test run (tickTime 200 ms, so 1-3 s sessions are allowed), a fresh chroot
-per test, and broker processes that are always stopped when the test ends."""
+"""One real ZooKeeper server per test run and pytest-xdist worker (tickTime 200 ms, so 1-3 s sessions are
+allowed), a fresh chroot per test, and broker processes that are always stopped when the test ends. A server
+per worker rather than one shared: a worker's tests never wait behind another's, and no worker has to outlive
+the others to stop it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ def zookeeper():
     except ZooKeeperNotFound as e:
         pytest.skip(f"no ZooKeeper available: {e}")
     server = ZooKeeperServer(tick_time_ms=200, install=install)
-    server.start()
+    server.start(timeout=120)  # one per xdist worker: they all start at once, on a machine that may be loaded
     yield server
     server.stop()
 

@@ -119,6 +119,7 @@ def test_second_live_broker_with_the_same_id_refuses_to_start(brokers, zk):
     assert first.alive()
 
 
+@pytest.mark.alone  # the restarted process must reach ZooKeeper within the killed one's 2 s session
 def test_fast_restart_registers_exactly_once_after_the_old_session_expires(brokers, zk, zookeeper):
     (b1,) = brokers(1)
     # The znode appears a moment before the broker logs it (on a loaded machine, long enough for a kill to land

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = 10
 
 
+@pytest.mark.alone  # CPU-bound, with a bound on its run time
 @pytest.mark.timeout(120)
 def test_a_short_crash_torture_finds_no_violation():
     result = subprocess.run(

@@ -16,7 +16,8 @@ import pytest
 from tests.integration.test_lab_scenarios import SEED, VERDICTS
 from zkbroker.lab.spark_read import read_rows, rows_file
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(540)]
+# Its Spark JVMs take turns with the Spark cluster's (tests/side_by_side.py).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(540), pytest.mark.xdist_group("spark-processes")]
 
 NAME = "spark-read-during-failover"
 
