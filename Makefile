@@ -34,7 +34,7 @@ demo: $(STAMP) zookeeper
 
 # The suite mostly waits (session timeouts, elections, JVM start-ups), so it runs on more pytest-xdist workers than
 # there are cores; tests/side_by_side.py says what they share (the order, the groups, the tests that run alone).
-WORKERS ?= 6
+WORKERS ?= 4
 
 test: $(STAMP) zookeeper tools spark-workers lint
 	$(PY) -m pytest -n $(WORKERS) tests

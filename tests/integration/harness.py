@@ -173,7 +173,9 @@ def create_topic(zk_connect: str, topic: str, partitions: int, replication_facto
     from zkbroker import admin
     from zkbroker.zk.client import ZkClient
 
-    zk = ZkClient(zk_connect, session_timeout_ms=SESSION_TIMEOUT_MS, name="test-admin")
+    # Only this helper's own session: a long one, so a machine that stalls for a few seconds (the suite runs side
+    # by side) cannot expire it in the middle of a create; the brokers keep their short sessions.
+    zk = ZkClient(zk_connect, session_timeout_ms=15_000, name="test-admin")
     zk.start()
     try:
         wanted = {b.id for b in serving}
