@@ -24,10 +24,15 @@ def spark_session(master: str = "local[2]", log_path: Path | None = None, conf: 
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    from .pyfiles import ship
+    from .pyfiles import project_zip, ship
     from .source import ZkKafkaDataSource
 
     if not has_spark_context():
+        # The driver-side Python process that runs a *stream's* source (Spark's streaming source runner) gets no
+        # files from addPyFile, unlike the batch planner: it finds our code on the PYTHONPATH it inherits from the
+        # JVM, which inherits this process's environment when it is launched just below.
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(project_zip()), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)])
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no warning about the host name's address
         spark_conf = (SparkConf().setMaster(master).setAppName("zkbroker spark-ingest")

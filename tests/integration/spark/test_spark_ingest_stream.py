@@ -24,12 +24,14 @@ PARTITIONS = 3
 class IngestProcess:
     """One `spark-ingest --stream` command; its progress lines are collected as they come."""
 
-    def __init__(self, zk_connect: str, topic: str, output, checkpoint, trigger: str) -> None:
+    def __init__(self, zk_connect: str, topic: str, output, checkpoint, trigger: str,
+                 max_offsets: int | None = None) -> None:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        limit = ["--max-offsets-per-trigger", str(max_offsets)] if max_offsets else []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "zkbroker", "spark-ingest", "--stream", "--zookeeper", zk_connect,
              "--topic", topic, "--group", "etl", "--output", str(output), "--checkpoint", str(checkpoint),
-             "--trigger", trigger, "--max-offsets-per-trigger", "400"],
+             "--trigger", trigger, *limit],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.batches: list[str] = []
         self.lines: list[str] = []
@@ -62,11 +64,12 @@ class IngestProcess:
 
 
 class Writer(threading.Thread):
-    """confluent-kafka, acks=all and idempotent, writing numbered values until told to stop; what was acknowledged."""
+    """confluent-kafka, acks=all and idempotent, writing numbered values (~500 a second, `limit` at most) until told
+    to stop; what was acknowledged."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, limit: int) -> None:
         super().__init__(daemon=True)
-        self.bootstrap, self.topic = bootstrap, topic
+        self.bootstrap, self.topic, self.limit = bootstrap, topic, limit
         self.acked: list[bytes] = []
         self.errors: list[str] = []
         self.done = threading.Event()
@@ -81,12 +84,12 @@ class Writer(threading.Thread):
             (self.errors.append(str(err)) if err else self.acked.append(msg.value()))
 
         n = 0
-        while not self.done.is_set():
+        while not self.done.is_set() and n < self.limit:
             producer.produce(self.topic, value=b"record-%07d" % n, on_delivery=delivered)
             n += 1
             if n % 50 == 0:
                 producer.poll(0)
-                time.sleep(0.05)  # ~1,000 records/s
+                time.sleep(0.1)
         assert producer.flush(90) == 0
 
 
@@ -99,11 +102,13 @@ def test_the_stream_ingest_killed_three_times_through_a_leader_failover_holds_ev
     wait_for_leaders(cluster, topic, PARTITIONS)
     output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     chance = random.Random(30)
-    writer = Writer(",".join(b.bootstrap for b in cluster), topic)
+    writer = Writer(",".join(b.bootstrap for b in cluster), topic, limit=30_000)
     writer.start()
+    started = time.monotonic()
     for kill in range(3):
-        run = IngestProcess(zk_connect, topic, output, checkpoint, "processing-time=200ms")
+        run = IngestProcess(zk_connect, topic, output, checkpoint, "processing-time=200ms", max_offsets=400)
         wait_for(run.batch_done_or_exited, 240, f"a batch of run {kill + 1}")
+        print(f"{time.monotonic() - started:.1f} s: run {kill + 1}'s first batch: {run.batches[:1]}")
         assert run.proc.poll() is None, run.tail()
         if kill == 1:  # the broker leading some partitions dies under the running query, and comes back
             cluster[0].kill()
@@ -115,6 +120,7 @@ def test_the_stream_ingest_killed_three_times_through_a_leader_failover_holds_ev
     writer.join(120)
     assert not writer.is_alive() and writer.acked, writer.errors
 
+    print(f"{time.monotonic() - started:.1f} s: {len(writer.acked)} acknowledged; the final run starts")
     final = IngestProcess(zk_connect, topic, output, checkpoint, "available-now")
     assert final.finish(240) == 0, final.tail()
     assert "spark-ingest --stream:" in final.proc.stdout.read()
