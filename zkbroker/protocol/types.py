@@ -385,6 +385,10 @@ class Array(WireType):
             return (None if self.nullable else []), offset
         if n > len(buf) - offset:  # every element takes at least one byte
             raise _truncated(self.name, offset - 4)
+        return self._elements(buf, offset, n)
+
+    def _elements(self, buf: Buffer, offset: int, n: int) -> tuple[list, int]:
+        """The n elements from offset (n already checked against the bytes left): both kinds of count share it."""
         if self._many is not None:
             try:
                 values = struct.unpack_from(f">{n}{self._many}", buf, offset)
@@ -399,22 +403,30 @@ class Array(WireType):
             append(value)
         return out, offset
 
+    #: The bytes of a null array, and of a count, on the wire (int32 here; CompactArray's unsigned varint + 1).
+    _NULL = b"\xff\xff\xff\xff"
+
+    @staticmethod
+    def _count(n: int) -> bytes:
+        return _INT32.pack(n)
+
     def encode(self, value: Any) -> bytes:
         if value is None:
             if self.nullable:
-                return b"\xff\xff\xff\xff"
+                return self._NULL
             raise LocalProtocolError(f"{self.name}: None where an array is required")
         try:
             items = list(value)
         except TypeError:
             raise LocalProtocolError(f"{self.name}: cannot encode {value!r}") from None
+        count = self._count(len(items))
         if self._many is not None:
             try:
-                return _INT32.pack(len(items)) + struct.pack(f">{len(items)}{self._many}", *items)
+                return count + struct.pack(f">{len(items)}{self._many}", *items)
             except (struct.error, TypeError) as exc:
                 raise LocalProtocolError(f"{self.name}: {exc}") from None
         encode = self.element.encode
-        parts = [_INT32.pack(len(items))]
+        parts = [count]
         for i, item in enumerate(items):
             try:
                 parts.append(encode(item))
@@ -453,44 +465,13 @@ class CompactArray(Array):
         n -= 1
         if n > len(buf) - start:  # every element takes at least one byte
             raise _truncated(self.name, offset)
-        offset = start
-        if self._many is not None:
-            try:
-                values = struct.unpack_from(f">{n}{self._many}", buf, offset)
-            except struct.error:
-                raise _truncated(self.name, offset) from None
-            return list(values), offset + n * self.element.size  # type: ignore[attr-defined]
-        decode = self.element.decode
-        out = []
-        append = out.append
-        for _ in range(n):
-            value, offset = decode(buf, offset)
-            append(value)
-        return out, offset
+        return self._elements(buf, start, n)
 
-    def encode(self, value: Any) -> bytes:
-        if value is None:
-            if self.nullable:
-                return b"\x00"
-            raise LocalProtocolError(f"{self.name}: None where an array is required")
-        try:
-            items = list(value)
-        except TypeError:
-            raise LocalProtocolError(f"{self.name}: cannot encode {value!r}") from None
-        count = encode_unsigned_varint(len(items) + 1)
-        if self._many is not None:
-            try:
-                return count + struct.pack(f">{len(items)}{self._many}", *items)
-            except (struct.error, TypeError) as exc:
-                raise LocalProtocolError(f"{self.name}: {exc}") from None
-        encode = self.element.encode
-        parts = [count]
-        for i, item in enumerate(items):
-            try:
-                parts.append(encode(item))
-            except LocalProtocolError as exc:
-                raise LocalProtocolError(f"[{i}].{exc}") from None
-        return b"".join(parts)
+    _NULL = b"\x00"
+
+    @staticmethod
+    def _count(n: int) -> bytes:
+        return encode_unsigned_varint(n + 1)
 
 
 def CompactNullableArray(*element: WireType | tuple[str, WireType]) -> CompactArray:
