@@ -86,6 +86,7 @@ def wait_for(condition, timeout: float = 10.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.alone  # it checks that the stopped server's port is closed: a test beside it could take the port
 def test_session_and_ephemeral_node_survive_a_restart(server: ZooKeeperServer, client_of) -> None:
     client = client_of(server.connect_string, session_timeout_s=10.0)
     states: list[str] = []
@@ -146,6 +147,7 @@ def test_the_log_tail_is_what_the_running_server_wrote(server: ZooKeeperServer) 
     assert len(tail.splitlines()) <= 50
 
 
+@pytest.mark.alone  # it checks that the stopped server's port is closed: a test beside it could take the port
 def test_detached_server_outlives_its_owner_and_stops_by_pid(install: ZooKeeperInstall, tmp_path: Path) -> None:
     server = ZooKeeperServer(install, data_dir=tmp_path / "zk", tick_time_ms=TICK_MS).start(timeout=30)
     server.detach()
@@ -212,6 +214,7 @@ def test_ensure_names_the_zookeeper_it_found() -> None:
     assert len(done.stdout.splitlines()) == 1
 
 
+@pytest.mark.alone  # it checks that the stopped server's port is closed: a test beside it could take the port
 def test_run_serves_until_interrupted(install: ZooKeeperInstall, tmp_path: Path) -> None:
     port = zookeeper._free_port()
     command = [sys.executable, "-m", "zkbroker.lab.zookeeper", "run", "--port", str(port)]
