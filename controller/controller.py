@@ -201,7 +201,7 @@ class KafkaController(SessionListener):
         return self.active
 
     def lab_state(self) -> dict | None:
-        """What this controller knows, for the lab's `state` query (zkbroker/lab/control.py); None when it is not
+        """What this controller knows, for the lab's `state` query (zkbroker/control_protocol.py); None when it is not
         the controller. Called from another thread: each collection is copied in one C-level step (atomic under
         the GIL), so a copy is never torn, though two copies may straddle one event."""
         ctx = self.context

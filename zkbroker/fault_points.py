@@ -1,7 +1,7 @@
 """Fault points inside a lab process: the steps that chance decides in production, made to happen on demand
 (DESIGN §10; docs/lab.md, "Fault points").
 
-A broker of a lab applies them when told through its control socket (zkbroker/lab/control.py); outside a lab
+A broker of a lab applies them when told through its control socket (zkbroker/control_protocol.py); outside a lab
 nothing ever sets one, and each check below is one attribute read. The points, by name:
 
 - `hold_fetchers` / `release_fetchers`: this broker's replica fetchers fetch nothing (they still do a leader

@@ -43,7 +43,7 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str, inter
 
 class Broker:
     """One `zkbroker server` process with its own server.properties, log file and data dir; with `control`, it
-    opens the lab control interface at DIR/control.sock, as a lab's broker does (zkbroker/lab/control.py)."""
+    opens the lab control interface at DIR/control.sock, as a lab's broker does (zkbroker/control_protocol.py)."""
 
     def __init__(self, root: Path, broker_id: int, zk_connect: str, dir_name: str | None = None,
                  control: bool = False, **overrides: object) -> None:
@@ -66,8 +66,8 @@ class Broker:
 
     def start(self, *extra_args: str, verbose: bool = False, faults: list[dict] = ()) -> Broker:
         """Start the broker process; verbose=True logs at DEBUG. `faults` (fault requests, as
-        zkbroker.lab.control.fault_request makes them) are in force from its first instant (needs `control`)."""
-        from zkbroker.lab import control
+        zkbroker.control_protocol.fault_request makes them) are in force from its first instant (needs `control`)."""
+        from zkbroker import control_protocol as control
 
         flags = ["--verbose"] if verbose else []
         env = {k: v for k, v in os.environ.items() if k not in (control.ENV_VAR, control.FAULTS_ENV_VAR)}
@@ -86,7 +86,7 @@ class Broker:
 
     def control(self, timeout_s: float = 5.0):
         """A client of this broker's lab control socket (waiting for the socket to appear after a start)."""
-        from zkbroker.lab.control import ControlError
+        from zkbroker.control_protocol import ControlError
         from zkbroker.lab.control_client import ControlClient
 
         assert self.control_path is not None, "this broker was made without control=True"

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.integration.harness import wait_for
-from zkbroker.lab.control import fault_request
+from zkbroker.control_protocol import fault_request
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode as E
 

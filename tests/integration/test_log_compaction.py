@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.clients import ClientConfig
 from tests.integration.harness import Broker, create_topic, wait_for
-from zkbroker.lab.control import fault_request
+from zkbroker.control_protocol import fault_request
 from zkbroker.log.checkpoint import OffsetCheckpoint
 from zkbroker.topic_partition import TopicPartition
 

@@ -19,7 +19,7 @@ import pytest
 from tests.integration.harness import SESSION_TIMEOUT_MS, wait_for
 from zkbroker import admin
 from zkbroker.client.connection import BrokerConnection
-from zkbroker.lab.control import fault_request
+from zkbroker.control_protocol import fault_request
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.message_set import build_message_set, iter_messages

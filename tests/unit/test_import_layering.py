@@ -136,3 +136,11 @@ def test_no_import_cycle_among_the_modules_of_server():
 def test_packages_import_only_in_the_documented_direction():
     wrong = sorted(f"{m} -> {n}" for m in GRAPH for n in GRAPH[m] if _layer(n) not in ALLOWED[_layer(m)])
     assert wrong == []
+
+
+def test_the_broker_never_imports_the_lab_which_sits_above_it():
+    """The lab drives brokers; a broker serves the lab's control interface through its protocol, which lives below
+    both (zkbroker/control_protocol.py)."""
+    product = [m for m in GRAPH if _layer(m) != "application" or m.startswith("zkbroker.server")]
+    assert not {m: sorted(n for n in GRAPH[m] if n.startswith("zkbroker.lab")) for m in product
+                if any(n.startswith("zkbroker.lab") for n in GRAPH[m])}

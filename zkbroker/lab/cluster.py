@@ -49,8 +49,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkbroker import fault_points, timeline
-from zkbroker.lab.control import ENV_VAR as CONTROL_ENV_VAR
-from zkbroker.lab.control import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
+from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
+from zkbroker.control_protocol import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
 from zkbroker.lab.control_client import ControlClient
 from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
@@ -89,7 +89,7 @@ class BrokerEntry:
     port: int
     pid: int | None
     config: str
-    control: str | None = None  # the broker's lab control socket (zkbroker/lab/control.py)
+    control: str | None = None  # the broker's lab control socket (zkbroker/control_protocol.py)
 
 
 @dataclass
@@ -500,7 +500,7 @@ class LabCluster:
         except LabError:
             return False
 
-    # ---- the lab control interface: fault points and state (zkbroker/lab/control.py) -----------------------
+    # ---- the lab control interface: fault points and state (zkbroker/control_protocol.py) -----------------------
 
     def control(self, broker_id: int, timeout_s: float = CONTROL_TIMEOUT_S) -> ControlClient:
         """A client of the broker's control socket (which answers only while the broker runs)."""

@@ -1,4 +1,4 @@
-"""A client of a broker's lab control socket (the protocol: zkbroker/lab/control.py), for the lab's commands,
+"""A client of a broker's lab control socket (the protocol: zkbroker/control_protocol.py), for the lab's commands,
 the scenario runner, the dashboard and tests:
 
     with ControlClient("DIR/broker-2/control.sock") as broker:
@@ -16,7 +16,7 @@ import os
 import socket
 from typing import Any
 
-from zkbroker.lab.control import ControlError, decode, encode, fault_request, unix_address
+from zkbroker.control_protocol import ControlError, decode, encode, fault_request, unix_address
 
 DEFAULT_TIMEOUT_S = 5.0
 

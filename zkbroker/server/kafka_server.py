@@ -27,11 +27,11 @@ from collections.abc import Awaitable, Callable
 from kazoo.exceptions import NodeExistsError
 
 from controller.controller import KafkaController
+from zkbroker import control_protocol as control
 from zkbroker import timeline
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
-from zkbroker.lab import control
 from zkbroker.log.cleaner import CleanerConfig
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager

@@ -1,4 +1,4 @@
-"""The broker's end of the lab control interface (the protocol is zkbroker/lab/control.py's): a Unix socket
+"""The broker's end of the lab control interface (the protocol is zkbroker/control_protocol.py's): a Unix socket
 served on the broker's asyncio loop, and the `state` this broker reports through it.
 
 Only a broker started by a lab opens it (ZKBROKER_LAB_CONTROL names the socket); outside a lab there is no
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zkbroker.control_protocol import MAX_LINE, ControlHandler, encode, unix_address
 from zkbroker.fault_points import FaultPoints
-from zkbroker.lab.control import MAX_LINE, ControlHandler, encode, unix_address
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.zk.client import ZkClient
 
@@ -91,7 +91,7 @@ class LabControlServer:
 
 
 class BrokerState:
-    """The `state` answer (zkbroker/lab/control.py documents its shape), read on the broker's loop."""
+    """The `state` answer (zkbroker/control_protocol.py documents its shape), read on the broker's loop."""
 
     def __init__(self, broker_id: int, zk: ZkClient, metadata_cache: MetadataCache, controller: KafkaController,
                  replica_manager: Callable[[], ReplicaManager | None], faults: FaultPoints) -> None:

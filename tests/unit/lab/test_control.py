@@ -12,8 +12,8 @@ import time
 import pytest
 
 from zkbroker import fault_points, timeline
+from zkbroker.control_protocol import ControlError, ControlHandler, decode, encode, fault_request, initial_faults
 from zkbroker.fault_points import FaultPointError, FaultPoints
-from zkbroker.lab.control import ControlError, ControlHandler, decode, encode, fault_request, initial_faults
 from zkbroker.lab.control_client import ControlClient
 from zkbroker.server.lab_control import LabControlServer
 

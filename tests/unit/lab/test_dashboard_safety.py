@@ -72,7 +72,7 @@ def test_fault_point_requests():
         parse({"action": "fault_point", "broker": 3, "point": "hold_cleaner_at", "phase": "swap"})
 
 
-# The answer zkbroker/lab/control.py documents, from a follower and from the controller.
+# The answer zkbroker/control_protocol.py documents, from a follower and from the controller.
 STATE = {"broker": 2, "pid": 456, "session": "0x10", "zookeeper_connected": True, "controller_epoch_seen": 3,
          "partitions": [{"topic": "t", "partition": 0, "role": "leader", "leader": 2, "leader_epoch": 4,
                          "isr": [2, 1], "replicas": [2, 1], "zk_version": 7, "controller_epoch": 3, "hw": 5, "leo": 6,

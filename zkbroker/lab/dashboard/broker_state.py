@@ -1,5 +1,5 @@
 """Each broker's own view, asked through its lab control socket (`DIR/broker-ID/control.sock`, DESIGN §10;
-the protocol is zkbroker/lab/control.py's): the read-only `state` query, with the lab's own client. A Unix
+the protocol is zkbroker/control_protocol.py's): the read-only `state` query, with the lab's own client. A Unix
 socket, so no network partition cuts the dashboard off from a broker; a paused or dead broker is not asked
 (its view is then unknown, never guessed).
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from zkbroker.lab.control import ControlError
+from zkbroker.control_protocol import ControlError
 from zkbroker.lab.control_client import ControlClient
 from zkbroker.lab.dashboard.snapshot import BrokerBelief, ReplicaBelief
 
@@ -45,7 +45,7 @@ def _session(value: object) -> int | None:
 
 
 def parse_state(state: object, broker_id: int) -> BrokerBelief:
-    """A `state` answer (zkbroker/lab/control.py): `broker`, `session` ("0x..."), `controller_epoch_seen`,
+    """A `state` answer (zkbroker/control_protocol.py): `broker`, `session` ("0x..."), `controller_epoch_seen`,
     `controller` (null unless this broker is the controller), `partitions` (each applied LeaderAndIsr with
     `zk_version`, `hw`, `leo`, `log_start`, `metadata_leader`), `zookeeper_connected` and `faults`.
     Fields it lacks are unknown; a malformed answer raises ValueError."""

@@ -1,7 +1,7 @@
 """The lab control interface (DESIGN §10): one Unix socket per broker of a lab, for fault points and a
 read-only `state` query. This module is its protocol and its command handler, without I/O (plus the socket
-address both ends use); the broker serves it (zkbroker/server/lab_control.py) and the lab's commands, the
-scenario runner and the dashboard ask it (zkbroker/lab/control_client.py).
+address both ends use), below both the broker and the lab: the broker serves it (zkbroker/server/lab_control.py)
+and the lab's commands, the scenario runner and the dashboard ask it (zkbroker/lab/control_client.py).
 
 Where: `DIR/broker-ID/control.sock`, announced in cluster.json as the broker's "control". The lab starts each
 broker with ZKBROKER_LAB_CONTROL naming that path (and, for fault points in force from its first instant,
