@@ -52,6 +52,8 @@ log = logging.getLogger("zkbroker.coordinator.GroupCoordinator")
 
 Records = tuple[tuple[bytes, bytes | None], ...]
 
+_MAX_INT64 = 2**63 - 1  # the largest timestamp offset value v1 can hold
+
 
 @dataclass(frozen=True)
 class CoordinatorConfig:
@@ -529,7 +531,10 @@ class GroupCoordinator:
             else:
                 results[tp] = ErrorCode.NONE
                 epoch = (leader_epochs or {}).get(tp, -1)
-                to_write[tp] = OffsetAndMetadata(offset, metadata, now_ms, now_ms + retention, epoch)
+                # A retention near Long.MAX_VALUE (OffsetCommit v2-v4 let a client name any) would overflow the
+                # int64 on disk: it saturates there -- the offset never expires -- instead of failing the commit.
+                expire = min(now_ms + retention, _MAX_INT64)
+                to_write[tp] = OffsetAndMetadata(offset, metadata, now_ms, expire, epoch)
         if not to_write:
             self._emit(token, _commit_body(results))
             return

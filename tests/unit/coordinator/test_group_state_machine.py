@@ -593,3 +593,17 @@ def test_delete_offsets_of_a_live_group_of_another_protocol_type_is_non_empty_gr
     h = Harness()
     h.join(protocol_type="connect")
     assert h.gc.delete_offsets("g", [TopicPartition("t", 0)]) == (E.NON_EMPTY_GROUP, {})
+
+
+def test_a_retention_time_near_the_int64_maximum_saturates_instead_of_failing_the_commit():
+    """Found by bench/fuzz.py: OffsetCommit v2 with retention_time_ms near Long.MAX_VALUE overflowed the expire
+    timestamp of offset value v1 and the commit raised. It is stored as never expiring."""
+    h = Harness()
+    h.now = 1_700_000_000_000
+    (leader,), gen = h.stable_group(1)
+    token = next(h.tokens)
+    h.gc.commit_offsets(h.now, token, "g", gen, leader, {TopicPartition("t", 0): (5, "")}, 2**63 - 5)
+    h.drain()
+    assert h.replies[token]["topics"][0]["partitions"][0]["error_code"] == E.NONE
+    stored = h.gc.fetch_offsets("g", None)[1][TopicPartition("t", 0)]
+    assert (stored.offset, stored.expire_timestamp) == (5, 2**63 - 1)
