@@ -8,9 +8,10 @@ Each integration test already has its own chroot, ports and directories; what wo
   `--store-durations`), so that the run ends with short tests on every worker instead of one long test on one.
 * Groups: the tests that use one of SHARED_FIXTURES (heavy session fixtures: a Spark JVM, a Spark cluster)
   run on one worker, one after the other, so that a run starts each fixture once instead of once per worker;
-  so do the tests marked `xdist_group(NAME)` with one NAME (other tests that start Spark's JVMs join the
-  Spark cluster's group, so that a machine never starts them all at once). A group is scheduled as one unit,
-  as long as the sum of its tests.
+  so do the tests marked `xdist_group(NAME)` with one NAME (the lab's Spark scenarios are one such group, so
+  that at most three Spark workloads run at once: the local session's, the cluster's and the lab's). A group
+  is scheduled as one unit, as long as the sum of its tests; no group may be as long as the run should be
+  (the longest group is the shortest the run can be).
 * Port 9092: a lab takes 9092 on (Kafka's port) when it is free, so two labs started at once by two workers
   race for it. The run holds it (listening), and every lab takes ports the kernel picks, the lab's own
   answer to a taken 9092.
