@@ -19,6 +19,10 @@ class QuorumConfig:
     fetch_max_wait_ms: int = 500
     fetch_max_bytes: int = 8 * 1024 * 1024
     cluster_id: str = ""
+    # KIP-996's Pre-Vote (Kafka 3.9/4.0), off as in Kafka 3.7: a voter whose timer runs out first asks whether a
+    # majority would vote for it, and stands (bumping the epoch) only if so, so that a voter cut off from the
+    # quorum cannot come back with a higher epoch and unseat a healthy leader. The lab's `kraft-fixed` switch.
+    pre_vote: bool = False
 
     def __post_init__(self) -> None:
         if not self.voters:

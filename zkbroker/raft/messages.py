@@ -65,6 +65,9 @@ class VoteRequest:
     candidate_id: int
     last_offset_epoch: int
     last_offset: int
+    # KIP-996: "would you vote for me in candidate_epoch?", asked before standing; changes nothing at the voter.
+    # Kafka 3.9+ sends it as Vote v2's PreVote field; 3.7 (the wire's version here) has no such field.
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)

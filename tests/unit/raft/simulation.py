@@ -59,8 +59,10 @@ class InvariantViolation(AssertionError):
 class Fault:
     at_ms: int
     kind: str  # crash | crash-mid-step | restart | partition | heal | resign | crash-leader | isolate-leader
-    # crash, crash-mid-step, restart: the node (resign, crash-leader, isolate-leader: whoever leads then). A
-    # crash-mid-step crashes the node during its next step, after a random part of the step's effects.
+    #            | isolate-follower
+    # crash, crash-mid-step, restart: the node (resign, crash-leader, isolate-leader: whoever leads then;
+    # isolate-follower: the lowest voter that does not lead then). A crash-mid-step crashes the node during its
+    # next step, after a random part of the step's effects.
     node: int = 0
     group: frozenset[int] = frozenset()  # partition: these nodes are cut from the rest
 
@@ -77,6 +79,8 @@ class Schedule:
     faults: tuple[Fault, ...] = ()
     heal_at_ms: int = 4000
     liveness_bound_ms: int = 20000
+    pre_vote: bool = False  # KIP-996 on every node
+    run_until_ms: int | None = None  # run this long even once liveness is shown (to see what a heal leads to)
 
     @property
     def voter_ids(self) -> list[int]:
@@ -101,6 +105,7 @@ def random_schedule(seed: int) -> Schedule:
         min_delay_ms=1, max_delay_ms=rng.choice((5, 20, 100)),
         append_every_ms=rng.choice((100, 250, 1000)),
         faults=tuple(sorted(faults, key=lambda f: f.at_ms)), heal_at_ms=heal_at,
+        pre_vote=rng.random() < 0.5,  # drawn last, so that a seed's other draws are what they were before it
     )
 
 
@@ -184,7 +189,10 @@ class Simulation:
         end = s.heal_at_ms + s.liveness_bound_ms
         while self.queue:
             at, _, kind, args = heapq.heappop(self.queue)
-            if at > end or (self.live_at is not None and at > self.live_at + 500):
+            if s.run_until_ms is not None:
+                if at > s.run_until_ms:
+                    break
+            elif at > end or (self.live_at is not None and at > self.live_at + 500):
                 break
             self.now = at
             getattr(self, "_on_" + kind)(*args)
@@ -209,7 +217,7 @@ class Simulation:
         disk = self.disks[n]
         self.incarnation[n] += 1
         stored = quorum_state.decode(disk.quorum_state) if disk.quorum_state is not None else None
-        config = QuorumConfig(node_id=n, voters=self.voters)
+        config = QuorumConfig(node_id=n, voters=self.voters, pre_vote=self.schedule.pre_vote)
         rng = random.Random(f"{self.schedule.seed}-{n}-{self.incarnation[n]}")
         node = RaftNode(config, disk.log, stored, rng, self.now)
         self.nodes[n] = node
@@ -322,6 +330,11 @@ class Simulation:
             leaders = self._leaders()
             for n in self.node_ids:
                 self.side[n] = 1 if n in leaders else 0
+        elif fault.kind == "isolate-follower":
+            leaders = self._leaders()
+            cut = min(v for v in self.voters if v not in leaders)
+            for n in self.node_ids:
+                self.side[n] = 1 if n == cut else 0
 
     def _leaders(self) -> list[int]:
         return [n for n, node in self.nodes.items() if node is not None and isinstance(node.state, Leader)]
