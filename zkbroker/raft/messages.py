@@ -123,6 +123,9 @@ class FetchRequest:
     last_fetched_epoch: int
     log_start_offset: int
     partition_max_bytes: int
+    # KIP-853 (Kafka 3.8+, Fetch v17's ReplicaDirectoryId): which log dir the fetcher runs on, so that a voter
+    # restarted on an empty disk is not counted as the voter it was. None: not sent (Kafka 3.7).
+    replica_directory_id: str | None = None
 
 
 @dataclass(frozen=True)

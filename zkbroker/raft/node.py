@@ -521,7 +521,8 @@ class RaftNode:
             self._respond(source, correlation_id, self._fetch_response(error))
             return
         replica = request.replica_id
-        if replica in self.config.voters:
+        voter = self.config.is_voter_replica(replica, request.replica_directory_id)
+        if voter:
             state.acknowledged.add(replica)
             state.fetched_voters.add(replica)
             if len(state.fetched_voters) + 1 >= self.config.majority:
@@ -535,8 +536,10 @@ class RaftNode:
                 m.NONE, diverging=m.EpochEndOffset(end.epoch, end.offset)))
             return
         state.parked.pop(replica, None)
-        self._update_replica(now, state, replica, request.fetch_offset)
-        if replica in self.config.voters:
+        if voter or replica not in self.config.voters:
+            self._update_replica(now, state, replica, request.fetch_offset)
+        # else: a voter's id on another log dir (it lost its disk): served as an observer, never counted as it
+        if voter:
             self._maybe_advance_high_watermark(now, state)
         if request.fetch_offset < self.log.end_offset or request.max_wait_ms <= 0:
             self._respond(source, correlation_id, self._fetch_response(m.NONE, request))
@@ -598,6 +601,7 @@ class RaftNode:
             last_fetched_epoch=self.log.last_fetched_epoch,
             log_start_offset=self.log.start_offset,
             partition_max_bytes=self.config.fetch_max_bytes,
+            replica_directory_id=self.config.directory_id,
         )
 
     def _fetch_from_any_voter(self, now: int) -> None:

@@ -143,3 +143,23 @@ def test_a_voter_cut_off_alone_unseats_the_leader_when_it_returns_unless_pre_vot
         assert max(cut_epochs) > epoch_before + 1  # it stood several times while cut off
         assert outcome.max_epoch > epoch_before  # and, back, forced an election
         assert sim.nodes[leader_before].epoch > epoch_before  # the healthy leader of epoch_before stepped down
+
+
+@pytest.mark.parametrize("directory_ids", [False, True])
+def test_a_voter_that_lost_its_disk_helps_elect_a_leader_without_the_committed_log_unless_directory_ids(
+        directory_ids):
+    """KIP-853's case: one voter falls behind (cut off), the leader commits with the other, which then loses its
+    disk and restarts empty; the leader dies. In Kafka 3.7 the empty voter votes for the one behind, and what
+    was committed is overwritten. With directory ids the empty disk is not the voter it replaced: nobody is
+    elected until the old leader returns, and nothing committed changes."""
+    sim = Simulation(Schedule(seed=3, voters=3, heal_at_ms=12000, directory_ids=directory_ids,
+                              faults=(Fault(2000, "isolate-follower"), Fault(4000, "wipe-follower"),
+                                      Fault(4001, "crash-leader"), Fault(4002, "heal"))))
+    if not directory_ids:
+        with pytest.raises(InvariantViolation, match="committed"):
+            sim.run()
+        return
+    outcome = sim.run()
+    sim.check_liveness(outcome)
+    elected = [(at, n) for n, history in sim.history.items() for at, state, _ in history if state == "leader"]
+    assert not [at for at, _ in elected if 4001 < at < 12000]  # no leader while the old one was down
