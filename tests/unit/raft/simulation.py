@@ -221,9 +221,11 @@ class Simulation:
         disk = self.disks[n]
         self.incarnation[n] += 1
         stored = quorum_state.decode(disk.quorum_state) if disk.quorum_state is not None else None
+        # Without directory ids (Kafka 3.7) a node neither knows nor sends its log dir's id.
         directories = {v: f"dir-{v}-0" for v in self.voters} if self.schedule.directory_ids else None
         config = QuorumConfig(node_id=n, voters=self.voters, pre_vote=self.schedule.pre_vote,
-                              directory_id=disk.directory_id, voter_directories=directories)
+                              directory_id=disk.directory_id if directories else None,
+                              voter_directories=directories)
         rng = random.Random(f"{self.schedule.seed}-{n}-{self.incarnation[n]}")
         node = RaftNode(config, disk.log, stored, rng, self.now)
         self.nodes[n] = node
