@@ -190,9 +190,13 @@ class RaftNode:
                 self._start_election(now)
             elif not self.config.is_voter:
                 self._fetch_from_any_voter(now)
-        elif isinstance(state, Candidate):
-            if len(state.granted) >= self.config.majority:  # a lone voter restarted as candidate
-                self._to_leader(now, state)
+        elif isinstance(state, (Candidate, Prospective)):
+            pre_vote = isinstance(state, Prospective)
+            if len(state.granted) >= self.config.majority:  # a lone voter restarted as candidate, or a won pre-vote
+                if pre_vote:
+                    self._to_candidate(now)
+                else:
+                    self._to_leader(now, state)
             elif state.backoff_until is not None:
                 if now >= state.backoff_until:
                     self._start_election(now)
@@ -201,19 +205,7 @@ class RaftNode:
                 if now >= state.backoff_until:
                     self._start_election(now)
             else:
-                self._ask_for_votes(now, state, pre_vote=False)
-        elif isinstance(state, Prospective):
-            if len(state.granted) >= self.config.majority:
-                self._to_candidate(now)
-            elif state.backoff_until is not None:
-                if now >= state.backoff_until:
-                    self._to_prospective(now)
-            elif now >= state.election_deadline:
-                state.backoff_until = now + self._election_backoff(state.retries)
-                if now >= state.backoff_until:
-                    self._to_prospective(now)
-            else:
-                self._ask_for_votes(now, state, pre_vote=True)
+                self._ask_for_votes(now, state, pre_vote)
         elif isinstance(state, Follower):
             if now >= state.fetch_deadline:
                 if self.config.is_voter:
