@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, OffsetAndEpoch
+from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, OffsetAndEpoch, SnapshotId
 
 # Sizes the model charges for an entry, so that Fetch's partition_max_bytes bounds a read as it would on disk.
 RECORD_OVERHEAD_BYTES = 20
@@ -53,6 +53,11 @@ class RaftLog(Protocol):
         """Removes every entry at or after `offset`."""
         ...
 
+    @property
+    def latest_snapshot(self) -> SnapshotId | None:
+        """The newest snapshot: a replica whose fetch offset is below the log start is sent it."""
+        ...
+
 
 def end_offset_for_epoch(epoch_starts: Sequence[tuple[int, int]], epoch: int, start_offset: int,
                          end_offset: int) -> OffsetAndEpoch:
@@ -92,6 +97,10 @@ class InMemoryLog:
     @property
     def start_offset(self) -> int:
         return 0
+
+    @property
+    def latest_snapshot(self) -> SnapshotId | None:
+        return None
 
     @property
     def end_offset(self) -> int:
