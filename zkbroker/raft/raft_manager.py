@@ -101,6 +101,9 @@ class RaftManager:
         if snapshot is not None:
             self._loaded_snapshot = (snapshot, self._read_snapshot(snapshot))
             self._committed = snapshot.end_offset
+            logger.info("%s Starting from snapshot %s (%d records); the log continues from offset %d to %d",
+                        self.prefix, snapshot, len(self._loaded_snapshot[1]), snapshot.end_offset,
+                        self.log.end_offset)
         self.node = RaftNode(self.config, self.log, stored, self._rng, self._clock())
         if snapshot is not None:
             # What the snapshot holds was committed; the log after it is committed once the leader says so.
