@@ -78,16 +78,15 @@ class Node:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
-    def request(self, message: dict) -> dict | None:
-        try:
-            with ControlClient(self.sock, 5.0) as client:
-                return client.request(message)
-        except ControlError:
-            return None
+    def request(self, message: dict) -> dict:
+        with ControlClient(self.sock, 5.0) as client:
+            return client.request(message)
 
     def raft(self) -> dict | None:
-        answer = self.request({"command": "state"})
-        return None if answer is None else answer["state"]["raft"]
+        try:
+            return self.request({"command": "state"})["state"]["raft"]
+        except ControlError:
+            return None
 
 
 def wait(condition, timeout_s: float, what: str, interval_s: float = 0.01):

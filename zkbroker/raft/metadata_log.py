@@ -98,6 +98,23 @@ class MetadataLog:
             # max_bytes cut the first batch: at least one batch goes out whatever its size
             size = max(size * 2, read_header(data, 0).size)
 
+    def read_batches(self, start_offset: int, max_bytes: int) -> list[tuple[LogEntry, ...]]:
+        """As `read`, the entries grouped as the batches on disk hold them (those before `start_offset` left out):
+        what was appended together is handed to the listeners together."""
+        if start_offset >= self.end_offset:
+            return []
+        data = self._log.read(start_offset, max(max_bytes, BATCH_OVERHEAD)).read_bytes()
+        batches = []
+        for position, _, _, _ in batch_headers(data):
+            size = read_header(data, position).size
+            entries = tuple(e for e in batches_to_entries(data[position:position + size]) if e.offset >= start_offset)
+            if entries:
+                batches.append(entries)
+        if not batches:
+            entries = self.read(start_offset, max_bytes)  # the first batch is larger than max_bytes
+            return [entries] if entries else []
+        return batches
+
     def append(self, entries: Sequence[LogEntry]) -> None:
         if not entries:
             return

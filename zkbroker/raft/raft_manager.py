@@ -45,6 +45,10 @@ logger = logging.getLogger(__name__)
 #: How much of a snapshot one FetchSnapshot asks for (Kafka's raft client asks for up to its fetch max bytes).
 SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 INCONSISTENT_CLUSTER_ID = int(ErrorCode.INCONSISTENT_CLUSTER_ID)
+#: A step longer than this is logged: the node's timers (fetch, election, check-quorum) wait behind it.
+SLOW_STEP_MS = 300
+#: How much of the committed log the listeners are handed at a time before the loop runs other work.
+HAND_OVER_BYTES = 64 * 1024
 
 
 def wall_clock_ms() -> int:
@@ -89,6 +93,7 @@ class RaftManager:
         self._snapshot_fetch: _SnapshotFetch | None = None
         self._held_fetch: tuple[int, int, m.FetchRequest] | None = None
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
+        self._handing_over = False
         self._stopped = False
         self.prefix = f"[RaftManager id={config.node_id}]"
 
@@ -215,10 +220,15 @@ class RaftManager:
     def _step(self, step: Callable[[int], list[Effect]]) -> None:
         if self._stopped:
             return
+        started = time.monotonic()
         try:
             effects = step(self._clock())
             self._perform(effects)
             self._after_step()
+            took_ms = (time.monotonic() - started) * 1000
+            if took_ms > SLOW_STEP_MS:
+                logger.warning("%s A step took %.0f ms (%d effects): timers wait behind it", self.prefix, took_ms,
+                               len(effects))
         except RaftStateError as exc:
             logger.error("%s %s", self.prefix, exc)
             self._stopped = True
@@ -358,41 +368,49 @@ class RaftManager:
             self._leader_seen = seen
             for listener in self._listeners:
                 listener.handle_leader_change(*seen)
-        hw = node.high_watermark
-        if hw is not None and hw > self._committed:
-            start, self._committed = self._committed, hw
-            self._hand_over(start, hw, self._listeners)
+        self._schedule_hand_over()
 
-    def _hand_over(self, start: int, end: int, listeners: list[RaftListener]) -> None:
-        """Committed data batches in [start, end) to `listeners`, each run of one epoch's data records as one."""
-        if not listeners:
+    def _schedule_hand_over(self) -> None:
+        hw = self._node().high_watermark
+        if hw is not None and hw > self._committed and not self._handing_over and not self._stopped:
+            self._handing_over = True
+            asyncio.get_running_loop().call_soon(self._hand_over_some)
+
+    def _hand_over_some(self) -> None:
+        """Hands the listeners the next committed records, HAND_OVER_BYTES of them at most, then yields the loop
+        (a high watermark that jumped far would otherwise hold the node's timers behind the decoding)."""
+        self._handing_over = False
+        hw = self._node().high_watermark
+        if self._stopped or hw is None or hw <= self._committed:
             return
+        self._committed = self._hand_over(self._committed, hw, self._listeners, HAND_OVER_BYTES)
+        self._schedule_hand_over()
+
+    def _hand_over(self, start: int, end: int, listeners: list[RaftListener], max_bytes: int | None = None) -> int:
+        """Committed data batches in [start, end) to `listeners`, each as the log holds it (the leader's as they
+        were appended; a follower's as one Fetch brought them, whole appended batches one after another); with
+        `max_bytes`, about that much of the log only. Returns the offset reached."""
+        if not listeners:
+            return end
         offset = max(start, self.log.start_offset)
         while offset < end:
-            entries = [e for e in self.log.read(offset, 1 << 20) if e.offset < end]
-            if not entries:
-                return
-            for run in _data_runs(entries):
-                records = [decode_frame(e.record) for e in run]
-                for listener in listeners:
-                    listener.handle_commit(run[0].offset, run[-1].offset, run[0].epoch, records)
-            offset = entries[-1].offset + 1
+            batches = self.log.read_batches(offset, max_bytes or HAND_OVER_BYTES)
+            for batch in batches:
+                entries = [e for e in batch if e.offset < end]
+                if not entries:
+                    return offset
+                if not entries[0].is_control:
+                    records = [decode_frame(e.record) for e in entries]
+                    for listener in listeners:
+                        listener.handle_commit(entries[0].offset, entries[-1].offset, entries[0].epoch, records)
+                offset = entries[-1].offset + 1
+            if not batches or max_bytes is not None:
+                break
+        return offset
 
     def _read_snapshot(self, snapshot: m.SnapshotId) -> list[MetadataRecord]:
         _, records = read_snapshot(self.log.read_snapshot_bytes(snapshot))
         return records
-
-
-def _data_runs(entries: tuple[m.LogEntry, ...] | list[m.LogEntry]) -> list[list[m.LogEntry]]:
-    runs: list[list[m.LogEntry]] = []
-    for entry in entries:
-        if entry.is_control:
-            continue
-        if runs and runs[-1][-1].offset + 1 == entry.offset and runs[-1][-1].epoch == entry.epoch:
-            runs[-1].append(entry)
-        else:
-            runs.append([entry])
-    return runs
 
 
 def _error_response(request: m.Request, code: int) -> m.Response:

@@ -30,6 +30,10 @@ from zkbroker.server.network import ConnectionLimits, SocketServer
 
 log = logging.getLogger("zkbroker.server.ControllerServer")
 
+#: The bytes a follower asks for in one Fetch. Kafka's raft client asks for 8 MiB; here every record of a Fetch
+#: is decoded and encoded again in Python on both ends, and a step that long keeps a node from its timers (a
+#: follower busy for seconds with one answer stands for election), so a Fetch carries at most this much.
+FETCH_MAX_BYTES = 64 * 1024
 NO_OP_RECORD = 20  # NoOpRecord (api key 20, version 0): what the lab's append writes
 
 
@@ -61,7 +65,7 @@ class ControllerServer:
             election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
             fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
         self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=lambda exc: self.stop())
         apis = ControllerApis(self.node_id, cluster_id, voters, self.raft)
