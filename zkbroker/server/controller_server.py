@@ -47,6 +47,7 @@ class ControllerServer:
         self.socket_server: SocketServer | None = None
         self.lab_control: LabControlServer | None = None
         self._stop = asyncio.Event()
+        self._failure: BaseException | None = None
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -67,7 +68,7 @@ class ControllerServer:
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
-        self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=lambda exc: self.stop())
+        self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
         apis = ControllerApis(self.node_id, cluster_id, voters, self.raft)
         self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, apis,
                                           config["socket.request.max.bytes"], ConnectionLimits.from_config(config))
@@ -87,9 +88,16 @@ class ControllerServer:
         log.info("%sstarted (voters %s)", self.prefix, ",".join(str(v) for v in sorted(voters)))
         await self._stop.wait()
         await self._shutdown()
+        if self._failure is not None:
+            raise self._failure
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _fatal(self, exc: BaseException) -> None:
+        """The Raft node met what Raft rules out (raft/node.py's RaftStateError): stop, and exit with it."""
+        self._failure = exc
+        self.stop()
 
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
