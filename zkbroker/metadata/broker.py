@@ -20,8 +20,12 @@ from .records import (
     REGISTER_BROKER,
     UNFENCE,
     UNFENCE_BROKER,
+    element,
     record,
 )
+
+_ENDPOINT = element(REGISTER_BROKER, "end_points")
+_FEATURE = element(REGISTER_BROKER, "features")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +67,8 @@ class BrokerRegistration:
 
     def to_record(self) -> tuple:
         return record(REGISTER_BROKER, broker_id=self.id, incarnation_id=self.incarnation_id, broker_epoch=self.epoch,
-                      end_points=[{"name": e.name, "host": e.host, "port": e.port,
-                                   "security_protocol": e.security_protocol} for e in self.endpoints],
-                      features=[{"name": n, "min_supported_version": lo, "max_supported_version": hi}
-                                for n, lo, hi in self.features],
+                      end_points=[_ENDPOINT(e.name, e.host, e.port, e.security_protocol) for e in self.endpoints],
+                      features=[_FEATURE(n, lo, hi) for n, lo, hi in self.features],
                       rack=self.rack, fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown)
 
     def endpoint(self, listener: str) -> Endpoint | None:

@@ -59,6 +59,13 @@ MIN_METADATA_VERSION = 1
 MetadataRecord = tuple[int, int, Any]
 
 
+def element(api_key: int, array_field: str) -> Any:
+    """The struct type of one element of a record's array field (what a decoded record holds there), so records
+    built here replay exactly as records read from the log."""
+    schema = RECORD_SCHEMAS[(api_key, WRITTEN_VERSIONS[api_key])]
+    return dict(schema.fields)[array_field].element.struct
+
+
 def record(api_key: int, **fields: Any) -> MetadataRecord:
     """A record to append: ``record(TOPIC, name="t", topic_id=...)`` at the version this project writes; a
     tagged field left out takes its default."""
