@@ -20,22 +20,26 @@ from .records import METADATA_VERSION, TOPIC_RESOURCE
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
+def _none() -> Any:
+    return field(default_factory=lambda: _EMPTY)
+
+
 @dataclass(frozen=True)
 class TopicImage:
     name: str
     id: bytes
-    partitions: Mapping[int, PartitionRegistration] = _EMPTY
+    partitions: Mapping[int, PartitionRegistration] = _none()
 
 
 @dataclass(frozen=True)
 class MetadataImage:
     offset: int = -1  # the last offset of the metadata log this image includes
     epoch: int = -1
-    features: Mapping[str, int] = _EMPTY
-    brokers: Mapping[int, BrokerRegistration] = _EMPTY
-    topics_by_id: Mapping[bytes, TopicImage] = _EMPTY
-    topics_by_name: Mapping[str, TopicImage] = field(default=_EMPTY)
-    configs: Mapping[tuple[int, str], Mapping[str, str]] = _EMPTY
+    features: Mapping[str, int] = _none()
+    brokers: Mapping[int, BrokerRegistration] = _none()
+    topics_by_id: Mapping[bytes, TopicImage] = _none()
+    topics_by_name: Mapping[str, TopicImage] = _none()
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = _none()
     next_producer_id: int = 0
 
     @property
