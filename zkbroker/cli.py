@@ -20,7 +20,11 @@ def _server(args: argparse.Namespace) -> int:
 
     config = KafkaConfig.load(args.config, args.override or ())
     logconfig.configure("DEBUG" if args.verbose else "INFO")
-    _event_loop_runner()(KafkaServer(config).run())
+    if config.is_kraft:
+        from zkbroker.server.controller_server import ControllerServer
+        _event_loop_runner()(ControllerServer(config).run())
+    else:
+        _event_loop_runner()(KafkaServer(config).run())
     return 0
 
 
@@ -50,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    server = commands.add_parser("server", help="run a broker (Kafka's kafka-server-start.sh)")
+    server = commands.add_parser("server", help="run a broker, or a KRaft controller with process.roles=controller "
+                                                "(Kafka's kafka-server-start.sh)")
     server.add_argument("config", metavar="CONFIG", help="server.properties")
     server.add_argument("--override", action="append", metavar="KEY=VALUE",
                         help="set a property, overriding the file (repeatable)")
@@ -84,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from zkbroker.tools import zookeeper_security_migration
     zookeeper_security_migration.add_command(commands)
+
+    from zkbroker.tools import metadata_quorum, storage
+    storage.add_command(commands)
+    metadata_quorum.add_command(commands)
 
     from consumer.spark import ingest
     ingest.add_command(commands)

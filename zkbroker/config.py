@@ -317,6 +317,25 @@ def _message_format_version(value: str) -> str:
     return value
 _HOUR_MS, _MINUTE_MS = 3_600_000, 60_000
 
+_ROLES = ("broker", "controller")
+
+
+def _process_roles(roles: tuple[str, ...]) -> tuple[str, ...]:
+    for role in roles:
+        if role not in _ROLES:
+            raise ValueError(f"unknown role {role!r}: the roles are broker and controller")
+    if len(set(roles)) != len(roles):
+        raise ValueError("a role is named twice")
+    return roles
+
+
+def _AT_LEAST_0_OR_UNSET(value: int) -> int:  # noqa: N802 - named as the validators it stands beside
+    if value < -1:
+        raise ValueError("must be at least 0")
+    return value
+
+
+
 # A fallback key is listed after the key it falls back to.
 SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
     # ZooKeeper (ZKConfig)
@@ -331,6 +350,45 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("zookeeper.set.acl", _BOOLEAN, False,
               "Extension (Kafka 0.9's switch): create znodes with Kafka's secure ACLs (the login of "
               "$ZKBROKER_JAAS_CONFIG may change them, the world only read; /consumers stays open)."),
+
+    # KRaft mode (Kafka 3.7, KIP-500/595; DESIGN §17): set process.roles and ZooKeeper is not used at all
+    ConfigKey("process.roles", _LIST, (),
+              "KRaft mode (Kafka 3.7): controller (a voter of the metadata quorum; broker and broker,controller "
+              "come with issue 24's part 2). Empty: ZooKeeper mode.", _process_roles),
+    ConfigKey("node.id", _INT, -1, "KRaft mode: this node's id, unique among brokers and controllers.",
+              _AT_LEAST_0_OR_UNSET),
+    ConfigKey("controller.quorum.voters", _LIST, (),
+              "KRaft mode: the metadata quorum's voters, ID@HOST:PORT,... (their controller listeners)."),
+    ConfigKey("controller.listener.names", _LIST, (),
+              "KRaft mode: the names in listeners that the controller serves the quorum on (the first one is "
+              "what other nodes connect to)."),
+    ConfigKey("controller.quorum.election.timeout.ms", _INT, 1000,
+              "KRaft mode: how long a voter waits without a leader before it stands (plus a random part as "
+              "long again).", _AT_LEAST_1),
+    ConfigKey("controller.quorum.election.backoff.max.ms", _INT, 1000,
+              "KRaft mode: the longest backoff before a candidate that lost stands again.", _AT_LEAST_0),
+    ConfigKey("controller.quorum.fetch.timeout.ms", _INT, 2000,
+              "KRaft mode: how long a follower waits for its leader before standing; a leader that a majority "
+              "has not fetched from within 1.5 times this resigns.", _AT_LEAST_1),
+    ConfigKey("controller.quorum.request.timeout.ms", _INT, 2000,
+              "KRaft mode: how long a quorum request waits for its answer.", _AT_LEAST_1),
+    ConfigKey("controller.quorum.retry.backoff.ms", _INT, 20,
+              "KRaft mode: the wait before a quorum request that failed is sent again.", _AT_LEAST_0),
+    ConfigKey("metadata.log.dir", _STRING, "",
+              "KRaft mode: the directory of the metadata log (__cluster_metadata-0); empty: the first of "
+              "log.dirs."),
+    ConfigKey("metadata.log.segment.bytes", _INT, 1024**3, "KRaft mode: the metadata log's segment size.",
+              Range(14)),
+    ConfigKey("metadata.log.max.record.bytes.between.snapshots", _LONG, 20 * 1024 * 1024,
+              "KRaft mode: committed record bytes after which a node writes a snapshot of the metadata.",
+              _AT_LEAST_1),
+    ConfigKey("metadata.log.max.snapshot.interval.ms", _LONG, 3_600_000,
+              "KRaft mode: the longest time between two snapshots when records were committed; 0: no limit.",
+              _AT_LEAST_0),
+    ConfigKey("broker.heartbeat.interval.ms", _INT, 2000, "KRaft mode: how often a broker heartbeats its "
+              "controller.", _AT_LEAST_1),
+    ConfigKey("broker.session.timeout.ms", _INT, 9000, "KRaft mode: a broker without a heartbeat for this long "
+              "is fenced.", _AT_LEAST_1),
 
     # General
     ConfigKey("broker.id", _INT, REQUIRED, "This broker's id, unique in the cluster: its /brokers/ids/<id>.",
@@ -692,7 +750,8 @@ class KafkaConfig:
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> KafkaConfig:
         originals = dict(props)
-        given, warnings = _apply_listener_aliases(originals)
+        kraft = _kraft_given(originals)
+        given, warnings = kraft if kraft is not None else _apply_listener_aliases(originals)
         warnings += [f"Property {name} is not valid" for name in sorted(given) if name not in SERVER_CONFIGS]
         values = resolve_keys(SERVER_CONFIGS, given)
         _check_relations(values)
@@ -749,9 +808,93 @@ class KafkaConfig:
         return self["log.dirs"]
 
     @property
+    def is_kraft(self) -> bool:
+        """KRaft mode (process.roles set): no ZooKeeper, a metadata quorum instead (DESIGN §17)."""
+        return bool(self["process.roles"])
+
+    @property
+    def node_id(self) -> int:
+        return self["node.id"]
+
+    @property
+    def quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """controller.quorum.voters: node id -> (host, port) of its controller listener."""
+        return parse_quorum_voters(",".join(self["controller.quorum.voters"]))
+
+    @property
+    def metadata_log_dir(self) -> str:
+        return self["metadata.log.dir"] or self.log_dirs[0]
+
+    @property
     def log_retention_ms(self) -> int:
         """log.retention.ms, else log.retention.minutes, else log.retention.hours, in ms."""
         return self["log.retention.ms"]
+
+
+_VOTER = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[^\]]*\]|[^:@\[\]]+):(?P<port>[0-9]+)")
+
+
+def parse_quorum_voters(raw: str) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters (ID@HOST:PORT,...) as node id -> (host, port); ConfigError naming the key."""
+    voters: dict[int, tuple[str, int]] = {}
+    for item in SERVER_CONFIGS["controller.quorum.voters"].coerce(raw):
+        m = _VOTER.fullmatch(item)
+        if not m or int(m["port"]) > _PORT.max:
+            raise _invalid("controller.quorum.voters", raw, f"{item!r} is not of the form ID@HOST:PORT")
+        node = int(m["id"])
+        if node in voters:
+            raise _invalid("controller.quorum.voters", raw, f"voter {node} is named twice")
+        voters[node] = (m["host"].strip("[]"), int(m["port"]))
+    return voters
+
+
+def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] | None:
+    """KRaft mode's keys checked as Kafka 3.7 checks them, and the 0.8 keys the rest of the code reads derived
+    from them (broker.id from node.id, host.name and port from the controller listener); None in ZooKeeper mode.
+    """
+    roles = SERVER_CONFIGS["process.roles"].coerce(originals.get("process.roles", ""))
+    if not roles:
+        return None
+    if "broker" in roles:
+        raise _invalid("process.roles", originals["process.roles"], "the broker role comes with the quorum "
+                       "controller (issue 24, part 2); this version runs process.roles=controller")
+    if "zookeeper.connect" in originals:
+        raise ConfigError("zookeeper.connect must not be set with process.roles: a KRaft node uses no ZooKeeper.")
+    if "node.id" not in originals:
+        raise ConfigError('Missing required configuration "node.id" which has no default value.')
+    node_id = SERVER_CONFIGS["node.id"].coerce(originals["node.id"])
+    if node_id < 0:
+        raise _invalid("node.id", node_id, "must be at least 0")
+    if "broker.id" in originals and originals["broker.id"].strip() != str(node_id):
+        raise ConfigError(f"broker.id ({originals['broker.id']}) must equal node.id ({node_id}) in KRaft mode.")
+    voters = parse_quorum_voters(originals.get("controller.quorum.voters", ""))
+    if not voters:
+        raise ConfigError("controller.quorum.voters must name the metadata quorum's voters (ID@HOST:PORT,...).")
+    if node_id not in voters:
+        raise ConfigError(f"controller.quorum.voters must include this controller's node.id {node_id} "
+                          f"(process.roles=controller makes it a voter).")
+    names = SERVER_CONFIGS["controller.listener.names"].coerce(originals.get("controller.listener.names", ""))
+    if not names:
+        raise ConfigError("controller.listener.names must name the listener the controller serves, e.g. CONTROLLER.")
+    listeners: dict[str, tuple[str, str]] = {}
+    raw = originals.get("listeners", "")
+    for item in SERVER_CONFIGS["listeners"].coerce(raw):
+        m = _LISTENER.fullmatch(item)
+        if not m or int(m["port"]) > _PORT.max:
+            raise _invalid("listeners", raw, f"{item!r} is not of the form NAME://host:port")
+        name = m["protocol"].upper()
+        if name != "PLAINTEXT" and name not in names:
+            raise _invalid("listeners", raw, f"listener {name} has no security protocol: only PLAINTEXT and the "
+                           f"controller.listener.names ({', '.join(names)}, plaintext) are supported")
+        listeners[name] = (m["host"].strip("[]"), m["port"])
+    if names[0] not in listeners:
+        raise ConfigError(f"listeners must include the controller listener {names[0]} named by "
+                          f"controller.listener.names (e.g. {names[0]}://localhost:9093).")
+    given = {name: value for name, value in originals.items() if name != "listeners"}
+    given["host.name"], given["port"] = listeners[names[0]]
+    given["broker.id"] = str(node_id)
+    given["zookeeper.connect"] = ""
+    return given, []
 
 
 def _apply_listener_aliases(originals: dict[str, str]) -> tuple[dict[str, str], list[str]]:

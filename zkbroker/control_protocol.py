@@ -24,6 +24,8 @@ is closed).
                  -> {"ok": true, "faults": [{"point": "hold_cleaner_at", "phase": "swap-renamed", "held": 0}]}
     {"command": "heal"}                                  -> every point healed; {"ok": true, "faults": []}
     {"command": "heal", "point": "hold_fetchers"}        -> that point healed
+    {"command": "append", "count": 100}   -> {"ok": true, "last_offset": 104}   (a KRaft controller that leads:
+                                             that many NoOpRecords appended to the metadata log, one batch)
 
 The fault points and their parameters are zkbroker/fault_points.py's. `state` is a JSON object:
 
@@ -39,6 +41,13 @@ The fault points and their parameters are zkbroker/fault_points.py's. `state` is
                                               #  "live_brokers": [...], "shutting_down": [...], "queue_held": false,
                                               #  "queued_events": 0, "partitions": [{..., "zk_version": 7}]}
      "faults": [{"point": "hold_fetchers"}]}
+
+A KRaft controller's `state` (DESIGN §17) is instead:
+
+    {"node": 3001, "pid": 789, "role": "controller", "faults": [],
+     "raft": {"state": "leader", "epoch": 5, "leader": 3001, "voted_for": null, "log_start_offset": 0,
+              "log_end_offset": 120, "high_watermark": 120, "snapshot": {"end_offset": 100, "epoch": 4},
+              "voters": [3001, 3002, 3003]}}
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ SOCKET_NAME = "control.sock"
 ENV_VAR = "ZKBROKER_LAB_CONTROL"  # the socket a lab broker opens (unset: none)
 FAULTS_ENV_VAR = "ZKBROKER_LAB_FAULTS"  # fault requests in force from the broker's first instant (JSON list)
 MAX_LINE = 64 * 1024
-COMMANDS = ("state", "faults", "fault", "heal")
+COMMANDS = ("state", "faults", "fault", "heal", "append")
 
 
 class ControlError(RuntimeError):
@@ -98,9 +107,11 @@ def initial_faults(value: str | None) -> list[dict]:
 class ControlHandler:
     """Answers control requests: `state` from the given function, faults on the given FaultPoints."""
 
-    def __init__(self, faults: FaultPoints, state: Callable[[], dict]) -> None:
+    def __init__(self, faults: FaultPoints, state: Callable[[], dict],
+                 append: Callable[[int], dict] | None = None) -> None:
         self.faults = faults
         self.state = state
+        self.append = append  # a KRaft controller's: append that many records, the answer's fields
 
     def handle_line(self, line: bytes) -> tuple[bytes, bool]:
         """The answer line to a request line, and whether the connection may go on."""
@@ -120,13 +131,20 @@ class ControlHandler:
         command = request.get("command")
         if command not in COMMANDS:
             raise ControlError(f"unknown command {command!r}; allowed: {', '.join(COMMANDS)}")
-        allowed = {"state": (), "faults": (), "heal": ("point",), "fault": None}[command]
+        allowed = {"state": (), "faults": (), "heal": ("point",), "fault": None, "append": ("count",)}[command]
         if allowed is not None:
             extra = [k for k in request if k != "command" and k not in allowed]
             if extra:
                 raise ControlError(f"{command} takes {', '.join(allowed) or 'nothing'}, not {extra[0]!r}")
         if command == "state":
             return {"state": self.state()}
+        if command == "append":
+            count = request.get("count", 1)
+            if self.append is None:
+                raise ControlError("append is answered by a KRaft controller only")
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 100_000:
+                raise ControlError("append takes a count from 1 to 100000")
+            return self.append(count)
         if command == "fault":
             point = request.get("point")
             if not isinstance(point, str):

@@ -1,6 +1,7 @@
 """The config table (KafkaConfig / LogConfig): 0.8.2 defaults, the .properties syntax, and error messages."""
 
 import dataclasses
+import re
 
 import pytest
 from hypothesis import given
@@ -516,3 +517,37 @@ def test_topic_overrides_win_over_broker_defaults():
     assert topic["retention.ms"] == 1000
     assert topic["unclean.leader.election.enable"] is False
     assert topic["segment.bytes"] == 1073741824
+
+
+# --- KRaft mode (DESIGN §17) ----------------------------------------------------------------------------------
+
+_KRAFT = {"process.roles": "controller", "node.id": "3001", "controller.listener.names": "CONTROLLER",
+          "controller.quorum.voters": "3001@localhost:9093,3002@[::1]:9094",
+          "listeners": "CONTROLLER://localhost:9093"}
+
+
+def test_a_controller_needs_no_zookeeper_and_listens_on_its_controller_listener():
+    config = KafkaConfig.from_props(_KRAFT)
+    assert config.is_kraft and config.node_id == config.broker_id == 3001
+    assert (config.host, config.port) == ("localhost", 9093)
+    assert config.quorum_voters == {3001: ("localhost", 9093), 3002: ("::1", 9094)}
+    assert config["controller.quorum.election.timeout.ms"] == 1000
+    assert not KafkaConfig.from_props({"zookeeper.connect": "zk:2181", "broker.id": "1"}).is_kraft
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"node.id": None}, 'required configuration "node.id"'),
+    ({"zookeeper.connect": "zk:2181"}, "zookeeper.connect must not be set"),
+    ({"controller.quorum.voters": "3001@localhost"}, "controller.quorum.voters"),
+    ({"controller.quorum.voters": "3002@localhost:9094"}, "must include this controller's node.id 3001"),
+    ({"controller.listener.names": None}, "controller.listener.names must name"),
+    ({"listeners": "PLAINTEXT://localhost:9092"}, "listeners must include the controller listener CONTROLLER"),
+    ({"process.roles": "broker"}, "process.roles"),
+    ({"process.roles": "controller,zookeeper"}, "process.roles"),
+    ({"broker.id": "7"}, "broker.id (7) must equal node.id"),
+])
+def test_a_bad_kraft_configuration_names_the_key(change, message):
+    props = {**_KRAFT, **change}
+    props = {k: v for k, v in props.items() if v is not None}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        KafkaConfig.from_props(props)

@@ -398,10 +398,13 @@ def _batch_records(view: memoryview, pos: int, end: int, header: BatchHeader, ma
 
 
 def control_marker(view: memoryview, pos: int, end: int, header: BatchHeader) -> EndTxnMarker | None:
-    """The end-transaction marker of the control batch at ``pos`` (None when the batch is empty)."""
+    """The end-transaction marker of the control batch at ``pos`` (None when the batch is empty, or holds one of
+    the metadata quorum's control records)."""
     records = _batch_records(view, pos, end, header, inflation_bound())
     try:
         for record in record_batch.iter_records(header, records):
+            if record_batch.control_record_type(record.key) in record_batch.ControlRecordType.QUORUM:
+                return None
             return record_batch.parse_end_txn_marker(record.key, record.value)
     except CorruptRecordError as exc:
         raise InvalidMessageError(f"control batch: {exc}", pos) from None

@@ -413,6 +413,9 @@ class ControlRecordType:
     ABORT = 0
     COMMIT = 1
     NAMES = {ABORT: "ABORT", COMMIT: "COMMIT"}
+    #: The metadata quorum's own control records (LeaderChange, SnapshotHeader, SnapshotFooter: KIP-595, KIP-630);
+    #: their schemas live in metadata_records. A log holds them, but they end no transaction.
+    QUORUM = frozenset({2, 3, 4})
 
 
 @dataclass(frozen=True, slots=True)

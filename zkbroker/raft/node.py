@@ -101,6 +101,26 @@ class RaftNode:
         voted = None if self.leader_id is not None else self.voted_id
         return ElectionState(self.epoch, self.leader_id, voted, self.config.voters)
 
+    def describe_quorum(self, now: int) -> m.DescribeQuorumResponse:
+        """DescribeQuorum as the leader answers it (the leader's own state is "now"); any other node answers
+        NOT_LEADER_OR_FOLLOWER, as Kafka's does."""
+        state = self.state
+        if not isinstance(state, Leader):
+            return m.DescribeQuorumResponse(m.NOT_LEADER_OR_FOLLOWER, self._leader_or_none(), self.epoch, -1, (), ())
+
+        def replica(node: int) -> m.ReplicaState:
+            if node == self.node_id:
+                return m.ReplicaState(node, self.log.end_offset, now, now)
+            known = state.replicas.get(node)
+            if known is None:
+                return m.ReplicaState(node, -1, -1, -1)
+            return m.ReplicaState(node, known.end_offset, known.last_fetch_ms, known.last_caught_up_ms)
+
+        voters = tuple(replica(v) for v in sorted(self.config.voters))
+        observers = tuple(replica(o) for o in sorted(set(state.replicas) - self.config.voters))
+        hw = -1 if self.high_watermark is None else self.high_watermark
+        return m.DescribeQuorumResponse(m.NONE, self.node_id, self.epoch, hw, voters, observers)
+
     # --- inputs ---------------------------------------------------------------------------------------------
 
     def poll(self, now: int) -> list[Effect]:
@@ -109,8 +129,8 @@ class RaftNode:
 
     def handle(self, now: int, source: int, correlation_id: int, message: m.Message) -> list[Effect]:
         """A request gets its response among the effects; a response is taken only if it answers the request in
-        flight to `source` (one at a time per destination, as Kafka's RequestManager). FetchSnapshot is not
-        handled yet: the node neither takes nor sends snapshots."""
+        flight to `source` (one at a time per destination, as Kafka's RequestManager). FetchSnapshot is the
+        driver's: the node only names the latest snapshot to a replica whose fetch offset is below the log start."""
         request_handler = self._request_handlers.get(type(message))
         response_handler = self._response_handlers.get(type(message))
         if request_handler is not None:
@@ -451,6 +471,12 @@ class RaftNode:
                 state.fetched_voters.clear()
                 if len(self.config.voters) > 1:
                     state.check_quorum_deadline = now + self.config.check_quorum_timeout_ms
+        snapshot = self.log.latest_snapshot
+        if snapshot is not None and request.fetch_offset < self.log.start_offset:
+            # What the replica needs next is gone from the log: it loads the snapshot (FetchSnapshot) first.
+            self._update_replica(now, state, replica, request.fetch_offset)
+            self._respond(source, correlation_id, self._fetch_response(m.NONE, snapshot=snapshot))
+            return
         end = self.log.end_offset_for_epoch(request.last_fetched_epoch)
         if end.epoch != request.last_fetched_epoch or end.offset < request.fetch_offset:
             # The fetcher's log left ours after end.offset: it truncates there and fetches again.
@@ -478,7 +504,8 @@ class RaftNode:
         leader.replicas[replica] = ReplicaState(fetch_offset, now, caught_up, leader_end)
 
     def _fetch_response(self, error: int, request: m.FetchRequest | None = None,
-                        diverging: m.EpochEndOffset | None = None) -> m.FetchResponse:
+                        diverging: m.EpochEndOffset | None = None,
+                        snapshot: m.SnapshotId | None = None) -> m.FetchResponse:
         records = () if request is None else self.log.read(request.fetch_offset, request.partition_max_bytes)
         return m.FetchResponse(
             error_code=error,
@@ -486,6 +513,7 @@ class RaftNode:
             log_start_offset=self.log.start_offset,
             current_leader=m.LeaderIdAndEpoch(self._leader_or_none(), self.epoch),
             diverging_epoch=diverging,
+            snapshot_id=snapshot,
             records=records,
         )
 

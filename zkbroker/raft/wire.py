@@ -7,9 +7,7 @@ the metadata quorum has one partition, ``__cluster_metadata-0`` (by name, or by 
 Fetch 13+), so the dataclasses hold that partition's fields flat. A response whose request-wide error_code is
 set and which carries no partition maps to that error with the partition's fields unknown (-1).
 
-Fetch's records travel as magic 2 batches, one per log entry: a LeaderChange as a control batch, a data
-record (an ApiMessageAndVersion frame, part 2) as a data batch, each batch's partitionLeaderEpoch the entry's
-epoch (``protocol.metadata_records``).
+Fetch's records travel as magic 2 batches, as the log holds them (``batches``).
 """
 
 from __future__ import annotations
@@ -17,20 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from zkbroker.protocol.api import ApiKey
-from zkbroker.protocol.compression import CODEC_NONE, decompress
 from zkbroker.protocol.errors import ErrorCode, LocalProtocolError, RemoteProtocolError
-from zkbroker.protocol.metadata_records import (
-    CONTROL_SCHEMAS,
-    LEADER_CHANGE,
-    METADATA_TOPIC,
-    METADATA_TOPIC_ID,
-    build_control_batch,
-    decode_control_key,
-)
-from zkbroker.protocol.record_batch import build_record_batch, iter_records, read_header, records_start
+from zkbroker.protocol.metadata_records import METADATA_TOPIC, METADATA_TOPIC_ID
 from zkbroker.protocol.schemas import fetch as fetch_schemas
 
 from . import messages as m
+from .batches import batches_to_entries, entries_to_batches
 
 __all__ = ["KAFKA_37_VERSIONS", "api_key_of", "from_body", "to_body"]
 
@@ -67,50 +57,6 @@ def _topics(version_uses_id: bool, partition: dict[str, Any], name_key: str = "t
     if version_uses_id:
         topic["topic_id"] = METADATA_TOPIC_ID
     return [topic]
-
-
-def _entries_to_records(entries: tuple[m.LogEntry, ...]) -> bytes:
-    parts = []
-    for entry in entries:
-        if isinstance(entry.record, m.LeaderChangeMessage):
-            lc = entry.record
-            value = {"version": lc.version, "leader_id": lc.leader_id,
-                     "voters": [(v,) for v in lc.voters], "granting_voters": [(v,) for v in lc.granting_voters]}
-            parts.append(build_control_batch(LEADER_CHANGE, value, base_offset=entry.offset, epoch=entry.epoch,
-                                             timestamp=0))
-        else:
-            parts.append(build_record_batch([(None, entry.record)], base_offset=entry.offset, timestamp=0,
-                                            partition_leader_epoch=entry.epoch))
-    return b"".join(parts)
-
-
-def _records_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
-    if not data:
-        return ()
-    view = memoryview(data)
-    entries = []
-    pos = 0
-    while pos < len(view):
-        header = read_header(view, pos)
-        end = pos + header.size
-        if end > len(view):  # a partial batch at the end of a Fetch answer: Kafka's readers drop it too
-            break
-        body: Any = view[records_start(pos):end]
-        if header.codec != CODEC_NONE:  # Kafka's leader may send compressed batches; each holds its entries
-            body = decompress(header.codec, body)
-        for record in iter_records(header, body):
-            if header.is_control:
-                control_type = decode_control_key(record.key)
-                if control_type != LEADER_CHANGE:
-                    raise RemoteProtocolError(f"control record type {control_type} in a Fetch of the metadata log")
-                lc, _ = CONTROL_SCHEMAS[LEADER_CHANGE].decode(memoryview(record.value or b""), 0)
-                payload: Any = m.LeaderChangeMessage(lc.leader_id, tuple(v.voter_id for v in lc.voters),
-                                                     tuple(v.voter_id for v in lc.granting_voters), lc.version)
-            else:
-                payload = bytes(record.value or b"")
-            entries.append(m.LogEntry(record.offset, header.partition_leader_epoch, payload))
-        pos = end
-    return tuple(entries)
 
 
 #: Errors Kafka's KafkaRaftClient answers for the whole request, with no partition: a request from another
@@ -160,7 +106,7 @@ def to_body(message: m.Message, version: int) -> dict[str, Any]:
         partition = {
             "partition": 0, "error_code": message.error_code, "high_watermark": message.high_watermark,
             "last_stable_offset": -1, "log_start_offset": message.log_start_offset, "aborted_transactions": None,
-            "preferred_read_replica": -1, "records": _entries_to_records(message.records),
+            "preferred_read_replica": -1, "records": entries_to_batches(message.records),
             "diverging_epoch": ({"epoch": de.epoch, "end_offset": de.end_offset} if de
                                 else fetch_schemas.NO_DIVERGING_EPOCH),
             "current_leader": {"leader_id": cl.leader_id, "leader_epoch": cl.leader_epoch},
@@ -240,7 +186,7 @@ def from_body(api_key: int, version: int, is_request: bool, body: Any) -> m.Mess
             p.error_code, p.high_watermark, p.log_start_offset, m.LeaderIdAndEpoch(cl.leader_id, cl.leader_epoch),
             None if (de.epoch, de.end_offset) == (-1, -1) else m.EpochEndOffset(de.epoch, de.end_offset),
             None if (sid.end_offset, sid.epoch) == (-1, -1) else m.SnapshotId(sid.end_offset, sid.epoch),
-            _records_to_entries(p.records))
+            batches_to_entries(p.records))
     if api_key == ApiKey.DESCRIBE_QUORUM:
         if is_request:
             return m.DescribeQuorumRequest()

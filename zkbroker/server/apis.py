@@ -51,6 +51,28 @@ log = logging.getLogger("zkbroker.server.KafkaApis")
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 
 
+def answer_api_versions(header: RequestHeader, frame: bytearray, body_offset: int,
+                        versions: dict[int, tuple[int, int]]) -> bytes:
+    """ApiVersions, answered before its body is read: a version above ours gets the v0-format UNSUPPORTED_VERSION
+    answer (clients retry with one we list). From v3 the client names its software (KIP-511): logged for the
+    connection, and a name or version Kafka's rule refuses is answered INVALID_REQUEST. Every listener answers it
+    so (a broker's and a controller's), each with its own table."""
+    low, high = versions[ApiKey.API_VERSIONS]
+    if not low <= header.api_version <= high:
+        return api_versions_unsupported_response(header, versions)
+    if header.api_version >= 3:
+        request = decode_request(header, frame, body_offset)
+        name, version = request.client_software_name, request.client_software_version
+        if not api_versions.valid_client_software(name, version):
+            log.info("Invalid ApiVersions request from client %r on connection %s: client software name %r "
+                     "or version %r is not letters, digits, '-' and '.'", header.client_id, CONNECTION.get(),
+                     name, version)
+            return api_versions_response(header, versions, error_code=ErrorCode.INVALID_REQUEST)
+        log.info("Connection %s: client software %s %s (client id %r, ApiVersions v%d)", CONNECTION.get(),
+                 name, version, header.client_id, header.api_version)
+    return api_versions_response(header, versions)
+
+
 class KafkaApis:
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, replica_manager: ReplicaManager,
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
@@ -124,23 +146,7 @@ class KafkaApis:
     # ---- ApiVersions --------------------------------------------------------------------------------------
 
     def handle_api_versions(self, header: RequestHeader, frame: bytearray, body_offset: int) -> bytes:
-        """Answered before its body is read: a version above ours gets the v0-format UNSUPPORTED_VERSION answer
-        (clients retry with one we list). From v3 the client names its software (KIP-511): logged for the
-        connection, and a name or version Kafka's rule refuses is answered INVALID_REQUEST."""
-        low, high = self.versions[ApiKey.API_VERSIONS]
-        if not low <= header.api_version <= high:
-            return api_versions_unsupported_response(header, self.versions)
-        if header.api_version >= 3:
-            request = decode_request(header, frame, body_offset)
-            name, version = request.client_software_name, request.client_software_version
-            if not api_versions.valid_client_software(name, version):
-                log.info("Invalid ApiVersions request from client %r on connection %s: client software name %r "
-                         "or version %r is not letters, digits, '-' and '.'", header.client_id, CONNECTION.get(),
-                         name, version)
-                return api_versions_response(header, self.versions, error_code=ErrorCode.INVALID_REQUEST)
-            log.info("Connection %s: client software %s %s (client id %r, ApiVersions v%d)", CONNECTION.get(),
-                     name, version, header.client_id, header.api_version)
-        return api_versions_response(header, self.versions)
+        return answer_api_versions(header, frame, body_offset, self.versions)
 
     # ---- Produce ------------------------------------------------------------------------------------------
 

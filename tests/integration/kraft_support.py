@@ -1,0 +1,70 @@
+"""KRaft controller processes for integration tests: a quorum's server.properties files, `storage format` and
+`zkbroker server` run through the CLI as an operator would, and the lab control socket to watch each Raft node."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.harness import Broker, free_port, wait_for
+
+FIRST_ID = 3001
+
+
+class Controller(Broker):
+    """One `zkbroker server` with process.roles=controller; the Broker harness's process handling, a KRaft config."""
+
+    def __init__(self, root: Path, node_id: int, ports: dict[int, int], **overrides: object) -> None:
+        self.id = node_id
+        self.dir = root / f"controller-{node_id}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.control_path = self.dir / "control.sock"
+        self.host, self.port = "127.0.0.1", ports[node_id]
+        props = {"process.roles": "controller", "node.id": node_id,
+                 "controller.quorum.voters": ",".join(f"{n}@127.0.0.1:{p}" for n, p in sorted(ports.items())),
+                 "controller.listener.names": "CONTROLLER", "listeners": f"CONTROLLER://127.0.0.1:{self.port}",
+                 "log.dirs": self.dir / "data"}
+        props.update({k.replace("_", "."): v for k, v in overrides.items()})
+        self.config = self.dir / "server.properties"
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.log_path = self.dir / "server.log"
+        self.proc = None
+
+    def raft(self) -> dict:
+        """The Raft node's state from the lab control interface (zkbroker/control_protocol.py)."""
+        with self.control() as client:
+            return client.state()["raft"]
+
+    def append(self, count: int) -> dict:
+        with self.control() as client:
+            return client.request({"command": "append", "count": count})
+
+
+def cli(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True,
+                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+def make_quorum(root: Path, count: int = 3, **overrides: object) -> list[Controller]:
+    """`count` controllers (ids 3001...), each formatted with one cluster id from `storage random-uuid`."""
+    ports = {FIRST_ID + i: free_port() for i in range(count)}
+    controllers = [Controller(root, node, ports, **overrides) for node in ports]
+    cluster_id = cli("storage", "random-uuid").stdout.strip()
+    for controller in controllers:
+        done = cli("storage", "format", "-t", cluster_id, "-c", str(controller.config))
+        assert done.returncode == 0, done.stderr
+    return controllers
+
+
+def leader_of(controllers: list[Controller], timeout_s: float = 60.0, above_epoch: int = 0) -> tuple[int, int]:
+    """(leader, epoch) once every running controller agrees on a leader of an epoch above `above_epoch`."""
+    def agreed():
+        seen = {(r["leader"], r["epoch"]) for r in (c.raft() for c in controllers if c.alive())}
+        if len(seen) == 1:
+            leader, epoch = seen.pop()
+            if leader is not None and epoch > above_epoch:
+                return leader, epoch
+        return None
+
+    return wait_for(agreed, timeout_s, "the controllers to agree on a leader", interval_s=0.2)

@@ -1,0 +1,123 @@
+"""KRaft controllers as real processes started from the CLI alone (storage format, then `zkbroker server`), no
+ZooKeeper anywhere: they elect a leader that `metadata-quorum` shows, elect another at a higher epoch when it is
+killed, and a controller restarted or far behind catches up from a snapshot plus the log (DESIGN §17)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.integration.harness import wait_for
+from tests.integration.kraft_support import cli, leader_of, make_quorum
+
+pytestmark = pytest.mark.integration
+
+# Small enough that a few thousand NoOpRecords roll segments and take snapshots.
+SMALL_LOG = {"metadata.log.segment.bytes": 16384, "metadata.log.max.record.bytes.between.snapshots": 2000}
+
+
+@pytest.fixture
+def quorum(tmp_path):
+    controllers = make_quorum(tmp_path, **SMALL_LOG)
+    yield controllers
+    for controller in controllers:
+        controller.cleanup()
+
+
+def _describe(controller, flag: str) -> str:
+    done = cli("metadata-quorum", "--bootstrap-server", controller.bootstrap, "describe", flag)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _hw(controller) -> int:
+    raft = controller.raft()
+    return -1 if raft is None or raft["high_watermark"] is None else raft["high_watermark"]
+
+
+def _committed_everywhere(controllers, offset: int) -> bool:
+    return all(_hw(c) >= offset for c in controllers if c.alive())
+
+
+def test_three_controllers_elect_a_leader_shown_by_metadata_quorum_and_another_at_a_higher_epoch_when_it_dies(
+        quorum):
+    for controller in quorum:
+        controller.start()
+    leader, epoch = leader_of(quorum)
+    status = _describe(quorum[0], "--status")
+    assert re.fullmatch(r"ClusterId:              [A-Za-z0-9_-]{22}\n"
+                        rf"LeaderId:               {leader}\n"
+                        rf"LeaderEpoch:            {epoch}\n"
+                        r"HighWatermark:          \d+\n"
+                        r"MaxFollowerLag:         \d+\n"
+                        r"MaxFollowerLagTimeMs:   -?\d+\n"
+                        r"CurrentVoters:          \[3001,3002,3003\]\n"
+                        r"CurrentObservers:       \[\]\n", status), status
+    rows = _describe(quorum[1], "--replication").splitlines()
+    assert rows[0].split() == ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+                               "Status"]
+    assert [r.split()[0] for r in rows[1:]][0] == str(leader) and rows[1].split()[-1] == "Leader"
+    assert sorted(r.split()[-1] for r in rows[2:]) == ["Follower", "Follower"]
+
+    by_id = {c.id: c for c in quorum}
+    last = by_id[leader].append(50)["last_offset"]
+    wait_for(lambda: _committed_everywhere(quorum, last + 1), 30, "the records to be committed on every voter")
+    by_id[leader].kill()
+    survivors = [c for c in quorum if c.id != leader]
+    new_leader, new_epoch = leader_of(survivors, above_epoch=epoch)
+    assert new_leader != leader and new_epoch > epoch
+    assert all(c.raft()["log_end_offset"] > last for c in survivors)  # nothing committed was lost
+
+
+def test_a_restarted_controller_rejoins_from_its_snapshot_and_log_and_one_far_behind_is_sent_a_snapshot(quorum):
+    for controller in quorum:
+        controller.start()
+    leader, _ = leader_of(quorum)
+    by_id = {c.id: c for c in quorum}
+    behind = next(c for c in quorum if c.id != leader)
+    # A restart with a snapshot and a log after it: loaded from both, no replay from offset 0.
+    for _ in range(3):
+        by_id[leader].append(300)
+    wait_for(lambda: (behind.raft() or {}).get("snapshot") is not None, 30, "a snapshot on the follower")
+    last = by_id[leader].append(10)["last_offset"]
+    wait_for(lambda: _committed_everywhere(quorum, last + 1), 30, "the records to be committed")
+    behind.terminate()
+    behind.start()
+    wait_for(lambda: _hw(behind) > last, 60, "the restarted controller to catch up")
+    assert behind.log_lines(r"Starting from snapshot"), behind.log()[-3000:]
+
+    # Far behind: while it is down, the leader snapshots and deletes the segments it would fetch from.
+    behind.terminate()
+    leader, _ = leader_of([c for c in quorum if c is not behind])
+    for _ in range(20):
+        last = by_id[leader].append(300)["last_offset"]
+    wait_for(lambda: by_id[leader].raft()["log_start_offset"] > behind_end(behind), 30,
+             "the leader to delete the log below its snapshot")
+    behind.start()
+    wait_for(lambda: _hw(behind) > last, 60, "the far-behind controller to catch up")
+    assert behind.log_lines(r"Loaded snapshot .* from leader"), behind.log()[-3000:]
+
+
+def behind_end(controller) -> int:
+    """The log end the stopped controller had (its last segment's name is its base; the end is at least that)."""
+    data = controller.dir / "data" / "__cluster_metadata-0"
+    bases = [int(p.stem) for p in data.glob("*.log")]
+    return max(bases, default=0)
+
+
+def test_a_controller_refuses_to_start_on_an_unformatted_or_another_nodes_log_dir(tmp_path):
+    controllers = make_quorum(tmp_path, count=1)
+    (controllers[0].dir / "data" / "meta.properties").unlink()
+    done = cli("server", str(controllers[0].config))
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0 and "No meta.properties found in" in done.stderr
+    assert "storage format" in done.stderr
+
+    other = make_quorum(tmp_path / "other", count=1)[0]
+    text = controllers[0].config.read_text().replace(str(controllers[0].dir / "data"), str(other.dir / "data"))
+    controllers[0].config.write_text(text)
+    meta = other.dir / "data" / "meta.properties"
+    meta.write_text(meta.read_text().replace("node.id=3001", "node.id=3005"))
+    done = cli("server", str(controllers[0].config))
+    assert done.returncode == 1 and "belongs to node 3005, not to node.id 3001" in done.stderr

@@ -1,0 +1,109 @@
+"""The metadata log on disk: the same answers as the in-memory model, and what survives a reopen."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from zkbroker.protocol.metadata_records import iter_metadata_log
+from zkbroker.raft.log import InMemoryLog
+from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, OffsetAndEpoch, SnapshotId
+from zkbroker.raft.metadata_log import PARTITION_DIR, MetadataLog
+
+
+def _entries(start: int, epoch: int, n: int, leader_change: bool = False) -> list[LogEntry]:
+    out = []
+    for i in range(n):
+        record = LeaderChangeMessage(1, (1, 2, 3), (1, 2)) if leader_change and i == 0 else b"r%d" % (start + i)
+        out.append(LogEntry(start + i, epoch, record))
+    return out
+
+
+def _fill(log) -> None:
+    log.append(_entries(0, 1, 4, leader_change=True))
+    log.append(_entries(4, 1, 2))
+    log.append(_entries(6, 3, 5, leader_change=True))
+
+
+def test_the_disk_log_answers_as_the_in_memory_model(tmp_path):
+    disk, model = MetadataLog(str(tmp_path)), InMemoryLog()
+    _fill(disk)
+    _fill(model)
+    for epoch in range(6):
+        assert disk.end_offset_for_epoch(epoch) == model.end_offset_for_epoch(epoch)
+    assert disk.read(2, 10**6) == model.read(2, 10**6)
+    assert (disk.end_offset, disk.last_fetched_epoch, disk.start_offset) == (11, 3, 0)
+
+
+def test_a_read_returns_at_least_one_batch_whatever_max_bytes(tmp_path):
+    log = MetadataLog(str(tmp_path))
+    _fill(log)
+    assert [e.offset for e in log.read(1, 1)] == [1, 2, 3]  # the rest of the batch holding offset 1
+
+
+def test_the_log_and_its_epochs_survive_a_reopen_in_kafkas_format(tmp_path):
+    log = MetadataLog(str(tmp_path))
+    _fill(log)
+    log.flush()
+    log.close()
+    again = MetadataLog(str(tmp_path))
+    assert (again.end_offset, again.last_fetched_epoch) == (11, 3)
+    assert again.end_offset_for_epoch(2) == OffsetAndEpoch(6, 1)
+    segment = os.path.join(str(tmp_path), PARTITION_DIR, "00000000000000000000.log")
+    with open(segment, "rb") as f:
+        control = [r for _, _, r in iter_metadata_log_safe(f.read())]
+    assert control[0].type == 2 and control[0].value.leader_id == 1
+
+
+def iter_metadata_log_safe(data: bytes):
+    # Data records here are opaque test bytes, not frames: read only the control batches.
+    from zkbroker.protocol.record_batch import read_header
+    pos = 0
+    while pos < len(data):
+        header = read_header(data, pos)
+        if header.is_control:
+            yield from iter_metadata_log(data[pos:pos + header.size])
+        pos += header.size
+
+
+def test_truncation_inside_a_batch_keeps_the_records_before_the_cut(tmp_path):
+    log = MetadataLog(str(tmp_path))
+    _fill(log)
+    log.truncate_to(8)
+    assert (log.end_offset, log.last_fetched_epoch) == (8, 3)
+    assert [e.offset for e in log.read(6, 10**6)] == [6, 7]
+    log.truncate_to(5)
+    assert (log.end_offset, log.last_fetched_epoch) == (5, 1)
+    assert log.end_offset_for_epoch(3) == OffsetAndEpoch(5, 1)
+    log.append(_entries(5, 4, 1))
+    log.close()
+    again = MetadataLog(str(tmp_path))
+    assert [(e.offset, e.epoch) for e in again.read(3, 10**6)] == [(3, 1), (4, 1), (5, 4)]
+
+
+def test_a_snapshot_deletes_the_segments_wholly_below_it(tmp_path):
+    log = MetadataLog(str(tmp_path), segment_bytes=200)
+    for i in range(10):
+        log.append(_entries(i * 3, 1, 3))
+    assert log.start_offset == 0
+    log.write_snapshot(SnapshotId(16, 1), b"snapshot bytes")
+    assert 0 < log.start_offset <= 16
+    assert log.end_offset == 30 and log.read(log.start_offset, 100)
+    assert log.end_offset_for_epoch(1) == OffsetAndEpoch(30, 1)
+    log.close()
+    again = MetadataLog(str(tmp_path), segment_bytes=200)
+    assert again.latest_snapshot == SnapshotId(16, 1)
+    assert again.read_snapshot_bytes(SnapshotId(16, 1)) == b"snapshot bytes"
+
+
+def test_an_installed_snapshot_restarts_the_log_at_its_end(tmp_path):
+    log = MetadataLog(str(tmp_path))
+    _fill(log)
+    log.install_snapshot(SnapshotId(40, 7), b"x")
+    assert (log.start_offset, log.end_offset, log.last_fetched_epoch) == (40, 40, 7)
+    assert log.end_offset_for_epoch(7) == OffsetAndEpoch(40, 7)
+    log.append(_entries(40, 8, 2))
+    assert log.end_offset_for_epoch(7) == OffsetAndEpoch(40, 7)
+    with pytest.raises(ValueError, match="before the log start"):
+        log.truncate_to(10)
