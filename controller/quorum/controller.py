@@ -14,7 +14,12 @@ order:
   responses with NOT_CONTROLLER; the clients retry on the new active controller.
 * Timers: on each poll the active controller fences the brokers whose session has expired, one event each.
 
-The first active controller of a new cluster writes metadata.version before anything else (the bootstrap).
+Becoming active: told it leads an epoch, the controller first appends a NoOpRecord and waits, queueing
+requests, until the log commits it: by then every record of earlier epochs has been handed to it and replayed,
+so its first decision sees the whole log (Kafka's Raft client holds the leader change back until the listener
+has caught up to the epoch start; this works with a driver that tells it at once as well). The first active
+controller of a new cluster then writes metadata.version before anything else (the bootstrap). Every append
+happens in ``poll``, never inside a callback of the log.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from zkbroker.metadata.records import (
     UNFENCE_BROKER,
     UNREGISTER_BROKER,
     MetadataRecord,
+    record,
 )
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.metadata_records import RECORD_NAMES
@@ -79,6 +85,8 @@ class QuorumController:
         self.leader_id: int | None = None
         self.epoch = -1
         self.active_epoch: int | None = None  # the epoch this controller is active in; None: a standby
+        self.claim_epoch: int | None = None  # an epoch it leads but is not active in yet (catching up)
+        self._claim_offset: int | None = None  # where its NoOpRecord went; active once that is committed
         self.last_committed_offset = -1
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
@@ -186,8 +194,12 @@ class QuorumController:
     # ---- the driver's loop ----------------------------------------------------------------------------------
 
     def poll(self, now_ms: int) -> None:
-        """Run every queued event, then the timers (session expiry)."""
+        """Run every queued event, then the timers (session expiry). While catching up to lead, the events wait."""
         self.now_ms = now_ms
+        if self.claim_epoch is not None:
+            if self._claim_offset is None:
+                self._append_claim()
+            return
         while (event := self.queue.pop()) is not None:
             self._run(event)
         if self.is_active:
@@ -236,6 +248,8 @@ class QuorumController:
         if self.is_active:
             self.registry.commit(last_offset)
             self.purgatory.complete_up_to(last_offset)
+        elif self._claim_offset is not None and last_offset >= self._claim_offset:
+            self._activate()
 
     def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
         """The whole state from a snapshot: what was here before is dropped."""
@@ -252,14 +266,27 @@ class QuorumController:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader_id, self.epoch = leader_id, epoch
-        if leader_id == self.config.node_id and self.active_epoch != epoch:
+        if leader_id == self.config.node_id and epoch not in (self.active_epoch, self.claim_epoch):
             if self.is_active:
                 self._renounce()
-            self._claim(epoch)
-        elif leader_id != self.config.node_id and self.is_active:
-            self._renounce()
+            log.info("%sLeading epoch %d: catching up before becoming active", self.prefix, epoch)
+            self.claim_epoch, self._claim_offset = epoch, None
+        elif leader_id != self.config.node_id:
+            self.claim_epoch = self._claim_offset = None
+            if self.is_active:
+                self._renounce()
 
-    def _claim(self, epoch: int) -> None:
+    def _append_claim(self) -> None:
+        try:
+            self._claim_offset = self.raft.schedule_append(self.claim_epoch, [record(NO_OP)])
+        except NotLeaderError:
+            self.claim_epoch = None
+            return
+        if self.last_committed_offset >= self._claim_offset:  # a log that commits at once
+            self._activate()
+
+    def _activate(self) -> None:
+        epoch, self.claim_epoch, self._claim_offset = self.claim_epoch, None, None
         log.info("%sBecoming the active controller at epoch %d, committed offset %d", self.prefix, epoch,
                  self.last_committed_offset)
         self.active_epoch = epoch
@@ -268,14 +295,15 @@ class QuorumController:
         bootstrap = self.features.bootstrap_records()
         if bootstrap:
             log.info("%sWriting the bootstrap records of a new cluster", self.prefix)
-            self._run(ControllerEvent("bootstrap", lambda: ControllerResult(bootstrap), Pending("bootstrap")))
+            self.queue.push_front(ControllerEvent("bootstrap", lambda: ControllerResult(bootstrap),
+                                                  Pending("bootstrap")))
 
     def _renounce(self) -> None:
         undone = self.registry.revert_to(self.last_committed_offset)
         log.info("%sRenouncing the leadership of epoch %s; reverting to committed offset %d (%d writes undone)",
                  self.prefix, self.active_epoch, self.last_committed_offset, undone)
         self.registry.disable()
-        self.active_epoch = None
+        self.active_epoch = self.claim_epoch = self._claim_offset = None
         self.last_applied_offset = self.last_committed_offset
         self.cluster.heartbeats.clear()
         self.purgatory.fail_all(ErrorCode.NOT_CONTROLLER)

@@ -82,6 +82,9 @@ class EventQueue:
     def append(self, event: ControllerEvent) -> None:
         self._events.append(event)
 
+    def push_front(self, event: ControllerEvent) -> None:
+        self._events.appendleft(event)
+
     def pop(self) -> ControllerEvent | None:
         return self._events.popleft() if self._events else None
 

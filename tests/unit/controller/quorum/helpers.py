@@ -104,9 +104,19 @@ def active_controller(**config: Any) -> tuple[MemoryLog, QuorumController]:
     """A controller elected and bootstrapped (metadata.version committed), at time 0."""
     log = MemoryLog()
     controller = make_controller(log, **config)
-    log.elect(3001)
-    log.commit()
+    lead(log, controller)
     return log, controller
+
+
+def lead(log: MemoryLog, controller: QuorumController, *, truncate_uncommitted: bool = False) -> None:
+    """Elect `controller` and let it become active: its NoOpRecord committed, then its first events (the
+    bootstrap of a new cluster) run and committed."""
+    log.elect(controller.config.node_id, truncate_uncommitted=truncate_uncommitted)
+    controller.poll(controller.now_ms)
+    log.commit()
+    assert controller.is_active
+    controller.poll(controller.now_ms)
+    log.commit()
 
 
 def wire(api_key: int, version: int, **fields: Any) -> Any:

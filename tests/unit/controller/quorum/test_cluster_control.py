@@ -9,6 +9,7 @@ from tests.unit.controller.quorum.helpers import (
     active_controller,
     create_topics,
     heartbeat,
+    lead,
     register_brokers,
     registration,
     run,
@@ -128,7 +129,10 @@ def test_a_new_active_controller_gives_every_unfenced_broker_a_full_session():
     register_brokers(log, controller, 1, now_ms=0)
     controller.now_ms = 8000
     log.elect(None)
-    log.elect(3001)
+    lead(log, controller)
     controller.poll(SESSION_MS + 1)  # 9001 ms after the last heartbeat, but only 1001 ms into this leadership
     log.commit()
     assert not controller.cluster.brokers[1].fenced
+    controller.poll(8000 + SESSION_MS + 1)
+    log.commit()
+    assert controller.cluster.brokers[1].fenced

@@ -5,7 +5,7 @@ FeatureControlManager (metadata.version) and ProducerIdControlManager (blocks of
 from __future__ import annotations
 
 from tests.unit.controller.quorum.helpers import active_controller, create_topics, register_brokers, run, wire
-from zkbroker.metadata.records import CONFIG, FEATURE_LEVEL, PRODUCER_IDS
+from zkbroker.metadata.records import CONFIG, FEATURE_LEVEL, NO_OP, PRODUCER_IDS
 from zkbroker.protocol.errors import ErrorCode
 
 SET, DELETE, APPEND = 0, 1, 2
@@ -76,7 +76,7 @@ def test_validate_only_alters_nothing():
 
 def test_metadata_version_is_bootstrapped_and_only_raised():
     log, controller = active_controller()
-    [(key, _, rec)] = [r for base, _, records in log.committed_records() for r in records]
+    [(key, _, rec)] = [r for base, _, records in log.committed_records() for r in records if r[0] != NO_OP]
     assert key == FEATURE_LEVEL and (rec.name, rec.feature_level) == ("metadata.version", 19)
     down = run(log, controller, controller.update_feature("metadata.version", 7))
     assert down["error_code"] == ErrorCode.INVALID_UPDATE_VERSION and "downgrade" in down["error_message"]

@@ -16,6 +16,7 @@ from tests.unit.controller.quorum.helpers import (
     active_controller,
     create_topics,
     heartbeat,
+    lead,
     make_controller,
     register_brokers,
     registration,
@@ -69,10 +70,9 @@ def test_losing_the_leadership_reverts_uncommitted_records_and_fails_their_answe
     pending = first.create_topics(create_topics(("t", 2, 1)))
     first.poll(0)
     assert "t" in first.replication.topics_by_name
-    log.elect(3002, truncate_uncommitted=True)  # the new leader never had the batch
+    lead(log, second, truncate_uncommitted=True)  # the new leader never had the batch
     assert pending.done and pending.error == ErrorCode.NOT_CONTROLLER
     assert not first.is_active and _state(first) == committed
-    assert second.is_active
     [result] = run(log, second, second.create_topics(create_topics(("t", 2, 1))))
     assert result["error_code"] == 0
     assert _state(first) == _state(second)
@@ -91,9 +91,8 @@ def test_a_new_cluster_is_bootstrapped_with_metadata_version_once():
     assert controller.features.metadata_version == 19
     end = log.end_offset
     log.elect(None)
-    log.elect(3001)
-    log.commit()
-    assert log.end_offset == end + 1  # the LeaderChange record only: no second bootstrap
+    lead(log, controller)
+    assert log.end_offset == end + 2  # the LeaderChange record and the NoOpRecord: no second bootstrap
 
 
 def test_snapshot_written_through_the_log_loads_back_into_the_same_state():
@@ -189,12 +188,12 @@ def test_replaying_the_log_or_loading_the_snapshot_gives_the_active_controllers_
     log = MemoryLog()
     active = make_controller(log, node_id=3001, seed=5)
     standby = make_controller(log, node_id=3002, seed=6)
-    log.elect(3001)
-    log.commit()
+    lead(log, active)
     clock = [0]
     for i, (op, a, b) in enumerate(ops):
         if i == failover_at:  # the standby takes over; the old active's uncommitted tail is lost
-            log.elect(3002, truncate_uncommitted=True)
+            standby.now_ms = clock[0]
+            lead(log, standby, truncate_uncommitted=True)
             active, standby = standby, active
         _apply(op, a, b, log, active, clock)
     log.commit()
@@ -215,8 +214,7 @@ def test_seeded_long_run_keeps_standby_and_active_equal():
     log = MemoryLog()
     active = make_controller(log, node_id=3001)
     standby = make_controller(log, node_id=3002)
-    log.elect(3001)
-    log.commit()
+    lead(log, active)
     clock = [0]
     most_partitions = leaders_moved = fencings = 0
     for _ in range(400):
@@ -228,3 +226,21 @@ def test_seeded_long_run_keeps_standby_and_active_equal():
     assert _state(standby) == _state(active)
     # the run did exercise what it claims to: partitions, moved leaders, fenced brokers, producer id blocks
     assert most_partitions >= 3 and leaders_moved >= 1 and fencings and active.producer_ids.next_producer_id
+
+
+def test_a_new_leader_queues_requests_until_the_log_before_its_epoch_is_replayed():
+    log, first = active_controller()
+    second = make_controller(log, node_id=3002)
+    register_brokers(log, first, 1)
+    first.create_topics(create_topics(("t", 1, 1)))
+    first.poll(0)  # appended, not committed
+    log.elect(3002)  # the new leader has the batch: it commits in the new epoch
+    early = second.create_topics(create_topics(("t", 1, 1)))
+    second.poll(0)
+    assert not early.done and not second.is_active and "t" not in second.replication.topics_by_name
+    log.commit()  # the earlier epoch's batch and the NoOpRecord commit: caught up, active
+    assert second.is_active and "t" in second.replication.topics_by_name
+    second.poll(0)
+    log.commit()
+    assert early.response[0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert _state(first) == _state(second)
