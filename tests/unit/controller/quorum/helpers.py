@@ -45,7 +45,8 @@ class MemoryLog:
         if node_id is not None:
             self.end_offset += 1  # the LeaderChange record
         for client in self.clients.values():
-            client.listener.handle_leader_change(node_id, self.epoch)
+            for listener in client.listeners:
+                listener.handle_leader_change(node_id, self.epoch)
 
     def commit(self) -> None:
         self.high_watermark = self.end_offset
@@ -69,19 +70,24 @@ class MemoryRaftClient:
     def __init__(self, log: MemoryLog, node_id: int) -> None:
         self.log = log
         self.node_id = node_id
-        self.listener: Any = None
-        self.delivered = -1  # the last offset handed to the listener
+        self.listeners: list[Any] = []
+        self.delivered = -1  # the last offset handed to the listeners
 
     def register(self, listener: Any) -> None:
-        self.listener = listener
+        """A listener is told the leader, then every committed batch (registered later, it gets them again)."""
+        self.listeners.append(listener)
         if self.log.leader is not None:
             listener.handle_leader_change(self.log.leader, self.log.epoch)
+        for base, last, epoch, records in self.log.batches:
+            if last <= self.delivered:
+                listener.handle_commit(base, last, epoch, records)
         self.deliver()
 
     def deliver(self) -> None:
         for base, last, epoch, records in self.log.batches:
             if base > self.delivered and last < self.log.high_watermark:
-                self.listener.handle_commit(base, last, epoch, records)
+                for listener in self.listeners:
+                    listener.handle_commit(base, last, epoch, records)
                 self.delivered = last
 
     def schedule_append(self, epoch: int, records: list) -> int:
