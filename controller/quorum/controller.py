@@ -1,8 +1,8 @@
 """QuorumController: the KRaft controller's logic (Kafka's QuorumController), sans I/O.
 
 The driver (a controller process) hands it requests, the metadata log's callbacks (it is the log's
-RaftListener) and the time, and runs ``poll(now_ms)`` from its one loop. Everything else happens here, in one
-order:
+RaftListener: the driver registers it) and the time, and runs ``poll(now_ms)`` from its one loop. Everything
+else happens here, in one order:
 
 * A request becomes an event on the one queue. Run on the active controller, it asks a manager, which answers
   with records and a response; the records are appended to the log as one batch, replayed at once (so the next
@@ -91,7 +91,6 @@ class QuorumController:
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
         self._build_managers()
-        raft.register(self)
 
     def _build_managers(self) -> None:
         c = self.config

@@ -83,6 +83,7 @@ class ControllerServer:
             self.raft.start()
             policy = SnapshotPolicy(config["metadata.log.max.record.bytes.between.snapshots"],
                                     config["metadata.log.max.snapshot.interval.ms"])
+            self.raft.register(self.quorum.controller)
             self.raft.register(SnapshotTrigger(self.quorum.controller, policy, wall_clock_ms))
             self.quorum.start()
         except BaseException:

@@ -101,9 +101,12 @@ class MemoryRaftClient:
 
 
 def make_controller(log: MemoryLog, node_id: int = 3001, seed: int = 1, **config: Any) -> QuorumController:
-    return QuorumController(QuorumControllerConfig(node_id=node_id, cluster_id=CLUSTER_ID,
-                                                   session_timeout_ms=SESSION_MS, **config),
-                            log.client(node_id), random.Random(seed))
+    client = log.client(node_id)
+    controller = QuorumController(QuorumControllerConfig(node_id=node_id, cluster_id=CLUSTER_ID,
+                                                         session_timeout_ms=SESSION_MS, **config),
+                                  client, random.Random(seed))
+    client.register(controller)
+    return controller
 
 
 def active_controller(**config: Any) -> tuple[MemoryLog, QuorumController]:
