@@ -87,6 +87,10 @@ class QuorumController:
         self.active_epoch: int | None = None  # the epoch this controller is active in; None: a standby
         self.claim_epoch: int | None = None  # an epoch it leads but is not active in yet (catching up)
         self._claim_offset: int | None = None  # where its NoOpRecord went; active once that is committed
+        # A log may commit inside schedule_append (a quorum of one): commits told meanwhile wait until the
+        # batch is replayed, so no record is replayed twice and no answer misses its commit.
+        self._appending = False
+        self._held_commits: list[tuple[int, int, int, list[MetadataRecord]]] = []
         self.last_committed_offset = -1
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
@@ -225,18 +229,35 @@ class QuorumController:
                 event.pending.complete(None if result is None else result.response)
             return
         try:
-            last = self.raft.schedule_append(self.active_epoch, result.records)
+            last = self._append(self.active_epoch, result.records)
         except NotLeaderError as e:
             log.info("%s%s: %s", self.prefix, event.name, e)
             event.pending.fail(ErrorCode.NOT_CONTROLLER)
             self._renounce()
+            self._release_commits()
             return
         self._replay_batch(last - len(result.records) + 1, result.records)
         self.purgatory.add(last, event.pending, result.response)
+        self._release_commits()
+
+    def _append(self, epoch: int, records: list[MetadataRecord]) -> int:
+        self._appending = True
+        try:
+            return self.raft.schedule_append(epoch, records)
+        finally:
+            self._appending = False
+
+    def _release_commits(self) -> None:
+        held, self._held_commits = self._held_commits, []
+        for commit in held:
+            self.handle_commit(*commit)
 
     # ---- the log's callbacks (RaftListener) -----------------------------------------------------------------
 
     def handle_commit(self, base_offset: int, last_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
+        if self._appending:
+            self._held_commits.append((base_offset, last_offset, epoch, records))
+            return
         for i, item in enumerate(records):
             offset = base_offset + i
             if offset > self.last_applied_offset:  # the active controller replayed its own at append time
@@ -277,12 +298,10 @@ class QuorumController:
 
     def _append_claim(self) -> None:
         try:
-            self._claim_offset = self.raft.schedule_append(self.claim_epoch, [record(NO_OP)])
+            self._claim_offset = self._append(self.claim_epoch, [record(NO_OP)])
         except NotLeaderError:
             self.claim_epoch = None
-            return
-        if self.last_committed_offset >= self._claim_offset:  # a log that commits at once
-            self._activate()
+        self._release_commits()
 
     def _activate(self) -> None:
         epoch, self.claim_epoch, self._claim_offset = self.claim_epoch, None, None

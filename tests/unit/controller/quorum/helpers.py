@@ -20,7 +20,8 @@ class MemoryLog:
     when the test says so, delivered to each node's listener in order. Every record goes through its frame
     codec, as it would through the real log."""
 
-    def __init__(self) -> None:
+    def __init__(self, commit_on_append: bool = False) -> None:
+        self.commit_on_append = commit_on_append  # a quorum of one: commits inside the append
         self.batches: list[tuple[int, int, int, list]] = []  # (base offset, last offset, epoch, records)
         self.end_offset = 0
         self.high_watermark = 0  # offsets below it are committed
@@ -60,6 +61,8 @@ class MemoryLog:
         base = self.end_offset
         self.end_offset += len(records)
         self.batches.append((base, self.end_offset - 1, epoch, framed))
+        if self.commit_on_append:
+            self.commit()
         return self.end_offset - 1
 
     def committed_records(self) -> list[tuple[int, int, list]]:

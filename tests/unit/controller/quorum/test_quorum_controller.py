@@ -244,3 +244,21 @@ def test_a_new_leader_queues_requests_until_the_log_before_its_epoch_is_replayed
     log.commit()
     assert early.response[0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
     assert _state(first) == _state(second)
+
+
+def test_a_log_that_commits_inside_the_append_replays_each_record_once_and_answers_at_once():
+    log = MemoryLog(commit_on_append=True)  # a quorum of one voter
+    controller = make_controller(log)
+    log.elect(3001)
+    controller.poll(0)
+    assert controller.is_active
+    controller.poll(0)  # the bootstrap
+    registered = controller.register_broker(registration(1))
+    controller.poll(0)
+    assert registered.done and registered.response["error_code"] == 0
+    epoch = registered.response["broker_epoch"]
+    blocks = [controller.allocate_producer_ids(wire(67, 0, broker_id=1, broker_epoch=epoch)) for _ in range(2)]
+    controller.poll(0)
+    assert [b.response["producer_id_start"] for b in blocks] == [0, 1000]  # a replay twice would have refused
+    replayed = make_controller(log, node_id=3002)
+    assert _state(replayed) == _state(controller)
