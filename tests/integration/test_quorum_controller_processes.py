@@ -113,3 +113,19 @@ def test_stand_in_brokers_register_heartbeat_create_a_topic_and_are_fenced_by_th
     assert again.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     stale = _heartbeat(conn, 2, epochs[2] - 1)
     assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_a_single_controller_answers_once_its_own_append_commits_at_once(tmp_path):
+    [controller] = make_quorum(tmp_path, count=1)
+    controller.start()
+    try:
+        leader, _ = leader_of([controller])
+        conn = _active([controller], leader)
+        answer = conn.send(ApiKey.BROKER_REGISTRATION, 0, _registration(1, _cluster_id(controller)))
+        assert answer.error_code == 0
+        starts = [conn.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0, {"broker_id": 1, "broker_epoch": answer.broker_epoch})
+                  for _ in range(2)]
+        assert [(s.error_code, s.producer_id_start, s.producer_id_len) for s in starts] == [(0, 0, 1000),
+                                                                                           (0, 1000, 1000)]
+    finally:
+        controller.cleanup()
