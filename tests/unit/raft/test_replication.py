@@ -212,3 +212,43 @@ def test_a_leader_that_learns_of_a_higher_epoch_steps_down_and_answers_its_parke
     assert (parked.destination, parked.correlation_id) == (2, 8)
     assert parked.message.error_code == m.NOT_LEADER_OR_FOLLOWER
     assert parked.message.current_leader == m.LeaderIdAndEpoch(-1, 4)
+
+
+def test_describe_quorum_is_the_leaders_view_of_every_replica_and_refused_elsewhere():
+    leader = make_node(log=log_of(1, 1), stored=ElectionState(1, voters=VOTERS))
+    elect(leader, now=0)  # epoch 2; LeaderChange at offset 2
+    fetch(leader, 2, offset=3, last_epoch=2, now=100)
+    fetch(leader, 7, offset=1, last_epoch=1, now=150)  # an observer
+    described = leader.describe_quorum(now=200)
+    assert (described.error_code, described.leader_id, described.leader_epoch, described.high_watermark) == (
+        m.NONE, 1, 2, 3)
+    assert described.current_voters == (m.ReplicaState(1, 3, 200, 200), m.ReplicaState(2, 3, 100, 100),
+                                        m.ReplicaState(3, -1, -1, -1))
+    assert described.observers == (m.ReplicaState(7, 1, 150, -1),)
+    follower = make_node(node_id=2, stored=ElectionState(2, leader_id=1, voters=VOTERS))
+    assert follower.describe_quorum(now=0).error_code == m.NOT_LEADER_OR_FOLLOWER
+
+
+class _SnapshottedLog(type(log_of())):
+    """The in-memory log with its first entries taken into a snapshot (a metadata log after deleting segments)."""
+
+    def __init__(self, start: int, *epochs: int) -> None:
+        super().__init__([m.LogEntry(i, e, b"x") for i, e in enumerate(epochs)])
+        self._start = start
+
+    @property
+    def start_offset(self) -> int:
+        return self._start
+
+    @property
+    def latest_snapshot(self) -> m.SnapshotId:
+        return m.SnapshotId(self._start, 1)
+
+
+def test_a_replica_fetching_below_the_log_start_is_told_the_latest_snapshot():
+    leader = make_node(log=_SnapshottedLog(3, 1, 1, 1, 1, 1), stored=ElectionState(1, voters=VOTERS))
+    elect(leader)
+    (response,) = fetch(leader, 2, offset=1, last_epoch=1)
+    assert response.message.snapshot_id == m.SnapshotId(3, 1) and response.message.records == ()
+    (response,) = fetch(leader, 2, offset=4, last_epoch=1, correlation_id=2)
+    assert response.message.snapshot_id is None

@@ -1,0 +1,77 @@
+"""The Raft manager as the RaftClient the quorum controller uses (listener.py), on a one-voter quorum (its own
+majority, so no network): appends come back as committed batches in log order, leader changes are told, a
+snapshot replaces the listener's state at the next start, and NotLeaderError guards an old epoch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from zkbroker.raft.config import QuorumConfig
+from zkbroker.raft.listener import NotLeaderError
+from zkbroker.raft.metadata_log import MetadataLog
+from zkbroker.raft.raft_manager import RaftManager
+
+NO_OP = (20, 0, {})
+FEATURE = (12, 0, {"name": "metadata.version", "feature_level": 19})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def handle_commit(self, base_offset, last_offset, epoch, records):
+        self.events.append(("commit", base_offset, last_offset, epoch, [r[0] for r in records]))
+
+    def handle_load_snapshot(self, end_offset, epoch, records):
+        self.events.append(("snapshot", end_offset, epoch, [r[0] for r in records]))
+
+    def handle_leader_change(self, leader_id, epoch):
+        self.events.append(("leader", leader_id, epoch))
+
+
+def _manager(directory: str) -> RaftManager:
+    config = QuorumConfig(node_id=1, voters=frozenset({1}), election_timeout_ms=10)
+    return RaftManager(config, {1: ("127.0.0.1", 1)}, MetadataLog(directory))
+
+
+async def _until(condition, timeout_s: float = 5.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not condition():
+            await asyncio.sleep(0.005)
+
+
+def test_appends_commit_in_order_and_a_snapshot_is_loaded_at_the_next_start(tmp_path):
+    async def first_run() -> tuple[int, list]:
+        manager, listener = _manager(str(tmp_path)), Recorder()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        _, epoch = manager.leader_and_epoch()
+        last = manager.schedule_append(epoch, [FEATURE, NO_OP])
+        manager.schedule_append(epoch, [NO_OP])
+        await _until(lambda: sum(e[0] == "commit" for e in listener.events) == 2)
+        with pytest.raises(NotLeaderError):
+            manager.schedule_append(epoch + 1, [NO_OP])
+        manager.create_snapshot(last + 1, epoch, [FEATURE, NO_OP])
+        await manager.shutdown()
+        return epoch, listener.events
+
+    epoch, events = asyncio.run(first_run())
+    assert ("leader", 1, epoch) in events
+    commits = [e for e in events if e[0] == "commit"]
+    assert commits == [("commit", 1, 2, epoch, [12, 20]), ("commit", 3, 3, epoch, [20])]  # offset 0: LeaderChange
+
+    async def second_run() -> list:
+        manager, listener = _manager(str(tmp_path)), Recorder()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: any(e[0] == "commit" for e in listener.events))
+        await manager.shutdown()
+        return listener.events
+
+    events = asyncio.run(second_run())
+    snapshot = [e for e in events if e[0] == "snapshot"]
+    assert snapshot == [("snapshot", 3, epoch, [12, 20])]
+    assert [e for e in events if e[0] == "commit"][0][1:3] == (3, 3)  # the log after the snapshot, not from 0
