@@ -2,7 +2,8 @@
 requests to the QuorumController, and its event loop), on the process's asyncio loop.
 
 * Requests from the controller listener (BrokerRegistration, BrokerHeartbeat, UnregisterBroker, AlterPartition,
-  AllocateProducerIds, CreateTopics, DeleteTopics) become the controller's events; the answer goes out once the
+  AllocateProducerIds, and the admin requests brokers forward: CreateTopics, DeleteTopics, CreatePartitions,
+  AlterConfigs, IncrementalAlterConfigs, ElectLeaders) become the controller's events; the answer goes out once the
   controller completes it (after its records commit), shaped as the wire response of the request's version. A
   standby, or a controller that loses the leadership meanwhile, answers NOT_CONTROLLER, and the sender finds the
   active controller.
@@ -33,6 +34,10 @@ log = logging.getLogger("controller.quorum.QuorumControllerDriver")
 QUORUM_CONTROLLER_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (0, 6),
     ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION: (0, 3),
     ApiKey.BROKER_REGISTRATION: (0, 0),
     ApiKey.BROKER_HEARTBEAT: (0, 0),
@@ -111,6 +116,14 @@ class QuorumControllerDriver:
             pending = c.create_topics(_with_validate_only(request))
         elif api_key == ApiKey.DELETE_TOPICS:
             pending = c.delete_topics(list(request.topic_names))
+        elif api_key == ApiKey.CREATE_PARTITIONS:
+            pending = c.create_partitions(request)
+        elif api_key == ApiKey.ALTER_CONFIGS:
+            pending = c.alter_configs(request)
+        elif api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+            pending = c.incremental_alter_configs(request)
+        elif api_key == ApiKey.ELECT_LEADERS:
+            pending = c.elect_leaders(request)
         else:
             raise ValueError(f"api key {api_key} is not the quorum controller's")
         self.poll()
@@ -151,6 +164,19 @@ def _response(api_key: int, request: Any, pending: Pending) -> dict:
         results = body if error is None else [{"name": n, "error_code": error, "error_message": None}
                                               for n in request.topic_names]
         return {"throttle_time_ms": 0, "responses": results}
+    if api_key == ApiKey.CREATE_PARTITIONS:
+        results = body if error is None else [{"name": t.name, "error_code": error, "error_message": None}
+                                              for t in request.topics]
+        return {"throttle_time_ms": 0, "results": results}
+    if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        results = body if error is None else [
+            {"error_code": error, "error_message": None, "resource_type": r.resource_type,
+             "resource_name": r.resource_name} for r in request.resources]
+        return {"throttle_time_ms": 0, "responses": results}
+    if api_key == ApiKey.ELECT_LEADERS:
+        if error is not None:
+            body = {"error_code": error, "replica_election_results": []}
+        return {"throttle_time_ms": 0, **body}
     if error is not None:
         body = {ApiKey.BROKER_REGISTRATION: {"broker_epoch": -1},
                 ApiKey.BROKER_HEARTBEAT: {"is_caught_up": False, "is_fenced": True, "should_shut_down": False},

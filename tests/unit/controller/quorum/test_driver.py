@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from controller.quorum.driver import QuorumControllerDriver, SnapshotTrigger
+from controller.quorum.driver import QUORUM_CONTROLLER_VERSIONS, QuorumControllerDriver, SnapshotTrigger
 from tests.unit.controller.quorum.helpers import (
     MemoryLog,
     create_topics,
@@ -14,6 +14,7 @@ from tests.unit.controller.quorum.helpers import (
     lead,
     make_controller,
     registration,
+    wire,
 )
 from zkbroker.protocol.api import RESPONSE_SCHEMAS, ApiKey
 from zkbroker.protocol.errors import ErrorCode
@@ -86,3 +87,42 @@ def test_the_snapshot_trigger_writes_the_controllers_state_after_enough_committe
     assert log.snapshots
     end, (epoch, records) = max(log.snapshots.items())
     assert records and end <= log.high_watermark
+
+
+def test_the_admin_requests_brokers_forward_are_answered_in_every_version_and_by_a_standby():
+    log = MemoryLog()
+    controller = make_controller(log)
+    standby = make_controller(log, node_id=3002)
+    lead(log, controller)
+    driver = QuorumControllerDriver(controller, clock=lambda: 0)
+    requests = {
+        ApiKey.CREATE_PARTITIONS: lambda v: {"topics": [{"name": "t", "count": 3, "assignments": None}],
+                                             "timeout_ms": 1, "validate_only": False},
+        ApiKey.ALTER_CONFIGS: lambda v: {"resources": [{"resource_type": 2, "resource_name": "t", "configs": [
+            {"name": "retention.ms", "value": "5"}]}], "validate_only": False},
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda v: {"resources": [{"resource_type": 2, "resource_name": "t",
+                                                                    "configs": [{"name": "retention.ms",
+                                                                                 "config_operation": 0,
+                                                                                 "value": "6"}]}],
+                                                     "validate_only": False},
+        ApiKey.ELECT_LEADERS: lambda v: {"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0]}],
+                                         "timeout_ms": 1},
+    }
+
+    async def scenario():
+        registered = await _committing(log, driver, ApiKey.BROKER_REGISTRATION, 0, registration(1))
+        await _committing(log, driver, ApiKey.BROKER_HEARTBEAT, 0,
+                          heartbeat(1, registered["broker_epoch"], log.end_offset))
+        await _committing(log, driver, ApiKey.CREATE_TOPICS, 5, create_topics(("t", 1, 1)))
+        for api_key, build in requests.items():
+            low, high = QUORUM_CONTROLLER_VERSIONS[api_key]
+            for version in range(low, high + 1):
+                answer = await _committing(log, driver, api_key, version, wire(api_key, version, **build(version)))
+                assert answer["throttle_time_ms"] == 0
+                refused = await QuorumControllerDriver(standby, clock=lambda: 0).handle(
+                    api_key, version, wire(api_key, version, **build(version)))
+                RESPONSE_SCHEMAS[(api_key, version)].encode(refused)
+        assert controller.configs.topic_config("t") == {"retention.ms": "6"}
+        assert controller.replication.topics[controller.replication.topics_by_name["t"]].partitions == 3
+
+    asyncio.run(scenario())
