@@ -15,6 +15,7 @@ the new leader says otherwise); else no leader (-1) until an ISR member comes ba
 from __future__ import annotations
 
 import base64
+import logging
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager, config_records
 from .events import ControllerResult
 from .timeline import SnapshotRegistry, TimelineDict
+
+log = logging.getLogger("controller.quorum.ReplicationControlManager")
 
 #: ElectLeaders' election types.
 PREFERRED = 0
@@ -249,6 +252,8 @@ class ReplicationControlManager:
                 change = self._change(key, part, broker_id, active)
                 if change is not None:
                     out.append(change)
+        moved = sum(rec.leader != NO_LEADER_CHANGE for _, _, rec in out)
+        log.info("Broker %d leaves the ISRs of %d partitions; %d change leader", broker_id, len(out), moved)
         return out
 
     def broker_unfenced(self, broker_id: int) -> list[MetadataRecord]:
@@ -408,16 +413,21 @@ class ReplicationControlManager:
             else:
                 state = UNFENCED
                 records = [self.cluster.unfence_record(broker), *self.broker_unfenced(broker.id)]
+                log.info("Unfencing broker %d at epoch %d: caught up to offset %d", broker.id, broker.epoch,
+                         request.current_metadata_offset)
         elif request.want_fence:
             state = SHUTDOWN_NOW if request.want_shut_down else FENCED
             records = self.fence_broker(broker.id)
+            log.info("Fencing broker %d at epoch %d at its request", broker.id, broker.epoch)
         elif broker.in_controlled_shutdown:
             state = CONTROLLED_SHUTDOWN
             if self._shut_down(broker.id, last_committed_offset):
                 state = SHUTDOWN_NOW
                 records = self.fence_broker(broker.id)
+                log.info("Broker %d finished its controlled shutdown: it may stop", broker.id)
         elif request.want_shut_down:
             state = CONTROLLED_SHUTDOWN
+            log.info("Broker %d enters controlled shutdown: its leaderships move", broker.id)
             records = [self.cluster.controlled_shutdown_record(broker), *self.broker_leaving(broker.id)]
         else:
             state = UNFENCED
