@@ -37,12 +37,16 @@ class BrokerHeartbeatManager:
 
     def __init__(self) -> None:
         self.last_contact_ms: dict[int, int] = {}
+        self.metadata_offsets: dict[int, int] = {}  # how far each broker said it has read the metadata log
 
-    def touch(self, broker_id: int, now_ms: int) -> None:
+    def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> None:
         self.last_contact_ms[broker_id] = now_ms
+        if metadata_offset is not None:
+            self.metadata_offsets[broker_id] = metadata_offset
 
     def remove(self, broker_id: int) -> None:
         self.last_contact_ms.pop(broker_id, None)
+        self.metadata_offsets.pop(broker_id, None)
 
     def has_valid_session(self, broker_id: int, now_ms: int, session_timeout_ms: int) -> bool:
         last = self.last_contact_ms.get(broker_id)
@@ -50,6 +54,7 @@ class BrokerHeartbeatManager:
 
     def clear(self) -> None:
         self.last_contact_ms.clear()
+        self.metadata_offsets.clear()
 
 
 class ClusterControlManager:

@@ -343,6 +343,18 @@ class QuorumController:
         replayer(rec, offset)
         self.last_applied_offset = max(self.last_applied_offset, offset)
 
+    def describe(self) -> dict:
+        """What the lab and the dashboard show of it (DESIGN §17): whether it is active, the committed offset,
+        and each broker's registration, fencing and the metadata offset of its last heartbeat (active only)."""
+        offsets = self.cluster.heartbeats.metadata_offsets
+        return {"active": self.is_active, "epoch": self.active_epoch, "committed_offset": self.last_committed_offset,
+                "metadata_version": self.features.metadata_version, "topics": len(self.replication.topics),
+                "partitions": len(self.replication.partitions),
+                "brokers": [{"id": b.id, "epoch": b.epoch, "fenced": b.fenced,
+                             "in_controlled_shutdown": b.in_controlled_shutdown,
+                             "metadata_offset": offsets.get(b.id)}
+                            for _, b in sorted(self.cluster.brokers.items())]}
+
     # ---- snapshots ------------------------------------------------------------------------------------------
 
     def snapshot_records(self) -> list[MetadataRecord]:

@@ -402,7 +402,7 @@ class ReplicationControlManager:
             broker = self.cluster.check_broker_epoch(request.broker_id, request.broker_epoch)
         except ApiError as e:
             return ControllerResult([], _heartbeat_response(e.code, False, FENCED))
-        self.cluster.heartbeats.touch(broker.id, now_ms)
+        self.cluster.heartbeats.touch(broker.id, now_ms, request.current_metadata_offset)
         caught_up = request.current_metadata_offset >= self.cluster.registration_offsets[broker.id]
         records: list[MetadataRecord] = []
         if broker.fenced:

@@ -131,6 +131,8 @@ class ControllerServer:
                 "high_watermark": node.high_watermark,
                 "snapshot": None if snapshot is None else {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch},
                 "voters": sorted(raft.config.voters)}
+        if self.quorum is not None:
+            state["quorum_controller"] = self.quorum.controller.describe()
         return state
 
     def lab_append(self, count: int) -> dict:

@@ -136,3 +136,13 @@ def test_a_new_active_controller_gives_every_unfenced_broker_a_full_session():
     controller.poll(8000 + SESSION_MS + 1)
     log.commit()
     assert controller.cluster.brokers[1].fenced
+
+
+def test_describe_shows_each_brokers_fencing_and_last_metadata_offset_for_the_lab():
+    log, controller = active_controller()
+    epochs = register_brokers(log, controller, 1, 2)
+    run(log, controller, controller.broker_heartbeat(heartbeat(2, epochs[2], 42, want_fence=True)))
+    described = controller.describe()
+    assert described["active"] and described["metadata_version"] == 19
+    assert [(b["id"], b["fenced"], b["metadata_offset"]) for b in described["brokers"]] == [
+        (1, False, controller.cluster.heartbeats.metadata_offsets[1]), (2, True, 42)]
