@@ -76,8 +76,8 @@ def cluster(zookeeper, tmp_path_factory):
     bootstrap_view = ZkView(hosts)
     bootstrap_view.client.ensure_path("/" + chroot)
     bootstrap_view.close()
-    brokers = {i: Broker(root, i, zk_connect, delete_topic_enable="true", log_retention_check_interval_ms=300,
-                         log_segment_delete_delay_ms=0) for i in (1, 2, 3)}
+    brokers = {i: Broker(root, i, zk_connect, control=True, delete_topic_enable="true",
+                         log_retention_check_interval_ms=300, log_segment_delete_delay_ms=0) for i in (1, 2, 3)}
     view = ZkView(zk_connect)
     timeline_path = root / "timeline.jsonl"
     try:
@@ -626,6 +626,82 @@ def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster)
     assert tool(*bs) == (0, f"Deletion of requested consumer groups ('{other}') was successful.\n", "")
     code, out, err = tool(*bs)
     assert (code, out) == (1, "") and "could not be deleted due to" in err and "GROUP_ID_NOT_FOUND" in err
+
+
+# ---- DeleteRecords --------------------------------------------------------------------------------------------
+
+def _log_starts(cluster: Cluster, topic: str, partition: int) -> dict[int, int]:
+    """Each replica's log start offset, from its broker's lab control socket."""
+    out = {}
+    for broker_id, broker in cluster.brokers.items():
+        with broker.control() as control:
+            rows = [p for p in control.state()["partitions"] if (p["topic"], p["partition"]) == (topic, partition)]
+        if rows:
+            out[broker_id] = rows[0]["log_start"]
+    return out
+
+
+def test_confluent_delete_records_moves_the_log_start_on_the_leader_and_its_followers(cluster):
+    from confluent_kafka import TopicPartition
+
+    admin = cluster.admin()
+    name = _topic("trimmed")
+    assert _result(admin.create_topics([NewTopic(name, 2, 3)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 2, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"v%d" % i) for i in range(10)], acks="all")
+    _produce_to(cluster, name, 1, [(None, b"w%d" % i) for i in range(3)], acks="all")
+    futures = admin.delete_records([TopicPartition(name, 0, 4), TopicPartition(name, 1, 99)],
+                                   request_timeout=TIMEOUT_S)
+    results = {tp.partition: f for tp, f in futures.items()}
+    assert results[0].result(TIMEOUT_S).low_watermark == 4  # answered once every in-sync follower has it
+    with pytest.raises(ck.KafkaException) as info:
+        results[1].result(TIMEOUT_S)
+    assert info.value.args[0].name() == "OFFSET_OUT_OF_RANGE"  # past the high watermark
+    assert _log_starts(cluster, name, 0) == {1: 4, 2: 4, 3: 4}  # followers learnt it from Fetch
+    assert _log_starts(cluster, name, 1) == {1: 0, 2: 0, 3: 0}
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _topic("g"),
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=TIMEOUT_S)
+        assert (low, high) == (4, 10)
+    finally:
+        consumer.close()
+    # -1: up to the high watermark, through `zkbroker delete-records`
+    offsets = Path(cluster.timeline.parent / f"{name}.json")
+    offsets.write_text(json.dumps({"partitions": [{"topic": name, "partition": 0, "offset": -1},
+                                                  {"topic": name, "partition": 7, "offset": 1}], "version": 1}))
+    code, out, err = tool("delete-records", "--bootstrap-server", cluster.bootstrap, "--offset-json-file", str(offsets))
+    assert (code, err) == (0, "")
+    assert out == ("Executing records delete operation\nRecords delete operation completed:\n"
+                   f"partition: {name}-0\tlow_watermark: 10\n"
+                   f"partition: {name}-7\terror: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
+                   "This server does not host this topic-partition.\n")
+    assert _log_starts(cluster, name, 0) == {1: 10, 2: 10, 3: 10}
+    records = [e for e in cluster.events("admin_request") if e["api"] == "DeleteRecords"]
+    assert {(e["resource"], e["low_watermark"]) for e in records} >= {(f"{name}-0", 4), (f"{name}-0", 10)}
+
+
+def test_delete_records_tool_output_is_kafka_2x(cluster, tmp_path):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    bs = ("delete-records", "--bootstrap-server", cluster.bootstrap, "--offset-json-file")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic("golden-dr", 1, 2)], operation_timeout=TIMEOUT_S),
+                   "golden-dr") is None
+    wait_for_leaders(list(cluster.brokers.values()), "golden-dr", 1, timeout_s=10)
+    _produce_to(cluster, "golden-dr", 0, [(None, b"x")] * 5, acks="all")
+    out = []
+    for i, body in enumerate((
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 3}], "version": 1}',
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 9}]}',
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 1},'
+            ' {"topic": "golden-dr", "partition": 0, "offset": 2}], "version": 1}',
+            '{"partitions": [], "version": 2}',
+            '')):
+        path = tmp_path / f"offsets-{i}.json"
+        path.write_text(body)
+        out.append(f"# {body or '(empty)'}\n" + _run_tool(*bs, str(path)).replace(str(path), "F"))
+    assert_golden("delete_records.txt", "".join(out))
 
 
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------

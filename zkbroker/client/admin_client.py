@@ -22,7 +22,10 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
-            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0}
+            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
+            ApiKey.DELETE_RECORDS: 1}
+#: Answers after which a partition's request goes again, to the leader fresh metadata names
+_RETRIABLE = (ErrorCode.NOT_LEADER_FOR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 
 
@@ -137,6 +140,42 @@ class AdminClient:
             for name, count in counts.items()]}
         response = self._to_controller(ApiKey.CREATE_PARTITIONS, body, "results")
         return {r.name: (r.error_code, r.error_message) for r in response.results}
+
+    # ---- records ----------------------------------------------------------------------------------------------
+
+    def delete_records(self, offsets: Mapping[tuple[str, int], int],
+                       timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, int]]:
+        """DeleteRecords, each partition sent to its leader (-1: up to the high watermark). Returns each
+        partition's (low watermark, error code); a leader that moved is found again until `timeout_s`."""
+        results: dict[tuple[str, int], tuple[int, int]] = {}
+        todo = dict(offsets)
+        deadline = time.monotonic() + self.timeout_s
+        while todo:
+            cluster = self.metadata(sorted({t for t, _ in todo}))
+            by_leader: dict[int, dict[tuple[str, int], int]] = {}
+            for tp, offset in todo.items():
+                if tp[1] not in cluster.topics.get(tp[0], {}):
+                    results[tp] = (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                elif (leader := cluster.leader_for(*tp)) is None:
+                    results[tp] = (-1, ErrorCode.LEADER_NOT_AVAILABLE)
+                else:
+                    by_leader.setdefault(leader.node_id, {})[tp] = offset
+            for broker_id, part in by_leader.items():
+                by_topic: dict[str, list] = {}
+                for (topic, partition), offset in part.items():
+                    by_topic.setdefault(topic, []).append({"partition_index": partition, "offset": offset})
+                broker = cluster.brokers[broker_id]
+                response = self._send_to((broker.host, broker.port), ApiKey.DELETE_RECORDS, {
+                    "timeout_ms": timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+                for t in response.topics:
+                    for p in t.partitions:
+                        results[(t.name, p.partition_index)] = (p.low_watermark, p.error_code)
+            todo = {tp: o for tp, o in todo.items() if results[tp][1] in _RETRIABLE}
+            if todo:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+        return {tp: results[tp] for tp in offsets}
 
     # ---- configs ----------------------------------------------------------------------------------------------
 

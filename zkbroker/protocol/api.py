@@ -40,6 +40,7 @@ from .schemas import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -128,6 +129,7 @@ class ApiKey(enum.IntEnum):
     # The Admin API (DESIGN §16)
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
@@ -180,6 +182,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
     ApiKey.CREATE_TOPICS: (0, 6),
     ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
@@ -234,6 +237,7 @@ _MODULES = (
     # the Admin API
     create_topics,
     delete_topics,
+    delete_records,
     describe_configs,
     alter_configs,
     create_partitions,
@@ -241,6 +245,7 @@ _MODULES = (
     describe_cluster,
     elect_leaders,
     delete_groups,
+    delete_records,
     describe_log_dirs,
     offset_delete,
 )

@@ -531,6 +531,12 @@ class AdminManager:
 
     # ---- the lab's timeline ---------------------------------------------------------------------------------
 
+    def record_delete_records(self, results: dict[tuple[str, int], tuple[int, int]]) -> None:
+        """DeleteRecords writes no znode (the leader moves its log start offset): the timeline names the low
+        watermark each partition reached."""
+        for (topic, partition), (low, error) in results.items():
+            self._record("DeleteRecords", "partition", f"{topic}-{partition}", (error, None), [], low_watermark=low)
+
     def _record(self, api: str, resource_type: str, name: str, result: Result, znodes: list[str],
                 **fields: Any) -> None:
         if self.timeline_source is None:
