@@ -57,6 +57,7 @@ from controller.events import (
     TopicChange,
     TopicConfigChange,
     TopicDataChange,
+    UncleanElection,
 )
 from controller.leader_selector import partitions_to_rebalance
 from controller.leadership_writer import LeadershipWriter, read_leaderships
@@ -154,6 +155,7 @@ class KafkaController(SessionListener):
             AutoLeaderRebalance: self._check_and_trigger_partition_rebalance,
             StopReplicaAnswer: self._on_stop_replica_answer,
             ControlledShutdown: self._on_controlled_shutdown,
+            UncleanElection: self._on_unclean_election,
         }
 
     def _take_context(self, context: ControllerContext) -> None:
@@ -223,6 +225,12 @@ class KafkaController(SessionListener):
         """A ControlledShutdown request (from the network thread): `reply(error code, partitions the broker
         still leads)` is called later, on the event thread, once leadership has been moved."""
         self._queue.put(ControlledShutdown(broker_id, reply))
+
+    def elect_unclean(self, partitions: Iterable[TopicPartition],
+                      reply: Callable[[dict[TopicPartition, int]], None]) -> None:
+        """ElectLeaders UNCLEAN (from the network thread): `reply({partition: error code})` is called later, on
+        the event thread."""
+        self._queue.put(UncleanElection(tuple(partitions), reply))
 
     # ---- ZooKeeper callbacks (ZkClient event thread) and broker answers (sender threads): enqueue only ------
 
@@ -845,6 +853,31 @@ class KafkaController(SessionListener):
             self.log.info("Leader imbalance found for brokers %s; moving leadership of %s back to the preferred "
                           "replicas", _ids(b for b in moves if b in ctx.live_broker_ids), _tps(partitions))
             self._on_preferred_replica_election(partitions, auto=True)
+
+    # ---- unclean election on request (KIP-460) --------------------------------------------------------------
+
+    def _on_unclean_election(self, event: UncleanElection) -> None:
+        """Kafka 2.4's electLeaders with ElectionType.UNCLEAN in ZooKeeper mode: a partition that has a live leader
+        needs no election; an offline one gets the first live ISR member, else the first live replica of its
+        assignment, whatever unclean.leader.election.enable says (the operator asked for the data loss)."""
+        ctx = self.context
+        results: dict[TopicPartition, int] = {}
+        offline = []
+        for tp in dict.fromkeys(event.partitions):
+            if tp not in ctx.assignments or self.deletion.is_queued(tp[0]):
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif tp in ctx.leadership and ctx.leadership[tp].leader in ctx.live_broker_ids:
+                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+            else:
+                offline.append(tp)
+        if offline:
+            self.log.info("Starting unclean leader election for partitions %s", _tps(offline))
+            self.partition_state_machine.handle_state_changes(offline, PartitionState.ONLINE, Selector.OFFLINE,
+                                                              force_unclean=True)
+            for tp in offline:
+                elected = tp in ctx.leadership and ctx.leadership[tp].leader in ctx.live_broker_ids
+                results[tp] = ErrorCode.NONE if elected else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        event.reply(results)
 
     # ---- controlled shutdown --------------------------------------------------------------------------------
 

@@ -752,3 +752,68 @@ def _run_tool(*argv: str) -> str:
     code, out, err = tool(*argv)
     shown = " ".join(a if a != argv[2] else "B" for a in argv)
     return f"$ zkbroker {shown}\n{out}" + (f"[stderr] {err}" if err else "") + (f"[exit {code}]\n" if code else "")
+
+
+def test_unclean_election_on_request_brings_an_offline_partition_back_through_leader_election_tool(cluster):
+    controller = cluster.zk.controller()
+    last, other = [i for i in sorted(cluster.brokers) if i != controller][:2]
+    name = _topic("unclean")
+    admin = cluster.admin()
+    futures = admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[last, other]],
+                                            config={"unclean.leader.election.enable": "false"})],
+                                  operation_timeout=TIMEOUT_S)
+    assert _result(futures, name) is None
+
+    def leader_and_isr():
+        state = json.loads(cluster.zk.get(f"/brokers/topics/{name}/partitions/0/state") or b"{}")
+        return state.get("leader"), sorted(state.get("isr", []))
+
+    wait_for(lambda: leader_and_isr() == (last, sorted([last, other])), 15, "both replicas in sync")
+    assert cluster.brokers[other].terminate() == 0  # leaves the ISR
+    wait_for(lambda: leader_and_isr() == (last, [last]), 15, f"broker {last} alone in the ISR")
+    assert cluster.brokers[last].terminate() == 0  # the last ISR member goes: the partition is offline
+    wait_for(lambda: leader_and_isr() == (-1, [last]), 15, "the partition offline")
+    cluster.brokers[other].start()
+    wait_for(lambda: other in cluster.zk.registered(), 15, f"broker {other} back")
+    try:
+        assert leader_and_isr() == (-1, [last])  # unclean election is off for the topic: it stays offline
+        code, out, err = tool("leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
+                              "unclean", "--topic", name, "--partition", "0")
+        assert (code, out, err) == (0, f"Successfully completed leader election (UNCLEAN) for partitions {name}-0\n",
+                                    "")
+        assert leader_and_isr() == (other, [other])
+        assert json.loads(cluster.zk.get(f"/config/topics/{name}"))["config"] == {
+            "unclean.leader.election.enable": "false"}  # the election did not change the topic's config
+        code, out, err = tool("leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
+                              "unclean", "--topic", name, "--partition", "0")
+        assert (code, out) == (0, f"Valid replica already elected for partitions {name}-0\n")
+    finally:
+        cluster.brokers[last].start()
+        wait_for(lambda: set(cluster.zk.registered()) == set(cluster.brokers), 30, "every broker back")
+
+
+def test_leader_election_tool_output_is_kafka_2x(cluster, tmp_path):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic("golden-le", 2, 1)], operation_timeout=TIMEOUT_S),
+                   "golden-le") is None
+    wait_for_leaders(list(cluster.brokers.values()), "golden-le", 2, timeout_s=10)
+    listed = tmp_path / "partitions.json"
+    listed.write_text('{"partitions": [{"topic": "golden-le", "partition": 1}, {"topic": "golden-le", "partition": 0}]}')
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"partitions": [{"topic": "golden-le", "partition": 1}, {"topic": "golden-le", "partition": 1}]}')
+    bs = ("leader-election", "--bootstrap-server", cluster.bootstrap)
+    out = []
+    for argv in (("--election-type", "preferred", "--topic", "golden-le", "--partition", "0"),
+                 ("--election-type", "preferred", "--path-to-json-file", str(listed)),
+                 ("--election-type", "unclean", "--topic", "golden-le", "--partition", "1"),
+                 ("--election-type", "preferred", "--topic", "golden-le", "--partition", "7"),
+                 ("--election-type", "preferred", "--path-to-json-file", str(twice)),
+                 ("--election-type", "preferred", "--topic", "golden-le"),
+                 ("--election-type", "preferred", "--topic", "golden-le", "--partition", "0",
+                  "--all-topic-partitions"),
+                 ("--election-type", "dirty", "--all-topic-partitions"),
+                 ("--topic", "golden-le", "--partition", "0")):
+        out.append(_run_tool(*bs, *argv).replace(str(tmp_path), "DIR"))
+    assert_golden("leader_election.txt", "".join(out))

@@ -23,7 +23,7 @@ __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
             ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
-            ApiKey.DELETE_RECORDS: 1}
+            ApiKey.DELETE_RECORDS: 1, ApiKey.ELECT_LEADERS: 1}
 #: Answers after which a partition's request goes again, to the leader fresh metadata names
 _RETRIABLE = (ErrorCode.NOT_LEADER_FOR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
@@ -91,15 +91,20 @@ class AdminClient:
         self.internal = {t.topic for t in response.topics if t.is_internal}
         return self.cluster
 
-    def _to_controller(self, api_key: int, body: Any, results: str) -> Any:
+    def _to_controller(self, api_key: int, body: Any, results: str | None) -> Any:
+        """Send to the controller; again while it answers NOT_CONTROLLER (in every row of `results`, or at the
+        top when `results` is None)."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             cluster = self.metadata([])
             controller = cluster.brokers.get(cluster.controller_id)
             if controller is not None:
                 response = self._send_to((controller.host, controller.port), api_key, body)
-                rows = getattr(response, results)
-                if not rows or any(r.error_code != ErrorCode.NOT_CONTROLLER for r in rows):
+                if results is None:
+                    if response.error_code != ErrorCode.NOT_CONTROLLER:
+                        return response
+                elif not (rows := getattr(response, results)) or any(
+                        r.error_code != ErrorCode.NOT_CONTROLLER for r in rows):
                     return response
             if time.monotonic() >= deadline:
                 raise AdminError(ErrorCode.NOT_CONTROLLER, "No controller answered before the timeout")
@@ -140,6 +145,21 @@ class AdminClient:
             for name, count in counts.items()]}
         response = self._to_controller(ApiKey.CREATE_PARTITIONS, body, "results")
         return {r.name: (r.error_code, r.error_message) for r in response.results}
+
+    def elect_leaders(self, election_type: int, partitions: Iterable[tuple[str, int]] | None,
+                      timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders v1 (0 preferred, 1 unclean) at the controller; None: every partition. Each partition's
+        (error code, message); AdminError for a refusal of the whole request."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"election_type": election_type, "timeout_ms": timeout_ms, "topic_partitions": None
+                if partitions is None else [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.ELECT_LEADERS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code)
+        return {(t.topic, p.partition_id): (p.error_code, p.error_message)
+                for t in response.replica_election_results for p in t.partition_result}
 
     # ---- records ----------------------------------------------------------------------------------------------
 

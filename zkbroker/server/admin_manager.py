@@ -53,8 +53,10 @@ _NOT_CONTROLLER: Result = (ErrorCode.NOT_CONTROLLER, "This is not the correct co
 
 class AdminManager:
     def __init__(self, dynamic: DynamicBrokerConfig, metadata_cache: MetadataCache, zk: ZkClient,
-                 is_controller: Callable[[], bool]) -> None:
+                 is_controller: Callable[[], bool],
+                 elect_unclean: Callable[[list, Callable], None] | None = None) -> None:
         self.dynamic = dynamic
+        self.elect_unclean = elect_unclean  # the controller's (KafkaController.elect_unclean), on this broker
         self.broker_id = dynamic.static.broker_id
         self.metadata_cache = metadata_cache
         self.zk = zk
@@ -278,8 +280,9 @@ class AdminManager:
     async def elect_leaders(self, request: Any) -> tuple[int, dict[tuple[str, int], Result]]:
         """Preferred replica election through `/admin/preferred_replica_election`, the znode 0.8.2's
         preferred-replica-election tool writes; answered once each partition is led by its preferred replica
-        (or at the timeout). An unclean election on request (KIP-460) is not run by zkbroker's controller: each
-        partition without a leader answers ELIGIBLE_LEADERS_NOT_AVAILABLE, one with a leader ELECTION_NOT_NEEDED."""
+        (or at the timeout). An unclean election (KIP-460) has no znode: it goes to this broker's controller as
+        an event, as Kafka 2.4's ZooKeeper controller takes it; a partition with a live leader answers
+        ELECTION_NOT_NEEDED, one with no live replica ELIGIBLE_LEADERS_NOT_AVAILABLE."""
         snapshot = self.metadata_cache.snapshot
         if request.topic_partitions is None:
             wanted = [(t, p) for t, parts in sorted(snapshot.partitions.items()) for p in sorted(parts)]
@@ -295,13 +298,11 @@ class AdminManager:
             if state is None:
                 results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                "The partition does not exist.")
-            elif unclean:
-                results[(topic, partition)] = (
-                    (ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader.") if state.leader in snapshot.brokers
-                    else (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                          "zkbroker's controller does not run unclean elections on request (KIP-460)"))
             else:
                 to_elect.append((topic, partition))
+        if to_elect and unclean:
+            results.update(await self._elect_unclean(to_elect, request.timeout_ms))
+            return ErrorCode.NONE, {tp: results[tp] for tp in wanted}
         if to_elect and not unclean:
             # the ISR as ZooKeeper holds it: 0.8.2's leaders change it there without telling the brokers' metadata
             states = await self._off_loop(self._partition_states, to_elect)
@@ -331,6 +332,41 @@ class AdminManager:
             for tp in to_elect:
                 results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None) if tp in late else (ErrorCode.NONE, None)
         return ErrorCode.NONE, {tp: results[tp] for tp in wanted}
+
+    async def _elect_unclean(self, partitions: list[tuple[str, int]], timeout_ms: int) -> dict[tuple[str, int], Result]:
+        """The controller's verdict for each partition, then (those it elected) the wait until our metadata
+        names their new leader; REQUEST_TIMED_OUT for what is not done by the timeout."""
+        loop = asyncio.get_running_loop()
+        verdict: asyncio.Future = loop.create_future()
+
+        def reply(codes: dict) -> None:  # on the controller's event thread
+            loop.call_soon_threadsafe(lambda: verdict.done() or verdict.set_result(codes))
+        timed_out: Result = (ErrorCode.REQUEST_TIMED_OUT, None)
+        if self.elect_unclean is None:
+            return dict.fromkeys(partitions, _NOT_CONTROLLER)
+        self.elect_unclean(partitions, reply)
+        try:
+            codes = await asyncio.wait_for(verdict, max(timeout_ms, 0) / 1000.0)
+        except asyncio.TimeoutError:
+            return dict.fromkeys(partitions, timed_out)
+        messages = {ErrorCode.ELECTION_NOT_NEEDED: "The partition has a leader.",
+                    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "No replica of the partition is alive.",
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "The partition does not exist."}
+        results: dict[tuple[str, int], Result] = {tp: (codes.get(tp, ErrorCode.UNKNOWN),
+                                                       messages.get(codes.get(tp))) for tp in partitions}
+        elected = [tp for tp in partitions if codes.get(tp) == ErrorCode.NONE]
+        for tp in partitions:
+            log.info("%sUnclean leader election for partition %s-%d: %s", self.prefix, *tp,
+                     ErrorCode(results[tp][0]).name)
+            self._record("ElectLeaders", "partition", f"{tp[0]}-{tp[1]}", results[tp], [], election="unclean")
+
+        def leaderless() -> list[tuple[str, int]]:
+            snapshot = self.metadata_cache.snapshot
+            return [(t, p) for t, p in elected
+                    if (s := snapshot.partitions.get(t, {}).get(p)) is None or s.leader not in snapshot.brokers]
+        for tp in await self._wait(leaderless, timeout_ms) if elected else ():
+            results[tp] = timed_out
+        return results
 
     def _partition_states(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], LeaderIsrState]:
         out = {}

@@ -19,6 +19,7 @@ from controller.events import (
     TopicChange,
     TopicConfigChange,
     TopicDataChange,
+    UncleanElection,
 )
 from controller.leadership_writer import read_leaderships
 from controller.partition_state import PartitionState
@@ -148,6 +149,24 @@ def test_unclean_election_disabled_keeps_the_partition_offline_with_its_last_isr
     h.register(1)
     h.process(BrokerChange())
     assert _state(h, ("t", 0))[:2] == (1, [1])
+
+
+def test_an_unclean_election_on_request_elects_a_live_replica_out_of_the_isr_whatever_the_config(monkeypatch):
+    # KIP-460: the ISR's only member is dead and unclean.leader.election.enable is off; the Admin API asks anyway.
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2), 1: (2, 3), 2: (1, 4)}},
+                          states={("t", 0): (1, (1,)), ("t", 1): (2, (2, 3)), ("t", 2): (1, (1,))},
+                          unclean_leader_election_enable="false")
+    h.unregister(1)
+    h.process(BrokerChange())
+    assert _state(h, ("t", 0)) == (-1, [1], 1)
+    answers = []
+    h.process(UncleanElection((("t", 0), ("t", 1), ("t", 2), ("t", 9)), answers.append))
+    assert answers == [{("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                        ("t", 2): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,  # broker 4 was never there
+                        ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}]
+    assert _state(h, ("t", 0)) == (2, [2], 2)
+    assert h.leader_and_isr(2)[("t", 0)]["leader"] == 2
+    assert not h.controller.unclean_election_enabled("t")  # the topic's config is unchanged
 
 
 def test_a_per_topic_override_changed_through_config_changes_reaches_the_controller(monkeypatch):
