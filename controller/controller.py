@@ -42,12 +42,14 @@ from controller.context import ControllerContext
 from controller.deletion import TopicDeletionManager
 from controller.election import ControllerMovedError, ZookeeperLeaderElector
 from controller.events import (
+    AlterReassignments,
     AutoLeaderRebalance,
     BrokerChange,
     ControlledShutdown,
     ControllerEvent,
     DeleteTopicsChange,
     Elect,
+    ListReassignments,
     PreferredReplicaElectionChange,
     ReassignedPartitionIsrChange,
     ReassignPartitionsChange,
@@ -139,6 +141,7 @@ class KafkaController(SessionListener):
         self._rebalance_timer: _Ticker | None = None
         self._closing = threading.Event()  # set by shutdown: stop holding for an unreachable ZooKeeper
         self._last_config_change = -1
+        self._moving_topics: dict[str, TopicAssignment] = {}  # read at failover: API reassignments to resume
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
         self._held_event: ControllerEvent | None = None  # taken from the queue, waiting out a lab hold
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
@@ -156,6 +159,8 @@ class KafkaController(SessionListener):
             StopReplicaAnswer: self._on_stop_replica_answer,
             ControlledShutdown: self._on_controlled_shutdown,
             UncleanElection: self._on_unclean_election,
+            AlterReassignments: lambda e: e.reply(self.reassigner.alter(e.moves)),
+            ListReassignments: lambda e: e.reply(self.reassigner.listing(e.partitions)),
         }
 
     def _take_context(self, context: ControllerContext) -> None:
@@ -231,6 +236,15 @@ class KafkaController(SessionListener):
         """ElectLeaders UNCLEAN (from the network thread): `reply({partition: error code})` is called later, on
         the event thread."""
         self._queue.put(UncleanElection(tuple(partitions), reply))
+
+    def alter_reassignments(self, moves: dict[TopicPartition, tuple[int, ...] | None],
+                            reply: Callable[[dict], None]) -> None:
+        """AlterPartitionReassignments (from the network thread); `reply` comes on the event thread."""
+        self._queue.put(AlterReassignments(moves, reply))
+
+    def list_reassignments(self, partitions: Iterable[TopicPartition] | None, reply: Callable[[dict], None]) -> None:
+        """ListPartitionReassignments (from the network thread); `reply` comes on the event thread."""
+        self._queue.put(ListReassignments(None if partitions is None else tuple(partitions), reply))
 
     # ---- ZooKeeper callbacks (ZkClient event thread) and broker answers (sender threads): enqueue only ------
 
@@ -449,6 +463,8 @@ class KafkaController(SessionListener):
             self.channel.add_broker(broker)
         self._initialize_preferred_replica_election(preferred_data)
         self.reassigner.initialize(reassign_data)
+        self.reassigner.initialize_api(self._moving_topics)
+        self._moving_topics = {}
         self._initialize_topic_deletion(queued)
         self.batch = self._new_batch()
         # (5) replicas: each one on a live broker hears its partition's current leadership
@@ -548,6 +564,8 @@ class KafkaController(SessionListener):
             if assignment is None:
                 continue
             readable.append(topic)
+            if assignment.adding or assignment.removing:
+                self._moving_topics[topic] = assignment  # an API reassignment a failover resumes
             for partition, replicas in assignment.partitions.items():
                 ctx.assignments[(topic, partition)] = replicas
                 partitions.append((topic, partition))

@@ -102,6 +102,24 @@ class UncleanElection:
 
 
 @dataclass(frozen=True)
+class AlterReassignments:
+    """AlterPartitionReassignments (KIP-455, from the Admin API): each partition's target replicas, None to cancel.
+    `reply({partition: (error code, message)})` is called on the event thread."""
+
+    moves: dict[TopicPartition, tuple[int, ...] | None]
+    reply: Callable[[dict[TopicPartition, tuple[int, str | None]]], None]
+
+
+@dataclass(frozen=True)
+class ListReassignments:
+    """ListPartitionReassignments (KIP-455): `reply({partition: (replicas, adding, removing)})` for the partitions
+    named (None: all) that are being reassigned."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    reply: Callable[[dict[TopicPartition, tuple[tuple[int, ...], ...]]], None]
+
+
+@dataclass(frozen=True)
 class SessionExpired:
     """Our ZooKeeper session expired: a controller resigns at once (Kafka's handleNewSession, first half)."""
 
@@ -113,5 +131,5 @@ class Shutdown:
 
 ControllerEvent = (Elect | BrokerChange | TopicChange | TopicDataChange | DeleteTopicsChange | ReassignPartitionsChange
                    | ReassignedPartitionIsrChange | PreferredReplicaElectionChange | TopicConfigChange
-                   | AutoLeaderRebalance | StopReplicaAnswer | ControlledShutdown | UncleanElection | SessionExpired
-                   | Shutdown)
+                   | AutoLeaderRebalance | StopReplicaAnswer | ControlledShutdown | UncleanElection | AlterReassignments
+                   | ListReassignments | SessionExpired | Shutdown)

@@ -704,6 +704,69 @@ def test_delete_records_tool_output_is_kafka_2x(cluster, tmp_path):
     assert_golden("delete_records.txt", "".join(out))
 
 
+# ---- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) ------------------------------------------
+
+def test_reassignment_through_the_api_kafka_python_and_reassign_partitions_bootstrap_server(cluster, tmp_path):
+    """kafka-python starts a move the new replica cannot finish (its fetchers held): listed with the replicas it
+    adds and removes, and the topic znode takes version 2; `--cancel` takes it back; `--execute` starts it again
+    and, the fetchers released, it completes (`--verify`), leaving 0.8.2's version 1 znode."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    name = "golden-ra"
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[1, 2]])],
+                                       operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"r%d" % i) for i in range(20)], acks="all")
+    topic_znode = f"/brokers/topics/{name}"
+    moves = tmp_path / "moves.json"
+    moves.write_text(json.dumps({"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [2, 3]}]}))
+    bs = ("reassign-partitions", "--bootstrap-server", cluster.bootstrap)
+    out = []
+    with cluster.brokers[3].control() as control:
+        control.fault("hold_fetchers")
+        try:
+            kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=TIMEOUT_S * 1000)
+            try:
+                tp = KpPartition(name, 0)
+                assert kp.alter_partition_reassignments({tp: [2, 3]}) == {tp: None}
+                assert kp.list_partition_reassignments() == {
+                    tp: {"replicas": [1, 2, 3], "adding_replicas": [3], "removing_replicas": [1]}}
+            finally:
+                kp.close()
+            assert json.loads(cluster.zk.get(topic_znode)) == {
+                "version": 2, "partitions": {"0": [1, 2, 3]}, "adding_replicas": {"0": [3]},
+                "removing_replicas": {"0": [1]}}
+            assert cluster.zk.stat("/admin/reassign_partitions") is None  # the API's moves live in the topic znode
+            out.append(_run_tool(*bs, "--list"))
+            out.append(_run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--execute", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--cancel", "--reassignment-json-file", str(moves)))
+            assert cluster.zk.get(topic_znode) == b'{"version":1,"partitions":{"0":[1,2]}}'
+            out.append(_run_tool(*bs, "--list"))
+            out.append(_run_tool(*bs, "--cancel", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--execute", "--reassignment-json-file", str(moves)))
+        finally:
+            control.heal()
+    wait_for(lambda: json.loads(cluster.zk.get(topic_znode))["partitions"] == {"0": [2, 3]}, 30,
+             "the reassignment to complete")
+    assert cluster.zk.get(topic_znode) == b'{"version":1,"partitions":{"0":[2,3]}}'
+    wait_for(lambda: "is complete." in _run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)), 10,
+             "--verify to say the reassignment completed")
+    out.append(_run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)))
+    out.append(_run_tool(*bs, "--list"))
+    assert_golden("reassign_partitions_bootstrap_server.txt", "".join(out).replace(str(tmp_path), "DIR"))
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _topic("g"),
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:  # the records moved with the partition
+        assert consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=TIMEOUT_S) == (0, 20)
+    finally:
+        consumer.close()
+
+
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
 
 def test_confluent_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):
@@ -800,9 +863,11 @@ def test_leader_election_tool_output_is_kafka_2x(cluster, tmp_path):
                    "golden-le") is None
     wait_for_leaders(list(cluster.brokers.values()), "golden-le", 2, timeout_s=10)
     listed = tmp_path / "partitions.json"
-    listed.write_text('{"partitions": [{"topic": "golden-le", "partition": 1}, {"topic": "golden-le", "partition": 0}]}')
+    listed.write_text('{"partitions": [{"topic": "golden-le", "partition": 1},'
+                      ' {"topic": "golden-le", "partition": 0}]}')
     twice = tmp_path / "twice.json"
-    twice.write_text('{"partitions": [{"topic": "golden-le", "partition": 1}, {"topic": "golden-le", "partition": 1}]}')
+    twice.write_text('{"partitions": [{"topic": "golden-le", "partition": 1},'
+                     ' {"topic": "golden-le", "partition": 1}]}')
     bs = ("leader-election", "--bootstrap-server", cluster.bootstrap)
     out = []
     for argv in (("--election-type", "preferred", "--topic", "golden-le", "--partition", "0"),

@@ -23,7 +23,8 @@ __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
             ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
-            ApiKey.DELETE_RECORDS: 1, ApiKey.ELECT_LEADERS: 1}
+            ApiKey.DELETE_RECORDS: 1, ApiKey.ELECT_LEADERS: 1, ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: 0}
 #: Answers after which a partition's request goes again, to the leader fresh metadata names
 _RETRIABLE = (ErrorCode.NOT_LEADER_FOR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
@@ -160,6 +161,34 @@ class AdminClient:
             raise AdminError(response.error_code)
         return {(t.topic, p.partition_id): (p.error_code, p.error_message)
                 for t in response.replica_election_results for p in t.partition_result}
+
+    def alter_partition_reassignments(self, moves: Mapping[tuple[str, int], Iterable[int] | None],
+                                      timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments at the controller: each partition's target replicas, None to cancel."""
+        by_topic: dict[str, list] = {}
+        for (topic, partition), replicas in moves.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition,
+                                                   "replicas": None if replicas is None else list(replicas)})
+        body = {"timeout_ms": timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return {(t.name, p.partition_index): (p.error_code, p.error_message)
+                for t in response.responses for p in t.partitions}
+
+    def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None,
+                                     timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[tuple[int, ...], ...]]:
+        """ListPartitionReassignments: (replicas, adding, removing) of each partition being reassigned."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"timeout_ms": timeout_ms, "topics": None if partitions is None else [
+            {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return {(t.name, p.partition_index): (tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+                for t in response.topics for p in t.partitions}
 
     # ---- records ----------------------------------------------------------------------------------------------
 

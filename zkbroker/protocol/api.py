@@ -34,6 +34,7 @@ from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     begin_quorum_epoch,
     controlled_shutdown,
@@ -61,6 +62,7 @@ from .schemas import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -136,6 +138,8 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_LOG_DIRS = 35
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -191,6 +195,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -244,8 +250,9 @@ _MODULES = (
     incremental_alter_configs,
     describe_cluster,
     elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
     delete_groups,
-    delete_records,
     describe_log_dirs,
     offset_delete,
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError
 
@@ -41,6 +41,9 @@ from zkbroker.zk.znodes import (
     encode_preferred_election,
 )
 
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
 log = logging.getLogger("zkbroker.server.AdminManager")
 
 Result = tuple[int, str | None]  # (error code, error message)
@@ -53,10 +56,11 @@ _NOT_CONTROLLER: Result = (ErrorCode.NOT_CONTROLLER, "This is not the correct co
 
 class AdminManager:
     def __init__(self, dynamic: DynamicBrokerConfig, metadata_cache: MetadataCache, zk: ZkClient,
-                 is_controller: Callable[[], bool],
-                 elect_unclean: Callable[[list, Callable], None] | None = None) -> None:
+                 is_controller: Callable[[], bool], controller: KafkaController | None = None) -> None:
         self.dynamic = dynamic
-        self.elect_unclean = elect_unclean  # the controller's (KafkaController.elect_unclean), on this broker
+        # This broker's ZooKeeper controller, for what has no znode (unclean elections, API reassignments): asked
+        # through its event queue, it answers on its event thread.
+        self.controller = controller
         self.broker_id = dynamic.static.broker_id
         self.metadata_cache = metadata_cache
         self.zk = zk
@@ -243,10 +247,11 @@ class AdminManager:
                 if self._exists(paths.delete_topic_path(entry.name)):
                     raise ApiError(ErrorCode.INVALID_TOPIC, "The topic is queued for deletion.")
                 try:
-                    existing = TopicAssignment.decode(data, paths.topic_path(entry.name)).partitions
+                    znode = TopicAssignment.decode(data, paths.topic_path(entry.name))
                 except ZnodeFormatError as e:
                     raise ApiError(ErrorCode.UNKNOWN, str(e)) from None
-                if self._being_reassigned(entry.name):
+                existing = znode.partitions
+                if znode.adding or znode.removing or self._being_reassigned(entry.name):
                     raise ApiError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
                                    f"A partition reassignment is in progress for the topic '{entry.name}'.")
                 given = None if entry.assignments is None else [list(a.broker_ids) for a in entry.assignments]
@@ -336,18 +341,11 @@ class AdminManager:
     async def _elect_unclean(self, partitions: list[tuple[str, int]], timeout_ms: int) -> dict[tuple[str, int], Result]:
         """The controller's verdict for each partition, then (those it elected) the wait until our metadata
         names their new leader; REQUEST_TIMED_OUT for what is not done by the timeout."""
-        loop = asyncio.get_running_loop()
-        verdict: asyncio.Future = loop.create_future()
-
-        def reply(codes: dict) -> None:  # on the controller's event thread
-            loop.call_soon_threadsafe(lambda: verdict.done() or verdict.set_result(codes))
         timed_out: Result = (ErrorCode.REQUEST_TIMED_OUT, None)
-        if self.elect_unclean is None:
+        if self.controller is None:
             return dict.fromkeys(partitions, _NOT_CONTROLLER)
-        self.elect_unclean(partitions, reply)
-        try:
-            codes = await asyncio.wait_for(verdict, max(timeout_ms, 0) / 1000.0)
-        except asyncio.TimeoutError:
+        codes = await self._ask_controller(self.controller.elect_unclean, partitions, timeout_ms)
+        if codes is None:
             return dict.fromkeys(partitions, timed_out)
         messages = {ErrorCode.ELECTION_NOT_NEEDED: "The partition has a leader.",
                     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "No replica of the partition is alive.",
@@ -367,6 +365,51 @@ class AdminManager:
         for tp in await self._wait(leaderless, timeout_ms) if elected else ():
             results[tp] = timed_out
         return results
+
+    async def _ask_controller(self, method: Callable[[Any, Callable], None], argument: Any, timeout_ms: int) -> Any:
+        """Put an event on the controller's queue and wait for its reply; None at the timeout."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future = loop.create_future()
+
+        def reply(value: Any) -> None:  # on the controller's event thread
+            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(value))
+        method(argument, reply)
+        try:
+            return await asyncio.wait_for(answer, max(timeout_ms, 1) / 1000.0)
+        except asyncio.TimeoutError:
+            return None
+
+    # ---- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) ------------------------------------
+
+    async def alter_partition_reassignments(self, request: Any) -> tuple[Result, dict[tuple[str, int], Result]]:
+        """The controller starts (or cancels) each move and answers at once; the moves complete later, as
+        ListPartitionReassignments and the topic's version 2 znode show."""
+        moves = {(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
+                 for t in request.topics for p in t.partitions}
+        if not self.is_controller() or self.controller is None:
+            return _NOT_CONTROLLER, dict.fromkeys(moves, _NOT_CONTROLLER)
+        results = await self._ask_controller(self.controller.alter_reassignments, moves, request.timeout_ms)
+        if results is None:
+            return (ErrorCode.REQUEST_TIMED_OUT, None), dict.fromkeys(moves, (ErrorCode.REQUEST_TIMED_OUT, None))
+        for (topic, partition), result in results.items():
+            replicas = moves[(topic, partition)]
+            log.info("%s%s of partition %s-%d%s: %s", self.prefix, "Cancellation of the reassignment"
+                     if replicas is None else "Reassignment", topic, partition,
+                     "" if replicas is None else f" to {list(replicas)}", ErrorCode(result[0]).name)
+            self._record("AlterPartitionReassignments", "partition", f"{topic}-{partition}", result,
+                         [paths.topic_path(topic)] if result[0] == ErrorCode.NONE else [],
+                         replicas=None if replicas is None else list(replicas))
+        return (ErrorCode.NONE, None), results
+
+    async def list_partition_reassignments(self, request: Any) -> tuple[Result, dict]:
+        wanted = None if request.topics is None else [(t.name, p) for t in request.topics
+                                                      for p in t.partition_indexes]
+        if not self.is_controller() or self.controller is None:
+            return _NOT_CONTROLLER, {}
+        listed = await self._ask_controller(self.controller.list_reassignments, wanted, request.timeout_ms)
+        if listed is None:
+            return (ErrorCode.REQUEST_TIMED_OUT, None), {}
+        return (ErrorCode.NONE, None), listed
 
     def _partition_states(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], LeaderIsrState]:
         out = {}

@@ -105,6 +105,8 @@ class KafkaApis:
                 ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
                 ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
                 ApiKey.DELETE_RECORDS: self.handle_delete_records,
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+                ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -632,6 +634,27 @@ class KafkaApis:
                                                    "error_code": error})
         return encode_response(header, {"throttle_time_ms": 0, "topics": [
             {"name": topic, "partitions": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_alter_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), results = await self.admin_manager.alter_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, text) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code,
+                                                   "error_message": text})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "responses": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
+
+    async def handle_list_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), listed = await self.admin_manager.list_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (replicas, adding, removing) in listed.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": list(replicas),
+                                                   "adding_replicas": list(adding),
+                                                   "removing_replicas": list(removing)})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "topics": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
 
     async def handle_describe_log_dirs(self, header: RequestHeader, request: Any) -> bytes:
         """This broker's log directories and the size of each partition's log in them (Kafka's

@@ -9,10 +9,12 @@ import pytest
 
 from controller.election import ControllerMovedError
 from controller.events import (
+    AlterReassignments,
     AutoLeaderRebalance,
     BrokerChange,
     ControlledShutdown,
     DeleteTopicsChange,
+    ListReassignments,
     PreferredReplicaElectionChange,
     ReassignedPartitionIsrChange,
     ReassignPartitionsChange,
@@ -404,6 +406,56 @@ def test_unreadable_reassignment_node_is_deleted_and_the_controller_carries_on(m
     h.unregister(1)
     h.process(BrokerChange())
     assert _state(h, ("t", 0))[0] == 2
+
+
+def _api(h: ControllerHarness, event_type, argument):
+    answers = []
+    h.process(event_type(argument, answers.append))
+    return answers[0]
+
+
+def test_an_api_reassignment_keeps_its_moves_in_a_version_2_topic_znode_and_is_listed_until_done(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2), 1: (1, 2)}},
+                          states={("t", 0): (1, (1, 2)), ("t", 1): (1, (1, 2))})
+    answers = _api(h, AlterReassignments, {("t", 0): (2, 3), ("t", 1): (1, 2), ("t", 7): (1, 2),
+                                           ("t", 2): None})
+    assert {tp: code for tp, (code, _) in answers.items()} == {
+        ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE, ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("t", 2): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.zk.json(paths.topic_path("t")) == {"version": 2, "partitions": {"0": [1, 2, 3], "1": [1, 2]},
+                                                "adding_replicas": {"0": [3]}, "removing_replicas": {"0": [1]}}
+    assert paths.REASSIGN_PARTITIONS not in h.zk.nodes  # the API's moves are not the ZooKeeper tool's
+    assert _api(h, ListReassignments, None) == {("t", 0): ((1, 2, 3), (3,), (1,))}
+    again = _api(h, AlterReassignments, {("t", 0): (3, 2), ("t", 1): None})
+    assert {tp: code for tp, (code, _) in again.items()} == {
+        ("t", 0): ErrorCode.REASSIGNMENT_IN_PROGRESS, ("t", 1): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS}
+    h.put_state("t", 0, 1, (1, 2, 3), leader_epoch=1)  # the new replica caught up
+    h.process(ReassignedPartitionIsrChange(("t", 0)))
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [2, 3], "1": [1, 2]}}
+    assert h.stop_replica(1, delete=True) == [("t", 0)]
+    assert _api(h, ListReassignments, None) == {}
+
+
+def test_cancelling_an_api_reassignment_goes_back_to_the_original_replicas(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1, 2))})
+    _api(h, AlterReassignments, {("t", 0): (1, 3)})
+    assert h.zk.json(paths.topic_path("t"))["partitions"] == {"0": [1, 2, 3]}
+    assert _api(h, AlterReassignments, {("t", 0): None}) == {("t", 0): (ErrorCode.NONE, None)}
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [1, 2]}}
+    assert h.stop_replica(3, delete=True) == [("t", 0)]  # the replica it was adding goes
+    assert _api(h, ListReassignments, [("t", 0)]) == {}
+
+
+def test_an_api_reassignment_is_resumed_at_failover_from_the_topic_znode(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1, 2))})
+    _api(h, AlterReassignments, {("t", 0): (2, 3)})
+    h.controller._on_controller_resignation()
+    h.controller.context.api_reassignments.clear()  # what a new controller would not know
+    h.controller._on_controller_failover()
+    assert _api(h, ListReassignments, None) == {("t", 0): ((1, 2, 3), (3,), (1,))}
+    h.put_state("t", 0, 1, (1, 2, 3), leader_epoch=1)
+    h.process(ReassignedPartitionIsrChange(("t", 0)))
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [2, 3]}}
 
 
 def test_reassignment_is_resumed_at_failover(monkeypatch):
