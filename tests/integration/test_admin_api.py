@@ -767,6 +767,41 @@ def test_reassignment_through_the_api_kafka_python_and_reassign_partitions_boots
         consumer.close()
 
 
+def test_consumer_groups_reset_and_delete_offsets_output_is_kafka_2x(cluster):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    name, group = "golden-cg", "golden-group"
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 2, 1)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 2, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"a")] * 10)
+    _produce_to(cluster, name, 1, [(None, b"b")] * 4)
+    CONFLUENT.commit(cluster.bootstrap, group, name, {0: 5, 1: 1})
+    bs = ("consumer-groups", "--bootstrap-server", cluster.bootstrap, "--group", group)
+    reset = (*bs, "--reset-offsets")
+    out = []
+
+    def committed():
+        return CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1])
+
+    out.append(_run_tool(*reset, "--topic", name, "--to-earliest"))
+    out.append(_run_tool(*reset, "--topic", name, "--to-latest", "--dry-run"))
+    assert committed() == {0: 5, 1: 1}  # neither ran
+    out.append(_run_tool(*reset, "--topic", f"{name}:0", "--shift-by", "-2", "--execute"))
+    assert committed() == {0: 3, 1: 1}
+    out.append(_run_tool(*reset, "--all-topics", "--to-offset", "100", "--execute"))
+    assert committed() == {0: 10, 1: 4}
+    out.append(_run_tool(*reset, "--topic", name, "--to-datetime", "2000-01-01T00:00:00.000", "--execute"))
+    assert committed() == {0: 0, 1: 0}
+    out.append(_run_tool(*reset, "--topic", name, "--by-duration", "P1D", "--dry-run"))
+    out.append(_run_tool(*reset, "--topic", name, "--to-current", "--dry-run"))
+    out.append(_run_tool(*reset, "--topic", name, "--shift-by", "1", "--to-latest"))
+    out.append(_run_tool(*bs, "--delete-offsets", "--topic", f"{name}:1"))
+    assert committed() == {0: 0, 1: -1001}
+    out.append(_run_tool(*bs, "--delete-offsets", "--topic", "golden-nope"))
+    assert_golden("consumer_groups_offsets.txt", "".join(out))
+
+
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
 
 def test_confluent_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):

@@ -145,7 +145,20 @@ _DEFAULT_MESSAGES = {
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
     "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
     "NO_REASSIGNMENT_IN_PROGRESS": "No partition reassignment is in progress.",
+    "GROUP_SUBSCRIBED_TO_TOPIC": "Deleting offsets of a topic is forbidden while the consumer group is actively "
+                                 "subscribed to it.",
 }
+
+
+def default_message(code: int) -> str:
+    """Kafka's message for an error code (its name when zkbroker's tools do not print it)."""
+    from zkbroker.protocol.errors import ErrorCode
+
+    try:
+        name = ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+    return _DEFAULT_MESSAGES.get(name, name)
 
 
 def java_exception(code: int, message: str | None = None) -> str:
