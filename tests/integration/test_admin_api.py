@@ -592,6 +592,41 @@ def test_kafkajs_admin_core_operations(cluster):
     wait_for(lambda: cluster.zk.stat(f"/brokers/topics/{name}") is None, 10, "the topic's znode gone")
 
 
+def test_kafkajs_deletes_records_and_moves_a_partition(cluster):
+    import subprocess
+
+    from tests.real_tools import NODE_DIR, require_node_package
+
+    require_node_package("kafkajs")
+    name = _topic("kafkajs-move")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[1, 2]])],
+                                       operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"k%d" % i) for i in range(5)], acks="all")
+
+    def step(which: str, *extra: str) -> dict:
+        done = subprocess.run(["node", str(NODE_DIR / "admin_ops.js"), "--bootstrap", cluster.bootstrap, "--topic",
+                               name, "--step", which, *extra], capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    assert step("trim", "--offset", "2") == {"trimmed": True}
+    assert _log_starts(cluster, name, 0) == {1: 2, 2: 2}
+    with cluster.brokers[3].control() as control:
+        control.fault("hold_fetchers")  # the move stays in progress while it is listed
+        try:
+            assert step("move", "--replicas", "2,3") == {"started": True}
+            assert step("moving") == {"moving": [{"partition": 0, "replicas": [1, 2, 3], "adding": [3],
+                                                  "removing": [1]}]}
+        finally:
+            control.heal()
+    wait_for(lambda: json.loads(cluster.zk.get(f"/brokers/topics/{name}")) == {
+        "version": 1, "partitions": {"0": [2, 3]}}, 30, "the move to complete")
+    assert step("moving") == {"moving": []}
+    assert _log_starts(cluster, name, 0) == {2: 2, 3: 2}  # the new replica starts where its leader's log does
+
+
 # ---- DeleteGroups ---------------------------------------------------------------------------------------------
 
 def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster):
@@ -679,6 +714,28 @@ def test_confluent_delete_records_moves_the_log_start_on_the_leader_and_its_foll
     assert _log_starts(cluster, name, 0) == {1: 10, 2: 10, 3: 10}
     records = [e for e in cluster.events("admin_request") if e["api"] == "DeleteRecords"]
     assert {(e["resource"], e["low_watermark"]) for e in records} >= {(f"{name}-0", 4), (f"{name}-0", 10)}
+
+
+def test_kafka_python_deletes_records_and_elects_leaders(cluster):
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+
+    name = _topic("kp-trim")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, 2)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"p%d" % i) for i in range(6)], acks="all")
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=TIMEOUT_S * 1000)
+    try:
+        tp = KpPartition(name, 0)
+        deleted = kp.delete_records({tp: 5})
+        assert deleted[tp]["low_watermark"] == 5
+        assert set(_log_starts(cluster, name, 0).values()) == {5}
+        response = kp.elect_leaders(1, {name: [0]}, raise_errors=False)  # unclean: it has a leader already
+        (topic,) = response.replica_election_results
+        assert [(p[0], p[1]) for p in topic[1]] == [(0, 84)]  # ELECTION_NOT_NEEDED
+    finally:
+        kp.close()
 
 
 def test_delete_records_tool_output_is_kafka_2x(cluster, tmp_path):

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from zkbroker import timeline
 from zkbroker.log.leader_epoch import LeaderEpochCache
-from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
+from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log, OutOfOrderOffsetsError
+from zkbroker.protocol import message_set
 from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError, OffsetOutOfRangeError, PolicyViolationError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
@@ -155,7 +156,20 @@ class Partition:
         the leader that wrote them (Kafka 0.11's cache learns from them); messages of magic 0 and 1 are
         attributed to the epoch of the leader we follow."""
         start = self.log_end_offset
-        info = self.log.append(records, assign_offsets=False)
+        try:
+            info = self.log.append(records, assign_offsets=False)
+        except OutOfOrderOffsetsError:
+            # DeleteRecords put the leader's log start inside a batch, and this empty log (its end at its start)
+            # fetched from there: the batch begins below it. As Kafka (UnexpectedAppendOffsetException), the log
+            # starts afresh at the batch's first offset; the leader's log start, in the same Fetch answer, then
+            # hides the records below it again.
+            first, last = _offsets_of(records)
+            if not (start == self.log.log_start_offset and first < start <= last):
+                raise
+            self.truncate_fully_and_start_at(first, f"the first batch fetched begins at {first}, below the log "
+                                                    f"start {start} DeleteRecords set")
+            start = first
+            info = self.log.append(records, assign_offsets=False)
         if self.epoch_cache is not None and self.log_end_offset > start:
             self._learn_epochs(info, start, self.leader_epoch)
 
@@ -382,3 +396,9 @@ class Partition:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+
+
+def _offsets_of(records) -> tuple[int, int]:
+    """The first and last offsets of a fetched message set (what a follower's append refused)."""
+    info = message_set.analyze(records)
+    return info.first_offset, info.last_offset
