@@ -859,6 +859,33 @@ def test_consumer_groups_reset_and_delete_offsets_output_is_kafka_2x(cluster):
     assert_golden("consumer_groups_offsets.txt", "".join(out))
 
 
+def test_reset_offsets_refuses_a_group_with_members_and_generate_proposes_live_brokers(cluster, tmp_path):
+    name, group = _topic("busy"), _topic("busy-group")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=TIMEOUT_S), name) is None
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    try:
+        consumer.subscribe([name])
+        wait_for(lambda: consumer.poll(0.2) is None and consumer.assignment(), 30, "the consumer's assignment")
+        code, out, err = tool("consumer-groups", "--bootstrap-server", cluster.bootstrap, "--group", group,
+                              "--reset-offsets", "--topic", name, "--to-earliest", "--execute")
+        assert (code, out) == (1, "")
+        assert (f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                "Stable.") in err
+    finally:
+        consumer.close()
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": name}], "version": 1}))
+    code, out, err = tool("reassign-partitions", "--bootstrap-server", cluster.bootstrap, "--generate",
+                          "--topics-to-move-json-file", str(topics), "--broker-list", "2,3")
+    assert (code, err) == (0, "")
+    current, proposed = out.split("\n\nProposed partition reassignment configuration\n")
+    assert current.startswith("Current partition replica assignment\n")
+    (move,) = json.loads(proposed)["partitions"]
+    assert move["topic"] == name and move["replicas"][0] in (2, 3) and move["log_dirs"] == ["any"]
+
+
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
 
 def test_confluent_elect_leaders_moves_leadership_back_to_the_preferred_replica(cluster):
