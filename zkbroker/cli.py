@@ -75,9 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
                                "--print-data-log)")
     dump_log.set_defaults(run=_dump_log)
 
-    from zkbroker.tools import configs, preferred_replica_election, reassign_partitions, topics
+    from zkbroker.tools import (
+        configs,
+        delete_records,
+        leader_election,
+        preferred_replica_election,
+        reassign_partitions,
+        topics,
+    )
     topics.add_command(commands)
     configs.add_command(commands)
+    delete_records.add_command(commands)
+    leader_election.add_command(commands)
     preferred_replica_election.add_command(commands)
     reassign_partitions.add_command(commands)
 

@@ -36,6 +36,7 @@ from .schemas import (
     allocate_producer_ids,
     alter_configs,
     alter_partition,
+    alter_partition_reassignments,
     api_versions,
     begin_quorum_epoch,
     broker_heartbeat,
@@ -44,6 +45,7 @@ from .schemas import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
@@ -64,6 +66,7 @@ from .schemas import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -140,12 +143,15 @@ class ApiKey(enum.IntEnum):
     # The Admin API (DESIGN §16)
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_LOG_DIRS = 35
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
@@ -192,6 +198,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
     ApiKey.CREATE_TOPICS: (0, 6),
     ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
@@ -200,6 +207,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -252,12 +261,15 @@ _MODULES = (
     # the Admin API
     create_topics,
     delete_topics,
+    delete_records,
     describe_configs,
     alter_configs,
     create_partitions,
     incremental_alter_configs,
     describe_cluster,
     elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
     delete_groups,
     describe_log_dirs,
     offset_delete,

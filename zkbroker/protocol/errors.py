@@ -164,6 +164,7 @@ class InconsistentClusterIdError(BrokerResponseError):       errno = 104
 class PreferredLeaderNotAvailableError(_InvalidMetadata):    errno = 80
 class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
 class ElectionNotNeededError(_InvalidMetadata):              errno = 84
+class NoReassignmentInProgressError(BrokerResponseError):    errno = 85
 class GroupSubscribedToTopicError(BrokerResponseError):      errno = 86
 class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
 # The quorum controller's (KIP-497, KIP-631, KIP-841), as Kafka 3.7 answers them.

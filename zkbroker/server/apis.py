@@ -126,6 +126,9 @@ class KafkaApis:
                 ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
                 ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
                 ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
+                ApiKey.DELETE_RECORDS: self.handle_delete_records,
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+                ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
             })
         self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -239,7 +242,8 @@ class KafkaApis:
             for topic_entry in request.topics:
                 for entry in topic_entry.partitions:
                     self.replica_manager.record_follower_fetch(topic_entry.topic, entry.partition,
-                                                               request.replica_id, entry.fetch_offset)
+                                                               request.replica_id, entry.fetch_offset,
+                                                               getattr(entry, "log_start_offset", -1))
         while True:
             topics, total, errors, touched = self._read_all(request, response_budget, header.api_version)
             remaining = deadline - loop.time()
@@ -621,6 +625,42 @@ class KafkaApis:
                                                    "error_message": message})
         return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
             {"topic": topic, "partition_result": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_delete_records(self, header: RequestHeader, request: Any) -> bytes:
+        """At each partition's leader (the client sends each partition to its leader): ReplicaManager moves the
+        log start offset and waits for the in-sync followers to follow."""
+        _log_admin_request(header)
+        offsets = {(t.name, p.partition_index): p.offset for t in request.topics for p in t.partitions}
+        results = await self.replica_manager.delete_records(offsets, request.timeout_ms)
+        if self.admin_manager is not None:
+            self.admin_manager.record_delete_records(results)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (low, error) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "low_watermark": low,
+                                                   "error_code": error})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": [
+            {"name": topic, "partitions": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_alter_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), results = await self.admin_manager.alter_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, text) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code,
+                                                   "error_message": text})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "responses": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
+
+    async def handle_list_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), listed = await self.admin_manager.list_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (replicas, adding, removing) in listed.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": list(replicas),
+                                                   "adding_replicas": list(adding),
+                                                   "removing_replicas": list(removing)})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "topics": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
 
     async def handle_describe_log_dirs(self, header: RequestHeader, request: Any) -> bytes:
         """This broker's log directories and the size of each partition's log in them (Kafka's

@@ -120,7 +120,8 @@ class KafkaServer:
             topic_creator = TopicAutoCreator(self.config, self.zk)
             self.group_coordinator = GroupCoordinatorDriver(self.config, self.metadata_cache, self.replica_manager,
                                                             topic_creator)
-            admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active)
+            admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active,
+                                         self.controller)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
                              topic_creator, self.controller, self.group_coordinator, admin_manager)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
