@@ -143,6 +143,7 @@ class InvalidTransactionTimeoutError(BrokerResponseError):   errno = 50
 class ConcurrentTransactionsError(_Retriable):               errno = 51
 class TransactionCoordinatorFencedError(BrokerResponseError):  errno = 52
 class TransactionalIdAuthorizationFailedError(BrokerResponseError):  errno = 53
+class OperationNotAttemptedError(BrokerResponseError):       errno = 55
 class KafkaStorageError(_InvalidMetadata):                   errno = 56
 class SaslAuthenticationFailedError(BrokerResponseError):    errno = 58
 class UnknownProducerIdError(BrokerResponseError):           errno = 59
@@ -165,6 +166,8 @@ class PreferredLeaderNotAvailableError(_InvalidMetadata):    errno = 80
 class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
 class ElectionNotNeededError(_InvalidMetadata):              errno = 84
 class GroupSubscribedToTopicError(BrokerResponseError):      errno = 86
+class UnstableOffsetCommitError(_Retriable):                errno = 88
+class TransactionalIdNotFoundError(BrokerResponseError):     errno = 105
 class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
 class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on
