@@ -149,6 +149,8 @@ class GroupCoordinator:
         self.groups: dict[str, GroupMetadata] = {}
         self.loading: set[int] = set()  # offsets partitions we lead and are still reading
         self.owned: set[int] = set()  # offsets partitions we lead and have read: their groups are ours
+        # transaction markers written to a partition while it loads: its load read the log before them
+        self._completed_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._new_member_id = new_member_id
         self._outbox: list[Reply | Append] = []
         self._pending_writes: dict[int, Callable[[int, int], None]] = {}
@@ -205,6 +207,7 @@ class GroupCoordinator:
     def begin_loading(self, partition: int) -> None:
         self.owned.discard(partition)
         self.loading.add(partition)
+        self._completed_while_loading[partition] = []
 
     def finish_loading(self, partition: int, records: Iterable[tuple[bytes | None, bytes | None]],
                        now_ms: int, pending_txn: dict[int, list[tuple[bytes, bytes | None]]] | None = None) -> None:
@@ -261,12 +264,15 @@ class GroupCoordinator:
                     OffsetAndMetadata(v.offset, v.metadata, v.commit_timestamp, expire, v.leader_epoch))
         self.loading.discard(partition)
         self.owned.add(partition)
+        for producer_id, commit in self._completed_while_loading.pop(partition, []):
+            self.complete_txn(partition, producer_id, commit)
 
     def unload(self, partition: int) -> None:
         """We no longer lead the partition: its groups go to the new coordinator; waiting members hear
         NOT_COORDINATOR and look for it."""
         self.loading.discard(partition)
         self.owned.discard(partition)
+        self._completed_while_loading.pop(partition, None)
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             for member in group.members.values():
@@ -642,7 +648,11 @@ class GroupCoordinator:
 
     def complete_txn(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
         """The marker of `producer_id`'s transaction is in offsets partition `offsets_partition` (Kafka's
-        handleTxnCompletion): its pending offsets there become the groups' committed offsets, or are dropped."""
+        handleTxnCompletion): its pending offsets there become the groups' committed offsets, or are dropped.
+        While the partition loads, the completion waits for the load's end."""
+        if offsets_partition in self.loading:
+            self._completed_while_loading.setdefault(offsets_partition, []).append((producer_id, commit))
+            return
         for group in self.groups.values():
             if self.partition_for(group.group_id) != offsets_partition:
                 continue

@@ -72,3 +72,14 @@ def test_loading_applies_committed_transactions_at_their_marker_and_keeps_open_o
     assert gc.unstable_offsets("g", [TP]) == {TP}
     gc.complete_txn(partition, 8, commit=True)
     assert gc.fetch_offsets("g", [TP])[1][TP].offset == 40
+
+
+def test_a_marker_written_while_the_partition_loads_completes_at_the_end_of_the_load():
+    k, v = record(30)
+    gc = GroupCoordinator(Harness().gc.config)
+    partition = gc.partition_for("g")
+    gc.begin_loading(partition)
+    gc.complete_txn(partition, 9, commit=True)  # the load read the log before this marker
+    gc.finish_loading(partition, [], 0, {9: [(k, v)]})
+    assert gc.fetch_offsets("g", [TP])[1][TP].offset == 30
+    assert gc.unstable_offsets("g", [TP]) == set()
