@@ -18,6 +18,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkbroker import admin, timeline
 from zkbroker.config import KafkaConfig
+from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
     ApiKey,
@@ -121,6 +122,9 @@ class KafkaApis:
                 ApiKey.END_TXN: self.handle_end_txn,
                 ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers,
                 ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit,
+                ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
+                ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions,
+                ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions,
             })
         self.producer_ids = producer_ids or ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
@@ -555,6 +559,59 @@ class KafkaApis:
         unknown = {t.name for t in request.topics if t.name not in snapshot.partitions}
         body = await self.group_coordinator.commit_txn_offsets(request, unknown)
         return encode_response(header, {"throttle_time_ms": 0, **body})
+
+    # ---- the transactions' tools (KIP-664) -------------------------------------------------------------------
+
+    async def handle_describe_producers(self, header: RequestHeader, request: Any) -> bytes:
+        """The active producers of partitions this broker holds (leader or follower, as Kafka 3.0 answers), from
+        their logs' producer state."""
+        topics = []
+        for topic_entry in request.topics:
+            rows = []
+            for partition in topic_entry.partition_indexes:
+                p = self.replica_manager.partitions.get((topic_entry.name, partition))
+                error = ErrorCode.NONE if p is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                producers = []
+                if p is not None:
+                    producers = [{"producer_id": e.producer_id, "producer_epoch": e.epoch,
+                                  "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                                  "coordinator_epoch": e.coordinator_epoch,
+                                  "current_txn_start_offset": e.current_txn_first_offset}
+                                 for e in sorted(p.log.producer_state.producers.values(),
+                                                 key=lambda e: e.producer_id)]
+                rows.append({"partition_index": partition, "error_code": error, "error_message": None,
+                             "active_producers": producers})
+            topics.append({"name": topic_entry.name, "partitions": rows})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": topics})
+
+    async def handle_describe_transactions(self, header: RequestHeader, request: Any) -> bytes:
+        states = []
+        for transactional_id in request.transactional_ids:
+            error, m = self.transaction_coordinator.describe(transactional_id)
+            topics: dict[str, list[int]] = {}
+            for tp in sorted(m.topic_partitions) if m is not None else ():
+                topics.setdefault(tp.topic, []).append(tp.partition)
+            states.append({"error_code": error, "transactional_id": transactional_id,
+                           "transaction_state": m.state.kafka_name if m is not None else "",
+                           "transaction_timeout_ms": m.txn_timeout_ms if m is not None else 0,
+                           "transaction_start_time_ms": m.txn_start_timestamp if m is not None else -1,
+                           "producer_id": m.producer_id if m is not None else -1,
+                           "producer_epoch": m.producer_epoch if m is not None else -1,
+                           "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]})
+        return encode_response(header, {"throttle_time_ms": 0, "transaction_states": states})
+
+    async def handle_list_transactions(self, header: RequestHeader, request: Any) -> bytes:
+        """The transactional ids this broker coordinates, by state name and producer id (empty filters: all)."""
+        known = {s.kafka_name for s in TransactionState}
+        states = set(request.state_filters)
+        producers = set(request.producer_id_filters)
+        error, found = self.transaction_coordinator.list_transactions()
+        rows = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.kafka_name}
+                for m in sorted(found, key=lambda m: m.transactional_id)
+                if (not states or m.state.kafka_name in states) and (not producers or m.producer_id in producers)]
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error,
+                                        "unknown_state_filters": sorted(states - known), "transaction_states": rows})
 
     # ---- consumer offsets: v0 in ZooKeeper (0.8.2's offsets.storage=zookeeper), v1+ in __consumer_offsets ----
 
