@@ -38,8 +38,7 @@ from zkbroker.coordinator.transaction.metadata import TransactionMetadata, TxnTr
 from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.log.log import Log
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.protocol.message_set import iter_messages
-from zkbroker.protocol.record_batch import build_record_batch
+from zkbroker.protocol.message_set import build_message_set, iter_messages
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
@@ -138,7 +137,9 @@ class TransactionCoordinatorDriver:
                      transit: TxnTransitMetadata) -> int:
         """Write a prepared transition and apply it (NONE), or drop it (the client's error)."""
         value = None if transit.state == TransactionState.DEAD else encode_value(transit)
-        records = build_record_batch([(encode_key(metadata.transactional_id), value)], timestamp=_now_ms())
+        # A magic 1 message, as the group coordinator writes `__consumer_offsets`: the log cleaner compacts that
+        # format (it does not read record batches yet); the key and value are Kafka's either way.
+        records = build_message_set([(encode_key(metadata.transactional_id), value, _now_ms())], magic=1)
         try:
             error = await self.replica_manager.append_and_wait(TOPIC, part.partition, bytearray(records), -1,
                                                                WRITE_TIMEOUT_MS)
