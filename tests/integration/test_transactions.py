@@ -151,6 +151,30 @@ def test_kafka_python_transactional_producer_commits_and_aborts(broker, zk_conne
     assert _committed(broker.bootstrap, group, "in", 1) == {0: 5}
 
 
+def test_a_new_producer_of_the_transactional_id_fences_the_zombie_and_aborts_its_transaction(broker, zk_connect):
+    """Zombie fencing: a second producer with the same transactional id initializes while the first has a
+    transaction open; the coordinator bumps the epoch, aborts the open transaction, and the first producer's
+    commit fails fatally (fenced). read_committed readers see only the new producer's records."""
+    from confluent_kafka import KafkaException
+
+    create_topic(zk_connect, "out", 1, 1, [broker])
+    transactional_id = f"zombie-{uuid.uuid4().hex[:6]}"
+    zombie = _ck_producer(broker.bootstrap, transactional_id)
+    zombie.init_transactions(TIMEOUT_S)
+    zombie.begin_transaction()
+    _ck_send(zombie, "out", _values("zombie", 3), 1)
+    successor = _ck_producer(broker.bootstrap, transactional_id)
+    successor.init_transactions(TIMEOUT_S)  # retried through CONCURRENT_TRANSACTIONS while the abort completes
+    successor.begin_transaction()
+    _ck_send(successor, "out", _values("new", 3), 1)
+    successor.commit_transaction(TIMEOUT_S)
+    with pytest.raises(KafkaException) as raised:
+        zombie.commit_transaction(TIMEOUT_S)
+    assert raised.value.args[0].fatal() or raised.value.args[0].txn_requires_abort()
+    assert _read("confluent-kafka", "read_committed", broker.bootstrap, "out", 1, 3) == _values("new", 3)
+    assert broker.log_lines(f"fencing producer \\d+ of transactional id {transactional_id}")
+
+
 def test_a_transaction_left_open_by_a_dead_producer_is_aborted_at_its_timeout(broker, zk_connect):
     """The producer never ends its transaction: the coordinator aborts it once transaction.timeout.ms passes, and
     the LSO moves on, so read_committed consumers read what came after."""
