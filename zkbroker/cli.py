@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_offset_checker.add_command(commands)
     consumer_groups.add_command(commands)
 
+    from zkbroker.tools import transactions
+    transactions.add_command(commands)
+
     from zkbroker.tools import zookeeper_security_migration
     zookeeper_security_migration.add_command(commands)
 

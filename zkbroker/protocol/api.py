@@ -51,7 +51,9 @@ from .schemas import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
+    describe_transactions,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -67,6 +69,7 @@ from .schemas import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -155,6 +158,10 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_LOG_DIRS = 35
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    # Transactions' tools (KIP-664, DESIGN §18)
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -183,7 +190,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.UPDATE_METADATA: (0, 0),
     ApiKey.CONTROLLED_SHUTDOWN: (0, 1),
     ApiKey.OFFSET_COMMIT: (0, 6),
-    ApiKey.OFFSET_FETCH: (0, 5),
+    ApiKey.OFFSET_FETCH: (0, 7),
     ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 3),
     ApiKey.HEARTBEAT: (0, 2),
@@ -192,7 +199,17 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 2),
     ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.API_VERSIONS: (0, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # Transactions (DESIGN §18, docs/transactions.md): Kafka 2.8's versions, InitProducerId with KIP-360's
+    # epoch bump (v3) and PRODUCER_FENCED (v4), OffsetFetch with require_stable (v7, KIP-447).
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 0),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
     # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions, less those that carry topic ids
     # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
@@ -247,6 +264,9 @@ _MODULES = (
     end_txn,
     write_txn_markers,
     txn_offset_commit,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
     vote,
     begin_quorum_epoch,
     end_quorum_epoch,

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     action = next(a for a in ("list", "describe", "delete", "reset_offsets", "delete_offsets") if getattr(args, a))
     if action != "list" and not args.group:
         raise ToolError(f"Option [{action.replace('_', '-')}] takes one of these options: [group]")
-    cluster = _Cluster(args.bootstrap_server, args.timeout / 1000.0)
+    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0)
     try:
         if args.list:
             for group in cluster.list_groups():
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(cluster: _Cluster, group: str) -> None:
+def describe(cluster: Cluster, group: str) -> None:
     coordinator = cluster.coordinator(group)
     described = coordinator.send(ApiKey.DESCRIBE_GROUPS, 0, {"group_ids": [group]}).groups[0]
     if described.error_code != ErrorCode.NONE:
@@ -124,7 +124,7 @@ def describe(cluster: _Cluster, group: str) -> None:
         print(line)
 
 
-def delete(cluster: _Cluster, group: str) -> None:
+def delete(cluster: Cluster, group: str) -> None:
     response = cluster.coordinator(group).send(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
     (result,) = response.results
     if result.error_code != ErrorCode.NONE:
@@ -133,20 +133,22 @@ def delete(cluster: _Cluster, group: str) -> None:
     print(f"Deletion of requested consumer groups ('{group}') was successful.")
 
 
-class _Cluster:
+class Cluster:
     """Connections to the brokers, found from the bootstrap servers' Metadata."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, client_id: str = "consumer-groups") -> None:
         self.timeout_s = timeout_s
+        self.client_id = client_id
         self._connections: dict[int, BrokerConnection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
         errors = []
         for server in [s.strip() for s in bootstrap.split(",") if s.strip()]:
             host, _, port = server.rpartition(":")
             if not host or not port.isdigit():
                 raise ToolError(f"Invalid bootstrap server {server!r}: expected HOST:PORT")
-            conn = BrokerConnection(host, int(port), "consumer-groups", timeout_s)
+            conn = BrokerConnection(host, int(port), client_id, timeout_s)
             try:
                 metadata = conn.send(ApiKey.METADATA, 1, {"topics": None})
             except OSError as e:
@@ -156,13 +158,14 @@ class _Cluster:
                 conn.close()
             self.brokers = {b.node_id: (b.host, b.port) for b in metadata.brokers}
             self.leaders = {(t.topic, p.partition): p.leader for t in metadata.topics for p in t.partitions}
+            self.replicas = {(t.topic, p.partition): tuple(p.replicas) for t in metadata.topics for p in t.partitions}
             return
         raise ToolError(f"Cannot reach any bootstrap server ({'; '.join(errors)})")
 
     def connection(self, broker_id: int) -> BrokerConnection:
         if broker_id not in self._connections:
             host, port = self.brokers[broker_id]
-            self._connections[broker_id] = BrokerConnection(host, port, "consumer-groups", self.timeout_s)
+            self._connections[broker_id] = BrokerConnection(host, port, self.client_id, self.timeout_s)
         return self._connections[broker_id]
 
     def list_groups(self) -> list[str]:

@@ -341,7 +341,7 @@ def test_every_registered_schema_has_a_case():
     # test_transaction_api_schemas.py, byte for byte against kafka-python's classes
     transactional = [(22, v) for v in (2, 3, 4)] + [(10, 3)] + [(24, v) for v in range(4)]
     transactional += [(25, v) for v in range(4)] + [(26, v) for v in range(4)] + [(27, 0), (27, 1)]
-    transactional += [(28, v) for v in range(4)]
+    transactional += [(28, v) for v in range(4)] + [(9, 6), (9, 7), (61, 0), (65, 0), (66, 0)]
     covered |= {(k, v, kind) for k, v in transactional for kind in ("request", "response")}
     # The metadata quorum's (Fetch 12-16, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot):
     # tests/unit/raft/test_wire.py, round trips and bytes written out by hand from Kafka 3.7's message JSON.
