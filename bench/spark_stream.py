@@ -109,8 +109,9 @@ class PacedProducer(threading.Thread):
 
 
 class CommitWatcher(threading.Thread):
-    """Sees each batch of a file sink committed (its `_spark_metadata/<n>` file appearing) and measures, for every
-    record of the files it names, the time from CreateTime to then."""
+    """Sees each batch of a file sink committed (its `_spark_metadata/<n>` file appearing, or `<n>.compact` every
+    tenth batch, which names the files of every batch so far) and measures, for every record of the files it
+    commits, the time from CreateTime to then."""
 
     def __init__(self, output: Path) -> None:
         super().__init__(daemon=True)
@@ -124,17 +125,22 @@ class CommitWatcher(threading.Thread):
         import pyarrow.parquet as pq
 
         seen: set[str] = set()
+        files: set[str] = set()
         log_dir = self.output / "_spark_metadata"
         while not self._done.is_set():
             names = sorted(p.name for p in log_dir.iterdir()) if log_dir.is_dir() else []
             for name in names:
-                if name in seen or not name.isdigit():
+                if name in seen or not name.removesuffix(".compact").isdigit():
                     continue
                 committed_ms = time.time() * 1000
                 seen.add(name)
-                self.batches += 1
+                self.batches += name.removesuffix(".compact") not in seen
+                seen.add(name.removesuffix(".compact"))
                 for line in (log_dir / name).read_text().splitlines()[1:]:
                     path = json.loads(line)["path"].removeprefix("file://")
+                    if path in files:  # a compaction names the files of earlier batches again
+                        continue
+                    files.add(path)
                     # Whatever unit the file stores (Spark's INT96 reads as nanoseconds), as milliseconds.
                     stamps = (pq.read_table(path, columns=["timestamp"]).column("timestamp")
                               .cast(pa.timestamp("ms")).cast(pa.int64()))
