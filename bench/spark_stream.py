@@ -130,12 +130,12 @@ class CommitWatcher(threading.Thread):
         while not self._done.is_set():
             names = sorted(p.name for p in log_dir.iterdir()) if log_dir.is_dir() else []
             for name in names:
-                if name in seen or not name.removesuffix(".compact").isdigit():
+                batch = name.removesuffix(".compact")
+                if name in seen or not batch.isdigit():
                     continue
                 committed_ms = time.time() * 1000
-                seen.add(name)
-                self.batches += name.removesuffix(".compact") not in seen
-                seen.add(name.removesuffix(".compact"))
+                self.batches += batch not in seen
+                seen |= {name, batch}
                 for line in (log_dir / name).read_text().splitlines()[1:]:
                     path = json.loads(line)["path"].removeprefix("file://")
                     if path in files:  # a compaction names the files of earlier batches again
