@@ -3,7 +3,8 @@
 1. End-to-end latency, produce -> Parquet file committed: a producer writes at 1,000 and at 50,000 records/s, each
    record stamped with its CreateTime (magic 1), while a streaming query (processing-time trigger of 0: a batch as
    soon as the last one ends) writes Parquet. A watcher sees each batch's entry appear in the sink's metadata log
-   (`_spark_metadata/<batch>`, the moment the batch is committed) and reads the timestamps of the files it names:
+   (`_spark_metadata/<batch>`, or `<batch>.compact` every tenth batch: the moment the batch is committed) and reads
+   the timestamps of the files it names for the first time:
    latency = commit seen - CreateTime, p50 / p99 / max over every record. Reference: Spark's micro-batch
    engine documents ~100 ms end-to-end latencies at best (Structured Streaming Programming Guide).
 2. Trigger.AvailableNow rows/s over a backlog, beside the batch path (`spark.read` ... `write.parquet`) over the

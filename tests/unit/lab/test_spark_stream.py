@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,6 +17,7 @@ from consumer.spark.stream_ingest import batch_end_offsets, sink_files
 from tests.unit.lab.test_scenario_loader import scenario_with_step
 from zkbroker.lab.checker import Attempt, PartitionState, check
 from zkbroker.lab.narration import describe
+from zkbroker.lab.processes import process_state
 from zkbroker.lab.runner import describe_step
 from zkbroker.lab.scenario import ScenarioError, parse_scenario
 from zkbroker.lab.spark_stream import SparkStream, batch_event, checkpoint_dir, output_dir, status_file
@@ -192,3 +194,30 @@ def test_a_stream_that_is_running_cannot_be_started_again_and_stops_on_sigterm(t
     stubborn.start()
     subprocess.run(["sleep", "1"], check=True)  # the child sets its handler
     assert not stubborn.stop(0.5) and stubborn.error().startswith("the stream did not stop within 500 ms")
+
+
+def test_a_killed_stream_takes_its_whole_process_group_and_starts_again_on_its_checkpoint(tmp_path):
+    """A kill reaches the children too (a stream's JVM and Spark's Python workers run in its process group)."""
+    child_pid = tmp_path / "child.pid"
+    stream = SparkStream("s", "t", tmp_path, [sys.executable, "-c",
+                                              "import subprocess, sys, time; "
+                                              "child = subprocess.Popen([sys.executable, '-c', 'import time; "
+                                              "time.sleep(60)']); "
+                                              f"open({str(child_pid)!r}, 'w').write(str(child.pid)); time.sleep(60)"])
+    stream.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not child_pid.exists() or not child_pid.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        first = stream.process.pid
+        stream.kill()
+        assert not stream.running() and stream.error() is None  # killed when told: no error of its own
+        child = int(child_pid.read_text())
+        while process_state(child) != "dead":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        stream.start()
+        assert stream.running() and stream.process.pid != first
+    finally:
+        stream.kill()
