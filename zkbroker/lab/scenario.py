@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from consumer.spark.stream_ingest import parse_trigger  # the trigger's words only: no Spark is loaded
 from zkbroker.fault_points import POINTS, FaultPointError
 from zkbroker.fault_points import check as check_parameters
 
@@ -344,6 +345,12 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     step_modes = frozenset([step["mode"]]) if "mode" in step else names.all_modes
     if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    if action == "spark_stream" and "trigger" in step:
+        try:
+            parse_trigger(step["trigger"])
+        except ValueError:
+            check.fail(where, "trigger", f"trigger must be available-now or processing-time=<N>s|<N>ms, not "
+                                         f"{step['trigger']!r}")
     if action == "fault":
         try:
             check_parameters(step["point"], fault_parameters(step))

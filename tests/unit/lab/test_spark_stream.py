@@ -80,6 +80,8 @@ def test_a_spark_stream_step_its_conditions_and_its_process_steps_load_and_read_
      "no earlier spark_stream step is named 'nothing'", 'of = "nothing"'),
     ('action = "kill"\nstream = "nothing"\n', "no earlier spark_stream step is named 'nothing'", 'stream = "nothing"'),
     ('action = "pause"\nstream = "s"\n', "unknown field of a pause step 'stream'", 'stream = "s"'),
+    ('action = "spark_stream"\ntopic = "t"\nas = "s"\ntrigger = "every-10s"\n',
+     "trigger must be available-now or processing-time=<N>s|<N>ms, not 'every-10s'", 'trigger = "every-10s"'),
 ])
 def test_a_spark_stream_step_or_condition_that_is_wrong_fails_with_its_line(step, message, line_of):
     text = scenario_with_step(step)
