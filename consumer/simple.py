@@ -63,6 +63,10 @@ class FetchResult:
     next_offset: int  # where the next fetch should start
 
 
+# Fetch's and ListOffsets' isolation levels (KIP-98).
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+
+
 class SimpleConsumer:
     def __init__(self, brokers: str | Iterable[tuple[str, int]], client_id: str = "zkbroker-simple-consumer",
                  socket_timeout_ms: int = 30000, max_retries: int = 5, retry_backoff_ms: int = 200,
@@ -166,6 +170,28 @@ class SimpleConsumer:
 
         return self._with_leader(topic, partition, request)
 
+    def fetch_committed(self, topic: str, partition: int, offset: int, max_bytes: int | None = None,
+                        max_wait_ms: int = 0, min_bytes: int = 0) -> tuple[bytes | memoryview, int, list]:
+        """fetch_raw at isolation level read_committed (KIP-98): the message set below the last stable offset,
+        undecoded, the last stable offset, and the aborted transactions it overlaps as (producer id, first
+        offset) pairs (consumer/read_committed.py drops their data)."""
+        max_bytes = max_bytes or self.fetch_size
+
+        def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int, list]:
+            response = conn.send(ApiKey.FETCH, 10, {
+                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
+                "isolation_level": READ_COMMITTED, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
+                "topics": [{"topic": topic, "partitions": [
+                    {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                     "log_start_offset": -1, "max_bytes": max_bytes}]}]})
+            row = response.topics[0].partitions[0]
+            if row.error_code != ErrorCode.NONE:
+                raise for_code(row.error_code)(f"[{topic},{partition}] at offset {offset}")
+            aborted = [(a.producer_id, a.first_offset) for a in row.aborted_transactions or ()]
+            return (row.records if row.records is not None else b""), row.last_stable_offset, aborted
+
+        return self._with_leader(topic, partition, request)
+
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int | None = None, max_wait_ms: int = 0,
               min_bytes: int = 0) -> FetchResult:
         """Messages of a partition from `offset` (up to max_bytes of them), following leader moves."""
@@ -214,9 +240,22 @@ class SimpleConsumer:
         """The first offset still in the log."""
         return self._offset(topic, partition, EARLIEST_TIME)
 
-    def latest_offset(self, topic: str, partition: int) -> int:
-        """The high watermark: the offset the next committed message will get."""
-        return self._offset(topic, partition, LATEST_TIME)
+    def latest_offset(self, topic: str, partition: int, isolation_level: int = READ_UNCOMMITTED) -> int:
+        """The high watermark: the offset the next committed message will get; at read_committed the last stable
+        offset (ListOffsets v2: below it no transaction is open)."""
+        if isolation_level == READ_UNCOMMITTED:
+            return self._offset(topic, partition, LATEST_TIME)
+
+        def request(conn: BrokerConnection) -> int:
+            response = conn.send(ApiKey.LIST_OFFSETS, 2, {"replica_id": -1, "isolation_level": isolation_level,
+                                                          "topics": [{"topic": topic, "partitions": [
+                                                              {"partition": partition, "timestamp": LATEST_TIME}]}]})
+            row = response.topics[0].partitions[0]
+            if row.error_code != ErrorCode.NONE:
+                raise for_code(row.error_code)(f"[{topic},{partition}]")
+            return row.offset
+
+        return self._with_leader(topic, partition, request)
 
     def iter_messages(self, topic: str, partition: int, start: int, end: int | None = None,
                       max_bytes: int | None = None) -> Iterator[Message]:

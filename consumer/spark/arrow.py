@@ -62,8 +62,11 @@ def message_set_batch(records, topic: str, partition: int, start: int, end: int,
             raise e.in_partition(topic, partition) from None
     offsets, keys, values, timestamps, ts_types, count, headers = columns
     if count == 0:
+        # Complete entries but no message: control batches only (transaction markers), which readers pass
+        if checked.shallow_count:
+            return None, checked.last_offset + 1, checked.shallow_count
         return None, start, 0
-    next_offset = offsets[count - 1].as_py() + 1
+    next_offset = max(offsets[count - 1].as_py(), checked.last_offset) + 1  # past a trailing marker too
     if offsets[0].as_py() < start or offsets[count - 1].as_py() >= end:
         keep = pc.and_(pc.greater_equal(offsets, start), pc.less(offsets, end))
         offsets, keys, values, timestamps, ts_types = (pc.filter(c, keep) for c in

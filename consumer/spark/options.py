@@ -8,7 +8,8 @@ ZooKeeper) or `{"t":{"0":23,"1":-2}}` (-2 = earliest); `endingOffsets` `latest` 
 `fetch.message.max.bytes`; `zookeeper.session.timeout.ms` / `zookeeper.connection.timeout.ms`.
 The cluster is named by exactly one of `zookeeper.connect` (the 0.8.2 way) and `kafka.bootstrap.servers` (Spark's
 way, and KRaft's: cluster_view.py); with the latter, `startingOffsets` `group` reads the offsets the group
-committed at its coordinator.
+committed at its coordinator. `kafka.isolation.level` `read_committed` reads up to the last stable offset and
+leaves out aborted transactions (KIP-98), as Spark's source does with that consumer setting.
 `startingOffsetsByTimestamp` / `endingOffsetsByTimestamp` (`{"t":{"0":1500000000000}}`, every partition of the
 read) take precedence over startingOffsets / endingOffsets, with Spark's semantics: each partition starts (ends)
 at the first offset whose timestamp is at or after the given one; with none, a start fails the read
@@ -78,6 +79,7 @@ class SourceOptions:
     client_id: str = "zkkafka"
     max_offsets_per_trigger: int | None = None  # streams only: the offsets one micro-batch reads at most
     bootstrap_servers: str | None = None  # kafka.bootstrap.servers: the cluster through its brokers' Metadata
+    isolation_level: int = 0  # kafka.isolation.level: 0 read_uncommitted (the default, as Kafka's), 1 read_committed
 
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
@@ -222,7 +224,17 @@ def _common_options(opts: dict[str, str], starting: str | dict, ending: str | di
                                         "be positive") or 30_000,
         zk_connection_timeout_ms=_positive(opts, "zookeeper.connection.timeout.ms", "zookeeper.connection."
                                            "timeout.ms must be positive") or 30_000,
-        client_id=opts.get("client.id", "zkkafka"))
+        client_id=opts.get("client.id", "zkkafka"), isolation_level=_isolation_level(opts))
+
+
+def _isolation_level(opts: dict[str, str]) -> int:
+    value = opts.get("kafka.isolation.level", "read_uncommitted").strip()
+    levels = {"read_uncommitted": 0, "read_committed": 1}
+    if value.lower() not in levels:
+        # Kafka's ConfigException, which Spark's source passes on
+        raise ZkKafkaOptionError(f"Invalid value {value} for configuration isolation.level: String must be one of: "
+                                 "read_committed, read_uncommitted")
+    return levels[value.lower()]
 
 
 def _offsets_limit(opts: dict[str, str], key: str, default: str) -> str | dict:

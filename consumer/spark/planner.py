@@ -49,7 +49,7 @@ class OffsetLookup(Protocol):
 
     def earliest_offset(self, topic: str, partition: int) -> int: ...
 
-    def latest_offset(self, topic: str, partition: int) -> int: ...
+    def latest_offset(self, topic: str, partition: int, isolation_level: int = 0) -> int: ...  # 1: the LSO
 
     def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None: ...
 
@@ -75,7 +75,7 @@ def plan_ranges(opts: SourceOptions, view, lookup: OffsetLookup) -> list[OffsetR
     for topic, partition in wanted:
         leader = view.leader(topic, partition)
         earliest = lookup.earliest_offset(topic, partition)
-        latest = lookup.latest_offset(topic, partition)
+        latest = lookup.latest_offset(topic, partition, opts.isolation_level)
         if opts.starting == "earliest":
             start = earliest
         elif opts.starting == "latest":  # streams only

@@ -95,12 +95,13 @@ def kafka_schema(include_headers: bool = False) -> StructType:
 
 def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Fetch offsets [start, end) of one partition from its current leader and yield them as record batches."""
-    from consumer.simple import LeaderNotFound, SimpleConsumer
+    from consumer.simple import READ_COMMITTED, LeaderNotFound, SimpleConsumer
     from consumer.stream import MessageSizeTooLarge
     from zkbroker.client.metadata import NoBrokersAvailable
     from zkbroker.protocol.errors import OffsetOutOfRangeError
 
     o = part.options
+    committed = o.isolation_level == READ_COMMITTED
     log.debug("Reading offsets [%d, %d) of %s (its leader at planning: broker %d)", part.start, part.end,
               tp_name(part.topic, part.partition), part.leader)
     consumer = SimpleConsumer(list(part.brokers), client_id=o.client_id,
@@ -111,7 +112,12 @@ def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordB
         waited_since = None
         while offset < end:
             try:
-                records, high_watermark = _fetch_raw(consumer, part.topic, part.partition, offset, fetch_size)
+                if committed:  # what a read_committed consumer keeps, and where the fetched set ended
+                    records, high_watermark, set_end = _fetch_committed(consumer, part.topic, part.partition,
+                                                                        offset, fetch_size)
+                else:
+                    (records, high_watermark), set_end = _fetch_raw(consumer, part.topic, part.partition, offset,
+                                                                    fetch_size), -1
             except OffsetOutOfRangeError:
                 offset = _after_out_of_range(consumer, part, offset)
                 continue
@@ -127,8 +133,8 @@ def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordB
                                                              schema, read_inflation_bound(fetch_size))
             if batch is not None:
                 yield batch
-            if complete:
-                offset, waited_since = max(offset, next_offset), None
+            if complete or set_end > offset:  # (set_end: past aborted data and markers left out)
+                offset, waited_since = max(offset, next_offset, set_end), None
                 continue
             if len(records):
                 if fetch_size >= 64 * o.fetch_max_bytes:
@@ -153,7 +159,7 @@ def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordB
 def _after_out_of_range(consumer, part: ZkKafkaPartition, offset: int) -> int:
     """Where to go on after OFFSET_OUT_OF_RANGE at `offset`: the offsets missing are data loss."""
     earliest = consumer.earliest_offset(part.topic, part.partition)
-    latest = consumer.latest_offset(part.topic, part.partition)
+    latest = consumer.latest_offset(part.topic, part.partition, part.options.isolation_level)
     if offset < earliest:
         resume = min(earliest, part.end)
     elif offset >= latest:
@@ -168,6 +174,17 @@ def _fetch_raw(consumer, topic: str, partition: int, offset: int, max_bytes: int
     """One Fetch of one partition through the simple consumer's leader following, returning the message set
     undecoded (the columnar decoder reads it in place) and the high watermark."""
     return consumer.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms=100, min_bytes=1)
+
+
+def _fetch_committed(consumer, topic: str, partition: int, offset: int, max_bytes: int):
+    """One read_committed Fetch: the entries a read_committed consumer keeps (aborted transactions' data and
+    every marker left out), the last stable offset, and the offset after the last entry fetched."""
+    from consumer.read_committed import committed_records
+
+    records, last_stable_offset, aborted = consumer.fetch_committed(topic, partition, offset, max_bytes,
+                                                                    max_wait_ms=100, min_bytes=1)
+    kept, set_end = committed_records(records, aborted)
+    return kept, last_stable_offset, set_end
 
 
 # ---- the Spark data source ------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ class _Cluster:
         return self._subscription
 
     def latest(self) -> Offsets:
-        return {(t, p): self.lookup.latest_offset(t, p) for t, p in self.subscription()}
+        return {(t, p): self.lookup.latest_offset(t, p, self.options.isolation_level) for t, p in self.subscription()}
 
     def earliest(self, topic: str, partition: int) -> int:
         return self.lookup.earliest_offset(topic, partition)

@@ -56,7 +56,7 @@ class FakeLookup:
     def earliest_offset(self, topic: str, partition: int) -> int:
         return self.earliest[(topic, partition)]
 
-    def latest_offset(self, topic: str, partition: int) -> int:
+    def latest_offset(self, topic: str, partition: int, isolation_level: int = 0) -> int:
         return self.latest[(topic, partition)]
 
 

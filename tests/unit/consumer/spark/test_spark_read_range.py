@@ -59,7 +59,7 @@ def leader(monkeypatch):
         def earliest_offset(self, topic: str, partition: int) -> int:
             return fake.start
 
-        def latest_offset(self, topic: str, partition: int) -> int:
+        def latest_offset(self, topic: str, partition: int, isolation_level: int = 0) -> int:
             return fake.end
 
         def close(self) -> None:
