@@ -10,6 +10,8 @@ import pytest
 
 from tests.integration.harness import wait_for
 from tests.integration.kraft_support import cli, leader_of, make_quorum
+from zkbroker.protocol.api import ApiKey
+from zkbroker.server.controller_apis import CONTROLLER_VERSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -59,6 +61,12 @@ def test_three_controllers_elect_a_leader_shown_by_metadata_quorum_and_another_a
                                "Status"]
     assert [r.split()[0] for r in rows[1:]][0] == str(leader) and rows[1].split()[-1] == "Leader"
     assert sorted(r.split()[-1] for r in rows[2:]) == ["Follower", "Follower"]
+
+    with quorum[2].connection() as conn:  # the controller listener's ApiVersions advertises the quorum's APIs
+        versions = conn.send(ApiKey.API_VERSIONS, 3, {"client_software_name": "test",
+                                                      "client_software_version": "1"})
+    advertised = {key.api_key: (key.min_version, key.max_version) for key in versions.api_keys}
+    assert advertised == CONTROLLER_VERSIONS
 
     by_id = {c.id: c for c in quorum}
     last = by_id[leader].append(50)["last_offset"]
