@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.harness import wait_for
 from tests.integration.kraft_support import cli, leader_of, make_quorum
+from zkbroker import timeline
 from zkbroker.protocol.api import ApiKey
 from zkbroker.server.controller_apis import CONTROLLER_VERSIONS
 
@@ -43,10 +44,16 @@ def _committed_everywhere(controllers, offset: int) -> bool:
 
 
 def test_three_controllers_elect_a_leader_shown_by_metadata_quorum_and_another_at_a_higher_epoch_when_it_dies(
-        quorum):
+        quorum, tmp_path, monkeypatch):
+    events = tmp_path / "timeline.jsonl"
+    monkeypatch.setenv(timeline.ENV_VAR, str(events))  # as a lab starts them: their events on one timeline
     for controller in quorum:
         controller.start()
     leader, epoch = leader_of(quorum)
+    seen = timeline.read(events)
+    assert any(e["kind"] == "vote" and e["to"] == leader and e["epoch"] == epoch and e["granted"] for e in seen)
+    assert any(e["kind"] == "raft_state" and e["source"] == f"controller:{leader}" and e["state"] == "leader"
+               and e["epoch"] == epoch for e in seen)
     status = _describe(quorum[0], "--status")
     assert re.fullmatch(r"ClusterId:              [A-Za-z0-9_-]{22}\n"
                         rf"LeaderId:               {leader}\n"

@@ -90,3 +90,25 @@ def test_a_quorum_request_from_another_cluster_is_refused_with_inconsistent_clus
     answer, epoch = asyncio.run(run())
     assert answer.error_code == 104 and not answer.vote_granted  # INCONSISTENT_CLUSTER_ID
     assert epoch == 0  # the request moved nothing
+
+
+def test_in_a_lab_the_raft_manager_writes_its_states_and_commits_to_the_timeline(tmp_path, monkeypatch):
+    from zkbroker import timeline
+
+    path = tmp_path / "timeline.jsonl"
+    monkeypatch.setenv(timeline.ENV_VAR, str(path))
+
+    async def run():
+        manager = _manager(str(tmp_path / "data"))
+        manager.start()
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [NO_OP])
+        await manager.shutdown(grace_s=0)
+
+    asyncio.run(run())
+    events = timeline.read(path)
+    states = [(e["state"], e["epoch"], e["leader"]) for e in events if e["kind"] == "raft_state"]
+    # The state each step ends in (a lone voter stands and wins within one step), then its resignation.
+    assert states == [("unattached", 0, None), ("leader", 1, 1), ("resigned", 1, 1)]
+    assert all(e["source"] == "controller:1" for e in events)
+    assert [e["offset"] for e in events if e["kind"] == "metadata_committed"][-1] == 2
