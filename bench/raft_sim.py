@@ -5,6 +5,11 @@ same number of events through the bare event queue (a heap push and pop each), a
 the heal to the first commit after it, beside the configured election timeout. Any violation is printed with
 its seed; `--seed N --trace` replays one schedule event by event.
 
+Then the two later fixes the lab plays as `kraft-fixed` (zkbroker/raft/config.py), each over 200 seeds of its
+own failure, without and with the switch: a voter cut off alone for 6 s and healed (how often its return
+forced an election, and the epochs it burnt while away: Pre-Vote, KIP-996), and a lagging voter plus one that
+lost its disk while the leader dies (how often committed entries were overwritten: directory ids, KIP-853).
+
 Usage: python bench/raft_sim.py [--minutes 20] [--first-seed 0] | --seed N [--trace]
 """
 
@@ -19,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.unit.raft.simulation import InvariantViolation, Simulation, random_schedule  # noqa: E402
+from tests.unit.raft.simulation import Fault, InvariantViolation, Schedule, Simulation, random_schedule  # noqa: E402
 from zkbroker.raft.config import QuorumConfig  # noqa: E402
 
 
@@ -51,6 +56,39 @@ def replay(seed: int, trace: bool) -> int:
         return 1
     print(f"seed {seed}: {outcome}")
     return 0
+
+
+def disruptions(pre_vote: bool, seeds: range) -> tuple[int, float]:
+    """Over `seeds`: runs in which the voter cut off alone forced a new epoch once back, and the mean number of
+    epochs it went through while cut off."""
+    forced, climbed = 0, []
+    for seed in seeds:
+        sim = Simulation(Schedule(seed=seed, voters=3, heal_at_ms=8000, pre_vote=pre_vote, run_until_ms=14000,
+                                  faults=(Fault(2000, "isolate-follower"),)))
+        sim.run()
+        before = max((epoch for n, history in sim.history.items() for at, state, epoch in history
+                      if state == "leader" and at < 2000), default=0)
+        cut = min(v for v in sim.voters if not any(state == "leader" and at < 2000
+                                                   for at, state, _ in sim.history[v]))
+        away = [epoch for at, _, epoch in sim.history[cut] if 2000 <= at < 8000]
+        climbed.append(max(away, default=before) - before)
+        forced += any(state == "leader" and epoch > before and at >= 8000
+                      for history in sim.history.values() for at, state, epoch in history)
+    return forced, statistics.mean(climbed)
+
+
+def overwrites(directory_ids: bool, seeds: range) -> int:
+    """Over `seeds`: runs in which a committed entry was overwritten after a voter lost its disk."""
+    found = 0
+    for seed in seeds:
+        sim = Simulation(Schedule(seed=seed, voters=3, heal_at_ms=12000, directory_ids=directory_ids,
+                                  faults=(Fault(2000, "isolate-follower"), Fault(4000, "wipe-follower"),
+                                          Fault(4001, "crash-leader"), Fault(4002, "heal"))))
+        try:
+            sim.run()
+        except InvariantViolation as violation:
+            found += "committed" in str(violation)
+    return found
 
 
 def main() -> int:
@@ -97,6 +135,16 @@ def main() -> int:
     print(f"  violations                 {len(violations):10d}")
     for bad_seed, line in violations[:20]:
         print(f"    seed {bad_seed}: {line}   (replay: python bench/raft_sim.py --seed {bad_seed} --trace)")
+
+    seeds = range(200)
+    print("Later fixes, 200 seeds each (kraft = Kafka 3.7, kraft-fixed = with the switch):")
+    for label, pre_vote in (("kraft", False), ("kraft-fixed", True)):
+        forced, climbed = disruptions(pre_vote, seeds)
+        print(f"  voter cut off 6 s, {label:<11}  its return forced an election in {forced:3d}/200 runs; "
+              f"epochs it burnt away: {climbed:.1f} on average")
+    for label, directory_ids in (("kraft", False), ("kraft-fixed", True)):
+        lost = overwrites(directory_ids, seeds)
+        print(f"  voter lost its disk, {label:<11} committed entries overwritten in {lost:3d}/200 runs")
     return 1 if violations else 0
 
 

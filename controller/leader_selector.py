@@ -3,8 +3,10 @@ leader and ISR, as Kafka 0.8.2's PartitionLeaderSelector classes decide — minu
 the topic config from ZooKeeper in the middle of a decision; here the caller passes it in.
 
 The four selectors of 0.8.2 — offline, reassigned, preferred replica, controlled shutdown — plus the
-choice for a new partition. Each returns the new (leader, ISR) with leader_epoch + 1, and the replicas
-that must hear of it. `partitions_to_rebalance` is the auto-rebalance's imbalance check, pure as well.
+choice for a new partition and the ISR shrink when a replica leaves. The quorum controller (controller/quorum/)
+elects with the same functions: one rule, two modes. Each selector returns the new (leader, ISR) with
+leader_epoch + 1, and the replicas that must hear of it. `partitions_to_rebalance` is the auto-rebalance's
+imbalance check, pure as well.
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ def offline_partition_leader(assigned: tuple[int, ...], isr: tuple[int, ...], le
         raise NoReplicaOnlineError(f"No replica is alive; assigned replicas are {','.join(map(str, assigned))}")
     leader = live_assigned[0]
     return Election(leader, leader_epoch + 1, (leader,), live_assigned, unclean=True)
+
+
+def isr_without(isr: tuple[int, ...], broker_id: int, keep_last: bool) -> tuple[int, ...]:
+    """The ISR once `broker_id` leaves it (its broker died, was fenced or shuts down). The last member stays
+    when `keep_last`: an empty ISR would forget who has every committed message. ZooKeeper mode keeps it when
+    unclean election is off (0.8.2's removeReplicaFromIsr); KRaft mode always does (Kafka 3.7's
+    PartitionChangeBuilder leaves the ISR as it is rather than write an empty one)."""
+    shrunk = tuple(r for r in isr if r != broker_id)
+    return isr if not shrunk and keep_last else shrunk
 
 
 def reassigned_partition_leader(reassigned: tuple[int, ...], isr: tuple[int, ...], leader_epoch: int,

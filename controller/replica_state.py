@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from controller.context import ControllerContext, LeaderIsrAndZkVersion
+from controller.leader_selector import isr_without
 from controller.log_lines import STATE_CHANGE, LogLine, controller_line
 from zkbroker.topic_partition import TopicPartition
 
@@ -175,12 +176,11 @@ def remove_from_isr(ctx: ControllerContext, tp: TopicPartition, broker_id: int,
     the last ISR member stays when unclean election is off), leader_epoch + 1; None if it is not in the ISR."""
     if current is None or broker_id not in current.isr:
         return None
-    isr = tuple(r for r in current.isr if r != broker_id)
+    isr = isr_without(current.isr, broker_id, keep_last=not unclean_allowed)
     lines = ()
-    if not isr and not unclean_allowed:
+    if isr == current.isr:
         lines = (controller_line(ctx.controller_id, level, "Retaining last ISR %d of partition [%s,%d] since unclean "
                                  "leader election is disabled", broker_id, *tp),)
-        isr = current.isr
     leader = -1 if current.leader == broker_id else current.leader
     return IsrShrink(LeaderIsrAndZkVersion(leader, current.leader_epoch + 1, isr, ctx.epoch, current.zk_version),
                      lines)

@@ -8,9 +8,10 @@ Each integration test already has its own chroot, ports and directories; what wo
   `--store-durations`), so that the run ends with short tests on every worker instead of one long test on one.
 * Groups: the tests that use one of SHARED_FIXTURES (heavy session fixtures: a Spark JVM, a Spark cluster)
   run on one worker, one after the other, so that a run starts each fixture once instead of once per worker;
-  so do the tests marked `xdist_group(NAME)` with one NAME (other tests that start Spark's JVMs join the
-  Spark cluster's group, so that a machine never starts them all at once). A group is scheduled as one unit,
-  as long as the sum of its tests.
+  so do the tests marked `xdist_group(NAME)` with one NAME (the lab's Spark scenarios are one such group, so
+  that at most three Spark workloads run at once: the local session's, the cluster's and the lab's). A group
+  is scheduled as one unit, as long as the sum of its tests; no group may be as long as the run should be
+  (the longest group is the shortest the run can be).
 * Port 9092: a lab takes 9092 on (Kafka's port) when it is free, so two labs started at once by two workers
   race for it. The run holds it (listening), and every lab takes ports the kernel picks, the lab's own
   answer to a taken 9092.
@@ -53,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller and config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses", None):
         config.stash[SHARED_DIR] = Path(tempfile.mkdtemp(prefix="zkbroker-side-by-side-"))
         config.stash[LAB_PORT] = hold_lab_port()
+        config.pluginmanager.register(RunSummary(config.stash[SHARED_DIR]), "side-by-side-summary")
     if controller and config.getoption("store_durations"):
         config.pluginmanager.register(DurationRecorder(), "side-by-side-durations")
 
@@ -99,6 +101,40 @@ class DurationRecorder:
         known.update({nodeid: round(seconds, 1) for nodeid, seconds in self.measured.items()
                       if "/integration/" in nodeid or seconds >= 1.0})
         DURATIONS.write_text(json.dumps(dict(sorted(known.items())), indent=0) + "\n")
+
+
+class RunSummary:
+    """(controller) After a side-by-side run, each worker's busy time and the longest groups' times: the figures
+    to balance the next run by (a run lasts at least as long as its longest group)."""
+
+    def __init__(self, shared: Path) -> None:
+        self.shared = shared
+        self.busy: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = getattr(report, "node", None)  # the worker that ran it (pytest-xdist sets it)
+        if node is None:
+            return
+        worker = node.workerinput["workerid"]
+        self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.busy:
+            return
+        plan_file = self.shared / "plan.json"
+        plan = json.loads(plan_file.read_text()) if plan_file.exists() else {}
+        groups: dict[str, float] = {}
+        for nodeid, seconds in self.seconds.items():
+            if nodeid in plan:
+                groups[plan[nodeid]] = groups.get(plan[nodeid], 0.0) + seconds
+        terminalreporter.write_sep("-", "side by side")
+        terminalreporter.write_line("workers busy: " + ", ".join(
+            f"{worker} {seconds / 60:.1f} min" for worker, seconds in sorted(self.busy.items())))
+        if groups:
+            terminalreporter.write_line("groups: " + ", ".join(
+                f"{group} {seconds / 60:.1f} min" for group, seconds in sorted(groups.items(), key=lambda g: -g[1])))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -697,6 +697,24 @@ def validate_topic_config(props: Mapping[str, str]) -> dict[str, Any]:
     return {name: TOPIC_CONFIGS[name].coerce(raw) for name, raw in props.items()}
 
 
+#: The broker keys that change without a restart (Kafka's DynamicLogConfig): the broker defaults of the topic
+#: configs, less `log.message.format.version` (Kafka excludes it too) and `unclean.leader.election.enable`
+#: (read when a topic is loaded). Both controllers' AlterConfigs refuse the others, as Kafka does.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    key.fallback for key in TOPIC_CONFIGS.values()
+    if key.fallback not in ("log.message.format.version", "unclean.leader.election.enable"))
+
+
+def validate_dynamic_broker_config(props: Mapping[str, str]) -> None:
+    """ConfigError, naming the keys, unless every key of `props` is dynamic and its value passes its check
+    (relations between keys need the whole config: DynamicBrokerConfig checks those on a broker)."""
+    fixed = sorted(name for name in props if name not in DYNAMIC_BROKER_CONFIGS)
+    if fixed:
+        raise ConfigError(f"Cannot update these configs dynamically: {', '.join(fixed)}")
+    for name, raw in props.items():
+        SERVER_CONFIGS[name].coerce(raw)
+
+
 # --- The validated configuration ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)

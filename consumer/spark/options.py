@@ -6,6 +6,9 @@ match; Python's dialect, which agrees with Java's on ordinary topic patterns) an
 ZooKeeper) or `{"t":{"0":23,"1":-2}}` (-2 = earliest); `endingOffsets` `latest` (the default) or JSON
 (-1 = latest); `failOnDataLoss`; `minPartitions`; `maxRecordsPerPartition`; `kafkaConsumer.pollTimeoutMs`;
 `fetch.message.max.bytes`; `zookeeper.session.timeout.ms` / `zookeeper.connection.timeout.ms`.
+The cluster is named by exactly one of `zookeeper.connect` (the 0.8.2 way) and `kafka.bootstrap.servers` (Spark's
+way, and KRaft's: cluster_view.py); with the latter, `startingOffsets` `group` reads the offsets the group
+committed at its coordinator.
 `startingOffsetsByTimestamp` / `endingOffsetsByTimestamp` (`{"t":{"0":1500000000000}}`, every partition of the
 read) take precedence over startingOffsets / endingOffsets, with Spark's semantics: each partition starts (ends)
 at the first offset whose timestamp is at or after the given one; with none, a start fails the read
@@ -53,7 +56,7 @@ def tp_names(keys) -> str:
 class SourceOptions:
     """The parsed, checked options of one read. Offsets maps are {(topic, partition): offset}."""
 
-    zookeeper_connect: str
+    zookeeper_connect: str | None  # exactly one of zookeeper_connect and bootstrap_servers is set
     strategy: str  # one of _STRATEGIES
     topics: tuple[str, ...] = ()  # subscribe
     pattern: str | None = None  # subscribepattern
@@ -74,6 +77,7 @@ class SourceOptions:
     zk_connection_timeout_ms: int = 30_000
     client_id: str = "zkkafka"
     max_offsets_per_trigger: int | None = None  # streams only: the offsets one micro-batch reads at most
+    bootstrap_servers: str | None = None  # kafka.bootstrap.servers: the cluster through its brokers' Metadata
 
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
@@ -133,9 +137,13 @@ def parse_stream_options(options: Mapping[str, str]) -> SourceOptions:
 
 
 def _check_connect(opts: dict[str, str]) -> None:
-    if "kafka.bootstrap.servers" in opts and "zookeeper.connect" not in opts:
-        raise ZkKafkaOptionError("zkkafka finds the brokers through ZooKeeper: set the option 'zookeeper.connect' "
-                                 "(host:port[,host:port...][/chroot]) instead of 'kafka.bootstrap.servers'")
+    given = [key for key in ("zookeeper.connect", "kafka.bootstrap.servers") if opts.get(key, "").strip()]
+    if not given:
+        raise ZkKafkaOptionError("Option 'kafka.bootstrap.servers' or 'zookeeper.connect' must be specified for "
+                                 "configuring Kafka consumer")
+    if len(given) > 1:
+        raise ZkKafkaOptionError("Options 'zookeeper.connect' and 'kafka.bootstrap.servers' both name the cluster: "
+                                 "set one (ZooKeeper's address for the 0.8.2 way, the brokers' for Metadata)")
 
 
 def _common_options(opts: dict[str, str], starting: str | dict, ending: str | dict) -> SourceOptions:
@@ -187,13 +195,10 @@ def _common_options(opts: dict[str, str], starting: str | dict, ending: str | di
     ):
         if key in opts:
             raise ZkKafkaOptionError(message)
-    if "zookeeper.connect" not in opts or not opts["zookeeper.connect"].strip():
-        raise ZkKafkaOptionError("Option 'zookeeper.connect' must be specified for configuring Kafka consumer")
-
     group_id = opts.get("group.id", "").strip() or None
     if starting == "group" and group_id is None:
         raise ZkKafkaOptionError("startingOffsets 'group' needs the option 'group.id': the consumer group whose "
-                                 "committed offsets in ZooKeeper the read starts from")
+                                 "committed offsets the read starts from")
     if group_id is not None and starting != "group":
         log.warning("Option group.id is only used with startingOffsets=group; ignoring it")
     starting_timestamps = _timestamps(opts, "startingoffsetsbytimestamp")
@@ -202,8 +207,9 @@ def _common_options(opts: dict[str, str], starting: str | dict, ending: str | di
     if strategy_by_time not in ("error", "latest"):
         raise ZkKafkaOptionError(f"Unknown startingOffsetsByTimestampStrategy '{strategy_by_time}': error or latest")
     return SourceOptions(
-        zookeeper_connect=opts["zookeeper.connect"].strip(), strategy=strategy, topics=topics, pattern=pattern,
-        assigned=assigned, starting=starting, ending=ending, group_id=group_id,
+        zookeeper_connect=opts.get("zookeeper.connect", "").strip() or None,
+        bootstrap_servers=opts.get("kafka.bootstrap.servers", "").strip() or None, strategy=strategy,
+        topics=topics, pattern=pattern, assigned=assigned, starting=starting, ending=ending, group_id=group_id,
         fail_on_data_loss=_boolean(opts, "failondataloss", True), min_partitions=min_partitions,
         max_records_per_partition=max_records, include_headers=_boolean(opts, "includeheaders", False),
         starting_timestamps=starting_timestamps, ending_timestamps=ending_timestamps,

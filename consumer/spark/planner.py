@@ -1,7 +1,7 @@
 """Planning a `zkkafka` read on the driver: one offset range per partition of the subscription, resolved
-from ZooKeeper and ListOffsets at the leaders, checked for data loss (Spark's KAFKA_DATA_LOSS), and split into
-Spark tasks (`minPartitions`, `maxRecordsPerPartition`). The data source's docstring (`source.py`) tells the
-whole story."""
+from the cluster's view (ZooKeeper or the brokers' Metadata, cluster_view.py) and ListOffsets at the leaders,
+checked for data loss (Spark's KAFKA_DATA_LOSS), and split into Spark tasks (`minPartitions`,
+`maxRecordsPerPartition`). The data source's docstring (`source.py`) tells the whole story."""
 
 from __future__ import annotations
 
@@ -54,15 +54,12 @@ class OffsetLookup(Protocol):
     def offset_for_time(self, topic: str, partition: int, timestamp: int) -> int | None: ...
 
 
-def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRange]:
+def plan_ranges(opts: SourceOptions, view, lookup: OffsetLookup) -> list[OffsetRange]:
     """One range per partition of the subscription, offsets resolved and checked (before any task runs).
 
-    `zk` is a started ZkClient on the cluster; `lookup` resolves earliest and latest offsets.
+    `view` is the cluster's (cluster_view.py); `lookup` resolves earliest and latest offsets.
     """
-    from zkbroker.zk import paths
-    from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError, decode_offset
-
-    wanted = subscribed_partitions(opts, zk)
+    wanted = subscribed_partitions(opts, view)
 
     limits = ((opts.starting_timestamps or opts.starting, "start"), (opts.ending_timestamps or opts.ending, "end"))
     for limit, name in limits:
@@ -72,20 +69,11 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
                 "partitions are created or deleted while the query is running. Use -1 for latest, -2 for earliest. "
                 f"Specified: {tp_names(limit)} Assigned: {tp_names(wanted)}")
 
-    committed: dict[tuple[str, int], int | None] = {}
-    if opts.starting == "group":
-        for tp in wanted:
-            data, _ = zk.get(paths.consumer_offset_path(opts.group_id, *tp))
-            try:
-                committed[tp] = decode_offset(data) if data is not None else None
-            except ZnodeFormatError as e:
-                log.warning("Ignoring the committed offset of %s for group %s: %s", tp_name(*tp), opts.group_id, e)
-                committed[tp] = None
+    committed = view.committed(opts.group_id, wanted) if opts.starting == "group" else {}
 
     ranges = []
     for topic, partition in wanted:
-        data, _ = zk.get(paths.partition_state_path(topic, partition))
-        leader = LeaderIsrState.decode(data).leader if data else -1
+        leader = view.leader(topic, partition)
         earliest = lookup.earliest_offset(topic, partition)
         latest = lookup.latest_offset(topic, partition)
         if opts.starting == "earliest":
@@ -123,31 +111,24 @@ def plan_ranges(opts: SourceOptions, zk, lookup: OffsetLookup) -> list[OffsetRan
     return ranges
 
 
-def subscribed_partitions(opts: SourceOptions, zk) -> list[tuple[str, int]]:
-    """The (topic, partition) pairs the subscription names in ZooKeeper now, sorted: the topics of `subscribe`
+def subscribed_partitions(opts: SourceOptions, view) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs the subscription names in the cluster now, sorted: the topics of `subscribe`
     that exist, those matching `subscribePattern`, or `assign`'s (which must all exist)."""
-    from zkbroker.zk import paths
-    from zkbroker.zk.znodes import TopicAssignment
-
-    existing = set(zk.get_children(paths.BROKER_TOPICS))
+    existing = view.topics()
     if opts.strategy == "subscribe":
         topics = [t for t in opts.topics if t in existing]
         for missing in sorted(set(opts.topics) - existing):
-            log.warning("Topic %s does not exist in %s; nothing to read from it", missing, opts.zookeeper_connect)
+            log.warning("Topic %s does not exist in %s; nothing to read from it", missing, view.where)
     elif opts.strategy == "subscribepattern":
         regex = re.compile(opts.pattern)
         topics = sorted(t for t in existing if regex.fullmatch(t))
     else:
         topics = sorted({t for t, _ in opts.assigned})
-    partitions: dict[str, list[int]] = {}
-    for topic in topics:
-        data, _ = zk.get(paths.topic_path(topic))
-        known = sorted(TopicAssignment.decode(data, paths.topic_path(topic)).partitions) if data else []
-        partitions[topic] = known
+    partitions = {topic: view.partitions(topic) for topic in topics}
     if opts.strategy == "assign":
         unknown = [(t, p) for t, p in opts.assigned if p not in partitions.get(t, ())]
         if unknown:
-            raise ZkKafkaOptionError(f"assign names partitions that do not exist in {opts.zookeeper_connect}: "
+            raise ZkKafkaOptionError(f"assign names partitions that do not exist in {view.where}: "
                                      f"{tp_names(unknown)}")
         return sorted(opts.assigned)
     return sorted((t, p) for t, ps in partitions.items() for p in ps)

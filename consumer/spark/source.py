@@ -3,13 +3,15 @@
     from consumer.spark import ZkKafkaDataSource
     spark.dataSource.register(ZkKafkaDataSource)
     df = (spark.read.format("zkkafka")
-          .option("zookeeper.connect", "zk1:2181/kafka")          # instead of kafka.bootstrap.servers
+          .option("zookeeper.connect", "zk1:2181/kafka")          # or kafka.bootstrap.servers
           .option("subscribe", "orders,payments")                  # or subscribePattern, or assign
           .option("startingOffsets", "earliest")                   # or JSON, or "group" with group.id
           .load())
 
 Spark's own Kafka source (`format("kafka")`, which shadows any Python source of that name) needs Kafka 0.10+;
-this one speaks 0.8.2's protocol and finds everything through ZooKeeper. It mirrors Spark's batch source:
+this one speaks 0.8.2's protocol and finds everything through ZooKeeper (`zookeeper.connect`), or through the
+brokers' Metadata (`kafka.bootstrap.servers`, the only way into a KRaft cluster: cluster_view.py). It mirrors
+Spark's batch source:
 
 * the schema `key binary, value binary, topic string, partition int, offset long, timestamp timestamp,
   timestampType int` (plus `headers` with includeHeaders=true: a record's headers, an empty array for a record
@@ -26,18 +28,19 @@ this one speaks 0.8.2's protocol and finds everything through ZooKeeper. It mirr
   query is planned.
 
 Extensions: `startingOffsets` `group` with `group.id` starts where a 0.8.2 consumer group's committed offsets
-in ZooKeeper (`/consumers/<g>/offsets/<t>/<p>`) say (partitions without one start at the earliest offset);
+in ZooKeeper (`/consumers/<g>/offsets/<t>/<p>`) say, or with `kafka.bootstrap.servers` the offsets the group
+committed at its coordinator (partitions without one start at the earliest offset);
 `fetch.message.max.bytes` (0.8.2's consumer setting, default 1 MiB) is the size of each fetch; and
 `zookeeper.session.timeout.ms` / `zookeeper.connection.timeout.ms` for the planner's ZooKeeper session.
 
-How a read runs. Planning (on the driver, in `ZkKafkaReader.__init__`, with `planner.py`) reads ZooKeeper:
-each topic's partitions from `/brokers/topics/<t>`, each partition's leader from its `state` znode, the group's
-committed offsets, the live brokers from `/brokers/ids`; it resolves earliest and latest with ListOffsets at the
-leaders, checks for data already deleted by retention (`failOnDataLoss`), and makes one offset range per
-partition, split into more for `minPartitions` / `maxRecordsPerPartition`. Each Spark task then fetches its
-range through our simple consumer (`consumer/simple.py`: it finds the partition's current leader, follows
-leader moves and retries NOT_LEADER_FOR_PARTITION) and turns every fetched message set into one Arrow record
-batch without making a Python object per message (`arrow.py`).
+How a read runs. Planning (on the driver, in `ZkKafkaReader.__init__`, with `planner.py`) reads ZooKeeper: each
+topic's partitions from `/brokers/topics/<t>`, each partition's leader from its `state` znode, the group's committed
+offsets, the live brokers from `/brokers/ids` (or the same from Metadata and the coordinator); it resolves earliest
+and latest with ListOffsets at the leaders, checks for data already deleted by retention (`failOnDataLoss`), and
+makes one offset range per partition, split into more for `minPartitions` / `maxRecordsPerPartition`. Each Spark
+task then fetches its range through our simple consumer (`consumer/simple.py`: it finds the partition's current
+leader, follows leader moves and retries NOT_LEADER_FOR_PARTITION) and turns every fetched message set into one
+Arrow record batch without making a Python object per message (`arrow.py`).
 
 Data loss as Spark defines it: offsets of the range no longer in the log (deleted by retention, or gone with
 an unclean leader election). With failOnDataLoss=true the query fails with Spark's KAFKA_DATA_LOSS message;
@@ -223,26 +226,22 @@ class ZkKafkaReader(DataSourceReader):
         self.ranges, self.brokers = self._plan()
 
     def _plan(self) -> tuple[list[OffsetRange], tuple[tuple[str, int], ...]]:
-        from consumer.fetcher import live_brokers
         from consumer.simple import SimpleConsumer
-        from zkbroker.zk.client import ZkClient
+
+        from .cluster_view import open_view
 
         o = self.options
-        logging.getLogger("kazoo").setLevel(logging.ERROR)  # it logs each failed connect; ours is one sentence
-        zk = ZkClient(o.zookeeper_connect, o.zk_session_timeout_ms, o.zk_connection_timeout_ms, name="zkkafka-plan")
-        zk.start()
+        view = open_view(o, "zkkafka-plan")
         try:
-            brokers = tuple((b.host, b.port) for b in live_brokers(zk))
-            if not brokers:
-                raise ZkKafkaOptionError(f"No broker is registered in {o.zookeeper_connect}")
+            brokers = view.brokers()
             # A leader that died a moment ago stays in its state znode until its session expires: keep asking
             # for up to the poll timeout, as the tasks do, so a failover during planning costs a pause.
             retry_backoff_ms = 200
             with SimpleConsumer(list(brokers), client_id=o.client_id, retry_backoff_ms=retry_backoff_ms,
                                 max_retries=max(5, o.poll_timeout_ms // retry_backoff_ms)) as lookup:
-                ranges = plan_ranges(o, zk, lookup)
+                ranges = plan_ranges(o, view, lookup)
         finally:
-            zk.close()
+            view.close()
         return split_ranges(ranges, o.min_partitions, o.max_records_per_partition), brokers
 
     def partitions(self) -> list[InputPartition]:

@@ -36,7 +36,6 @@ group's offsets to ZooKeeper after each batch itself.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterator, Mapping
 
@@ -91,46 +90,28 @@ def rate_limit(limit: int, begin: Mapping[tuple[str, int], int], until: Mapping[
 
 
 class _Cluster:
-    """The driver's view of the cluster for one stream: a ZooKeeper session with watches that say when the
-    subscription may have changed, and a simple consumer for ListOffsets at the leaders."""
+    """The driver's view of the cluster for one stream (cluster_view.py: ZooKeeper with watches that say when the
+    subscription may have changed, or the brokers' Metadata asked at every trigger), and a simple consumer for
+    ListOffsets at the leaders."""
 
     def __init__(self, options: SourceOptions) -> None:
-        from consumer.fetcher import live_brokers
         from consumer.simple import SimpleConsumer
-        from zkbroker.zk import paths
-        from zkbroker.zk.client import ZkClient
+
+        from .cluster_view import open_view
 
         self.options = options
-        logging.getLogger("kazoo").setLevel(logging.ERROR)
-        self.zk = ZkClient(options.zookeeper_connect, options.zk_session_timeout_ms, options.zk_connection_timeout_ms,
-                           name="zkkafka-stream")
-        self.zk.start()
-        self._stale = threading.Event()
-        self._stale.set()
-        self._watched: set[str] = set()
-        self._subscription: list[tuple[str, int]] = []
-        self.zk.subscribe_child_changes(paths.BROKER_TOPICS, self._changed)
-        brokers = [(b.host, b.port) for b in live_brokers(self.zk)]
-        if not brokers:
-            self.zk.close()
-            raise ZkKafkaOptionError(f"No broker is registered in {options.zookeeper_connect}")
+        self.view = open_view(options, "zkkafka-stream")
+        self._subscription: list[tuple[str, int]] | None = None
         retry_backoff_ms = 200
-        self.lookup = SimpleConsumer(brokers, client_id=options.client_id, retry_backoff_ms=retry_backoff_ms,
+        self.lookup = SimpleConsumer(list(self.view.brokers()), client_id=options.client_id,
+                                     retry_backoff_ms=retry_backoff_ms,
                                      max_retries=max(5, options.poll_timeout_ms // retry_backoff_ms))
 
-    def _changed(self, *_args) -> None:
-        self._stale.set()
-
     def subscription(self) -> list[tuple[str, int]]:
-        """The partitions subscribed now, re-read from ZooKeeper only after a watch fired."""
-        from zkbroker.zk import paths
-
-        if self._stale.is_set():
-            self._stale.clear()  # before reading: a change during the read fires again
-            self._subscription = subscribed_partitions(self.options, self.zk)
-            for topic in {t for t, _ in self._subscription} - self._watched:
-                self.zk.subscribe_data_changes(paths.topic_path(topic), self._changed)
-                self._watched.add(topic)
+        """The partitions subscribed now, read again only when the view says they may have changed."""
+        if self.view.changed() or self._subscription is None:
+            self._subscription = subscribed_partitions(self.options, self.view)
+            self.view.watch({t for t, _ in self._subscription})
         return self._subscription
 
     def latest(self) -> Offsets:
@@ -140,13 +121,11 @@ class _Cluster:
         return self.lookup.earliest_offset(topic, partition)
 
     def brokers(self) -> tuple[tuple[str, int], ...]:
-        from consumer.fetcher import live_brokers
-
-        return tuple((b.host, b.port) for b in live_brokers(self.zk))
+        return self.view.brokers()
 
     def close(self) -> None:
         self.lookup.close()
-        self.zk.close()
+        self.view.close()
 
 
 class ZkKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -181,7 +160,7 @@ class ZkKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         view = self._view()
-        return offsets_to_json({(r.topic, r.partition): r.start for r in plan_ranges(self.options, view.zk,
+        return offsets_to_json({(r.topic, r.partition): r.start for r in plan_ranges(self.options, view.view,
                                                                                         view.lookup)})
 
     def getDefaultReadLimit(self) -> ReadLimit:

@@ -16,8 +16,10 @@ import pytest
 from tests.integration.test_lab_scenarios import SEED, VERDICTS
 from zkbroker.lab.spark_read import read_rows, rows_file
 
-# Its Spark JVMs take turns with the Spark cluster's (tests/side_by_side.py).
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(540), pytest.mark.xdist_group("spark-processes")]
+# Its two modes take turns (each starts a lab and a Spark JVM), beside the Spark cluster's group rather than in
+# it: in one group the two made the longest chain of a side-by-side run, as long as the whole run
+# (tests/side_by_side.py).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(540), pytest.mark.xdist_group("spark-lab")]
 
 NAME = "spark-read-during-failover"
 

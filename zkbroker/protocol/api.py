@@ -33,9 +33,13 @@ from .headers import RequestHeader, encode_request_header, is_flexible, parse_re
 from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    allocate_producer_ids,
     alter_configs,
+    alter_partition,
     api_versions,
     begin_quorum_epoch,
+    broker_heartbeat,
+    broker_registration,
     controlled_shutdown,
     create_partitions,
     create_topics,
@@ -69,6 +73,7 @@ from .schemas import (
     stop_replica,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_metadata,
     vote,
     write_txn_markers,
@@ -125,6 +130,13 @@ class ApiKey(enum.IntEnum):
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
     FETCH_SNAPSHOT = 59
+    # The quorum controller's (KIP-497, KIP-631, KIP-730): controller-listener APIs, never advertised in ZooKeeper
+    # mode.
+    ALTER_PARTITION = 56
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    ALLOCATE_PRODUCER_IDS = 67
     # The Admin API (DESIGN §16)
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -231,6 +243,12 @@ _MODULES = (
     end_quorum_epoch,
     describe_quorum,
     fetch_snapshot,
+    # the quorum controller's (KIP-497, KIP-631, KIP-730): answered on the controller listener
+    alter_partition,
+    broker_registration,
+    broker_heartbeat,
+    unregister_broker,
+    allocate_producer_ids,
     # the Admin API
     create_topics,
     delete_topics,

@@ -166,6 +166,14 @@ class EligibleLeadersNotAvailableError(_InvalidMetadata):    errno = 83
 class ElectionNotNeededError(_InvalidMetadata):              errno = 84
 class GroupSubscribedToTopicError(BrokerResponseError):      errno = 86
 class MismatchedEndpointTypeError(BrokerResponseError):      errno = 114
+# The quorum controller's (KIP-497, KIP-631, KIP-841), as Kafka 3.7 answers them.
+class OperationNotAttemptedError(BrokerResponseError):       errno = 55
+class StaleBrokerEpochError(BrokerResponseError):            errno = 77
+class InvalidUpdateVersionError(BrokerResponseError):        errno = 95
+class DuplicateBrokerRegistrationError(BrokerResponseError): errno = 101
+class BrokerIdNotRegisteredError(BrokerResponseError):       errno = 102
+class IneligibleReplicaError(BrokerResponseError):           errno = 107
+class NewLeaderElectedError(BrokerResponseError):            errno = 108
 class UnsupportedEndpointTypeError(BrokerResponseError):     errno = 115
 # fmt: on
 

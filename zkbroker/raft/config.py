@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -19,6 +20,17 @@ class QuorumConfig:
     fetch_max_wait_ms: int = 500
     fetch_max_bytes: int = 8 * 1024 * 1024
     cluster_id: str = ""
+    # KIP-996's Pre-Vote (Kafka 3.9/4.0), off as in Kafka 3.7: a voter whose timer runs out first asks whether a
+    # majority would vote for it, and stands (bumping the epoch) only if so, so that a voter cut off from the
+    # quorum cannot come back with a higher epoch and unseat a healthy leader. The lab's `kraft-fixed` switch.
+    pre_vote: bool = False
+    # KIP-853's directory ids (Kafka 3.8+), off as in Kafka 3.7: each voter is known by its id *and* the id of the
+    # log dir it was formatted with. A voter that lost its disk and was formatted again has a new directory id:
+    # it is no longer the voter it was, so it neither votes nor counts toward the high watermark with the log it
+    # no longer has (it replicates as an observer). The lab's `kraft-fixed` switch for a controller that lost
+    # its disk. None: voters are known by id alone.
+    directory_id: str | None = None  # this node's log dir's
+    voter_directories: Mapping[int, str] | None = None  # voter id -> the directory id it was formatted with
 
     def __post_init__(self) -> None:
         if not self.voters:
@@ -28,7 +40,13 @@ class QuorumConfig:
 
     @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        return self.is_voter_replica(self.node_id, self.directory_id)
+
+    def is_voter_replica(self, replica_id: int, directory_id: str | None) -> bool:
+        """Whether a replica is one of the voters: by id, and with directory ids by its log dir's id too."""
+        if replica_id not in self.voters:
+            return False
+        return self.voter_directories is None or self.voter_directories.get(replica_id) == directory_id
 
     @property
     def majority(self) -> int:

@@ -65,6 +65,9 @@ class VoteRequest:
     candidate_id: int
     last_offset_epoch: int
     last_offset: int
+    # KIP-996: "would you vote for me in candidate_epoch?", asked before standing; changes nothing at the voter.
+    # Kafka 3.9+ sends it as Vote v2's PreVote field; 3.7 (the wire's version here) has no such field.
+    pre_vote: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class FetchRequest:
     last_fetched_epoch: int
     log_start_offset: int
     partition_max_bytes: int
+    # KIP-853 (Kafka 3.8+, Fetch v17's ReplicaDirectoryId): which log dir the fetcher runs on, so that a voter
+    # restarted on an empty disk is not counted as the voter it was. None: not sent (Kafka 3.7).
+    replica_directory_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ The transitions (a higher epoch seen in any message always moves the node to it 
 
     Unattached/Voted --election timeout--> Candidate --majority granted--> Leader
     Candidate --election timeout or majority rejected--> backoff --> Candidate (next epoch)
+    (with Pre-Vote, KIP-996: every "--> Candidate" above and below goes through Prospective, which stays in its
+    epoch and stands only once a majority says it would vote for it: --majority would--> Candidate)
     any --BeginQuorumEpoch, or a response naming the epoch's leader--> Follower
     Follower --fetch timeout--> Candidate (an observer: Unattached, then asks any voter who leads)
     Leader --check-quorum expired or resign()--> Resigned --election timeout--> Candidate
@@ -33,6 +35,7 @@ from zkbroker.raft.states import (
     Follower,
     Leader,
     ParkedFetch,
+    Prospective,
     ReplicaState,
     Resigned,
     Unattached,
@@ -84,13 +87,13 @@ class RaftNode:
     def leader_id(self) -> int | None:
         if isinstance(self.state, (Leader, Resigned)):
             return self.node_id
-        if isinstance(self.state, Follower):
+        if isinstance(self.state, (Follower, Prospective)):
             return self.state.leader_id
         return None
 
     @property
     def voted_id(self) -> int | None:
-        if isinstance(self.state, Voted):
+        if isinstance(self.state, (Voted, Prospective)):
             return self.state.voted_id
         if isinstance(self.state, Candidate):
             return self.node_id
@@ -204,29 +207,29 @@ class RaftNode:
     def _poll_state(self, now: int, state: EpochState) -> None:
         if isinstance(state, (Unattached, Voted)):
             if state.election_deadline is not None and now >= state.election_deadline:
-                self._to_candidate(now)
+                self._start_election(now)
             elif not self.config.is_voter:
                 self._fetch_from_any_voter(now)
-        elif isinstance(state, Candidate):
-            if len(state.granted) >= self.config.majority:  # a lone voter restarted as candidate
-                self._to_leader(now, state)
+        elif isinstance(state, (Candidate, Prospective)):
+            pre_vote = isinstance(state, Prospective)
+            if len(state.granted) >= self.config.majority:  # a lone voter restarted as candidate, or a won pre-vote
+                if pre_vote:
+                    self._to_candidate(now)
+                else:
+                    self._to_leader(now, state)
             elif state.backoff_until is not None:
                 if now >= state.backoff_until:
-                    self._to_candidate(now)
+                    self._start_election(now)
             elif now >= state.election_deadline:
                 state.backoff_until = now + self._election_backoff(state.retries)
                 if now >= state.backoff_until:
-                    self._to_candidate(now)
+                    self._start_election(now)
             else:
-                for voter in sorted(self.config.voters - state.granted - state.rejected):
-                    if self._can_send(voter, now):
-                        self._send_request(now, voter, m.VoteRequest(
-                            self.config.cluster_id, state.epoch, self.node_id,
-                            self.log.last_fetched_epoch, self.log.end_offset))
+                self._ask_for_votes(now, state, pre_vote)
         elif isinstance(state, Follower):
             if now >= state.fetch_deadline:
                 if self.config.is_voter:
-                    self._to_candidate(now)
+                    self._start_election(now)
                 else:
                     self._to_unattached(now, state.epoch)
                     self._fetch_from_any_voter(now)
@@ -254,6 +257,15 @@ class RaftNode:
                         self._send_request(now, voter, m.EndQuorumEpochRequest(
                             self.config.cluster_id, self.node_id, state.epoch, state.preferred_successors))
 
+    def _ask_for_votes(self, now: int, state: Candidate | Prospective, pre_vote: bool) -> None:
+        # A pre-vote asks about the epoch the node would stand in; a vote is cast in the candidate's own.
+        epoch = state.epoch + 1 if pre_vote else state.epoch
+        for voter in sorted(self.config.voters - state.granted - state.rejected):
+            if self._can_send(voter, now):
+                self._send_request(now, voter, m.VoteRequest(
+                    self.config.cluster_id, epoch, self.node_id, self.log.last_fetched_epoch, self.log.end_offset,
+                    pre_vote=pre_vote))
+
     def _next_deadline(self) -> int:
         state = self.state
         deadlines = [expires for _, expires in self._inflight.values()]
@@ -261,7 +273,7 @@ class RaftNode:
         if isinstance(state, (Unattached, Voted)):
             if state.election_deadline is not None:
                 deadlines.append(state.election_deadline)
-        elif isinstance(state, Candidate):
+        elif isinstance(state, (Candidate, Prospective)):
             deadlines.append(state.backoff_until if state.backoff_until is not None else state.election_deadline)
         elif isinstance(state, Follower):
             deadlines.append(state.fetch_deadline)
@@ -301,7 +313,7 @@ class RaftNode:
 
     def _to_unattached(self, now: int, epoch: int) -> None:
         state = self.state
-        if isinstance(state, (Unattached, Voted, Candidate)) and self.config.is_voter:
+        if isinstance(state, (Unattached, Voted, Prospective, Candidate)) and self.config.is_voter:
             # A node that knew no leader keeps its election timer: candidates with stale logs, rejected and
             # standing again in higher epochs, must not keep the up-to-date voters from ever standing.
             deadline = state.election_deadline
@@ -317,9 +329,26 @@ class RaftNode:
             raise RaftStateError(f"node {self.node_id} told it leads epoch {epoch}, which it never won")
         self._transition(now, Follower(epoch, leader, now + self.config.fetch_timeout_ms))
 
+    def _start_election(self, now: int) -> None:
+        if self.config.pre_vote:
+            self._to_prospective(now)
+        else:
+            self._to_candidate(now)
+
+    def _to_prospective(self, now: int) -> None:
+        old = self.state
+        retries = old.retries + 1 if isinstance(old, (Candidate, Prospective)) else 1
+        voted = self.voted_id if not isinstance(old, Candidate) else self.node_id
+        state = Prospective(old.epoch, self.leader_id, voted, retries, self._election_deadline(now),
+                            granted={self.node_id})
+        # Not persisted: nothing a voter must remember changes before it stands.
+        self._transition(now, state, persist=False)
+        if len(state.granted) >= self.config.majority:
+            self._to_candidate(now)
+
     def _to_candidate(self, now: int) -> None:
         old = self.state
-        retries = old.retries + 1 if isinstance(old, Candidate) else 1
+        retries = old.retries + 1 if isinstance(old, (Candidate, Prospective)) else 1
         state = Candidate(old.epoch + 1, retries, self._election_deadline(now), granted={self.node_id})
         self._transition(now, state)
         if len(state.granted) >= self.config.majority:
@@ -354,8 +383,9 @@ class RaftNode:
                 self._to_unattached(now, epoch)
             else:
                 self._to_follower(now, epoch, leader)
-        elif epoch == self.epoch and leader is not None and self.leader_id is None:
-            self._to_follower(now, epoch, leader)
+        elif epoch == self.epoch and leader is not None and (self.leader_id is None
+                                                             or isinstance(self.state, Prospective)):
+            self._to_follower(now, epoch, leader)  # a prospective follows its epoch's leader again
 
     def _maybe_handle_common_response(self, now: int, error: int, leader_id: int, epoch: int) -> bool:
         """True when a response needs nothing more: it is stale, or it moved this node to a new epoch or
@@ -363,7 +393,8 @@ class RaftNode:
         if epoch < self.epoch:
             return True
         leader = None if leader_id < 0 else leader_id
-        if epoch > self.epoch or (leader is not None and self.leader_id is None):
+        if epoch > self.epoch or (leader is not None and (self.leader_id is None
+                                                           or isinstance(self.state, Prospective))):
             self._maybe_transition(now, leader, epoch)
             return True
         return error != m.NONE
@@ -373,7 +404,10 @@ class RaftNode:
     def _on_vote_request(self, now: int, source: int, correlation_id: int, request: m.VoteRequest) -> None:
         error = self._validate_voter_request(request.candidate_id, request.candidate_epoch)
         granted = False
-        if error == m.NONE:
+        if request.pre_vote:
+            # Answered from where this node stands, which the question does not move (no epoch, no vote).
+            granted = error == m.NONE and self._can_grant_pre_vote(now, request)
+        elif error == m.NONE:
             if request.candidate_epoch > self.epoch:
                 self._to_unattached(now, request.candidate_epoch)
             granted = self._can_grant_vote(request)
@@ -385,7 +419,7 @@ class RaftNode:
         state = self.state
         if not self.config.is_voter:
             return False
-        if isinstance(state, Voted):
+        if isinstance(state, (Voted, Prospective)):
             return state.voted_id == request.candidate_id
         if isinstance(state, Unattached):
             # The candidate's log must be at least as up to date as ours: later last epoch, or same and longer.
@@ -393,16 +427,51 @@ class RaftNode:
                     >= (self.log.last_fetched_epoch, self.log.end_offset))
         return False
 
+    def _can_grant_pre_vote(self, now: int, request: m.VoteRequest) -> bool:
+        """Would this voter vote for the prospective in its next epoch? Not while it hears from a leader (that
+        is the point: a voter cut off alone gets no majority), nor if it already voted for another in that
+        epoch; and only for a log at least as up to date as its own."""
+        state = self.state
+        if not self.config.is_voter or isinstance(state, Leader):
+            return False
+        if isinstance(state, Follower) and now < state.fetch_deadline:
+            return False
+        if request.candidate_epoch == self.epoch and self.voted_id not in (None, request.candidate_id):
+            return False
+        return ((request.last_offset_epoch, request.last_offset)
+                >= (self.log.last_fetched_epoch, self.log.end_offset))
+
     def _on_vote_response(self, now: int, source: int, response: m.VoteResponse) -> None:
+        state = self.state
+        if isinstance(state, Prospective) and response.leader_epoch < state.epoch:
+            # A voter behind this node's epoch answered the pre-vote without moving to it: its answer counts.
+            if response.error_code == m.NONE:
+                self._count_pre_vote(now, state, source, response.vote_granted)
+            return
         if self._maybe_handle_common_response(now, response.error_code, response.leader_id, response.leader_epoch):
             return
         state = self.state
+        if isinstance(state, Prospective):
+            self._count_pre_vote(now, state, source, response.vote_granted)
+            return
         if not isinstance(state, Candidate) or source not in self.config.voters:
             return
         if response.vote_granted:
             state.granted.add(source)
             if len(state.granted) >= self.config.majority:
                 self._to_leader(now, state)
+        else:
+            state.rejected.add(source)
+            if len(state.rejected) >= self.config.majority and state.backoff_until is None:
+                state.backoff_until = now + self._election_backoff(state.retries)
+
+    def _count_pre_vote(self, now: int, state: Prospective, source: int, granted: bool) -> None:
+        if source not in self.config.voters:
+            return
+        if granted:
+            state.granted.add(source)
+            if len(state.granted) >= self.config.majority:
+                self._to_candidate(now)
         else:
             state.rejected.add(source)
             if len(state.rejected) >= self.config.majority and state.backoff_until is None:
@@ -464,7 +533,8 @@ class RaftNode:
             self._respond(source, correlation_id, self._fetch_response(error))
             return
         replica = request.replica_id
-        if replica in self.config.voters:
+        voter = self.config.is_voter_replica(replica, request.replica_directory_id)
+        if voter:
             state.acknowledged.add(replica)
             state.fetched_voters.add(replica)
             if len(state.fetched_voters) + 1 >= self.config.majority:
@@ -484,8 +554,10 @@ class RaftNode:
                 m.NONE, diverging=m.EpochEndOffset(end.epoch, end.offset)))
             return
         state.parked.pop(replica, None)
-        self._update_replica(now, state, replica, request.fetch_offset)
-        if replica in self.config.voters:
+        if voter or replica not in self.config.voters:
+            self._update_replica(now, state, replica, request.fetch_offset)
+        # else: a voter's id on another log dir (it lost its disk): served as an observer, never counted as it
+        if voter:
             self._maybe_advance_high_watermark(now, state)
         if request.fetch_offset < self.log.end_offset or request.max_wait_ms <= 0:
             self._respond(source, correlation_id, self._fetch_response(m.NONE, request))
@@ -549,6 +621,7 @@ class RaftNode:
             last_fetched_epoch=self.log.last_fetched_epoch,
             log_start_offset=self.log.start_offset,
             partition_max_bytes=self.config.fetch_max_bytes,
+            replica_directory_id=self.config.directory_id,
         )
 
     def _fetch_from_any_voter(self, now: int) -> None:

@@ -2,6 +2,8 @@
 
     Unattached  knows the epoch, not its leader, has not voted in it (an observer's only state besides Follower)
     Voted       granted its vote in this epoch, waits for a leader or its election timeout
+    Prospective (Pre-Vote only) asks whether a majority would vote for it in the next epoch, without leaving its
+                own; stands as a candidate if so, else backs off and asks again
     Candidate   asked for votes in the epoch it started; backs off after a lost election
     Leader      writes the log, tracks each replica's end offset, the high watermark and check-quorum
     Follower    fetches from the epoch's leader
@@ -39,6 +41,19 @@ class Candidate:
     rejected: set[int] = field(default_factory=set)
     backoff_until: int | None = None  # set once this election is lost (timed out or rejected by a majority)
     name = "candidate"
+
+
+@dataclass
+class Prospective:
+    epoch: int  # its current epoch, unchanged: the pre-vote asks about epoch + 1
+    leader_id: int | None  # the leader it followed, if any (its fetches timed out, or it would not be here)
+    voted_id: int | None  # the vote it granted in this epoch, if any (kept: quorum-state still says so)
+    retries: int
+    election_deadline: int
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    backoff_until: int | None = None
+    name = "prospective"
 
 
 @dataclass
@@ -97,4 +112,4 @@ class Resigned:
     name = "resigned"
 
 
-EpochState = Unattached | Voted | Candidate | Leader | Follower | Resigned
+EpochState = Unattached | Voted | Prospective | Candidate | Leader | Follower | Resigned

@@ -1,7 +1,7 @@
 """The Admin API on a ZooKeeper-mode broker (Kafka 2.x's AdminManager): CreateTopics, DeleteTopics,
 CreatePartitions, ElectLeaders, DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 
-Each request is checked as Kafka checks it (server/admin_checks.py), then answered by writing exactly the
+Each request is checked as Kafka checks it (zkbroker/admin_checks.py), then answered by writing exactly the
 znodes the 0.8.2 tools write for the same change (zkbroker/admin.py, one home) and letting the controller act
 on its watches (DESIGN §16). Topic changes are the controller's business: another broker answers NOT_CONTROLLER
 and the client asks the controller named in Metadata. A create, a deletion or new partitions are answered
@@ -23,13 +23,13 @@ from typing import Any
 from kazoo.exceptions import NodeExistsError
 
 from zkbroker import admin, timeline
-from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig
+from zkbroker import admin_checks as checks
+from zkbroker.admin_checks import ApiError
+from zkbroker.config import DYNAMIC_BROKER_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.schemas import describe_configs as dc
 from zkbroker.protocol.schemas import elect_leaders as elect
-from zkbroker.server import admin_checks as checks
-from zkbroker.server.admin_checks import ApiError
-from zkbroker.server.dynamic_config import DYNAMIC_BROKER_CONFIGS, DynamicBrokerConfig, broker_synonyms
+from zkbroker.server.dynamic_config import DynamicBrokerConfig, broker_synonyms
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient

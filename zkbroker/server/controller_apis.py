@@ -2,7 +2,9 @@
 ApiVersions, the quorum's RPCs handed to the Raft manager (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch with
 the Raft fields, FetchSnapshot, DescribeQuorum), and DescribeCluster, which names the cluster and the
 controllers (KIP-919: what `metadata-quorum` asks first). Requests go through the one connection codec (the
-SocketServer and protocol.api); the bodies map to Raft messages in raft/wire.py.
+SocketServer and protocol.api); the bodies map to Raft messages in raft/wire.py. The quorum controller's
+requests (broker registration and heartbeats, AlterPartition, CreateTopics, ...) go to its driver
+(controller/quorum/driver.py), which answers them once their records commit.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from controller.quorum.driver import QUORUM_CONTROLLER_VERSIONS, QuorumControllerDriver
 from zkbroker.protocol.api import ApiKey, decode_request, encode_response
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.headers import RequestHeader
@@ -48,12 +51,15 @@ def _source(message: m.Request) -> int:
 
 
 class ControllerApis:
-    def __init__(self, node_id: int, cluster_id: str, voters: dict[int, tuple[str, int]], raft: RaftManager) -> None:
+    def __init__(self, node_id: int, cluster_id: str, voters: dict[int, tuple[str, int]], raft: RaftManager,
+                 quorum: QuorumControllerDriver | None = None) -> None:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.voters = voters
         self.raft = raft
-        self.versions = dict(sorted(CONTROLLER_VERSIONS.items()))
+        self.quorum = quorum
+        versions = {**CONTROLLER_VERSIONS, **(QUORUM_CONTROLLER_VERSIONS if quorum is not None else {})}
+        self.versions = dict(sorted(versions.items()))
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -66,6 +72,8 @@ class ControllerApis:
         body = decode_request(header, frame, body_offset)
         if header.api_key == ApiKey.DESCRIBE_CLUSTER:
             return encode_response(header, self._describe_cluster(header.api_version))
+        if self.quorum is not None and header.api_key in QUORUM_CONTROLLER_VERSIONS:
+            return encode_response(header, await self.quorum.handle(header.api_key, header.api_version, body))
         message = wire.from_body(header.api_key, header.api_version, True, body)
         response = await self.raft.handle(_source(message), message)
         return encode_response(header, wire.to_body(response, header.api_version))

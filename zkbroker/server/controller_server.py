@@ -1,7 +1,7 @@
 """ControllerServer: a KRaft node with process.roles=controller (Kafka 3.7's KafkaRaftServer with the controller
 role), no ZooKeeper anywhere: it checks that its log directories were formatted for it (meta.properties), opens
-the metadata log, serves the controller listener (ControllerApis) and runs the Raft manager, whose records a
-RecordKeeper replays and snapshots until the quorum controller (issue 24, part 2) takes its place.
+the metadata log, serves the controller listener (ControllerApis) and runs the Raft manager, whose records the
+quorum controller (controller/quorum/) replays, answers requests with, and snapshots.
 
 Shutdown (SIGTERM, SIGINT): a leader resigns first (EndQuorumEpoch), so the others elect at once instead of
 waiting for their fetch timeout; then the listener closes and the log is flushed.
@@ -14,6 +14,8 @@ import logging
 import os
 import signal
 
+from controller.quorum.controller import QuorumController, QuorumControllerConfig
+from controller.quorum.driver import QuorumControllerDriver, SnapshotTrigger
 from zkbroker import control_protocol as control
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
@@ -21,7 +23,6 @@ from zkbroker.raft.config import QuorumConfig
 from zkbroker.raft.metadata_log import MetadataLog
 from zkbroker.raft.node import NotLeaderError
 from zkbroker.raft.raft_manager import RaftManager, wall_clock_ms
-from zkbroker.raft.record_keeper import RecordKeeper
 from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server import meta_properties
 from zkbroker.server.controller_apis import ControllerApis
@@ -43,7 +44,7 @@ class ControllerServer:
         self.node_id = config.node_id
         self.prefix = f"[ControllerServer id={self.node_id}] "
         self.raft: RaftManager | None = None
-        self.keeper: RecordKeeper | None = None
+        self.quorum: QuorumControllerDriver | None = None
         self.socket_server: SocketServer | None = None
         self.lab_control: LabControlServer | None = None
         self._stop = asyncio.Event()
@@ -69,7 +70,14 @@ class ControllerServer:
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
         self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
-        apis = ControllerApis(self.node_id, cluster_id, voters, self.raft)
+        # Kafka 3.7's unclean.leader.election.enable is false; the table's default is 0.8.2's true
+        unclean = "unclean.leader.election.enable" in config.originals and config["unclean.leader.election.enable"]
+        controller_config = QuorumControllerConfig(
+            node_id=self.node_id, cluster_id=cluster_id, session_timeout_ms=config["broker.session.timeout.ms"],
+            default_partitions=config["num.partitions"],
+            default_replication_factor=config["default.replication.factor"], unclean_leader_election_enable=unclean)
+        self.quorum = QuorumControllerDriver(QuorumController(controller_config, self.raft), wall_clock_ms)
+        apis = ControllerApis(self.node_id, cluster_id, voters, self.raft, self.quorum)
         self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, apis,
                                           config["socket.request.max.bytes"], ConnectionLimits.from_config(config))
         try:
@@ -80,8 +88,9 @@ class ControllerServer:
             self.raft.start()
             policy = SnapshotPolicy(config["metadata.log.max.record.bytes.between.snapshots"],
                                     config["metadata.log.max.snapshot.interval.ms"])
-            self.keeper = RecordKeeper(self.raft, policy, wall_clock_ms)
-            self.raft.register(self.keeper)
+            self.raft.register(self.quorum.controller)
+            self.raft.register(SnapshotTrigger(self.quorum.controller, policy, wall_clock_ms))
+            self.quorum.start()
         except BaseException:
             await self._shutdown()
             raise
@@ -101,6 +110,8 @@ class ControllerServer:
 
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
+        if self.quorum is not None:
+            await self.quorum.stop()
         if self.raft is not None and self.raft.node is not None:
             await self.raft.shutdown()
         if self.socket_server is not None:
@@ -132,6 +143,8 @@ class ControllerServer:
                 "high_watermark": node.high_watermark,
                 "snapshot": None if snapshot is None else {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch},
                 "voters": sorted(raft.config.voters)}
+        if self.quorum is not None:
+            state["quorum_controller"] = self.quorum.controller.describe()
         return state
 
     def lab_append(self, count: int) -> dict:

@@ -10,9 +10,10 @@ those notifications and applies the entity named:
   server.properties -- per-broker over cluster default over static over default, as Kafka ranks them -- and
   every log's settings recomputed from it.
 
-Which broker keys are dynamic: DYNAMIC_BROKER_CONFIGS, the broker defaults of the topic configs (Kafka's
-DynamicLogConfig), less `log.message.format.version` (Kafka excludes it too) and
-`unclean.leader.election.enable` (Kafka's controller re-reads it; ours reads it when it loads a topic).
+Which broker keys are dynamic: DYNAMIC_BROKER_CONFIGS (in zkbroker/config.py, beside the table, since the quorum
+controller checks them too), the broker defaults of the topic configs (Kafka's DynamicLogConfig), less
+`log.message.format.version` (Kafka excludes it too) and `unclean.leader.election.enable` (Kafka's controller
+re-reads it; ours reads it when it loads a topic).
 The others need a restart, and AlterConfigs refuses them, as Kafka does.
 """
 
@@ -23,7 +24,13 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from zkbroker.config import SERVER_CONFIGS, TOPIC_CONFIGS, ConfigError, KafkaConfig
+from zkbroker.config import (
+    DYNAMIC_BROKER_CONFIGS,
+    SERVER_CONFIGS,
+    ConfigError,
+    KafkaConfig,
+    validate_dynamic_broker_config,
+)
 from zkbroker.log.log_config import LogConfig, topic_log_config
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
@@ -31,9 +38,6 @@ from zkbroker.zk.znodes import ConfigChange, EntityConfig, ZnodeFormatError, dec
 
 log = logging.getLogger("zkbroker.server.DynamicConfigManager")
 
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
-    key.fallback for key in TOPIC_CONFIGS.values()
-    if key.fallback not in ("log.message.format.version", "unclean.leader.election.enable"))
 
 
 def broker_synonyms(name: str) -> list[str]:
@@ -61,11 +65,7 @@ class DynamicBrokerConfig:
     def validate(self, props: Mapping[str, str], per_broker: bool) -> None:
         """ConfigError, naming the keys, unless `props` can replace the dynamic configs of one broker
         (`per_broker`) or of every broker; the config they make must pass every check a start would."""
-        fixed = sorted(name for name in props if name not in DYNAMIC_BROKER_CONFIGS)
-        if fixed:
-            raise ConfigError(f"Cannot update these configs dynamically: {', '.join(fixed)}")
-        for name, raw in props.items():
-            SERVER_CONFIGS[name].coerce(raw)
+        validate_dynamic_broker_config(props)
         default = self.default_configs if per_broker else props
         broker = props if per_broker else self.broker_configs
         KafkaConfig.from_props({**self.static.originals, **default, **broker})

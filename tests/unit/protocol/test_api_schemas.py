@@ -334,6 +334,10 @@ def test_every_registered_schema_has_a_case():
     covered |= {(1, v, k) for v in range(12, 17) for k in ("request", "response")}
     covered |= {(key, 0, k) for key in (52, 53, 54, 55, 59) for k in ("request", "response")}
     covered |= {(55, 1, "request"), (55, 1, "response")}
+    # The quorum controller's (AlterPartition 0-3, BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
+    # AllocateProducerIds): tests/unit/protocol/test_quorum_controller_schemas.py.
+    covered |= {(56, v, k) for v in range(4) for k in ("request", "response")}
+    covered |= {(key, 0, k) for key in (62, 63, 64, 67) for k in ("request", "response")}
     registered = {(k, v, "request") for k, v in REQUEST_SCHEMAS}
     registered |= {(k, v, "response") for k, v in RESPONSE_SCHEMAS}
     assert registered == covered

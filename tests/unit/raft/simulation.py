@@ -59,7 +59,10 @@ class InvariantViolation(AssertionError):
 class Fault:
     at_ms: int
     kind: str  # crash | crash-mid-step | restart | partition | heal | resign | crash-leader | isolate-leader
-    # crash, crash-mid-step, restart: the node (resign, crash-leader, isolate-leader: whoever leads then). A
+    #            | isolate-follower | wipe-follower
+    # crash, crash-mid-step, restart: the node (resign, crash-leader, isolate-leader: whoever leads then;
+    # isolate-follower: the lowest voter that does not lead then; wipe-follower: the highest voter that does not
+    # lead then and is not cut off, which loses its disk and restarts at once on an empty one). A
     # crash-mid-step crashes the node during its next step, after a random part of the step's effects.
     node: int = 0
     group: frozenset[int] = frozenset()  # partition: these nodes are cut from the rest
@@ -77,6 +80,9 @@ class Schedule:
     faults: tuple[Fault, ...] = ()
     heal_at_ms: int = 4000
     liveness_bound_ms: int = 20000
+    pre_vote: bool = False  # KIP-996 on every node
+    run_until_ms: int | None = None  # run this long even once liveness is shown (to see what a heal leads to)
+    directory_ids: bool = False  # KIP-853: voters known by their log dir's id too
 
     @property
     def voter_ids(self) -> list[int]:
@@ -101,6 +107,7 @@ def random_schedule(seed: int) -> Schedule:
         min_delay_ms=1, max_delay_ms=rng.choice((5, 20, 100)),
         append_every_ms=rng.choice((100, 250, 1000)),
         faults=tuple(sorted(faults, key=lambda f: f.at_ms)), heal_at_ms=heal_at,
+        pre_vote=rng.random() < 0.5,  # drawn last, so that a seed's other draws are what they were before it
     )
 
 
@@ -128,6 +135,7 @@ class CheckedLog(InMemoryLog):
 
 @dataclass
 class Disk:
+    directory_id: str  # what formatting the disk gave it (meta.properties' directory.id)
     log: CheckedLog = field(default_factory=CheckedLog)
     quorum_state: str | None = None  # the quorum-state file's content
 
@@ -149,7 +157,8 @@ class Simulation:
         self.net_rng = random.Random(f"{schedule.seed}-network")
         self.voters = frozenset(schedule.voter_ids)
         self.node_ids = schedule.voter_ids + schedule.observer_ids
-        self.disks = {n: Disk() for n in self.node_ids}
+        self.disks = {n: Disk(f"dir-{n}-0") for n in self.node_ids}
+        self.wiped: set[int] = set()  # nodes that lost their disk
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.node_ids}
         self.incarnation = dict.fromkeys(self.node_ids, 0)
         self.wake_token = dict.fromkeys(self.node_ids, 0)
@@ -184,7 +193,10 @@ class Simulation:
         end = s.heal_at_ms + s.liveness_bound_ms
         while self.queue:
             at, _, kind, args = heapq.heappop(self.queue)
-            if at > end or (self.live_at is not None and at > self.live_at + 500):
+            if s.run_until_ms is not None:
+                if at > s.run_until_ms:
+                    break
+            elif at > end or (self.live_at is not None and at > self.live_at + 500):
                 break
             self.now = at
             getattr(self, "_on_" + kind)(*args)
@@ -209,7 +221,11 @@ class Simulation:
         disk = self.disks[n]
         self.incarnation[n] += 1
         stored = quorum_state.decode(disk.quorum_state) if disk.quorum_state is not None else None
-        config = QuorumConfig(node_id=n, voters=self.voters)
+        # Without directory ids (Kafka 3.7) a node neither knows nor sends its log dir's id.
+        directories = {v: f"dir-{v}-0" for v in self.voters} if self.schedule.directory_ids else None
+        config = QuorumConfig(node_id=n, voters=self.voters, pre_vote=self.schedule.pre_vote,
+                              directory_id=disk.directory_id if directories else None,
+                              voter_directories=directories)
         rng = random.Random(f"{self.schedule.seed}-{n}-{self.incarnation[n]}")
         node = RaftNode(config, disk.log, stored, rng, self.now)
         self.nodes[n] = node
@@ -322,6 +338,20 @@ class Simulation:
             leaders = self._leaders()
             for n in self.node_ids:
                 self.side[n] = 1 if n in leaders else 0
+        elif fault.kind == "wipe-follower":
+            leaders = self._leaders()
+            leader_side = self.side[leaders[0]] if leaders else 0
+            n = max(v for v in self.voters if v not in leaders and self.side[v] == leader_side)
+            self._crash(n)
+            self.wiped.add(n)
+            self.disks[n] = Disk(f"dir-{n}-{len(self.wiped)}")
+            self.max_epoch[n] = self.max_hw[n] = 0  # a new disk starts from nothing: not a step back
+            self._start(n)
+        elif fault.kind == "isolate-follower":
+            leaders = self._leaders()
+            cut = min(v for v in self.voters if v not in leaders)
+            for n in self.node_ids:
+                self.side[n] = 1 if n == cut else 0
 
     def _leaders(self) -> list[int]:
         return [n for n, node in self.nodes.items() if node is not None and isinstance(node.state, Leader)]
@@ -395,7 +425,9 @@ class Simulation:
 
     def _check_majority(self) -> None:
         hw = len(self.committed)
-        if hw == 0:
+        if hw == 0 or self.wiped:
+            # A lost disk takes its copies with it: Raft assumes durable disks, so after a wipe what must hold is
+            # that the committed log never changes, not that a majority still holds it.
             return
         last = self.committed[-1]
         holding = 0

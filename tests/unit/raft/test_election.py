@@ -252,3 +252,44 @@ def test_randomness_comes_only_from_the_callers_source():
     a = RaftNode(QuorumConfig(node_id=1, voters=VOTERS), InMemoryLog(), None, random.Random(3), 0)
     b = RaftNode(QuorumConfig(node_id=1, voters=VOTERS), InMemoryLog(), None, random.Random(3), 0)
     assert a.state.election_deadline == b.state.election_deadline
+
+
+# --- Pre-Vote (KIP-996, the `kraft-fixed` switch) -------------------------------------------------------------
+
+
+def pre_vote(epoch: int, candidate: int, last_epoch: int, last_offset: int) -> m.VoteRequest:
+    return m.VoteRequest("", epoch, candidate, last_epoch, last_offset, pre_vote=True)
+
+
+def test_a_pre_vote_is_granted_without_moving_the_voters_epoch_or_its_vote():
+    node = make_node(log=log_of(1, 1), stored=ElectionState(1, voters=VOTERS))
+    response, effects = answer(node, pre_vote(2, 2, 1, 2))
+    assert response.vote_granted and response.leader_epoch == 1
+    assert isinstance(node.state, Unattached) and node.epoch == 1 and persisted(effects) == []
+    assert answer(node, vote(2, 3, 1, 2))[0].vote_granted  # its real vote is still free
+
+
+def test_no_pre_vote_while_the_voter_hears_from_its_leader_nor_from_the_leader_itself():
+    follower = make_node(stored=ElectionState(3, leader_id=3, voters=VOTERS))
+    assert isinstance(follower.state, Follower)
+    assert not answer(follower, pre_vote(4, 2, 0, 0), now=10)[0].vote_granted
+    # Once its fetches have timed out it would vote (and the node stands itself, or already has).
+    late = follower.state.fetch_deadline + 1
+    assert answer(follower, pre_vote(4, 2, 0, 0), now=late)[0].vote_granted
+
+
+def test_no_pre_vote_for_a_log_behind_the_voters():
+    node = make_node(log=log_of(1, 2, 2))
+    assert not answer(node, pre_vote(5, 2, 2, 2))[0].vote_granted
+
+
+def test_with_pre_vote_a_timed_out_voter_asks_first_in_its_own_epoch_and_stands_only_with_a_majority():
+    nodes = {n: make_node(n, stored=ElectionState(1, voters=VOTERS), pre_vote=True, seed=n) for n in VOTERS}
+    first = min(nodes, key=lambda n: nodes[n].state.election_deadline)
+    node = nodes[first]
+    effects = stand(node)
+    assert node.state.name == "prospective" and node.epoch == 1 and persisted(effects) == []
+    asks = sends(effects, m.VoteRequest)
+    assert asks and all(s.message.pre_vote and s.message.candidate_epoch == 2 for s in asks)
+    pump(nodes, first, effects, now=node.state.election_deadline - 1)
+    assert isinstance(node.state, Leader) and node.epoch == 2

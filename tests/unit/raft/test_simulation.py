@@ -52,7 +52,7 @@ def schedules(draw) -> Schedule:
         drop_rate=draw(st.sampled_from((0.0, 0.05, 0.3))),
         min_delay_ms=1, max_delay_ms=draw(st.sampled_from((2, 20, 150))),
         append_every_ms=draw(st.sampled_from((100, 400, 1000))),
-        faults=tuple(sorted(faults, key=lambda f: f.at_ms)), heal_at_ms=heal_at,
+        faults=tuple(sorted(faults, key=lambda f: f.at_ms)), heal_at_ms=heal_at, pre_vote=draw(st.booleans()),
     )
 
 
@@ -114,3 +114,52 @@ def test_a_mutant_that_grants_votes_to_stale_logs_is_caught(monkeypatch):
 def test_a_seed_replays_the_same_run():
     first, second = run(random_schedule(42)), run(random_schedule(42))
     assert first == second
+
+
+def leader_epochs(sim: Simulation) -> dict[int, int]:
+    """epoch -> the node that led it, over the run."""
+    return {epoch: n for n, history in sim.history.items() for _, state, epoch in history if state == "leader"}
+
+
+@pytest.mark.parametrize("pre_vote", [False, True])
+def test_a_voter_cut_off_alone_unseats_the_leader_when_it_returns_unless_pre_vote_keeps_its_epoch(pre_vote):
+    """KIP-996's case: cut off for 6 s, a voter stands again and again, each time in a higher epoch; back, its
+    Vote (Kafka 3.7) carries that epoch and the healthy leader steps down. With Pre-Vote it asks first, gets no
+    majority while the others hear from their leader, so its epoch never moves and the leader stays."""
+    sim = Simulation(Schedule(seed=5, voters=3, heal_at_ms=8000, pre_vote=pre_vote, run_until_ms=14000,
+                              faults=(Fault(2000, "isolate-follower"),)))
+    outcome = sim.run()
+    sim.check_liveness(outcome)
+    before = {epoch: n for epoch, n in leader_epochs(sim).items()
+              if any(state == "leader" and at < 2000 for at, state, e in sim.history[n] if e == epoch)}
+    (epoch_before, leader_before), = before.items()
+    cut = min(v for v in sim.voters if v != leader_before)
+    cut_epochs = [epoch for at, _, epoch in sim.history[cut] if 2000 <= at < 8000]
+    if pre_vote:
+        assert max(cut_epochs) == epoch_before and "prospective" in {s for _, s, _ in sim.history[cut]}
+        assert outcome.max_epoch == epoch_before and leader_epochs(sim) == {epoch_before: leader_before}
+        assert sim.nodes[leader_before].state.name == "leader"
+    else:
+        assert max(cut_epochs) > epoch_before + 1  # it stood several times while cut off
+        assert outcome.max_epoch > epoch_before  # and, back, forced an election
+        assert sim.nodes[leader_before].epoch > epoch_before  # the healthy leader of epoch_before stepped down
+
+
+@pytest.mark.parametrize("directory_ids", [False, True])
+def test_a_voter_that_lost_its_disk_helps_elect_a_leader_without_the_committed_log_unless_directory_ids(
+        directory_ids):
+    """KIP-853's case: one voter falls behind (cut off), the leader commits with the other, which then loses its
+    disk and restarts empty; the leader dies. In Kafka 3.7 the empty voter votes for the one behind, and what
+    was committed is overwritten. With directory ids the empty disk is not the voter it replaced: nobody is
+    elected until the old leader returns, and nothing committed changes."""
+    sim = Simulation(Schedule(seed=3, voters=3, heal_at_ms=12000, directory_ids=directory_ids,
+                              faults=(Fault(2000, "isolate-follower"), Fault(4000, "wipe-follower"),
+                                      Fault(4001, "crash-leader"), Fault(4002, "heal"))))
+    if not directory_ids:
+        with pytest.raises(InvariantViolation, match="committed"):
+            sim.run()
+        return
+    outcome = sim.run()
+    sim.check_liveness(outcome)
+    elected = [(at, n) for n, history in sim.history.items() for at, state, _ in history if state == "leader"]
+    assert not [at for at, _ in elected if 4001 < at < 12000]  # no leader while the old one was down

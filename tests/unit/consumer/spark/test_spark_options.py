@@ -56,11 +56,14 @@ def test_bad_options_fail_with_sparks_message(given_options, message):
     assert message in str(e.value)
 
 
-def test_zookeeper_connect_is_required_and_bootstrap_servers_is_refused():
-    with pytest.raises(ZkKafkaOptionError, match="Option 'zookeeper.connect' must be specified"):
+def test_exactly_one_of_zookeeper_connect_and_bootstrap_servers_names_the_cluster():
+    with pytest.raises(ZkKafkaOptionError, match="Option 'kafka.bootstrap.servers' or 'zookeeper.connect' must be"):
         parse_options({"subscribe": "a"})
-    with pytest.raises(ZkKafkaOptionError, match="instead of 'kafka.bootstrap.servers'"):
-        parse_options({"subscribe": "a", "kafka.bootstrap.servers": "h:9092"})
+    with pytest.raises(ZkKafkaOptionError, match="both name the cluster: set one"):
+        parse_options({"subscribe": "a", "kafka.bootstrap.servers": "h:9092", "zookeeper.connect": ZK})
+    by_brokers = parse_options({"subscribe": "a", "kafka.bootstrap.servers": " h:9092,g:9093 "})
+    assert (by_brokers.bootstrap_servers, by_brokers.zookeeper_connect) == ("h:9092,g:9093", None)
+    assert parse_options(options(subscribe="a")).bootstrap_servers is None
 
 
 def test_options_are_case_insensitive_and_parsed():

@@ -1,4 +1,4 @@
-"""Planning a zkkafka read from a ZooKeeper stand-in, and range splitting."""
+"""Planning a zkkafka read from a ZooKeeper stand-in (through the ZooKeeper view), and range splitting."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from consumer.spark import (
     plan_ranges,
     split_ranges,
 )
+from consumer.spark.cluster_view import ZooKeeperView
 from zkbroker.zk import paths
 from zkbroker.zk.znodes import LeaderIsrState, TopicAssignment, encode_offset
 
@@ -59,7 +60,7 @@ class FakeLookup:
         return self.latest[(topic, partition)]
 
 
-def cluster(topics: dict[str, int], committed: dict | None = None) -> FakeZk:
+def cluster(topics: dict[str, int], committed: dict | None = None) -> ZooKeeperView:
     nodes = {}
     for topic, count in topics.items():
         nodes[paths.topic_path(topic)] = TopicAssignment({p: (1, 2) for p in range(count)}).encode()
@@ -67,7 +68,7 @@ def cluster(topics: dict[str, int], committed: dict | None = None) -> FakeZk:
             nodes[paths.partition_state_path(topic, p)] = LeaderIsrState(1 + p % 2, 0, 1, (1, 2)).encode()
     for (topic, p), offset in (committed or {}).items():
         nodes[paths.consumer_offset_path("g", topic, p)] = encode_offset(offset)
-    return FakeZk(nodes)
+    return ZooKeeperView(FakeZk(nodes), ZK)
 
 
 def lookup(topics: dict[str, int], earliest: int = 0, latest: int = 100) -> FakeLookup:

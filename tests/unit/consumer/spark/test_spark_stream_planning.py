@@ -33,11 +33,10 @@ def test_a_stream_starts_at_latest_by_default_and_takes_latest_in_json():
      "ending timestamp not valid in streaming queries"),
     ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger must be positive"),
     ({}, "One of the following options must be specified for Kafka source: subscribe, subscribepattern, assign"),
-    ({"subscribe": "a", "kafka.bootstrap.servers": "h:9092"}, "zkkafka finds the brokers through ZooKeeper"),
+    ({"subscribe": "a", "kafka.bootstrap.servers": "h:9092"}, "both name the cluster"),
 ])
 def test_bad_stream_options_fail_with_sparks_message(given_options, message):
-    given = {"zookeeper.connect": ZK, **given_options} if "kafka.bootstrap.servers" not in given_options \
-        else given_options
+    given = {"zookeeper.connect": ZK, **given_options}
     with pytest.raises(ZkKafkaOptionError) as e:
         parse_stream_options(given)
     assert message in str(e.value)

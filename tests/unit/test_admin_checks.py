@@ -1,4 +1,4 @@
-"""The Admin API's checks (server/admin_checks.py), as Kafka 2.x makes them: each bad request gets Kafka's error
+"""The Admin API's checks (zkbroker/admin_checks.py), as Kafka 2.x makes them: each bad request gets Kafka's error
 code and a message that names the problem, with no ZooKeeper and no broker."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkbroker import admin_checks as checks
+from zkbroker.admin_checks import ApiError, TopicToCreate
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.server import admin_checks as checks
-from zkbroker.server.admin_checks import ApiError, TopicToCreate
 from zkbroker.zk.znodes import TopicAssignment
 
 LIVE = [1, 2, 3]

@@ -3,15 +3,19 @@ and what the cluster holds (live brokers, existing topics, configs), each raisin
 code and a message that says what is wrong. server/admin_manager.py reads ZooKeeper, calls these, then writes
 through zkbroker/admin.py.
 
+The same rules serve the quorum controller (controller/quorum/), which is why they live below both. Where the
+two modes differ is only where a topic's assignment is kept, hence how large it may be: an `AssignmentBound`.
+
 Beyond Kafka: an assignment whose `/brokers/topics/<t>` JSON would not fit in a znode is refused up front with
 INVALID_REQUEST naming the bound (Kafka let ZooKeeper fail the write), and before any assignment is built, so a
-request for two billion partitions costs nothing; a replica list that is empty is refused as well.
+request for two billion partitions costs nothing (`ZNODE_BOUND`; the metadata log's `RECORDS_BOUND` caps the
+partition records one request may write); a replica list that is empty is refused as well.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,11 +90,22 @@ def topic_to_create(entry: Any) -> TopicToCreate:
                          {c.name: c.value for c in entry.configs})
 
 
+@dataclass(frozen=True)
+class AssignmentBound:
+    """How large one request's assignment may be where the mode keeps it: `count` checks a partition count
+    before an assignment is built (so a huge count costs nothing), `assignment` the assignment built."""
+
+    count: Callable[[str, int], None]
+    assignment: Callable[[str, Assignment], None]
+
+
 def creation_assignment(topic: TopicToCreate, live_brokers: Sequence[int], default_partitions: int,
-                        default_replication_factor: int, rng: random.Random | None = None) -> Assignment:
+                        default_replication_factor: int, rng: random.Random | None = None,
+                        bound: AssignmentBound | None = None) -> Assignment:
     """Kafka's checks of a topic to create (KafkaApis, AdminManager.createTopics, AdminZkClient.validateTopicCreate)
     and the assignment it gets: the one given, or Kafka's spread over the live brokers. Existence is checked
-    by the caller (check_not_existing); the configs here."""
+    by the caller (check_not_existing); the configs here. `bound`: ZooKeeper's znode unless given."""
+    bound = bound or ZNODE_BOUND
     nulls = sorted(name for name, value in topic.configs.items() if value is None)
     if nulls:
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Null value not supported for topic configs : {','.join(nulls)}")
@@ -100,20 +115,21 @@ def creation_assignment(topic: TopicToCreate, live_brokers: Sequence[int], defau
                                                   "were set. Both cannot be used at the same time.")
     if topic.assignments:
         assignment = {p: tuple(brokers) for p, brokers in topic.assignments.items()}
-        check_znode_size(topic.name, assignment)
+        bound.assignment(topic.name, assignment)
         check_assignment(assignment)
     else:
         partitions = default_partitions if topic.num_partitions == NO_NUM_PARTITIONS else topic.num_partitions
         replication = (default_replication_factor if topic.replication_factor == NO_REPLICATION_FACTOR
                        else topic.replication_factor)
-        check_counts(topic.name, partitions, replication, len(live_brokers))
+        check_counts(partitions, replication, len(live_brokers))
+        bound.count(topic.name, partitions)
         assignment = admin.assign_replicas_to_brokers(sorted(live_brokers), partitions, replication, rng=rng)
-        check_znode_size(topic.name, assignment)
+        bound.assignment(topic.name, assignment)
     check_topic_configs(topic.configs, ErrorCode.INVALID_CONFIG)
     return assignment
 
 
-def check_counts(topic: str, partitions: int, replication_factor: int, live_brokers: int) -> None:
+def check_counts(partitions: int, replication_factor: int, live_brokers: int) -> None:
     if partitions <= 0:
         raise ApiError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
     if replication_factor <= 0:
@@ -121,8 +137,6 @@ def check_counts(topic: str, partitions: int, replication_factor: int, live_brok
     if replication_factor > live_brokers:
         raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                        f"Replication factor: {replication_factor} larger than available brokers: {live_brokers}.")
-    if partitions * _MIN_ENTRY_BYTES > ZNODE_MAX_BYTES:
-        raise _too_large(topic, partitions * _MIN_ENTRY_BYTES, at_least=True)
 
 
 def check_assignment(assignment: Assignment) -> None:
@@ -148,11 +162,35 @@ def check_znode_size(topic: str, assignment: Assignment) -> None:
         raise _too_large(topic, size, at_least=False)
 
 
+def _check_znode_count(topic: str, partitions: int) -> None:
+    if partitions * _MIN_ENTRY_BYTES > ZNODE_MAX_BYTES:
+        raise _too_large(topic, partitions * _MIN_ENTRY_BYTES, at_least=True)
+
+
 def _too_large(topic: str, size: int, at_least: bool) -> ApiError:
     return ApiError(ErrorCode.INVALID_REQUEST,
                     f"The assignment of topic {topic} would take {'at least ' if at_least else ''}{size} bytes in "
                     f"/brokers/topics/{topic}; ZooKeeper refuses a znode over {ZNODE_MAX_BYTES} bytes "
                     f"(jute.maxbuffer) less {_FRAMING_BYTES} for the request's framing.")
+
+
+#: ZooKeeper mode: the whole assignment is one `/brokers/topics/<t>` znode.
+ZNODE_BOUND = AssignmentBound(_check_znode_count, check_znode_size)
+
+#: KRaft mode: one PartitionRecord per partition, all in one batch of the metadata log (ours, not Kafka's: a
+#: cap that keeps one request's batch bounded; Kafka 3.7 bounds it by its own record limits).
+MAX_PARTITIONS_PER_REQUEST = 1_000_000
+
+
+def _check_record_count(topic: str, partitions: int) -> None:
+    if partitions > MAX_PARTITIONS_PER_REQUEST:
+        raise ApiError(ErrorCode.INVALID_REQUEST,
+                       f"Topic {topic} would get {partitions} partition records in one request; the controller "
+                       f"writes at most {MAX_PARTITIONS_PER_REQUEST} per request.")
+
+
+RECORDS_BOUND = AssignmentBound(_check_record_count, lambda topic, assignment: _check_record_count(
+    topic, len(assignment)))
 
 
 def check_topic_configs(configs: Mapping[str, str | None], bad_value_code: int) -> dict[str, str]:
@@ -171,9 +209,11 @@ def check_topic_configs(configs: Mapping[str, str | None], bad_value_code: int) 
 
 def new_partitions_assignment(topic: str, existing: Assignment, count: int,
                               given: Sequence[Sequence[int]] | None, live_brokers: Sequence[int],
-                              registered_brokers: Sequence[int], rng: random.Random | None = None) -> Assignment:
+                              registered_brokers: Sequence[int], rng: random.Random | None = None,
+                              bound: AssignmentBound | None = None) -> Assignment:
     """CreatePartitions (AdminManager.createPartitions, AdminZkClient.createNewPartitionsAssignment): the
-    assignment of the partitions added to reach `count`."""
+    assignment of the partitions added to reach `count`. `bound`: ZooKeeper's znode unless given."""
+    bound = bound or ZNODE_BOUND
     old = len(existing)
     increment = count - old
     if increment < 0:
@@ -210,15 +250,14 @@ def new_partitions_assignment(topic: str, existing: Assignment, count: int,
         if replication > len(live_brokers):
             raise ApiError(ErrorCode.INVALID_REPLICATION_FACTOR,
                            f"Replication factor: {replication} larger than available brokers: {len(live_brokers)}.")
-        if increment * _MIN_ENTRY_BYTES > ZNODE_MAX_BYTES:
-            raise _too_large(topic, increment * _MIN_ENTRY_BYTES, at_least=True)
+        bound.count(topic, increment)
         brokers = sorted(live_brokers)
         head = existing[min(existing)][0]
         # Kafka 2.x starts at the first broker whose id is at least partition 0's preferred replica
         start = next((i for i, b in enumerate(brokers) if b >= head), 0)
         added = admin.assign_replicas_to_brokers(brokers, increment, replication, fixed_start_index=start,
                                                  start_partition_id=old, rng=rng)
-    check_znode_size(topic, {**existing, **added})
+    bound.assignment(topic, {**existing, **added})
     return added
 
 
