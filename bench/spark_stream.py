@@ -3,7 +3,8 @@
 1. End-to-end latency, produce -> Parquet file committed: a producer writes at 1,000 and at 50,000 records/s, each
    record stamped with its CreateTime (magic 1), while a streaming query (processing-time trigger of 0: a batch as
    soon as the last one ends) writes Parquet. A watcher sees each batch's entry appear in the sink's metadata log
-   (`_spark_metadata/<batch>`, the moment the batch is committed) and reads the timestamps of the files it names:
+   (`_spark_metadata/<batch>`, or `<batch>.compact` every tenth batch: the moment the batch is committed) and reads
+   the timestamps of the files it names for the first time:
    latency = commit seen - CreateTime, p50 / p99 / max over every record. Reference: Spark's micro-batch
    engine documents ~100 ms end-to-end latencies at best (Structured Streaming Programming Guide).
 2. Trigger.AvailableNow rows/s over a backlog, beside the batch path (`spark.read` ... `write.parquet`) over the
@@ -109,8 +110,9 @@ class PacedProducer(threading.Thread):
 
 
 class CommitWatcher(threading.Thread):
-    """Sees each batch of a file sink committed (its `_spark_metadata/<n>` file appearing) and measures, for every
-    record of the files it names, the time from CreateTime to then."""
+    """Sees each batch of a file sink committed (its `_spark_metadata/<n>` file appearing, or `<n>.compact` every
+    tenth batch, which names the files of every batch so far) and measures, for every record of the files it
+    commits, the time from CreateTime to then."""
 
     def __init__(self, output: Path) -> None:
         super().__init__(daemon=True)
@@ -124,17 +126,22 @@ class CommitWatcher(threading.Thread):
         import pyarrow.parquet as pq
 
         seen: set[str] = set()
+        files: set[str] = set()
         log_dir = self.output / "_spark_metadata"
         while not self._done.is_set():
             names = sorted(p.name for p in log_dir.iterdir()) if log_dir.is_dir() else []
             for name in names:
-                if name in seen or not name.isdigit():
+                batch = name.removesuffix(".compact")
+                if name in seen or not batch.isdigit():
                     continue
                 committed_ms = time.time() * 1000
-                seen.add(name)
-                self.batches += 1
+                self.batches += batch not in seen
+                seen |= {name, batch}
                 for line in (log_dir / name).read_text().splitlines()[1:]:
                     path = json.loads(line)["path"].removeprefix("file://")
+                    if path in files:  # a compaction names the files of earlier batches again
+                        continue
+                    files.add(path)
                     # Whatever unit the file stores (Spark's INT96 reads as nanoseconds), as milliseconds.
                     stamps = (pq.read_table(path, columns=["timestamp"]).column("timestamp")
                               .cast(pa.timestamp("ms")).cast(pa.int64()))

@@ -42,8 +42,13 @@ class ControllerContext:
     leadership: dict[TopicPartition, LeaderIsrAndZkVersion] = field(default_factory=dict)
     # Each topic's settings, with its overrides, for the controller's decisions (unclean.leader.election.enable).
     topic_configs: dict[str, LogConfig] = field(default_factory=dict)
-    # RAR of every partition being reassigned (/admin/reassign_partitions).
+    # RAR of every partition being reassigned (/admin/reassign_partitions, or the Admin API's KIP-455).
     partitions_being_reassigned: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    # OAR of each partition being reassigned (what ListPartitionReassignments reports as the replicas it is
+    # adding and removing, and what a cancellation goes back to).
+    reassignment_origins: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    # The reassignments the Admin API started: kept in the topic znode (version 2), not /admin/reassign_partitions.
+    api_reassignments: set[TopicPartition] = field(default_factory=set)
     partitions_undergoing_preferred_election: set[TopicPartition] = field(default_factory=set)
 
     @property

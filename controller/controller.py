@@ -42,12 +42,14 @@ from controller.context import ControllerContext
 from controller.deletion import TopicDeletionManager
 from controller.election import ControllerMovedError, ZookeeperLeaderElector
 from controller.events import (
+    AlterReassignments,
     AutoLeaderRebalance,
     BrokerChange,
     ControlledShutdown,
     ControllerEvent,
     DeleteTopicsChange,
     Elect,
+    ListReassignments,
     PreferredReplicaElectionChange,
     ReassignedPartitionIsrChange,
     ReassignPartitionsChange,
@@ -57,6 +59,7 @@ from controller.events import (
     TopicChange,
     TopicConfigChange,
     TopicDataChange,
+    UncleanElection,
 )
 from controller.leader_selector import partitions_to_rebalance
 from controller.leadership_writer import LeadershipWriter, read_leaderships
@@ -138,6 +141,7 @@ class KafkaController(SessionListener):
         self._rebalance_timer: _Ticker | None = None
         self._closing = threading.Event()  # set by shutdown: stop holding for an unreachable ZooKeeper
         self._last_config_change = -1
+        self._moving_topics: dict[str, TopicAssignment] = {}  # read at failover: API reassignments to resume
         self._queue: queue.Queue[ControllerEvent] = queue.Queue()
         self._held_event: ControllerEvent | None = None  # taken from the queue, waiting out a lab hold
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.broker_id}", daemon=True)
@@ -154,6 +158,9 @@ class KafkaController(SessionListener):
             AutoLeaderRebalance: self._check_and_trigger_partition_rebalance,
             StopReplicaAnswer: self._on_stop_replica_answer,
             ControlledShutdown: self._on_controlled_shutdown,
+            UncleanElection: self._on_unclean_election,
+            AlterReassignments: lambda e: e.reply(self.reassigner.alter(e.moves)),
+            ListReassignments: lambda e: e.reply(self.reassigner.listing(e.partitions)),
         }
 
     def _take_context(self, context: ControllerContext) -> None:
@@ -223,6 +230,21 @@ class KafkaController(SessionListener):
         """A ControlledShutdown request (from the network thread): `reply(error code, partitions the broker
         still leads)` is called later, on the event thread, once leadership has been moved."""
         self._queue.put(ControlledShutdown(broker_id, reply))
+
+    def elect_unclean(self, partitions: Iterable[TopicPartition],
+                      reply: Callable[[dict[TopicPartition, int]], None]) -> None:
+        """ElectLeaders UNCLEAN (from the network thread): `reply({partition: error code})` is called later, on
+        the event thread."""
+        self._queue.put(UncleanElection(tuple(partitions), reply))
+
+    def alter_reassignments(self, moves: dict[TopicPartition, tuple[int, ...] | None],
+                            reply: Callable[[dict], None]) -> None:
+        """AlterPartitionReassignments (from the network thread); `reply` comes on the event thread."""
+        self._queue.put(AlterReassignments(moves, reply))
+
+    def list_reassignments(self, partitions: Iterable[TopicPartition] | None, reply: Callable[[dict], None]) -> None:
+        """ListPartitionReassignments (from the network thread); `reply` comes on the event thread."""
+        self._queue.put(ListReassignments(None if partitions is None else tuple(partitions), reply))
 
     # ---- ZooKeeper callbacks (ZkClient event thread) and broker answers (sender threads): enqueue only ------
 
@@ -441,6 +463,8 @@ class KafkaController(SessionListener):
             self.channel.add_broker(broker)
         self._initialize_preferred_replica_election(preferred_data)
         self.reassigner.initialize(reassign_data)
+        self.reassigner.initialize_api(self._moving_topics)
+        self._moving_topics = {}
         self._initialize_topic_deletion(queued)
         self.batch = self._new_batch()
         # (5) replicas: each one on a live broker hears its partition's current leadership
@@ -540,6 +564,8 @@ class KafkaController(SessionListener):
             if assignment is None:
                 continue
             readable.append(topic)
+            if assignment.adding or assignment.removing:
+                self._moving_topics[topic] = assignment  # an API reassignment a failover resumes
             for partition, replicas in assignment.partitions.items():
                 ctx.assignments[(topic, partition)] = replicas
                 partitions.append((topic, partition))
@@ -845,6 +871,31 @@ class KafkaController(SessionListener):
             self.log.info("Leader imbalance found for brokers %s; moving leadership of %s back to the preferred "
                           "replicas", _ids(b for b in moves if b in ctx.live_broker_ids), _tps(partitions))
             self._on_preferred_replica_election(partitions, auto=True)
+
+    # ---- unclean election on request (KIP-460) --------------------------------------------------------------
+
+    def _on_unclean_election(self, event: UncleanElection) -> None:
+        """Kafka 2.4's electLeaders with ElectionType.UNCLEAN in ZooKeeper mode: a partition that has a live leader
+        needs no election; an offline one gets the first live ISR member, else the first live replica of its
+        assignment, whatever unclean.leader.election.enable says (the operator asked for the data loss)."""
+        ctx = self.context
+        results: dict[TopicPartition, int] = {}
+        offline = []
+        for tp in dict.fromkeys(event.partitions):
+            if tp not in ctx.assignments or self.deletion.is_queued(tp[0]):
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif tp in ctx.leadership and ctx.leadership[tp].leader in ctx.live_broker_ids:
+                results[tp] = ErrorCode.ELECTION_NOT_NEEDED
+            else:
+                offline.append(tp)
+        if offline:
+            self.log.info("Starting unclean leader election for partitions %s", _tps(offline))
+            self.partition_state_machine.handle_state_changes(offline, PartitionState.ONLINE, Selector.OFFLINE,
+                                                              force_unclean=True)
+            for tp in offline:
+                elected = tp in ctx.leadership and ctx.leadership[tp].leader in ctx.live_broker_ids
+                results[tp] = ErrorCode.NONE if elected else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        event.reply(results)
 
     # ---- controlled shutdown --------------------------------------------------------------------------------
 

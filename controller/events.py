@@ -92,6 +92,34 @@ class ControlledShutdown:
 
 
 @dataclass(frozen=True)
+class UncleanElection:
+    """ElectLeaders with election type UNCLEAN (KIP-460, from the Admin API): elect a leader for each offline
+    partition named, from any live replica when no ISR member is alive. `reply({partition: error code})` is
+    called on the event thread once done (never if this broker stops being the controller first)."""
+
+    partitions: tuple[TopicPartition, ...]
+    reply: Callable[[dict[TopicPartition, int]], None]
+
+
+@dataclass(frozen=True)
+class AlterReassignments:
+    """AlterPartitionReassignments (KIP-455, from the Admin API): each partition's target replicas, None to cancel.
+    `reply({partition: (error code, message)})` is called on the event thread."""
+
+    moves: dict[TopicPartition, tuple[int, ...] | None]
+    reply: Callable[[dict[TopicPartition, tuple[int, str | None]]], None]
+
+
+@dataclass(frozen=True)
+class ListReassignments:
+    """ListPartitionReassignments (KIP-455): `reply({partition: (replicas, adding, removing)})` for the partitions
+    named (None: all) that are being reassigned."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    reply: Callable[[dict[TopicPartition, tuple[tuple[int, ...], ...]]], None]
+
+
+@dataclass(frozen=True)
 class SessionExpired:
     """Our ZooKeeper session expired: a controller resigns at once (Kafka's handleNewSession, first half)."""
 
@@ -103,4 +131,5 @@ class Shutdown:
 
 ControllerEvent = (Elect | BrokerChange | TopicChange | TopicDataChange | DeleteTopicsChange | ReassignPartitionsChange
                    | ReassignedPartitionIsrChange | PreferredReplicaElectionChange | TopicConfigChange
-                   | AutoLeaderRebalance | StopReplicaAnswer | ControlledShutdown | SessionExpired | Shutdown)
+                   | AutoLeaderRebalance | StopReplicaAnswer | ControlledShutdown | UncleanElection | AlterReassignments
+                   | ListReassignments | SessionExpired | Shutdown)

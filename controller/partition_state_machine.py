@@ -54,12 +54,14 @@ class PartitionStateMachine:
         self.handle_state_changes(pending, PartitionState.ONLINE)
 
     def handle_state_changes(self, partitions: Iterable[TopicPartition], target: PartitionState,
-                             selector: Selector = Selector.OFFLINE) -> None:
-        """Move the partitions to `target`; ONLINE from ONLINE/OFFLINE elects with `selector`."""
+                             selector: Selector = Selector.OFFLINE, force_unclean: bool = False) -> None:
+        """Move the partitions to `target`; ONLINE from ONLINE/OFFLINE elects with `selector`. `force_unclean`: an
+        offline election may pick a replica out of the ISR whatever the topic's config (KIP-460's unclean
+        election on request)."""
         valid, refused = decide.valid_moves(self.ctx, self.states, partitions, target)
         emit(refused)
         if target is PartitionState.ONLINE:
-            self._to_online(valid, selector)
+            self._to_online(valid, selector, force_unclean)
             return
         for tp, _ in valid:
             if target is PartitionState.NON_EXISTENT:
@@ -76,10 +78,11 @@ class PartitionStateMachine:
 
     # ---- transitions to ONLINE ----------------------------------------------------------------------------
 
-    def _to_online(self, partitions: list[tuple[TopicPartition, PartitionState]], selector: Selector) -> None:
+    def _to_online(self, partitions: list[tuple[TopicPartition, PartitionState]], selector: Selector,
+                   force_unclean: bool = False) -> None:
         elected = self._initialize_leaders([tp for tp, current in partitions if current is PartitionState.NEW])
         elected.update(self._elect_leaders([(tp, current) for tp, current in partitions
-                                            if current is not PartitionState.NEW], selector))
+                                            if current is not PartitionState.NEW], selector, force_unclean))
         for tp in elected:
             self.states[tp] = PartitionState.ONLINE
         emit(decide.online_lines(self.ctx, partitions, elected,
@@ -154,14 +157,14 @@ class PartitionStateMachine:
         return created
 
     def _elect_leaders(self, partitions: list[tuple[TopicPartition, PartitionState]],
-                       selector: Selector) -> dict[TopicPartition, Election]:
+                       selector: Selector, force_unclean: bool = False) -> dict[TopicPartition, Election]:
         """OFFLINE/ONLINE -> ONLINE, through the leadership writer (read, decide, conditional write, retry)."""
         ctx = self.ctx
         previous = dict(partitions)
         level = per_partition_level(len(partitions))
         unclean = {}
         if selector is Selector.OFFLINE:
-            unclean = {t: self.unclean_election_enabled(t) for t in {tp[0] for tp in previous}}
+            unclean = {t: force_unclean or self.unclean_election_enabled(t) for t in {tp[0] for tp in previous}}
         not_needed = 0
 
         def elect(tp: TopicPartition, current):

@@ -18,6 +18,14 @@ equals AR, RAR is empty or repeats a broker, a broker of RAR is not live, or its
 New AR order during the move: OAR then RAR - OAR (0.8.2 used a set, so its order was arbitrary). An
 unreadable `/admin/reassign_partitions` is logged and deleted, so that it cannot block the next
 reassignment (0.8.2 ignored it and left it in place).
+
+Kafka 2.4's reassignments through the Admin API (KIP-455: AlterPartitionReassignments, ListPartitionReassignments)
+take the same twelve steps. They are not written to `/admin/reassign_partitions`: while one runs, the topic's
+znode takes version 2 with the partition's `adding_replicas` (RAR - OAR) and `removing_replicas` (OAR - RAR), which
+is also what a new controller resumes them from. Cancelling one (replicas null) reassigns the partition back to
+its OAR: the adding replicas are stopped and deleted, the leader moves back if it was one of them. A partition
+the ZooKeeper tool is moving, or one the API is already moving, is refused with REASSIGNMENT_IN_PROGRESS (Kafka
+2.4 would retarget it).
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from controller.partition_state_machine import PartitionStateMachine
 from controller.replica_state import ReplicaState
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
+from zkbroker.protocol.errors import ErrorCode
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
@@ -185,8 +194,8 @@ class PartitionReassigner:
                 continue
             self.initiate(tp, rar)
 
-    def initiate(self, tp: TopicPartition, rar: tuple[int, ...]) -> None:
-        """initiateReassignReplicasForTopicPartition."""
+    def initiate(self, tp: TopicPartition, rar: tuple[int, ...], api: bool = False) -> None:
+        """initiateReassignReplicasForTopicPartition (`api`: asked through AlterPartitionReassignments)."""
         error = refusal(self.ctx, tp, rar)
         if error is not None:
             self.log.error("Error completing reassignment of partition %s: %s", _tp(tp), error)
@@ -195,6 +204,9 @@ class PartitionReassigner:
         self.log.info("Handling reassignment of partition %s to new replicas %s", _tp(tp), _ids(rar))
         self.zk.subscribe_data_changes(paths.partition_state_path(*tp), self.on_isr_change)
         self.ctx.partitions_being_reassigned[tp] = rar
+        self.ctx.reassignment_origins.setdefault(tp, self.ctx.assignments[tp])
+        if api:
+            self.ctx.api_reassignments.add(tp)
         self.deletion.mark_ineligible({tp[0]})
         self.reassign(tp)
 
@@ -250,8 +262,10 @@ class PartitionReassigner:
         rsm.handle_state_changes(old, ReplicaState.DELETION_STARTED)                          # 9
         rsm.handle_state_changes(old, ReplicaState.DELETION_SUCCESSFUL)
         rsm.handle_state_changes(old, ReplicaState.NON_EXISTENT)
+        api = tp in self.ctx.api_reassignments
+        self.ctx.api_reassignments.discard(tp)  # the node written next no longer lists it as moving
         self._update_assigned_replicas(tp, rar)                                               # 10
-        self.remove_partition(tp)                                                             # 11
+        self.remove_partition(tp, api)                                                        # 11
         self.log.info("Removed partition %s from the list of reassigned partitions in zookeeper", _tp(tp))
         leadership = self.ctx.leadership.get(tp)                                              # 12
         if leadership is not None:
@@ -278,7 +292,15 @@ class PartitionReassigner:
         topic = tp[0]
         assignment = {p: self.ctx.assignments[(t, p)] for t, p in self.ctx.partitions_of(topic)}
         assignment[tp[1]] = tuple(replicas)
-        if self.writer.set(paths.topic_path(topic), TopicAssignment(assignment).encode(), -1) is None:
+        adding, removing = {}, {}
+        for moving in self.ctx.api_reassignments:  # version 2 while the API moves some of its partitions
+            if moving[0] == topic:
+                oar, rar = self.ctx.reassignment_origins[moving], self.ctx.partitions_being_reassigned[moving]
+                adding[moving[1]] = tuple(r for r in rar if r not in oar)
+                removing[moving[1]] = tuple(r for r in oar if r not in rar)
+        znode = TopicAssignment(assignment, {p: r for p, r in adding.items() if r},
+                                {p: r for p, r in removing.items() if r})
+        if self.writer.set(paths.topic_path(topic), znode.encode(), -1) is None:
             raise ReassignmentError(f"Topic {topic} doesn't exist")
         self.ctx.assignments[tp] = tuple(replicas)
         self.log.info("Updated assigned replicas for partition %s being reassigned to %s", _tp(tp), _ids(replicas))
@@ -300,10 +322,18 @@ class PartitionReassigner:
         self.requests().add_leader_and_isr(recipients, tp, state, new_assigned)
         self.log.info("Updated leader epoch for partition %s to %d", _tp(tp), state.leader_epoch)
 
-    def remove_partition(self, tp: TopicPartition) -> None:
-        """removePartitionFromReassignedPartitions: stop watching its ISR, rewrite the node without it."""
+    def remove_partition(self, tp: TopicPartition, api: bool | None = None) -> None:
+        """removePartitionFromReassignedPartitions: stop watching its ISR, rewrite the node without it (an API
+        reassignment has no entry in the node)."""
         if tp in self.ctx.partitions_being_reassigned:
             self.zk.unsubscribe(paths.partition_state_path(*tp), self.on_isr_change)
+        self.ctx.reassignment_origins.pop(tp, None)
+        if api is None:
+            api = tp in self.ctx.api_reassignments
+        self.ctx.api_reassignments.discard(tp)
+        if api:
+            self.ctx.partitions_being_reassigned.pop(tp, None)
+            return
         data, _ = self.zk.get(paths.REASSIGN_PARTITIONS)
         try:
             remaining = [m for m in decode_reassignment(data) if (m.topic, m.partition) != tp] if data else []
@@ -315,6 +345,76 @@ class PartitionReassigner:
             self.writer.delete(paths.REASSIGN_PARTITIONS)
             self.log.info("No more partitions need to be reassigned. Deleting zk path %s", paths.REASSIGN_PARTITIONS)
         self.ctx.partitions_being_reassigned.pop(tp, None)
+
+    # ---- the Admin API (KIP-455) --------------------------------------------------------------------------------
+
+    def initialize_api(self, topics: dict[str, TopicAssignment]) -> None:
+        """At failover: the API reassignments a previous controller left running, from the topics' version 2
+        znodes (OAR = the replicas less those being added; RAR = less those being removed)."""
+        for topic, znode in sorted(topics.items()):
+            for partition in sorted(set(znode.adding) | set(znode.removing)):
+                tp = (topic, partition)
+                full = znode.partitions.get(partition)
+                if full is None or tp in self.ctx.partitions_being_reassigned:
+                    continue
+                adding, removing = znode.adding.get(partition, ()), znode.removing.get(partition, ())
+                self.ctx.partitions_being_reassigned[tp] = tuple(r for r in full if r not in removing)
+                self.ctx.reassignment_origins[tp] = tuple(r for r in full if r not in adding)
+                self.ctx.api_reassignments.add(tp)
+                self.zk.subscribe_data_changes(paths.partition_state_path(*tp), self.on_isr_change)
+                self.log.info("Resuming the Admin API's reassignment of partition %s to %s", _tp(tp),
+                              _ids(self.ctx.partitions_being_reassigned[tp]))
+
+    def alter(self, moves: dict[TopicPartition, tuple[int, ...] | None]) -> dict[TopicPartition,
+                                                                                 tuple[int, str | None]]:
+        """AlterPartitionReassignments: start each move (or cancel it, for None); each partition's error code
+        and message, as Kafka's controller answers them (the move itself completes later)."""
+        out: dict[TopicPartition, tuple[int, str | None]] = {}
+        for tp, target in moves.items():
+            being = tp in self.ctx.partitions_being_reassigned
+            if tp not in self.ctx.assignments or self.deletion.is_queued(tp[0]):
+                out[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            elif target is None:
+                if tp not in self.ctx.api_reassignments:
+                    out[tp] = (ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                               f"The reassignment of partition {tp[0]}-{tp[1]} was started through ZooKeeper"
+                               if being else f"No reassignment is in progress for partition {tp[0]}-{tp[1]}")
+                else:
+                    origin = self.ctx.reassignment_origins[tp]
+                    self.log.info("Cancelling reassignment of partition %s: back to replicas %s", _tp(tp),
+                                  _ids(origin))
+                    self.ctx.partitions_being_reassigned[tp] = origin
+                    out[tp] = (ErrorCode.NONE, None)
+                    self.reassign(tp)
+            elif being:
+                out[tp] = (ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                           f"A reassignment of partition {tp[0]}-{tp[1]} is already in progress")
+            elif not target or len(set(target)) != len(target):
+                out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"The proposed assignment [{_ids(target)}] is empty or repeats a broker")
+            elif any(r not in self.ctx.live_broker_ids for r in target):
+                out[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                           f"Replica assignment has brokers that are not alive. Replica list: {_ids(target)}, live "
+                           f"broker list: {_ids(sorted(self.ctx.live_broker_ids))}")
+            else:
+                out[tp] = (ErrorCode.NONE, None)
+                if self.ctx.assignments[tp] != target:  # the same replicas: nothing to move, as Kafka answers
+                    self.initiate(tp, target, api=True)
+        return out
+
+    def listing(self, partitions: list[TopicPartition] | None) -> dict[TopicPartition, tuple[tuple[int, ...], ...]]:
+        """ListPartitionReassignments: (replicas, adding, removing) of each partition being reassigned, however
+        it was asked for (None: all of them)."""
+        wanted = self.ctx.partitions_being_reassigned if partitions is None else partitions
+        out = {}
+        for tp in sorted(wanted):
+            rar = self.ctx.partitions_being_reassigned.get(tp)
+            if rar is None:
+                continue
+            oar = self.ctx.reassignment_origins.get(tp, self.ctx.assignments.get(tp, ()))
+            out[tp] = (self.ctx.assignments.get(tp, ()), tuple(r for r in rar if r not in oar),
+                       tuple(r for r in oar if r not in rar))
+        return out
 
     def stop_watching(self) -> None:
         for tp in self.ctx.partitions_being_reassigned:

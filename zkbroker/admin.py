@@ -39,6 +39,8 @@ MAX_TOPIC_LENGTH = 255
 # with a 32-character id while it is deleted) stays within 255 characters.
 MAX_TOPIC_LENGTH_2X = 249
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"  # the transaction coordinator's log (DESIGN §18)
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 
 Assignment = dict[int, tuple[int, ...]]
 

@@ -75,9 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
                                "--print-data-log)")
     dump_log.set_defaults(run=_dump_log)
 
-    from zkbroker.tools import configs, preferred_replica_election, reassign_partitions, topics
+    from zkbroker.tools import (
+        configs,
+        delete_records,
+        leader_election,
+        preferred_replica_election,
+        reassign_partitions,
+        topics,
+    )
     topics.add_command(commands)
     configs.add_command(commands)
+    delete_records.add_command(commands)
+    leader_election.add_command(commands)
     preferred_replica_election.add_command(commands)
     reassign_partitions.add_command(commands)
 
@@ -86,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     console_consumer.add_command(commands)
     consumer_offset_checker.add_command(commands)
     consumer_groups.add_command(commands)
+
+    from zkbroker.tools import transactions
+    transactions.add_command(commands)
 
     from zkbroker.tools import zookeeper_security_migration
     zookeeper_security_migration.add_command(commands)

@@ -496,7 +496,8 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "0.10.0 (magic 1) or 0.11.0 (magic 2). Extension: unset (the default) stores each message set as "
               "the client sent it.", _message_format_version),
     ConfigKey("transactional.id.expiration.ms", _INT, 604_800_000,
-              "Kafka 0.11: how long a partition keeps the state of an idempotent producer that writes nothing.",
+              "Kafka 0.11: how long a partition keeps the state of an idempotent producer that writes nothing, and "
+              "how long a transaction coordinator keeps a transactional id with no transaction.",
               _AT_LEAST_1),
     ConfigKey("log.flush.interval.messages", _LONG, INT64_MAX,
               "Messages a partition may receive before its log is flushed to disk.", _AT_LEAST_1),
@@ -607,6 +608,30 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "Longest an offset commit waits for the offsets topic's replicas.", _AT_LEAST_1),
     ConfigKey("offsets.commit.required.acks", _SHORT, -1,
               "Acks an offset commit needs; at most offsets.topic.replication.factor.", Range(-1)),
+
+    # The transaction coordinator and its __transaction_state topic (DESIGN §18; Kafka 0.11+ keys)
+    ConfigKey("transaction.state.log.num.partitions", _INT, 50,
+              "Partitions of the transaction state topic; a transactional id's coordinator leads partition "
+              "abs(id.hashCode) % this.", _AT_LEAST_1),
+    ConfigKey("transaction.state.log.replication.factor", _SHORT, 3,
+              "Replication factor of the transaction state topic (capped to the live brokers: our deviation, "
+              "Kafka refuses to create it with fewer).", _AT_LEAST_1),
+    ConfigKey("transaction.state.log.min.isr", _INT, 2,
+              "min.insync.replicas of the transaction state topic (capped to its replication factor).",
+              _AT_LEAST_1),
+    ConfigKey("transaction.state.log.segment.bytes", _INT, 100 * 1024 * 1024,
+              "Segment size of the transaction state topic.", _AT_LEAST_1),
+    ConfigKey("transaction.state.log.load.buffer.size", _INT, 5 * 1024 * 1024,
+              "Bytes read at a time when a transaction state partition is loaded.", _AT_LEAST_1),
+    ConfigKey("transaction.max.timeout.ms", _INT, 900_000,
+              "Largest transaction timeout a producer may ask for (InitProducerId); above it "
+              "INVALID_TRANSACTION_TIMEOUT.", _AT_LEAST_1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _INT, 10_000,
+              "How often the coordinator looks for transactions open past their timeout, and aborts them.",
+              _AT_LEAST_1),
+    ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", _INT, 3_600_000,
+              "How often the coordinator removes transactional ids idle past transactional.id.expiration.ms.",
+              _AT_LEAST_1),
 
     # The group coordinator (DESIGN §12; Kafka 0.9+ keys, 0.8.2 had no coordinator)
     ConfigKey("group.min.session.timeout.ms", _INT, 6000,

@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +40,8 @@ from zkbroker.topic_partition import TopicPartition
 
 from .session import has_spark_context, spark_session
 
-__all__ = ["StreamIngestConfig", "StreamIngestResult", "checkpoint_committed_offsets", "parse_trigger",
-           "progress_line", "run_stream_ingest"]
+__all__ = ["StreamIngestConfig", "StreamIngestResult", "batch_end_offsets", "checkpoint_committed_offsets",
+           "parse_trigger", "progress_line", "run_stream_ingest", "sink_files"]
 
 log = logging.getLogger("consumer.spark_ingest")
 
@@ -61,6 +62,7 @@ class StreamIngestConfig:
     fail_on_data_loss: bool = True
     trigger: str = "processing-time=10s"
     max_offsets_per_trigger: int | None = None
+    source_options: tuple[tuple[str, str], ...] = ()  # further zkkafka source options, e.g. kafkaConsumer.pollTimeoutMs
 
 
 @dataclass(frozen=True)
@@ -90,20 +92,54 @@ def parse_trigger(text: str) -> dict:
 def checkpoint_committed_offsets(checkpoint: Path) -> dict | None:
     """The end offsets (Spark's Kafka JSON) of the last batch the checkpoint holds as committed, or None.
 
-    A checkpoint keeps `offsets/<batch>` (written before the batch runs: a version line, the query's metadata, then
-    one line of offsets per source) and `commits/<batch>` (written once the sink committed it)."""
+    A checkpoint keeps `offsets/<batch>` (written before the batch runs) and `commits/<batch>` (written once the sink
+    committed it)."""
     commits = checkpoint / "commits"
     done = sorted((int(p.name) for p in commits.iterdir() if p.name.isdigit()), reverse=True) \
         if commits.is_dir() else []
     for batch in done:
-        offsets = checkpoint / "offsets" / str(batch)
-        try:
-            lines = offsets.read_text().splitlines()
-        except FileNotFoundError:
-            continue
-        if len(lines) >= 3:
-            return json.loads(lines[2])
+        offsets = batch_end_offsets(checkpoint, batch)
+        if offsets is not None:
+            return offsets
     return None
+
+
+def batch_end_offsets(checkpoint: Path, batch: int) -> dict | None:
+    """The end offsets (Spark's Kafka JSON) the checkpoint's offsets log gives batch `batch`, or None without it:
+    `offsets/<batch>` holds a version line, the query's metadata, then one line of offsets per source."""
+    try:
+        lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    return json.loads(lines[2]) if len(lines) >= 3 else None
+
+
+def sink_files(output: Path) -> tuple[int | None, list[Path]]:
+    """The last batch a file sink committed and the files its metadata log names (`PATH/_spark_metadata`: one file
+    per batch, `<batch>`, and every compactInterval batches `<batch>.compact` with every live entry so far; each a
+    version line, then one JSON entry a line, action `add` or `delete`). What readers through Spark see."""
+    log_dir = output / "_spark_metadata"
+    batches: dict[int, Path] = {}
+    compacted: dict[int, Path] = {}
+    for entry in log_dir.iterdir() if log_dir.is_dir() else ():
+        stem, _, suffix = entry.name.partition(".")
+        if stem.isdigit() and suffix in ("", "compact"):
+            (compacted if suffix else batches)[int(stem)] = entry
+    base = max(compacted, default=None)
+    live: dict[str, bool] = {}
+    for path in [compacted[base]] if base is not None else []:
+        _apply(path, live)
+    for batch in sorted(b for b in batches if base is None or b > base):
+        _apply(batches[batch], live)
+    last = max([*batches, *compacted], default=None)
+    return last, [Path(p.removeprefix("file://")) for p, kept in live.items() if kept]
+
+
+def _apply(path: Path, live: dict[str, bool]) -> None:
+    for line in path.read_text().splitlines()[1:]:
+        if line.strip():
+            entry = json.loads(line)
+            live[entry["path"]] = entry.get("action", "add") == "add"
 
 
 def progress_line(progress: dict) -> str:
@@ -151,11 +187,15 @@ class _Stopper:
             signal.signal(sig, handler)
 
 
+BatchListener = Callable[[dict], None]
+
+
 class StreamIngest:
-    def __init__(self, config: StreamIngestConfig, spark, err=None) -> None:
+    def __init__(self, config: StreamIngestConfig, spark, err=None, on_batch: BatchListener | None = None) -> None:
         self.config = config
         self.spark = spark
         self.err = err or sys.stderr
+        self.on_batch = on_batch  # told of each batch's progress once its offsets are in ZooKeeper
 
     def run(self) -> StreamIngestResult:
         from consumer.offsets import ZkOffsetStore
@@ -184,6 +224,8 @@ class StreamIngest:
                             batches += 1
                             records += progress["numInputRows"]
                             print(progress_line(progress), file=self.err, flush=True)
+                            if self.on_batch is not None:
+                                self.on_batch(progress)
                     if not query.isActive:
                         break
                     if stopper.requested.is_set() and not query.status["isTriggerActive"]:
@@ -206,6 +248,8 @@ class StreamIngest:
             else reader.option("subscribePattern", c.whitelist)
         if c.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(c.max_offsets_per_trigger))
+        for key, value in c.source_options:
+            reader = reader.option(key, value)
         return (reader.load().writeStream.format(c.format)
                 .option("path", str(c.output)).option("checkpointLocation", str(c.checkpoint))
                 .queryName(f"spark-ingest-{c.group}")
@@ -217,14 +261,15 @@ class StreamIngest:
         store.commit({TopicPartition(t, int(p)): int(o) for t, parts in end.items() for p, o in parts.items()})
 
 
-def run_stream_ingest(config: StreamIngestConfig, spark=None, err=None) -> StreamIngestResult:
+def run_stream_ingest(config: StreamIngestConfig, spark=None, err=None,
+                      on_batch: BatchListener | None = None) -> StreamIngestResult:
     if (config.topic is None) == (config.whitelist is None):
         raise ValueError("exactly one of --topic and --whitelist is required")
     parse_trigger(config.trigger)  # a bad trigger fails before Spark starts
     own_session = spark is None and not has_spark_context()
     spark = spark or spark_session(config.master, conf=dict(config.conf))
     try:
-        return StreamIngest(config, spark, err).run()
+        return StreamIngest(config, spark, err, on_batch).run()
     finally:
         if own_session:
             spark.stop()

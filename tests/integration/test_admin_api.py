@@ -76,8 +76,8 @@ def cluster(zookeeper, tmp_path_factory):
     bootstrap_view = ZkView(hosts)
     bootstrap_view.client.ensure_path("/" + chroot)
     bootstrap_view.close()
-    brokers = {i: Broker(root, i, zk_connect, delete_topic_enable="true", log_retention_check_interval_ms=300,
-                         log_segment_delete_delay_ms=0) for i in (1, 2, 3)}
+    brokers = {i: Broker(root, i, zk_connect, control=True, delete_topic_enable="true",
+                         log_retention_check_interval_ms=300, log_segment_delete_delay_ms=0) for i in (1, 2, 3)}
     view = ZkView(zk_connect)
     timeline_path = root / "timeline.jsonl"
     try:
@@ -592,6 +592,41 @@ def test_kafkajs_admin_core_operations(cluster):
     wait_for(lambda: cluster.zk.stat(f"/brokers/topics/{name}") is None, 10, "the topic's znode gone")
 
 
+def test_kafkajs_deletes_records_and_moves_a_partition(cluster):
+    import subprocess
+
+    from tests.real_tools import NODE_DIR, require_node_package
+
+    require_node_package("kafkajs")
+    name = _topic("kafkajs-move")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[1, 2]])],
+                                       operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"k%d" % i) for i in range(5)], acks="all")
+
+    def step(which: str, *extra: str) -> dict:
+        done = subprocess.run(["node", str(NODE_DIR / "admin_ops.js"), "--bootstrap", cluster.bootstrap, "--topic",
+                               name, "--step", which, *extra], capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    assert step("trim", "--offset", "2") == {"trimmed": True}
+    assert _log_starts(cluster, name, 0) == {1: 2, 2: 2}
+    with cluster.brokers[3].control() as control:
+        control.fault("hold_fetchers")  # the move stays in progress while it is listed
+        try:
+            assert step("move", "--replicas", "2,3") == {"started": True}
+            assert step("moving") == {"moving": [{"partition": 0, "replicas": [1, 2, 3], "adding": [3],
+                                                  "removing": [1]}]}
+        finally:
+            control.heal()
+    wait_for(lambda: json.loads(cluster.zk.get(f"/brokers/topics/{name}")) == {
+        "version": 1, "partitions": {"0": [2, 3]}}, 30, "the move to complete")
+    assert step("moving") == {"moving": []}
+    assert _log_starts(cluster, name, 0) == {2: 2, 3: 2}  # the new replica starts where its leader's log does
+
+
 # ---- DeleteGroups ---------------------------------------------------------------------------------------------
 
 def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster):
@@ -626,6 +661,229 @@ def test_delete_group_offsets_then_the_group_confluent_and_kafka_python(cluster)
     assert tool(*bs) == (0, f"Deletion of requested consumer groups ('{other}') was successful.\n", "")
     code, out, err = tool(*bs)
     assert (code, out) == (1, "") and "could not be deleted due to" in err and "GROUP_ID_NOT_FOUND" in err
+
+
+# ---- DeleteRecords --------------------------------------------------------------------------------------------
+
+def _log_starts(cluster: Cluster, topic: str, partition: int) -> dict[int, int]:
+    """Each replica's log start offset, from its broker's lab control socket."""
+    out = {}
+    for broker_id, broker in cluster.brokers.items():
+        with broker.control() as control:
+            rows = [p for p in control.state()["partitions"] if (p["topic"], p["partition"]) == (topic, partition)]
+        if rows:
+            out[broker_id] = rows[0]["log_start"]
+    return out
+
+
+def test_confluent_delete_records_moves_the_log_start_on_the_leader_and_its_followers(cluster):
+    from confluent_kafka import TopicPartition
+
+    admin = cluster.admin()
+    name = _topic("trimmed")
+    assert _result(admin.create_topics([NewTopic(name, 2, 3)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 2, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"v%d" % i) for i in range(10)], acks="all")
+    _produce_to(cluster, name, 1, [(None, b"w%d" % i) for i in range(3)], acks="all")
+    futures = admin.delete_records([TopicPartition(name, 0, 4), TopicPartition(name, 1, 99)],
+                                   request_timeout=TIMEOUT_S)
+    results = {tp.partition: f for tp, f in futures.items()}
+    assert results[0].result(TIMEOUT_S).low_watermark == 4  # answered once every in-sync follower has it
+    with pytest.raises(ck.KafkaException) as info:
+        results[1].result(TIMEOUT_S)
+    assert info.value.args[0].name() == "OFFSET_OUT_OF_RANGE"  # past the high watermark
+    assert _log_starts(cluster, name, 0) == {1: 4, 2: 4, 3: 4}  # followers learnt it from Fetch
+    assert _log_starts(cluster, name, 1) == {1: 0, 2: 0, 3: 0}
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _topic("g"),
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=TIMEOUT_S)
+        assert (low, high) == (4, 10)
+    finally:
+        consumer.close()
+    # -1: up to the high watermark, through `zkbroker delete-records`
+    offsets = Path(cluster.timeline.parent / f"{name}.json")
+    offsets.write_text(json.dumps({"partitions": [{"topic": name, "partition": 0, "offset": -1},
+                                                  {"topic": name, "partition": 7, "offset": 1}], "version": 1}))
+    code, out, err = tool("delete-records", "--bootstrap-server", cluster.bootstrap, "--offset-json-file", str(offsets))
+    assert (code, err) == (0, "")
+    assert out == ("Executing records delete operation\nRecords delete operation completed:\n"
+                   f"partition: {name}-0\tlow_watermark: 10\n"
+                   f"partition: {name}-7\terror: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
+                   "This server does not host this topic-partition.\n")
+    assert _log_starts(cluster, name, 0) == {1: 10, 2: 10, 3: 10}
+    records = [e for e in cluster.events("admin_request") if e["api"] == "DeleteRecords"]
+    assert {(e["resource"], e["low_watermark"]) for e in records} >= {(f"{name}-0", 4), (f"{name}-0", 10)}
+
+
+def test_kafka_python_deletes_records_and_elects_leaders(cluster):
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+
+    name = _topic("kp-trim")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, 2)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"p%d" % i) for i in range(6)], acks="all")
+    kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=TIMEOUT_S * 1000)
+    try:
+        tp = KpPartition(name, 0)
+        deleted = kp.delete_records({tp: 5})
+        assert deleted[tp]["low_watermark"] == 5
+        assert set(_log_starts(cluster, name, 0).values()) == {5}
+        response = kp.elect_leaders(1, {name: [0]}, raise_errors=False)  # unclean: it has a leader already
+        (topic,) = response.replica_election_results
+        assert [(p[0], p[1]) for p in topic[1]] == [(0, 84)]  # ELECTION_NOT_NEEDED
+    finally:
+        kp.close()
+
+
+def test_delete_records_tool_output_is_kafka_2x(cluster, tmp_path):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    bs = ("delete-records", "--bootstrap-server", cluster.bootstrap, "--offset-json-file")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic("golden-dr", 1, 2)], operation_timeout=TIMEOUT_S),
+                   "golden-dr") is None
+    wait_for_leaders(list(cluster.brokers.values()), "golden-dr", 1, timeout_s=10)
+    _produce_to(cluster, "golden-dr", 0, [(None, b"x")] * 5, acks="all")
+    out = []
+    for i, body in enumerate((
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 3}], "version": 1}',
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 9}]}',
+            '{"partitions": [{"topic": "golden-dr", "partition": 0, "offset": 1},'
+            ' {"topic": "golden-dr", "partition": 0, "offset": 2}], "version": 1}',
+            '{"partitions": [], "version": 2}',
+            '')):
+        path = tmp_path / f"offsets-{i}.json"
+        path.write_text(body)
+        out.append(f"# {body or '(empty)'}\n" + _run_tool(*bs, str(path)).replace(str(path), "F"))
+    assert_golden("delete_records.txt", "".join(out))
+
+
+# ---- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) ------------------------------------------
+
+def test_reassignment_through_the_api_kafka_python_and_reassign_partitions_bootstrap_server(cluster, tmp_path):
+    """kafka-python starts a move the new replica cannot finish (its fetchers held): listed with the replicas it
+    adds and removes, and the topic znode takes version 2; `--cancel` takes it back; `--execute` starts it again
+    and, the fetchers released, it completes (`--verify`), leaving 0.8.2's version 1 znode."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpPartition
+
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    name = "golden-ra"
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[1, 2]])],
+                                       operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 1, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"r%d" % i) for i in range(20)], acks="all")
+    topic_znode = f"/brokers/topics/{name}"
+    moves = tmp_path / "moves.json"
+    moves.write_text(json.dumps({"version": 1, "partitions": [{"topic": name, "partition": 0, "replicas": [2, 3]}]}))
+    bs = ("reassign-partitions", "--bootstrap-server", cluster.bootstrap)
+    out = []
+    with cluster.brokers[3].control() as control:
+        control.fault("hold_fetchers")
+        try:
+            kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=TIMEOUT_S * 1000)
+            try:
+                tp = KpPartition(name, 0)
+                assert kp.alter_partition_reassignments({tp: [2, 3]}) == {tp: None}
+                assert kp.list_partition_reassignments() == {
+                    tp: {"replicas": [1, 2, 3], "adding_replicas": [3], "removing_replicas": [1]}}
+            finally:
+                kp.close()
+            assert json.loads(cluster.zk.get(topic_znode)) == {
+                "version": 2, "partitions": {"0": [1, 2, 3]}, "adding_replicas": {"0": [3]},
+                "removing_replicas": {"0": [1]}}
+            assert cluster.zk.stat("/admin/reassign_partitions") is None  # the API's moves live in the topic znode
+            out.append(_run_tool(*bs, "--list"))
+            out.append(_run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--execute", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--cancel", "--reassignment-json-file", str(moves)))
+            assert cluster.zk.get(topic_znode) == b'{"version":1,"partitions":{"0":[1,2]}}'
+            out.append(_run_tool(*bs, "--list"))
+            out.append(_run_tool(*bs, "--cancel", "--reassignment-json-file", str(moves)))
+            out.append(_run_tool(*bs, "--execute", "--reassignment-json-file", str(moves)))
+        finally:
+            control.heal()
+    wait_for(lambda: json.loads(cluster.zk.get(topic_znode))["partitions"] == {"0": [2, 3]}, 30,
+             "the reassignment to complete")
+    assert cluster.zk.get(topic_znode) == b'{"version":1,"partitions":{"0":[2,3]}}'
+    wait_for(lambda: "is complete." in _run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)), 10,
+             "--verify to say the reassignment completed")
+    out.append(_run_tool(*bs, "--verify", "--reassignment-json-file", str(moves)))
+    out.append(_run_tool(*bs, "--list"))
+    assert_golden("reassign_partitions_bootstrap_server.txt", "".join(out).replace(str(tmp_path), "DIR"))
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _topic("g"),
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:  # the records moved with the partition
+        assert consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=TIMEOUT_S) == (0, 20)
+    finally:
+        consumer.close()
+
+
+def test_consumer_groups_reset_and_delete_offsets_output_is_kafka_2x(cluster):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    name, group = "golden-cg", "golden-group"
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 2, 1)], operation_timeout=TIMEOUT_S), name) is None
+    wait_for_leaders(list(cluster.brokers.values()), name, 2, timeout_s=10)
+    _produce_to(cluster, name, 0, [(None, b"a")] * 10)
+    _produce_to(cluster, name, 1, [(None, b"b")] * 4)
+    CONFLUENT.commit(cluster.bootstrap, group, name, {0: 5, 1: 1})
+    bs = ("consumer-groups", "--bootstrap-server", cluster.bootstrap, "--group", group)
+    reset = (*bs, "--reset-offsets")
+    out = []
+
+    def committed():
+        return CONFLUENT.committed(cluster.bootstrap, group, name, [0, 1])
+
+    out.append(_run_tool(*reset, "--topic", name, "--to-earliest"))
+    out.append(_run_tool(*reset, "--topic", name, "--to-latest", "--dry-run"))
+    assert committed() == {0: 5, 1: 1}  # neither ran
+    out.append(_run_tool(*reset, "--topic", f"{name}:0", "--shift-by", "-2", "--execute"))
+    assert committed() == {0: 3, 1: 1}
+    out.append(_run_tool(*reset, "--all-topics", "--to-offset", "100", "--execute"))
+    assert committed() == {0: 10, 1: 4}
+    out.append(_run_tool(*reset, "--topic", name, "--to-datetime", "2000-01-01T00:00:00.000", "--execute"))
+    assert committed() == {0: 0, 1: 0}
+    out.append(_run_tool(*reset, "--topic", name, "--by-duration", "P1D", "--dry-run"))
+    out.append(_run_tool(*reset, "--topic", name, "--to-current", "--dry-run"))
+    out.append(_run_tool(*reset, "--topic", name, "--shift-by", "1", "--to-latest"))
+    out.append(_run_tool(*bs, "--delete-offsets", "--topic", f"{name}:1"))
+    assert committed() == {0: 0, 1: -1001}
+    out.append(_run_tool(*bs, "--delete-offsets", "--topic", "golden-nope"))
+    assert_golden("consumer_groups_offsets.txt", "".join(out))
+
+
+def test_reset_offsets_refuses_a_group_with_members_and_generate_proposes_live_brokers(cluster, tmp_path):
+    name, group = _topic("busy"), _topic("busy-group")
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=TIMEOUT_S), name) is None
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
+    try:
+        consumer.subscribe([name])
+        wait_for(lambda: consumer.poll(0.2) is None and consumer.assignment(), 30, "the consumer's assignment")
+        code, out, err = tool("consumer-groups", "--bootstrap-server", cluster.bootstrap, "--group", group,
+                              "--reset-offsets", "--topic", name, "--to-earliest", "--execute")
+        assert (code, out) == (1, "")
+        assert (f"Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+                "Stable.") in err
+    finally:
+        consumer.close()
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": name}], "version": 1}))
+    code, out, err = tool("reassign-partitions", "--bootstrap-server", cluster.bootstrap, "--generate",
+                          "--topics-to-move-json-file", str(topics), "--broker-list", "2,3")
+    assert (code, err) == (0, "")
+    current, proposed = out.split("\n\nProposed partition reassignment configuration\n")
+    assert current.startswith("Current partition replica assignment\n")
+    (move,) = json.loads(proposed)["partitions"]
+    assert move["topic"] == name and move["replicas"][0] in (2, 3) and move["log_dirs"] == ["any"]
 
 
 # ---- ElectLeaders (last: it restarts a broker) ------------------------------------------------------------------
@@ -676,3 +934,70 @@ def _run_tool(*argv: str) -> str:
     code, out, err = tool(*argv)
     shown = " ".join(a if a != argv[2] else "B" for a in argv)
     return f"$ zkbroker {shown}\n{out}" + (f"[stderr] {err}" if err else "") + (f"[exit {code}]\n" if code else "")
+
+
+def test_unclean_election_on_request_brings_an_offline_partition_back_through_leader_election_tool(cluster):
+    controller = cluster.zk.controller()
+    last, other = [i for i in sorted(cluster.brokers) if i != controller][:2]
+    name = _topic("unclean")
+    admin = cluster.admin()
+    futures = admin.create_topics([NewTopic(name, 1, -1, replica_assignment=[[last, other]],
+                                            config={"unclean.leader.election.enable": "false"})],
+                                  operation_timeout=TIMEOUT_S)
+    assert _result(futures, name) is None
+
+    def leader_and_isr():
+        state = json.loads(cluster.zk.get(f"/brokers/topics/{name}/partitions/0/state") or b"{}")
+        return state.get("leader"), sorted(state.get("isr", []))
+
+    wait_for(lambda: leader_and_isr() == (last, sorted([last, other])), 15, "both replicas in sync")
+    assert cluster.brokers[other].terminate() == 0  # leaves the ISR
+    wait_for(lambda: leader_and_isr() == (last, [last]), 15, f"broker {last} alone in the ISR")
+    assert cluster.brokers[last].terminate() == 0  # the last ISR member goes: the partition is offline
+    wait_for(lambda: leader_and_isr() == (-1, [last]), 15, "the partition offline")
+    cluster.brokers[other].start()
+    wait_for(lambda: other in cluster.zk.registered(), 15, f"broker {other} back")
+    try:
+        assert leader_and_isr() == (-1, [last])  # unclean election is off for the topic: it stays offline
+        code, out, err = tool("leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
+                              "unclean", "--topic", name, "--partition", "0")
+        assert (code, out, err) == (0, f"Successfully completed leader election (UNCLEAN) for partitions {name}-0\n",
+                                    "")
+        assert leader_and_isr() == (other, [other])
+        assert json.loads(cluster.zk.get(f"/config/topics/{name}"))["config"] == {
+            "unclean.leader.election.enable": "false"}  # the election did not change the topic's config
+        code, out, err = tool("leader-election", "--bootstrap-server", cluster.bootstrap, "--election-type",
+                              "unclean", "--topic", name, "--partition", "0")
+        assert (code, out) == (0, f"Valid replica already elected for partitions {name}-0\n")
+    finally:
+        cluster.brokers[last].start()
+        wait_for(lambda: set(cluster.zk.registered()) == set(cluster.brokers), 30, "every broker back")
+
+
+def test_leader_election_tool_output_is_kafka_2x(cluster, tmp_path):
+    from tests.integration.test_admin_tools_golden import assert_golden
+
+    admin = cluster.admin()
+    assert _result(admin.create_topics([NewTopic("golden-le", 2, 1)], operation_timeout=TIMEOUT_S),
+                   "golden-le") is None
+    wait_for_leaders(list(cluster.brokers.values()), "golden-le", 2, timeout_s=10)
+    listed = tmp_path / "partitions.json"
+    listed.write_text('{"partitions": [{"topic": "golden-le", "partition": 1},'
+                      ' {"topic": "golden-le", "partition": 0}]}')
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"partitions": [{"topic": "golden-le", "partition": 1},'
+                     ' {"topic": "golden-le", "partition": 1}]}')
+    bs = ("leader-election", "--bootstrap-server", cluster.bootstrap)
+    out = []
+    for argv in (("--election-type", "preferred", "--topic", "golden-le", "--partition", "0"),
+                 ("--election-type", "preferred", "--path-to-json-file", str(listed)),
+                 ("--election-type", "unclean", "--topic", "golden-le", "--partition", "1"),
+                 ("--election-type", "preferred", "--topic", "golden-le", "--partition", "7"),
+                 ("--election-type", "preferred", "--path-to-json-file", str(twice)),
+                 ("--election-type", "preferred", "--topic", "golden-le"),
+                 ("--election-type", "preferred", "--topic", "golden-le", "--partition", "0",
+                  "--all-topic-partitions"),
+                 ("--election-type", "dirty", "--all-topic-partitions"),
+                 ("--topic", "golden-le", "--partition", "0")):
+        out.append(_run_tool(*bs, *argv).replace(str(tmp_path), "DIR"))
+    assert_golden("leader_election.txt", "".join(out))

@@ -84,6 +84,15 @@ def test_the_page_names_the_controller_and_a_kill_on_it_shows_the_next_one(lab_d
         page.locator("#replay-live").click()
         page.wait_for_selector(f'li.broker.state-dead[data-broker="{controller}"]', timeout=10_000)
 
+        # the topics tab names each topic's config overrides
+        code, _, err = tool("topics", "--zookeeper", cluster_json(lab_dir)["zookeeper"], "--create", "--topic", "cfg",
+                            "--partitions", "1", "--replication-factor", "1", "--config", "retention.ms=1000")
+        assert code == 0, err
+        page.locator('.tabs button[data-view="topics"]').click()
+        overrides = page.locator('#topic-configs tr[data-topic="cfg"] td.overrides')
+        overrides.wait_for(timeout=WAIT_MS)
+        assert overrides.inner_text() == "retention.ms=1000"
+
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the lab network needs root (namespaces, nftables)")
 def test_a_broker_cut_off_from_zookeeper_is_highlighted_beside_zookeepers_truth(lab_dir, dashboard, tmp_path):

@@ -38,12 +38,14 @@ VERDICTS = {
     "kafka-2143-truncate-to-start": {"0.8": "ok", "fixed": "divergent"},
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
+    "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
 FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the follower's log, records the unclean "
                                                   "leader never had included (KIP-101 made them agree)"}
 # Run by a test file of their own, which also checks what else the run leaves behind.
-OWN_TESTS = {"spark-read-during-failover": "test_lab_spark_scenario.py"}
+OWN_TESTS = {"spark-read-during-failover": "test_lab_spark_scenario.py",
+             "spark-stream-during-failover": "test_lab_spark_stream_scenario.py"}
 SCENARIOS = {s.name: s for s in catalogue()}
 
 

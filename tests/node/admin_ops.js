@@ -1,8 +1,10 @@
 // The Admin API's core operations with KafkaJS, a third independent client (neither librdkafka nor kafka-python):
 // create a topic with a config, add partitions, alter and describe its configs, describe the cluster, delete
-// it. Prints one JSON line per step, for tests/integration/test_admin_api.py to check against ZooKeeper.
+// it; delete records below an offset, move partition 0 to other replicas and list the moves in progress. Prints one
+// JSON line per step, for tests/integration/test_admin_api.py to check against ZooKeeper.
 //
-//   node tests/node/admin_ops.js --bootstrap B --topic T --step create|grow|configs|cluster|delete
+//   node tests/node/admin_ops.js --bootstrap B --topic T --step create|grow|configs|cluster|delete|trim|move|moving
+//        [--offset O] [--replicas 2,3]
 'use strict'
 
 const { Kafka, logLevel, ConfigResourceTypes } = require('kafkajs')
@@ -44,6 +46,22 @@ async function main() {
         await admin.deleteTopics({ topics: [topic], timeout: 30000 })
         out({ deleted: true })
         break
+      case 'trim':
+        await admin.fetchTopicMetadata({ topics: [topic] }) // KafkaJS 2.2 finds the leaders only from loaded metadata
+        await admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: arg('--offset') }] })
+        out({ trimmed: true })
+        break
+      case 'move':
+        await admin.alterPartitionReassignments({ timeout: 30000, topics: [{ topic, partitionAssignment: [
+          { partition: 0, replicas: arg('--replicas').split(',').map(Number) }] }] })
+        out({ started: true })
+        break
+      case 'moving': {
+        const listed = await admin.listPartitionReassignments({ timeout: 30000 })
+        out({ moving: listed.topics.filter((t) => t.name === topic).flatMap((t) => t.partitions.map((p) => ({
+          partition: p.partition, replicas: p.replicas, adding: p.addingReplicas, removing: p.removingReplicas }))) })
+        break
+      }
       default:
         throw new Error('unknown --step')
     }

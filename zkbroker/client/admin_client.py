@@ -22,7 +22,11 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
-            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0}
+            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
+            ApiKey.DELETE_RECORDS: 1, ApiKey.ELECT_LEADERS: 1, ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: 0}
+#: Answers after which a partition's request goes again, to the leader fresh metadata names
+_RETRIABLE = (ErrorCode.NOT_LEADER_FOR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 
 
@@ -88,15 +92,20 @@ class AdminClient:
         self.internal = {t.topic for t in response.topics if t.is_internal}
         return self.cluster
 
-    def _to_controller(self, api_key: int, body: Any, results: str) -> Any:
+    def _to_controller(self, api_key: int, body: Any, results: str | None) -> Any:
+        """Send to the controller; again while it answers NOT_CONTROLLER (in every row of `results`, or at the
+        top when `results` is None)."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             cluster = self.metadata([])
             controller = cluster.brokers.get(cluster.controller_id)
             if controller is not None:
                 response = self._send_to((controller.host, controller.port), api_key, body)
-                rows = getattr(response, results)
-                if not rows or any(r.error_code != ErrorCode.NOT_CONTROLLER for r in rows):
+                if results is None:
+                    if response.error_code != ErrorCode.NOT_CONTROLLER:
+                        return response
+                elif not (rows := getattr(response, results)) or any(
+                        r.error_code != ErrorCode.NOT_CONTROLLER for r in rows):
                     return response
             if time.monotonic() >= deadline:
                 raise AdminError(ErrorCode.NOT_CONTROLLER, "No controller answered before the timeout")
@@ -137,6 +146,85 @@ class AdminClient:
             for name, count in counts.items()]}
         response = self._to_controller(ApiKey.CREATE_PARTITIONS, body, "results")
         return {r.name: (r.error_code, r.error_message) for r in response.results}
+
+    def elect_leaders(self, election_type: int, partitions: Iterable[tuple[str, int]] | None,
+                      timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders v1 (0 preferred, 1 unclean) at the controller; None: every partition. Each partition's
+        (error code, message); AdminError for a refusal of the whole request."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"election_type": election_type, "timeout_ms": timeout_ms, "topic_partitions": None
+                if partitions is None else [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.ELECT_LEADERS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code)
+        return {(t.topic, p.partition_id): (p.error_code, p.error_message)
+                for t in response.replica_election_results for p in t.partition_result}
+
+    def alter_partition_reassignments(self, moves: Mapping[tuple[str, int], Iterable[int] | None],
+                                      timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments at the controller: each partition's target replicas, None to cancel."""
+        by_topic: dict[str, list] = {}
+        for (topic, partition), replicas in moves.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition,
+                                                   "replicas": None if replicas is None else list(replicas)})
+        body = {"timeout_ms": timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return {(t.name, p.partition_index): (p.error_code, p.error_message)
+                for t in response.responses for p in t.partitions}
+
+    def list_partition_reassignments(self, partitions: Iterable[tuple[str, int]] | None = None,
+                                     timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[tuple[int, ...], ...]]:
+        """ListPartitionReassignments: (replicas, adding, removing) of each partition being reassigned."""
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions or ():
+            by_topic.setdefault(topic, []).append(partition)
+        body = {"timeout_ms": timeout_ms, "topics": None if partitions is None else [
+            {"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]}
+        response = self._to_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, None)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return {(t.name, p.partition_index): (tuple(p.replicas), tuple(p.adding_replicas), tuple(p.removing_replicas))
+                for t in response.topics for p in t.partitions}
+
+    # ---- records ----------------------------------------------------------------------------------------------
+
+    def delete_records(self, offsets: Mapping[tuple[str, int], int],
+                       timeout_ms: int = 30000) -> dict[tuple[str, int], tuple[int, int]]:
+        """DeleteRecords, each partition sent to its leader (-1: up to the high watermark). Returns each
+        partition's (low watermark, error code); a leader that moved is found again until `timeout_s`."""
+        results: dict[tuple[str, int], tuple[int, int]] = {}
+        todo = dict(offsets)
+        deadline = time.monotonic() + self.timeout_s
+        while todo:
+            cluster = self.metadata(sorted({t for t, _ in todo}))
+            by_leader: dict[int, dict[tuple[str, int], int]] = {}
+            for tp, offset in todo.items():
+                if tp[1] not in cluster.topics.get(tp[0], {}):
+                    results[tp] = (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                elif (leader := cluster.leader_for(*tp)) is None:
+                    results[tp] = (-1, ErrorCode.LEADER_NOT_AVAILABLE)
+                else:
+                    by_leader.setdefault(leader.node_id, {})[tp] = offset
+            for broker_id, part in by_leader.items():
+                by_topic: dict[str, list] = {}
+                for (topic, partition), offset in part.items():
+                    by_topic.setdefault(topic, []).append({"partition_index": partition, "offset": offset})
+                broker = cluster.brokers[broker_id]
+                response = self._send_to((broker.host, broker.port), ApiKey.DELETE_RECORDS, {
+                    "timeout_ms": timeout_ms, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+                for t in response.topics:
+                    for p in t.partitions:
+                        results[(t.name, p.partition_index)] = (p.low_watermark, p.error_code)
+            todo = {tp: o for tp, o in todo.items() if results[tp][1] in _RETRIABLE}
+            if todo:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+        return {tp: results[tp] for tp in offsets}
 
     # ---- configs ----------------------------------------------------------------------------------------------
 

@@ -84,6 +84,10 @@ class Append:
     write_id: int
     partition: int
     records: Records
+    #: A transactional producer's offsets (TxnOffsetCommit): written as its transactional batch, so that the
+    #: marker of its transaction commits or aborts them in the log too.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 # How an append's failure reads to the client (GroupMetadataManager's error mapping).
@@ -116,6 +120,28 @@ def _commit_body(results: dict[TopicPartition, int]) -> dict:
     return {"topics": [{"topic": t, "partitions": rows} for t, rows in topics.items()]}
 
 
+def resolve_transactional_records(
+        items: Iterable[tuple[bytes | None, bytes | None, int, bool | None]],
+) -> tuple[list[tuple[bytes | None, bytes | None]], dict[int, list[tuple[bytes, bytes | None]]]]:
+    """An offsets partition's records in offset order, as (key, value, producer id, marker): producer id -1 for a
+    record outside any transaction; marker None for a record, True or False for the COMMIT or ABORT marker of
+    the producer's transaction (key and value None). A transaction's records join the stream at its COMMIT
+    marker -- later records still win over them -- and vanish at its ABORT; those whose marker is not in the
+    log yet come back apart, pending, by producer id (Kafka's loadGroupsAndOffsets)."""
+    records: list[tuple[bytes | None, bytes | None]] = []
+    pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
+    for key, value, producer_id, marker in items:
+        if marker is not None:
+            held = pending.pop(producer_id, [])
+            if marker:
+                records.extend(held)
+        elif producer_id >= 0:
+            pending.setdefault(producer_id, []).append((key, value))
+        else:
+            records.append((key, value))
+    return records, pending
+
+
 class GroupCoordinator:
     def __init__(self, config: CoordinatorConfig,
                  new_member_id: Callable[[str], str] = lambda client_id: f"{client_id}-{uuid.uuid4()}") -> None:
@@ -123,6 +149,8 @@ class GroupCoordinator:
         self.groups: dict[str, GroupMetadata] = {}
         self.loading: set[int] = set()  # offsets partitions we lead and are still reading
         self.owned: set[int] = set()  # offsets partitions we lead and have read: their groups are ours
+        # transaction markers written to a partition while it loads: its load read the log before them
+        self._completed_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._new_member_id = new_member_id
         self._outbox: list[Reply | Append] = []
         self._pending_writes: dict[int, Callable[[int, int], None]] = {}
@@ -168,20 +196,24 @@ class GroupCoordinator:
     def _emit(self, token: Any, body: dict) -> None:
         self._outbox.append(Reply(token, body))
 
-    def _append(self, group_id: str, records: Records, on_done: Callable[[int, int], None]) -> None:
+    def _append(self, group_id: str, records: Records, on_done: Callable[[int, int], None],
+                producer: tuple[int, int] = (-1, -1)) -> None:
         self._next_write_id += 1
         self._pending_writes[self._next_write_id] = on_done
-        self._outbox.append(Append(self._next_write_id, self.partition_for(group_id), records))
+        self._outbox.append(Append(self._next_write_id, self.partition_for(group_id), records, *producer))
 
     # ---- ownership: offsets partitions loaded and unloaded with their leadership -------------------------
 
     def begin_loading(self, partition: int) -> None:
         self.owned.discard(partition)
         self.loading.add(partition)
+        self._completed_while_loading[partition] = []
 
     def finish_loading(self, partition: int, records: Iterable[tuple[bytes | None, bytes | None]],
-                       now_ms: int) -> None:
-        """Replay the partition's log (oldest first; later records win, tombstones delete) into groups."""
+                       now_ms: int, pending_txn: dict[int, list[tuple[bytes, bytes | None]]] | None = None) -> None:
+        """Replay the partition's log (oldest first; later records win, tombstones delete) into groups.
+        `pending_txn`: the offset records of transactions with no marker yet, by producer id (see
+        `resolve_transactional_records`); they stay pending until their marker."""
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         metadata: dict[str, GroupValue | None] = {}
         for key_bytes, value in records:
@@ -219,14 +251,28 @@ class GroupCoordinator:
                     group.state = GroupState.STABLE
             group.offsets = offsets.get(group_id, {})
             self.groups[group_id] = group
+        for producer_id, pending in (pending_txn or {}).items():
+            for key_bytes, value in pending:
+                key = decode_key(key_bytes)
+                if not isinstance(key, OffsetKey) or value is None or self.partition_for(key.group) != partition:
+                    continue
+                v = decode_offset_value(value)
+                expire = v.expire_timestamp if v.expire_timestamp >= 0 else (
+                    v.commit_timestamp + self.config.offsets_retention_ms)
+                group = self.groups.setdefault(key.group, GroupMetadata(key.group))
+                group.pending_txn_offsets.setdefault(producer_id, {})[TopicPartition(key.topic, key.partition)] = (
+                    OffsetAndMetadata(v.offset, v.metadata, v.commit_timestamp, expire, v.leader_epoch))
         self.loading.discard(partition)
         self.owned.add(partition)
+        for producer_id, commit in self._completed_while_loading.pop(partition, []):
+            self.complete_txn(partition, producer_id, commit)
 
     def unload(self, partition: int) -> None:
         """We no longer lead the partition: its groups go to the new coordinator; waiting members hear
         NOT_COORDINATOR and look for it."""
         self.loading.discard(partition)
         self.owned.discard(partition)
+        self._completed_while_loading.pop(partition, None)
         for group_id in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(group_id)
             for member in group.members.values():
@@ -558,8 +604,65 @@ class GroupCoordinator:
 
         self._append(group_id, records, written)
 
+    def commit_txn_offsets(self, now_ms: int, token: Any, group_id: str, producer_id: int, producer_epoch: int,
+                           offsets: dict[TopicPartition, tuple[int, str | None]],
+                           leader_epochs: dict[TopicPartition, int] | None = None) -> None:
+        """TxnOffsetCommit: a transactional producer's offsets for the group, written in its transaction (a
+        transactional batch of `__consumer_offsets`) and pending until the transaction's marker: committed
+        offsets for OffsetFetch only then (`complete_txn`). Kafka 2.x checks no generation here (KIP-447's
+        member fencing, TxnOffsetCommit v3, is not done: a v3 request is taken as v2)."""
+        error = self._check_group(group_id)
+        if error != ErrorCode.NONE:
+            self._emit(token, _commit_body({tp: error for tp in offsets}))
+            return
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        results: dict[TopicPartition, int] = {}
+        to_write: dict[TopicPartition, OffsetAndMetadata] = {}
+        expire = min(now_ms + self.config.offsets_retention_ms, _MAX_INT64)
+        for tp, (offset, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                results[tp] = ErrorCode.NONE
+                to_write[tp] = OffsetAndMetadata(offset, metadata, now_ms, expire,
+                                                 (leader_epochs or {}).get(tp, -1))
+        if not to_write:
+            self._emit(token, _commit_body(results))
+            return
+        records = tuple((encode_offset_key(OffsetKey(group_id, tp.topic, tp.partition)),
+                         encode_offset_value(OffsetValue(o.offset, o.metadata, o.commit_timestamp, -1, o.leader_epoch)))
+                        for tp, o in to_write.items())
+
+        def written(append_err: int, now: int) -> None:
+            error = append_error(append_err, for_offsets=True)
+            for tp in to_write:
+                results[tp] = error
+            if error == ErrorCode.NONE and self.groups.get(group_id) is group:
+                group.pending_txn_offsets.setdefault(producer_id, {}).update(to_write)
+            self._emit(token, _commit_body(results))
+
+        self._append(group_id, records, written, (producer_id, producer_epoch))
+
+    def complete_txn(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of `producer_id`'s transaction is in offsets partition `offsets_partition` (Kafka's
+        handleTxnCompletion): its pending offsets there become the groups' committed offsets, or are dropped.
+        While the partition loads, the completion waits for the load's end."""
+        if offsets_partition in self.loading:
+            self._completed_while_loading.setdefault(offsets_partition, []).append((producer_id, commit))
+            return
+        for group in self.groups.values():
+            if self.partition_for(group.group_id) != offsets_partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
+
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None) -> tuple[int, dict]:
-        """OffsetFetch v1: (error, {partition: OffsetAndMetadata or None}); None asks for every partition."""
+        """OffsetFetch v1: (error, {partition: OffsetAndMetadata or None}); None asks for every partition.
+        Offsets pending in a transaction are not committed yet: they are not answered."""
         error = self._check_group(group_id)
         if error != ErrorCode.NONE:
             return error, {}
@@ -568,6 +671,14 @@ class GroupCoordinator:
         if partitions is None:
             return ErrorCode.NONE, dict(stored)
         return ErrorCode.NONE, {tp: stored.get(tp) for tp in partitions}
+
+    def unstable_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> set[TopicPartition]:
+        """The partitions whose offset awaits a transaction's marker (OffsetFetch v7's require_stable, KIP-447:
+        those answer UNSTABLE_OFFSET_COMMIT, and the consumer asks again)."""
+        group = self.groups.get(group_id)
+        if group is None or not group.pending_txn_offsets:
+            return set()
+        return {tp for tp in partitions if group.has_pending_txn_offset(tp)}
 
     def expire_offsets(self, now_ms: int) -> int:
         """offsets.retention.minutes (Kafka 2.1's rule, KIP-211): the offsets of a group without members expire
@@ -583,7 +694,7 @@ class GroupCoordinator:
             for tp in gone:
                 del group.offsets[tp]
             expired += len(gone)
-            if not group.offsets:
+            if not group.offsets and not group.pending_txn_offsets:
                 group.transition_to(GroupState.DEAD)
                 del self.groups[group.group_id]
                 records.append((encode_group_key(GroupKey(group.group_id)), None))

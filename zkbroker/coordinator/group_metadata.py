@@ -101,11 +101,16 @@ class GroupMetadata:
     leader_id: str | None = None
     members: dict[str, MemberMetadata] = field(default_factory=dict)
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # TxnOffsetCommit's offsets by producer id, written but pending until their transaction's marker (KIP-98)
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     # The pending rebalance (Kafka's DelayedJoin / InitialDelayedJoin), when PreparingRebalance.
     join_deadline_ms: int | None = None
     initial_delay_remaining_ms: int = 0  # what an initial delay may still be extended by
     initial_delay_active: bool = False
     new_member_added: bool = False
+
+    def has_pending_txn_offset(self, tp: TopicPartition) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
 
     def is_(self, state: GroupState) -> bool:
         return self.state is state

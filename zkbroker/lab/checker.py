@@ -15,7 +15,10 @@ its bytes wherever it ended up. The report names:
 - for a batch read (a Spark read of an offsets range, `Read`), judged against the final log: rows it returned
   that the log does not hold at their offset (read beyond the high watermark, or truncated after the read:
   the read diverges from the log), rows it returned twice, and acknowledged records the log holds inside
-  the read's range that it did not return (lost to the reader).
+  the read's range that it did not return (lost to the reader);
+- for a stream's sink (a streaming ingest into files, a `Read` with `sink` set) the same, over the offsets its
+  committed batches cover: rows the sink holds that the log does not hold there, rows it holds twice (a batch
+  written again after a kill), and acknowledged records of the log that the stream went past without writing.
 
 The verdict is `ok` or the gravest anomaly: lost, divergent, duplicated, stuck, unavailable.
 """
@@ -121,12 +124,14 @@ class Window:
 @dataclass(frozen=True)
 class Read:
     """What a batch reader returned: the offsets [start, end) it asked for, per partition, and its rows
-    (topic, partition, offset, value). A read that failed returned nothing to judge (its error says why)."""
+    (topic, partition, offset, value). A read that failed returned nothing to judge (its error says why).
+    With `sink`, what a stream's sink holds: the offsets its committed batches cover, and the rows they wrote."""
 
     name: str
     ranges: Mapping[TopicPartition, tuple[int, int]]
     rows: Sequence[tuple[str, int, int, bytes | None]]
     error: str | None = None
+    sink: bool = False
 
 
 @dataclass(frozen=True)
@@ -252,6 +257,7 @@ def check_read(read: Read, attempts: Sequence[Attempt], partitions: Iterable[Par
             continue
         log = state.readable()
         name = f"{tp.topic}-{tp.partition} offset"
+        held = f"in {read.name}'s sink as" if read.sink else f"read by {read.name} as"
         for offset, value in rows:
             if log.get(offset) == value:
                 continue
@@ -264,15 +270,20 @@ def check_read(read: Read, attempts: Sequence[Attempt], partitions: Iterable[Par
                 now = f"the log now ends at offset {max(log, default=-1) + 1}"
             truncated = _truncation(tp, offset, state, events)
             divergences.append(ReadDivergence(read.name, tp.topic, tp.partition, offset, value,
-                                              f"{name} {offset} read by {read.name} as {_show(value)} ({what}), but "
+                                              f"{name} {offset} {held} {_show(value)} ({what}), but "
                                               f"{now}" + (f"; {truncated}" if truncated else "")))
         for offset, value in sorted(log.items()):
             if start <= offset < end and value in acked and value not in where:
                 seen = next((v for o, v in rows if o == offset), None)
-                instead = f" (it returned {_show(seen)} there)" if seen is not None else ""
+                if read.sink:
+                    instead = f" (it holds {_show(seen)} there)" if seen is not None else ""
+                    missing = f"inside the offsets {read.name}'s committed batches cover [{start}, {end}), but " \
+                              f"not in its sink{instead}"
+                else:
+                    instead = f" (it returned {_show(seen)} there)" if seen is not None else ""
+                    missing = f"inside {read.name}'s range [{start}, {end}), but not in what it read{instead}"
                 losses.append(Loss(tp.topic, tp.partition, offset, value,
-                                   f"{name} {offset} acknowledged and in the log, inside {read.name}'s range "
-                                   f"[{start}, {end}), but not in what it read{instead}"))
+                                   f"{name} {offset} acknowledged and in the log, {missing}"))
     return losses, duplicates, divergences
 
 

@@ -154,6 +154,21 @@ def _config_changed(f: dict) -> str:
     return f"Processed config change for {f['entity_type']}/{f['entity_name']}{logs}"
 
 
+def _kafka_offsets(offsets: dict) -> str:
+    """Spark's Kafka offsets JSON as `t-0 41, t-1 7`."""
+    return ", ".join(f"{t}-{p} {o}" for t, parts in sorted(offsets.items())
+                     for p, o in sorted(parts.items(), key=lambda item: int(item[0]))) or "none"
+
+
+def _stream_batch(f: dict) -> str:
+    """A streaming ingest's progress line (`spark-ingest --stream`), with the offsets the batch covered."""
+    start = f" from {_kafka_offsets(f['start'])}" if f.get("start") else ""
+    rate = f.get("rows_per_s", 0)
+    rate_words = f"{rate:,.{1 if rate < 10 else 0}f}"
+    return (f"Stream {f['stream']} batch {f['batch']}: {f['rows']} rows, {rate_words} rows/s{start} "
+            f"to {_kafka_offsets(f['end'])}; {f['behind']} offsets behind the latest ({_kafka_offsets(f['latest'])})")
+
+
 def _process(verb: str) -> Callable[[dict], str]:
     def words(f: dict) -> str:
         how = f" with {f['signal']}" if "signal" in f and verb != "started" else ""
@@ -205,4 +220,11 @@ _WORDS: dict[str, Callable[[dict], str]] = {
     "lab_down": lambda f: "Lab stopped (every process, namespace and rule removed)",
     "admin_request": _admin_request,
     "config_changed": _config_changed,
+    # the lab's streaming ingest (zkbroker/lab/spark_stream.py)
+    "stream_started": lambda f: (f"Stream {f['stream']}: a streaming ingest of {f['topic']} into Parquet started "
+                                 f"(group {f['group']}, trigger {f['trigger']}, checkpoint {f['checkpoint']})"),
+    "stream_batch": _stream_batch,
+    "stream_stopped": lambda f: (f"Stream {f['stream']} stopped after its running batch: {f['rows']} rows in "
+                                 f"{f['batches']} batches"),
+    "stream_failed": lambda f: f"Stream {f['stream']} failed: {f['error']}",
 }

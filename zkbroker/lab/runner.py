@@ -43,6 +43,7 @@ from zkbroker.lab.processes import process_state, signal_process
 from zkbroker.lab.recorder import RecordingProducer
 from zkbroker.lab.scenario import Scenario, Step, fault_parameters
 from zkbroker.lab.spark_read import SparkRead
+from zkbroker.lab.spark_stream import SparkStream
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
@@ -50,7 +51,9 @@ GRAVITY = ("lost", "divergent", "duplicated", "stuck", "unavailable", "slow", "o
 DEFAULT_WAIT_MS = 30000
 # Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
 NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired",
-                  "leader_changed", "isr_changed", "truncated", "zookeeper_role")
+                  "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started", "stream_batch",
+                  "stream_stopped", "stream_failed")
+STREAM_STOP_MS = 120000  # how long a stream's running batch may take to finish once it is asked to stop
 
 
 def gravest(*verdicts: str) -> str:
@@ -170,6 +173,7 @@ class ScenarioRun:
         self.coordinator_groups: set[str] = set()  # groups whose consumers the group coordinator manages
         self.reads: dict[str, SparkRead] = {}
         self._reads_done: set[str] = set()
+        self.streams: dict[str, SparkStream] = {}
         self.until_end: list[RecordingProducer] = []
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
         self._timeline_seen = 0
@@ -228,6 +232,8 @@ class ScenarioRun:
     def _teardown(self) -> None:
         for read in self.reads.values():
             read.kill("the run ended before the read did")
+        for stream in self.streams.values():
+            stream.kill()
         for process in self.consumers.values():
             signal_process(process.pid, signal.SIGCONT)
             process.kill()
@@ -340,6 +346,40 @@ class ScenarioRun:
         self.say(f"[{self.label}]     {read.name} " + (f"failed: {result.error}" if result.error else
                  f"read {len(result.rows)} rows of {read.topic}-{read.partition} offsets [{read.start}, {read.end})"))
 
+    def _spark_stream(self, step: Step, topic: str, trigger: str = "processing-time=500ms",
+                      options: dict | None = None, master: str = "local[1]", **named) -> None:
+        """A streaming ingest of the topic into Parquet (what `spark-ingest --stream` runs) in a process of its own
+        (zkbroker/lab/spark_stream.py), from the earliest offsets; it runs until a stop or kill step, or the end of
+        the run, which stops it and checks what its sink holds."""
+        options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        name = named["as"]
+        self.streams[name] = SparkStream.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
+                                                trigger, options, master, _die_with_parent)
+        self.topics.add(topic)
+
+    def _stream_process(self, action: str, name: str, timeout_ms: int = STREAM_STOP_MS) -> None:
+        stream = self.streams[name]  # the checker saw the spark_stream step that named it
+        if action == "kill":
+            stream.kill()
+        elif action == "stop":
+            if not stream.stop(timeout_ms / 1000, self._idle):
+                raise StepFailed(f"the stream {name} did not stop within {timeout_ms} ms of SIGTERM")
+            self._say_stream(stream)
+        elif action == "start":
+            if stream.running():
+                raise StepFailed(f"the stream {name} is running already")
+            stream.start()
+        else:
+            raise StepFailed(f"a stream cannot {action}")
+
+    def _say_stream(self, stream: SparkStream) -> None:
+        status = stream.status()
+        offsets = ", ".join(f"{t}-{p} at {o}" for t, parts in sorted(status.get("offsets", {}).items())
+                            for p, o in sorted(parts.items(), key=lambda item: int(item[0])))
+        self.say(f"[{self.label}]     stream {stream.name} {status.get('state')}"
+                 + (f": {status['error']}" if status.get("error") else "")
+                 + (f"; its committed batches end at {offsets}" if offsets else ""))
+
     def _delete_topic(self, step: Step, topic: str) -> None:
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
             raise StepFailed(f"topic {topic} is already marked for deletion")
@@ -388,6 +428,9 @@ class ScenarioRun:
         self._process(step, "stop", target)
 
     def _process(self, step: Step, action: str, target: dict) -> None:
+        if "stream" in target:
+            self._stream_process(action, target["stream"])
+            return
         if "consumer" in target:
             process = self.consumers[target["consumer"]]  # the checker saw the consumer step that named it
             signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
@@ -546,6 +589,13 @@ class ScenarioRun:
                 return False
             acked = producer.acknowledged()
             return acked == len(producer.values) if condition == "acked" else acked == 0
+        if condition == "stream_offset":
+            reached = self.streams[args["of"]].offset(topic, partition)
+            return reached is not None and reached >= args["size"]
+        if condition == "stream_batches":
+            return self.streams[args["of"]].status().get("batches", 0) >= args["size"]
+        if condition == "stream_caught_up":
+            return self._caught_up(self.streams[args["of"]])
         if condition in ("read_tasks_running", "read_tasks_done"):
             counted = "active" if condition == "read_tasks_running" else "done"
             return self.reads[args["of"]].status().get(counted, 0) >= args["size"]
@@ -585,6 +635,19 @@ class ScenarioRun:
         if condition == "isr_size":
             return len(leadership.isr) == args["size"]
         raise StepFailed(f"condition {condition} is not known to this runner")
+
+    def _caught_up(self, stream: SparkStream) -> bool:
+        """Whether the stream's committed batches end at the high watermark its leader has now, in every partition
+        of its topic."""
+        assignment = self.observer.assignment(stream.topic)
+        for partition in assignment or ():
+            leadership = self.observer.leadership(stream.topic, partition)
+            view = self._broker_view(leadership.leader, stream.topic, partition) \
+                if leadership is not None and leadership.leader is not None else None
+            reached = stream.offset(stream.topic, partition)
+            if view is None or view["role"] != "leader" or reached is None or reached < view["hw"]:
+                return False
+        return bool(assignment)
 
     def _broker_view(self, broker: int, topic: str, partition: int) -> dict | None:
         """The broker's own view of a partition (its `state` answer), None when it cannot answer."""
@@ -657,7 +720,13 @@ class ScenarioRun:
                 self._check_cancelled()
         for read in self.reads.values():
             self._await_read(read)
+        for stream in self.streams.values():
+            if stream.running():
+                self.say(f"[{self.label}] stopping stream {stream.name}")
+                stream.stop(STREAM_STOP_MS / 1000, self._idle)
+                self._say_stream(stream)
         reads = [read.result() for read in self.reads.values()]
+        reads += [stream.result() for stream in self.streams.values()]
         tps = self._partitions()
         if tps:
             self.say(f"[{self.label}] reading every replica of {', '.join(map(str, tps))}")
@@ -676,12 +745,15 @@ class ScenarioRun:
         for error in self.errors:
             self.result.failures.append(f"a producer failed: {error}")
         self.result.failures += [f"the Spark read {r.name} failed: {r.error}" for r in reads if r.error]
+        self.result.failures += [f"the Spark stream {s.name} failed: {s.error()}" for s in self.streams.values()
+                                 if s.error()]
 
     def _partitions(self) -> list[TopicPartition]:
         """The partitions the run wrote to, of the topics that still exist."""
         out = set()
         written = {TopicPartition(p.topic, p.partition) for p in self.all_producers}
         written |= {TopicPartition(r.topic, r.partition) for r in self.reads.values()}
+        written |= {tp for s in self.streams.values() for tp in s.result().ranges}
         for topic in sorted({tp.topic for tp in written}):
             try:
                 assignment = self.observer.assignment(topic)
@@ -723,7 +795,7 @@ def describe_step(step: Step) -> str:
     f = step.fields
     if step.action in ("kill", "pause", "resume", "start", "stop"):
         target = (f"broker {f['broker']}" if "broker" in f else f"consumer {f['consumer']}" if "consumer" in f
-                  else f"ZooKeeper server {f['zookeeper']}")
+                  else f"stream {f['stream']}" if "stream" in f else f"ZooKeeper server {f['zookeeper']}")
         return f"{step.action} {target}"
     if step.action == "produce":
         how = " in the background" if f.get("background") else ""
@@ -753,6 +825,9 @@ def describe_step(step: Step) -> str:
     if step.action == "spark_read":
         how = " in the background" if f.get("background") else ""
         return f"a Spark read of {f['topic']}-{f.get('partition', 0)} offsets [{f.get('start', 0)}, {f['end']}){how}"
+    if step.action == "spark_stream":
+        return (f"a Spark stream {f['as']} of {f['topic']} into Parquet "
+                f"({f.get('trigger', 'processing-time=500ms')}) in the background")
     if step.action == "choose":
         return f"call broker {f['broker']} {f['as']}"
     if step.action == "cut_log":
@@ -803,6 +878,9 @@ def _condition_words(condition: str, f: dict) -> str:
         "refused": f"no record of {f.get('of')} is acknowledged",
         "read_tasks_running": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are running",
         "read_tasks_done": f"at least {f.get('size')} of {f.get('of')}'s Spark tasks are done",
+        "stream_offset": f"stream {f.get('of')}'s committed batches reach offset {f.get('size')} of {tp}",
+        "stream_caught_up": f"stream {f.get('of')}'s committed batches reach the high watermark of every partition",
+        "stream_batches": f"stream {f.get('of')} has committed at least {f.get('size')} batches",
     }
     return words.get(condition, condition)
 

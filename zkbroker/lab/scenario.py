@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from consumer.spark.stream_ingest import parse_trigger  # the trigger's words only: no Spark is loaded
 from zkbroker.fault_points import POINTS, FaultPointError
 from zkbroker.fault_points import check as check_parameters
 
@@ -104,19 +105,26 @@ _CONDITION_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, .
     "rebalancing": (("group",), (), ()),
     "read_tasks_running": (("of", "size"), (), ()),
     "read_tasks_done": (("of", "size"), (), ()),
+    "stream_offset": (("of", "topic", "size"), _TP, ()),  # its committed batches reach offset `size`
+    "stream_caught_up": (("of",), (), ()),  # ... the high watermark of every partition it reads
+    "stream_batches": (("of", "size"), (), ()),  # at least `size` batches committed (since it last started)
 }
 CONDITIONS: dict[str, Shape] = {
     name: Shape({**{f: _CONDITION_TYPES[f] for f in (*required, *optional, *one_of)}, "negate": (bool,)},
                 required, one_of)
     for name, (required, optional, one_of) in _CONDITION_RULES.items()}
 # Which kind of named step an `of` refers to, by condition.
-_OF = {"acked": "produce", "refused": "produce", "read_tasks_running": "spark_read", "read_tasks_done": "spark_read"}
+_OF = {"acked": "produce", "refused": "produce", "read_tasks_running": "spark_read", "read_tasks_done": "spark_read",
+       "stream_offset": "spark_stream", "stream_caught_up": "spark_stream", "stream_batches": "spark_stream"}
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
 _PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "consumer": _STR, "as": _STR}
 _ONE_PROCESS = ("broker", "zookeeper", "consumer")
 _SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}  # start and stop: a consumer starts with its step
+# A spark_stream step's stream can be killed (SIGKILL), stopped (SIGTERM: its running batch finishes) and started
+# again on its checkpoint; `stream` names it.
+_STREAM = {"stream": _STR}
 _COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
 # Fields a wait or expect step has beside its condition's.
 _WAIT = {"condition": _STR, "timeout_ms": _INT, "slow_ms": _INT}
@@ -132,15 +140,17 @@ STEPS: dict[str, Shape] = {
                       ("name", "group", "topic")),
     "spark_read": Shape({"topic": _STR, "partition": _INT, "start": _INT, "end": _INT, "options": (dict,),
                          "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
+    "spark_stream": Shape({"topic": _STR, "trigger": _STR, "options": (dict,), "master": _STR, "as": _STR},
+                          ("topic", "as")),
     "choose": Shape({"broker": _TARGET, "as": _STR}, ("broker", "as")),
     "produce": Shape({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                       "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR},
                      ("topic", "count")),
-    "kill": Shape(_PROCESS, (), _ONE_PROCESS),
+    "kill": Shape({**_PROCESS, **_STREAM}, (), (*_ONE_PROCESS, "stream")),
     "pause": Shape(_PROCESS, (), _ONE_PROCESS),
     "resume": Shape(_PROCESS, (), _ONE_PROCESS),
-    "start": Shape({**_SERVER, "wait": (bool,)}, (), _ONE_PROCESS[:2]),
-    "stop": Shape(_SERVER, (), _ONE_PROCESS[:2]),
+    "start": Shape({**_SERVER, **_STREAM, "wait": (bool,)}, (), (*_ONE_PROCESS[:2], "stream")),
+    "stop": Shape({**_SERVER, **_STREAM}, (), (*_ONE_PROCESS[:2], "stream")),
     "partition": Shape({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": Shape({"node": _STR}),
     "fault": Shape({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
@@ -162,7 +172,8 @@ _MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _
 CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-election", "kafka-6082-zombie-controller",
              "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
-             "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover")
+             "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
+             "spark-stream-during-failover")
 
 
 class ScenarioError(ValueError):
@@ -334,6 +345,12 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     step_modes = frozenset([step["mode"]]) if "mode" in step else names.all_modes
     if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
+    if action == "spark_stream" and "trigger" in step:
+        try:
+            parse_trigger(step["trigger"])
+        except ValueError:
+            check.fail(where, "trigger", f"trigger must be available-now or processing-time=<N>s|<N>ms, not "
+                                         f"{step['trigger']!r}")
     if action == "fault":
         try:
             check_parameters(step["point"], fault_parameters(step))
@@ -385,6 +402,9 @@ def _references(check: Checker, where: tuple, step: dict, names: Names, modes: f
     if "consumer" in step and not names.known("consumer", step["consumer"], modes):
         check.fail(where, "consumer", f"no earlier consumer step is named {step['consumer']!r}"
                    + _only_in(names, "consumer", step["consumer"]))
+    if "stream" in step and not names.known("spark_stream", step["stream"], modes):
+        check.fail(where, "stream", f"no earlier spark_stream step is named {step['stream']!r}"
+                   + _only_in(names, "spark_stream", step["stream"]))
     if "group" in step and action != "consumer" and not names.known("group", step["group"], modes):
         check.fail(where, "group", f"no earlier consumer step joins group {step['group']!r}"
                    + _only_in(names, "group", step["group"]))
@@ -414,13 +434,14 @@ def _give_names(check: Checker, where: tuple, step: dict, names: Names, modes: f
         names.give("group", step["group"], modes)
     if "as" not in step:
         return
-    if action in ("produce", "spark_read"):
+    if action in ("produce", "spark_read", "spark_stream"):
         if not names.give(action, step["as"], modes):
             check.fail(where, "as", f"an earlier {action} step is named {step['as']!r} already")
     elif "broker" in step:  # choose, or a process step: the name is the broker's
         names.give("broker", step["as"], modes)
     else:
-        check.fail(where, "as", f"as names a broker, a produce or a spark_read; this {action} step has none")
+        check.fail(where, "as", f"as names a broker, a produce, a spark_read or a spark_stream; this {action} step "
+                                f"has none")
 
 
 def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int) -> bool:

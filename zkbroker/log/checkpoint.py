@@ -24,6 +24,8 @@ from zkbroker.topic_partition import TopicPartition
 
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT_FILE = "replication-offset-checkpoint"
+#: Kafka 0.11's third file (KIP-107): each log's start offset where DeleteRecords moved it past its first segment
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 CURRENT_VERSION = 0
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # what Java's parseInt takes: no blanks, no underscores

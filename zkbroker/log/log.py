@@ -150,6 +150,7 @@ class Log:
         clock: Clock = system_clock,
         schedule: Schedule = run_now,
         rng: random.Random | None = None,
+        log_start_offset: int = 0,
     ) -> None:
         self.dir = directory
         self.name = os.path.basename(os.path.normpath(directory))
@@ -184,6 +185,9 @@ class Log:
         self.has_aborted_transactions = any(segment.txn_index.entries for segment in self.segments)
         self._next_offset = self.active_segment.next_offset()
         self.recovery_point = min(self.recovery_point, self._next_offset)
+        # DeleteRecords (KIP-107) moves the log start offset into a segment; below the first segment's base it
+        # means nothing, and a checkpoint above the log end (records truncated since) is capped there.
+        self._log_start_offset = min(max(log_start_offset, self._bases[0]), self._next_offset)
         self._load_producer_state()
         logger.info("Completed load of log %s with log end offset %d", self.name, self._next_offset)
 
@@ -216,7 +220,28 @@ class Log:
 
     @property
     def log_start_offset(self) -> int:
-        return self._bases[0]
+        """The first offset a reader may fetch: the first segment's base, or above it once DeleteRecords moved
+        it (Kafka 0.11's logStartOffset); retention that deletes segments moves it along."""
+        return max(self._log_start_offset, self._bases[0])
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        """DeleteRecords on a leader, or a follower learning its leader's log start from Fetch: the records
+        below `new_start` are no longer readable, and the segments wholly below it are deleted. The start never
+        moves back, nor past the log end. True when it moved."""
+        with self._lock:
+            new_start = min(new_start, self._next_offset)
+            if new_start <= self.log_start_offset:
+                return False
+            logger.info("Incrementing log start offset of partition %s to %d", self.name, new_start)
+            self._log_start_offset = new_start
+            bases = self._bases
+
+            def wholly_below(segment: LogSegment) -> bool:
+                i = bases.index(segment.base_offset)
+                return i + 1 < len(bases) and bases[i + 1] <= new_start
+            self.delete_segments_while(wholly_below)
+            self.producer_state.truncate_head(self.log_start_offset)
+            return True
 
     @property
     def log_end_offset(self) -> int:
@@ -417,9 +442,10 @@ class Log:
             return FetchDataInfo(self.log_end_offset_metadata, FileRange(active.file, active.size, 0))
         bases = self._bases
         first = bisect.bisect_right(bases, offset) - 1
-        if offset > log_end or first < 0:
+        if offset > log_end or first < 0 or offset < self._log_start_offset:
             raise OffsetOutOfRangeError(
-                f"Request for offset {offset} but we only have log segments in the range {bases[0]} to {log_end}."
+                f"Request for offset {offset} but we only have log segments in the range {self.log_start_offset} "
+                f"to {log_end}."
             )
         if max_offset is not None and max_offset <= offset:
             max_offset, max_bytes = None, 0
@@ -452,6 +478,7 @@ class Log:
         """
         segments = self.segments
         pairs = [(segment.base_offset, segment.last_modified) for segment in segments]
+        pairs[0] = (self.log_start_offset, pairs[0][1])  # DeleteRecords may have moved it into the segment
         if segments[-1].size > 0:
             pairs.append((self._next_offset, self._clock()))
         if timestamp == LATEST_TIME:
@@ -591,7 +618,7 @@ class Log:
             )
             return
         with self._lock:
-            if self._bases[0] > target_offset:
+            if self.log_start_offset > target_offset:
                 self.truncate_fully_and_start_at(target_offset)
                 return
             below_active = target_offset < self.active_segment.base_offset
@@ -620,6 +647,7 @@ class Log:
             self._add_segment(self._new_segment(new_offset))
             self._truncations += 1
             self._next_offset = new_offset
+            self._log_start_offset = new_offset
             self.recovery_point = min(new_offset, self.recovery_point)
             self.producer_state.clear()
             self.producer_state.delete_snapshots(lambda offset: True)

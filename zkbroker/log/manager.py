@@ -32,7 +32,7 @@ from typing import Any
 
 from zkbroker.topic_partition import TopicPartition
 
-from .checkpoint import RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint
+from .checkpoint import LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE, OffsetCheckpoint
 from .cleaner import CleanerConfig, Phase
 from .log import CLEAN_SHUTDOWN_FILE, Log, Schedule, parse_topic_partition_name, run_now, system_clock
 from .log_cleaner import LogCleaner
@@ -78,6 +78,9 @@ class LogManager:
         self._dir_locks = self._lock_log_dirs()
         self._recovery_point_checkpoints = {
             d: OffsetCheckpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT_FILE)) for d in self.log_dirs
+        }
+        self._log_start_offset_checkpoints = {
+            d: OffsetCheckpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT_FILE)) for d in self.log_dirs
         }
         try:
             self._load_logs()
@@ -136,6 +139,7 @@ class LogManager:
             else:
                 logger.info("No clean shutdown file in %s: recovering its logs from their recovery points.", d)
             recovery_points = self._recovery_point_checkpoints[d].read()
+            log_starts = self._log_start_offset_checkpoints[d].read()
             loaded: dict[TopicPartition, Log] = {}
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -147,7 +151,8 @@ class LogManager:
                     logger.warning("Skipping %s: not a <topic>-<partition> log directory.", path)
                     continue
                 logger.debug("Loading log '%s'", name)
-                log = self._open_log(path, topic_partition, recovery_points.get(topic_partition, 0))
+                log = self._open_log(path, topic_partition, recovery_points.get(topic_partition, 0),
+                                     log_starts.get(topic_partition, 0))
                 previous = self._logs.setdefault(topic_partition, log)
                 if previous is not log:
                     log.close()
@@ -159,9 +164,11 @@ class LogManager:
                 os.remove(marker)
         logger.info("Logs loading complete.")
 
-    def _open_log(self, path: str, topic_partition: TopicPartition, recovery_point: int) -> Log:
+    def _open_log(self, path: str, topic_partition: TopicPartition, recovery_point: int,
+                  log_start_offset: int) -> Log:
         config = self.topic_configs.get(topic_partition.topic, self.default_config)
-        return Log(path, config, recovery_point, clock=self._clock, schedule=self._schedule, rng=self._rng)
+        return Log(path, config, recovery_point, clock=self._clock, schedule=self._schedule, rng=self._rng,
+                   log_start_offset=log_start_offset)
 
     # -- the logs -----------------------------------------------------------------------------------------
 
@@ -277,10 +284,23 @@ class LogManager:
                 logger.exception("Error flushing topic %s", topic)
 
     def checkpoint_recovery_points(self) -> None:
-        """Write each log directory's recovery-point-offset-checkpoint."""
+        """Write each log directory's recovery-point-offset-checkpoint (and its log-start-offset-checkpoint)."""
         for d, logs in self.logs_by_dir().items():
             if d in self._recovery_point_checkpoints:
                 self._recovery_point_checkpoints[d].write({tp: log.recovery_point for tp, log in logs.items()})
+                self._write_log_starts(d, logs)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write each log directory's log-start-offset-checkpoint: after DeleteRecords moved a start, so that a
+        restart does not serve the deleted records again."""
+        for d, logs in self.logs_by_dir().items():
+            if d in self._log_start_offset_checkpoints:
+                self._write_log_starts(d, logs)
+
+    def _write_log_starts(self, d: str, logs: Mapping[TopicPartition, Log]) -> None:
+        # as Kafka: only the logs whose start lies past their first segment's base
+        self._log_start_offset_checkpoints[d].write({tp: log.log_start_offset for tp, log in logs.items()
+                                                     if log.log_start_offset > log.segments[0].base_offset})
 
     def start_cleaner(self) -> None:
         """Start the log cleaner's threads, if it is enabled."""
@@ -303,6 +323,7 @@ class LogManager:
                     log.close()
                 logger.debug("Updating recovery points at %s", d)
                 self._recovery_point_checkpoints[d].write({tp: log.recovery_point for tp, log in logs.items()})
+                self._write_log_starts(d, logs)
                 logger.debug("Writing clean shutdown marker at %s", d)
                 open(os.path.join(d, CLEAN_SHUTDOWN_FILE), "a").close()
         finally:

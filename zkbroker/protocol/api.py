@@ -36,6 +36,7 @@ from .schemas import (
     allocate_producer_ids,
     alter_configs,
     alter_partition,
+    alter_partition_reassignments,
     api_versions,
     begin_quorum_epoch,
     broker_heartbeat,
@@ -44,12 +45,15 @@ from .schemas import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_quorum,
+    describe_transactions,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -64,6 +68,8 @@ from .schemas import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -140,15 +146,22 @@ class ApiKey(enum.IntEnum):
     # The Admin API (DESIGN §16)
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     DESCRIBE_LOG_DIRS = 35
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    # Transactions' tools (KIP-664, DESIGN §18)
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 #: What ApiVersions advertises: Kafka 2.1's non-flexible maxima for the APIs implemented completely -- record
@@ -177,7 +190,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.UPDATE_METADATA: (0, 0),
     ApiKey.CONTROLLED_SHUTDOWN: (0, 1),
     ApiKey.OFFSET_COMMIT: (0, 6),
-    ApiKey.OFFSET_FETCH: (0, 5),
+    ApiKey.OFFSET_FETCH: (0, 7),
     ApiKey.FIND_COORDINATOR: (0, 2),
     ApiKey.JOIN_GROUP: (0, 3),
     ApiKey.HEARTBEAT: (0, 2),
@@ -186,12 +199,23 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 2),
     ApiKey.LIST_GROUPS: (0, 2),
     ApiKey.API_VERSIONS: (0, 3),
-    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    # Transactions (DESIGN §18, docs/transactions.md): Kafka 2.8's versions, InitProducerId with KIP-360's
+    # epoch bump (v3) and PRODUCER_FENCED (v4), OffsetFetch with require_stable (v7, KIP-447).
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 0),
     ApiKey.OFFSETS_FOR_LEADER_EPOCH: (0, 2),
     # The Admin API (DESIGN §16, docs/admin-api.md): Kafka 2.8's versions, less those that carry topic ids
     # (KIP-516: CreateTopics 7, DeleteTopics 6), which ZooKeeper-mode zkbroker does not keep.
     ApiKey.CREATE_TOPICS: (0, 6),
     ApiKey.DELETE_TOPICS: (0, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
@@ -200,6 +224,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -238,6 +264,9 @@ _MODULES = (
     end_txn,
     write_txn_markers,
     txn_offset_commit,
+    describe_producers,
+    describe_transactions,
+    list_transactions,
     vote,
     begin_quorum_epoch,
     end_quorum_epoch,
@@ -252,12 +281,15 @@ _MODULES = (
     # the Admin API
     create_topics,
     delete_topics,
+    delete_records,
     describe_configs,
     alter_configs,
     create_partitions,
     incremental_alter_configs,
     describe_cluster,
     elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
     delete_groups,
     describe_log_dirs,
     offset_delete,

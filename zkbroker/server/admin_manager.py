@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.exceptions import NodeExistsError
 
@@ -41,6 +41,9 @@ from zkbroker.zk.znodes import (
     encode_preferred_election,
 )
 
+if TYPE_CHECKING:
+    from controller.controller import KafkaController
+
 log = logging.getLogger("zkbroker.server.AdminManager")
 
 Result = tuple[int, str | None]  # (error code, error message)
@@ -53,8 +56,11 @@ _NOT_CONTROLLER: Result = (ErrorCode.NOT_CONTROLLER, "This is not the correct co
 
 class AdminManager:
     def __init__(self, dynamic: DynamicBrokerConfig, metadata_cache: MetadataCache, zk: ZkClient,
-                 is_controller: Callable[[], bool]) -> None:
+                 is_controller: Callable[[], bool], controller: KafkaController | None = None) -> None:
         self.dynamic = dynamic
+        # This broker's ZooKeeper controller, for what has no znode (unclean elections, API reassignments): asked
+        # through its event queue, it answers on its event thread.
+        self.controller = controller
         self.broker_id = dynamic.static.broker_id
         self.metadata_cache = metadata_cache
         self.zk = zk
@@ -241,10 +247,11 @@ class AdminManager:
                 if self._exists(paths.delete_topic_path(entry.name)):
                     raise ApiError(ErrorCode.INVALID_TOPIC, "The topic is queued for deletion.")
                 try:
-                    existing = TopicAssignment.decode(data, paths.topic_path(entry.name)).partitions
+                    znode = TopicAssignment.decode(data, paths.topic_path(entry.name))
                 except ZnodeFormatError as e:
                     raise ApiError(ErrorCode.UNKNOWN, str(e)) from None
-                if self._being_reassigned(entry.name):
+                existing = znode.partitions
+                if znode.adding or znode.removing or self._being_reassigned(entry.name):
                     raise ApiError(ErrorCode.REASSIGNMENT_IN_PROGRESS,
                                    f"A partition reassignment is in progress for the topic '{entry.name}'.")
                 given = None if entry.assignments is None else [list(a.broker_ids) for a in entry.assignments]
@@ -278,8 +285,9 @@ class AdminManager:
     async def elect_leaders(self, request: Any) -> tuple[int, dict[tuple[str, int], Result]]:
         """Preferred replica election through `/admin/preferred_replica_election`, the znode 0.8.2's
         preferred-replica-election tool writes; answered once each partition is led by its preferred replica
-        (or at the timeout). An unclean election on request (KIP-460) is not run by zkbroker's controller: each
-        partition without a leader answers ELIGIBLE_LEADERS_NOT_AVAILABLE, one with a leader ELECTION_NOT_NEEDED."""
+        (or at the timeout). An unclean election (KIP-460) has no znode: it goes to this broker's controller as
+        an event, as Kafka 2.4's ZooKeeper controller takes it; a partition with a live leader answers
+        ELECTION_NOT_NEEDED, one with no live replica ELIGIBLE_LEADERS_NOT_AVAILABLE."""
         snapshot = self.metadata_cache.snapshot
         if request.topic_partitions is None:
             wanted = [(t, p) for t, parts in sorted(snapshot.partitions.items()) for p in sorted(parts)]
@@ -295,13 +303,11 @@ class AdminManager:
             if state is None:
                 results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                "The partition does not exist.")
-            elif unclean:
-                results[(topic, partition)] = (
-                    (ErrorCode.ELECTION_NOT_NEEDED, "The partition has a leader.") if state.leader in snapshot.brokers
-                    else (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                          "zkbroker's controller does not run unclean elections on request (KIP-460)"))
             else:
                 to_elect.append((topic, partition))
+        if to_elect and unclean:
+            results.update(await self._elect_unclean(to_elect, request.timeout_ms))
+            return ErrorCode.NONE, {tp: results[tp] for tp in wanted}
         if to_elect and not unclean:
             # the ISR as ZooKeeper holds it: 0.8.2's leaders change it there without telling the brokers' metadata
             states = await self._off_loop(self._partition_states, to_elect)
@@ -331,6 +337,79 @@ class AdminManager:
             for tp in to_elect:
                 results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None) if tp in late else (ErrorCode.NONE, None)
         return ErrorCode.NONE, {tp: results[tp] for tp in wanted}
+
+    async def _elect_unclean(self, partitions: list[tuple[str, int]], timeout_ms: int) -> dict[tuple[str, int], Result]:
+        """The controller's verdict for each partition, then (those it elected) the wait until our metadata
+        names their new leader; REQUEST_TIMED_OUT for what is not done by the timeout."""
+        timed_out: Result = (ErrorCode.REQUEST_TIMED_OUT, None)
+        if self.controller is None:
+            return dict.fromkeys(partitions, _NOT_CONTROLLER)
+        codes = await self._ask_controller(self.controller.elect_unclean, partitions, timeout_ms)
+        if codes is None:
+            return dict.fromkeys(partitions, timed_out)
+        messages = {ErrorCode.ELECTION_NOT_NEEDED: "The partition has a leader.",
+                    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "No replica of the partition is alive.",
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "The partition does not exist."}
+        results: dict[tuple[str, int], Result] = {tp: (codes.get(tp, ErrorCode.UNKNOWN),
+                                                       messages.get(codes.get(tp))) for tp in partitions}
+        elected = [tp for tp in partitions if codes.get(tp) == ErrorCode.NONE]
+        for tp in partitions:
+            log.info("%sUnclean leader election for partition %s-%d: %s", self.prefix, *tp,
+                     ErrorCode(results[tp][0]).name)
+            self._record("ElectLeaders", "partition", f"{tp[0]}-{tp[1]}", results[tp], [], election="unclean")
+
+        def leaderless() -> list[tuple[str, int]]:
+            snapshot = self.metadata_cache.snapshot
+            return [(t, p) for t, p in elected
+                    if (s := snapshot.partitions.get(t, {}).get(p)) is None or s.leader not in snapshot.brokers]
+        for tp in await self._wait(leaderless, timeout_ms) if elected else ():
+            results[tp] = timed_out
+        return results
+
+    async def _ask_controller(self, method: Callable[[Any, Callable], None], argument: Any, timeout_ms: int) -> Any:
+        """Put an event on the controller's queue and wait for its reply; None at the timeout."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future = loop.create_future()
+
+        def reply(value: Any) -> None:  # on the controller's event thread
+            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(value))
+        method(argument, reply)
+        try:
+            return await asyncio.wait_for(answer, max(timeout_ms, 1) / 1000.0)
+        except asyncio.TimeoutError:
+            return None
+
+    # ---- AlterPartitionReassignments, ListPartitionReassignments (KIP-455) ------------------------------------
+
+    async def alter_partition_reassignments(self, request: Any) -> tuple[Result, dict[tuple[str, int], Result]]:
+        """The controller starts (or cancels) each move and answers at once; the moves complete later, as
+        ListPartitionReassignments and the topic's version 2 znode show."""
+        moves = {(t.name, p.partition_index): None if p.replicas is None else tuple(p.replicas)
+                 for t in request.topics for p in t.partitions}
+        if not self.is_controller() or self.controller is None:
+            return _NOT_CONTROLLER, dict.fromkeys(moves, _NOT_CONTROLLER)
+        results = await self._ask_controller(self.controller.alter_reassignments, moves, request.timeout_ms)
+        if results is None:
+            return (ErrorCode.REQUEST_TIMED_OUT, None), dict.fromkeys(moves, (ErrorCode.REQUEST_TIMED_OUT, None))
+        for (topic, partition), result in results.items():
+            replicas = moves[(topic, partition)]
+            log.info("%s%s of partition %s-%d%s: %s", self.prefix, "Cancellation of the reassignment"
+                     if replicas is None else "Reassignment", topic, partition,
+                     "" if replicas is None else f" to {list(replicas)}", ErrorCode(result[0]).name)
+            self._record("AlterPartitionReassignments", "partition", f"{topic}-{partition}", result,
+                         [paths.topic_path(topic)] if result[0] == ErrorCode.NONE else [],
+                         replicas=None if replicas is None else list(replicas))
+        return (ErrorCode.NONE, None), results
+
+    async def list_partition_reassignments(self, request: Any) -> tuple[Result, dict]:
+        wanted = None if request.topics is None else [(t.name, p) for t in request.topics
+                                                      for p in t.partition_indexes]
+        if not self.is_controller() or self.controller is None:
+            return _NOT_CONTROLLER, {}
+        listed = await self._ask_controller(self.controller.list_reassignments, wanted, request.timeout_ms)
+        if listed is None:
+            return (ErrorCode.REQUEST_TIMED_OUT, None), {}
+        return (ErrorCode.NONE, None), listed
 
     def _partition_states(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], LeaderIsrState]:
         out = {}
@@ -530,6 +609,12 @@ class AdminManager:
         return [paths.broker_config_path(entity), paths.CONFIG_CHANGES]
 
     # ---- the lab's timeline ---------------------------------------------------------------------------------
+
+    def record_delete_records(self, results: dict[tuple[str, int], tuple[int, int]]) -> None:
+        """DeleteRecords writes no znode (the leader moves its log start offset): the timeline names the low
+        watermark each partition reached."""
+        for (topic, partition), (low, error) in results.items():
+            self._record("DeleteRecords", "partition", f"{topic}-{partition}", (error, None), [], low_watermark=low)
 
     def _record(self, api: str, resource_type: str, name: str, result: Result, znodes: list[str],
                 **fields: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkbroker import admin, timeline
 from zkbroker.config import KafkaConfig
+from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.fault_points import FAULTS, DroppedByFaultPoint
 from zkbroker.protocol.api import (
     ApiKey,
@@ -26,7 +28,7 @@ from zkbroker.protocol.api import (
     decode_request,
     encode_response,
 )
-from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
+from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
 from zkbroker.protocol.schemas import api_versions, describe_cluster, find_coordinator
@@ -37,6 +39,7 @@ from zkbroker.server.network import CONNECTION
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
+from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import decode_offset, encode_offset
@@ -45,10 +48,14 @@ if TYPE_CHECKING:
     from controller.controller import KafkaController
     from zkbroker.server.admin_manager import AdminManager
     from zkbroker.server.group_coordinator import GroupCoordinatorDriver
+    from zkbroker.server.transaction_coordinator import TransactionCoordinatorDriver
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
+
+#: How long WriteTxnMarkers waits for the ISR to have a marker (Kafka's request.timeout.ms default).
+MARKER_TIMEOUT_MS = 30_000
 
 
 def answer_api_versions(header: RequestHeader, frame: bytearray, body_offset: int,
@@ -78,7 +85,9 @@ class KafkaApis:
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
                  controller: KafkaController | None = None,
                  group_coordinator: GroupCoordinatorDriver | None = None,
-                 admin_manager: AdminManager | None = None) -> None:
+                 admin_manager: AdminManager | None = None,
+                 transaction_coordinator: TransactionCoordinatorDriver | None = None,
+                 producer_ids: ProducerIdManager | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -89,6 +98,7 @@ class KafkaApis:
         self.controller = controller
         self.group_coordinator = group_coordinator
         self.admin_manager = admin_manager
+        self.transaction_coordinator = transaction_coordinator
         self._handlers: dict[int, Handler] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self.handle_fetch,
@@ -126,8 +136,22 @@ class KafkaApis:
                 ApiKey.DESCRIBE_CLUSTER: self.handle_describe_cluster,
                 ApiKey.ELECT_LEADERS: self.handle_elect_leaders,
                 ApiKey.DESCRIBE_LOG_DIRS: self.handle_describe_log_dirs,
+                ApiKey.DELETE_RECORDS: self.handle_delete_records,
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.handle_alter_partition_reassignments,
+                ApiKey.LIST_PARTITION_REASSIGNMENTS: self.handle_list_partition_reassignments,
             })
-        self.producer_ids = ProducerIdManager(config.broker_id, zk, bridge)
+        if transaction_coordinator is not None and group_coordinator is not None:
+            self._handlers.update({
+                ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn,
+                ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn,
+                ApiKey.END_TXN: self.handle_end_txn,
+                ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers,
+                ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit,
+                ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
+                ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions,
+                ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions,
+            })
+        self.producer_ids = producer_ids or ProducerIdManager(config.broker_id, zk, bridge)
         self.versions = {key: span for key, span in advertised_versions().items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
@@ -159,7 +183,8 @@ class KafkaApis:
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
-                refused = record_versions.produce_error(header.api_version, entry.records)
+                refused = record_versions.produce_error(header.api_version, entry.records,
+                                                        getattr(request, "transactional_id", None))
                 if refused is not None:
                     log.warning("Rejected a message set for [%s,%d] in Produce v%d from client %s: %s",
                                 topic_entry.topic, entry.partition, header.api_version, header.client_id, refused[1])
@@ -239,7 +264,8 @@ class KafkaApis:
             for topic_entry in request.topics:
                 for entry in topic_entry.partitions:
                     self.replica_manager.record_follower_fetch(topic_entry.topic, entry.partition,
-                                                               request.replica_id, entry.fetch_offset)
+                                                               request.replica_id, entry.fetch_offset,
+                                                               getattr(entry, "log_start_offset", -1))
         while True:
             topics, total, errors, touched = self._read_all(request, response_budget, header.api_version)
             remaining = deadline - loop.time()
@@ -393,15 +419,19 @@ class KafkaApis:
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
         await _lab_fault_point("leader_and_isr", request)
         error, partitions = await self.replica_manager.become_leader_or_follower(request)
-        if self.group_coordinator is not None:
-            self.group_coordinator.on_leadership_change()
+        self._coordinators_see_leadership()
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_stop_replica(self, header: RequestHeader, request: Any) -> bytes:
         error, partitions = self.replica_manager.stop_replicas(request)
+        self._coordinators_see_leadership()
+        return encode_response(header, {"error_code": error, "partitions": partitions})
+
+    def _coordinators_see_leadership(self) -> None:
         if self.group_coordinator is not None:
             self.group_coordinator.on_leadership_change()
-        return encode_response(header, {"error_code": error, "partitions": partitions})
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.on_leadership_change()
 
     async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
         await _lab_fault_point("update_metadata", request)
@@ -432,20 +462,166 @@ class KafkaApis:
         return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
 
     async def handle_init_producer_id(self, header: RequestHeader, request: Any) -> bytes:
-        """InitProducerId (KIP-98) for idempotent producers: a new producer id, epoch 0. A transactional id is
-        refused (TRANSACTIONAL_ID_AUTHORIZATION_FAILED): this broker has no transaction coordinator."""
-        if request.transactional_id is not None:
+        """InitProducerId (KIP-98): a null transactional id is an idempotent producer's -- a new producer id,
+        epoch 0; a transactional id goes to its transaction coordinator, which bumps the epoch (fencing the id's
+        previous producer) and, from v3, lets a producer naming its current id and epoch recover (KIP-360)."""
+        producer_id, epoch = -1, -1
+        if request.transactional_id is not None and self.transaction_coordinator is not None:
+            expected = None
+            if getattr(request, "producer_id", -1) >= 0:
+                expected = (request.producer_id, request.producer_epoch)
+            error, producer_id, epoch = await self.transaction_coordinator.init_producer_id(
+                request.transactional_id, request.transaction_timeout_ms, expected)
+            error = _fenced_error(error, header.api_version >= 4)
+        elif request.transactional_id is not None:
             log.warning("Refused InitProducerId for transactional id %r from client %s: no transactions here",
                         request.transactional_id, header.client_id)
-            error, producer_id = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
+            error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         else:
             try:
-                error, producer_id = ErrorCode.NONE, await self.producer_ids.generate_producer_id()
+                error, producer_id, epoch = ErrorCode.NONE, await self.producer_ids.generate_producer_id(), 0
             except Exception as e:  # ZooKeeper unavailable: the client retries
                 log.warning("Could not allocate a producer id: %r", e)
-                error, producer_id = ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, -1
+                error = ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE
         return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id,
-                                        "producer_epoch": 0 if producer_id >= 0 else -1})
+                                        "producer_epoch": epoch})
+
+    # ---- transactions (KIP-98; DESIGN §18): the coordinator's APIs and the leaders' markers --------------------
+
+    async def handle_add_partitions_to_txn(self, header: RequestHeader, request: Any) -> bytes:
+        """Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED,
+        nothing added (Kafka's check before the coordinator); otherwise every partition gets the coordinator's
+        answer."""
+        snapshot = self.metadata_cache.snapshot
+        wanted = [(t.name, p) for t in request.topics for p in t.partitions]
+        unknown = {tp for tp in wanted if tp[1] not in snapshot.partitions.get(tp[0], {})}
+        if unknown:
+            errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                      for tp in wanted}
+        else:
+            error = await self.transaction_coordinator.add_partitions(
+                request.transactional_id, request.producer_id, request.producer_epoch,
+                [TopicPartition(topic, partition) for topic, partition in wanted])
+            error = _fenced_error(error, header.api_version >= 2)
+            errors = {tp: error for tp in wanted}
+        results: dict[str, list] = {}
+        for (topic, partition), error in errors.items():
+            results.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+        return encode_response(header, {"throttle_time_ms": 0, "results": [
+            {"name": topic, "partitions": rows} for topic, rows in results.items()]})
+
+    async def handle_add_offsets_to_txn(self, header: RequestHeader, request: Any) -> bytes:
+        """The group's `__consumer_offsets` partition joins the transaction (its TxnOffsetCommit follows)."""
+        offsets_partition = TopicPartition(admin.OFFSETS_TOPIC,
+                                           self.group_coordinator.machine.partition_for(request.group_id))
+        error = await self.transaction_coordinator.add_partitions(
+            request.transactional_id, request.producer_id, request.producer_epoch, [offsets_partition])
+        return encode_response(header, {"throttle_time_ms": 0,
+                                        "error_code": _fenced_error(error, header.api_version >= 2)})
+
+    async def handle_end_txn(self, header: RequestHeader, request: Any) -> bytes:
+        error = await self.transaction_coordinator.end_txn(request.transactional_id, request.producer_id,
+                                                           request.producer_epoch, request.committed)
+        return encode_response(header, {"throttle_time_ms": 0,
+                                        "error_code": _fenced_error(error, header.api_version >= 2)})
+
+    async def handle_write_txn_markers(self, header: RequestHeader, request: Any) -> bytes:
+        """A coordinator's markers, appended by each partition's leader (`Partition.append_txn_marker`) and
+        answered once the ISR has them (acks=-1). A marker in one of our `__consumer_offsets` partitions also
+        settles the transaction's pending offsets there (the group coordinator's handleTxnCompletion)."""
+        now = _now_ms()
+        answers = []
+        for marker in request.markers:
+            rows: dict[str, list] = {}
+            waits = []
+            for topic_entry in marker.topics:
+                for partition in topic_entry.partition_indexes:
+                    row = {"partition_index": partition, "error_code": ErrorCode.NONE}
+                    rows.setdefault(topic_entry.name, []).append(row)
+                    error, p = self.replica_manager.leader_partition(topic_entry.name, partition)
+                    if p is None:
+                        row["error_code"] = error
+                        continue
+                    try:
+                        info = p.append_txn_marker(marker.producer_id, marker.producer_epoch,
+                                                   marker.transaction_result, marker.coordinator_epoch, now)
+                    except RemoteProtocolError as e:
+                        log.info("Refused the transaction marker of producer %d for [%s,%d]: %s", marker.producer_id,
+                                 topic_entry.name, partition, e)
+                        row["error_code"] = e.error_code
+                        continue
+                    except BrokerResponseError as e:
+                        row["error_code"] = e.errno
+                        continue
+                    waits.append((row, p, info.last_offset + 1))
+            if waits:
+                await self._wait_for_isr(waits, MARKER_TIMEOUT_MS)
+            for row, p, _ in waits:
+                if row["error_code"] == ErrorCode.NONE and p.topic == admin.OFFSETS_TOPIC \
+                        and self.group_coordinator is not None:
+                    self.group_coordinator.complete_txn(p.partition, marker.producer_id, marker.transaction_result)
+            answers.append({"producer_id": marker.producer_id, "topics": [
+                {"name": topic, "partitions": partitions} for topic, partitions in rows.items()]})
+        return encode_response(header, {"markers": answers})
+
+    async def handle_txn_offset_commit(self, header: RequestHeader, request: Any) -> bytes:
+        snapshot = self.metadata_cache.snapshot
+        unknown = {t.name for t in request.topics if t.name not in snapshot.partitions}
+        body = await self.group_coordinator.commit_txn_offsets(request, unknown)
+        return encode_response(header, {"throttle_time_ms": 0, **body})
+
+    # ---- the transactions' tools (KIP-664) -------------------------------------------------------------------
+
+    async def handle_describe_producers(self, header: RequestHeader, request: Any) -> bytes:
+        """The active producers of partitions this broker holds (leader or follower, as Kafka 3.0 answers), from
+        their logs' producer state."""
+        topics = []
+        for topic_entry in request.topics:
+            rows = []
+            for partition in topic_entry.partition_indexes:
+                p = self.replica_manager.partitions.get((topic_entry.name, partition))
+                error = ErrorCode.NONE if p is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                producers = []
+                if p is not None:
+                    producers = [{"producer_id": e.producer_id, "producer_epoch": e.epoch,
+                                  "last_sequence": e.last_seq, "last_timestamp": e.last_timestamp,
+                                  "coordinator_epoch": e.coordinator_epoch,
+                                  "current_txn_start_offset": e.current_txn_first_offset}
+                                 for e in sorted(p.log.producer_state.producers.values(),
+                                                 key=lambda e: e.producer_id)]
+                rows.append({"partition_index": partition, "error_code": error, "error_message": None,
+                             "active_producers": producers})
+            topics.append({"name": topic_entry.name, "partitions": rows})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": topics})
+
+    async def handle_describe_transactions(self, header: RequestHeader, request: Any) -> bytes:
+        states = []
+        for transactional_id in request.transactional_ids:
+            error, m = self.transaction_coordinator.describe(transactional_id)
+            topics: dict[str, list[int]] = {}
+            for tp in sorted(m.topic_partitions) if m is not None else ():
+                topics.setdefault(tp.topic, []).append(tp.partition)
+            states.append({"error_code": error, "transactional_id": transactional_id,
+                           "transaction_state": m.state.kafka_name if m is not None else "",
+                           "transaction_timeout_ms": m.txn_timeout_ms if m is not None else 0,
+                           "transaction_start_time_ms": m.txn_start_timestamp if m is not None else -1,
+                           "producer_id": m.producer_id if m is not None else -1,
+                           "producer_epoch": m.producer_epoch if m is not None else -1,
+                           "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]})
+        return encode_response(header, {"throttle_time_ms": 0, "transaction_states": states})
+
+    async def handle_list_transactions(self, header: RequestHeader, request: Any) -> bytes:
+        """The transactional ids this broker coordinates, by state name and producer id (empty filters: all)."""
+        known = {s.kafka_name for s in TransactionState}
+        states = set(request.state_filters)
+        producers = set(request.producer_id_filters)
+        error, found = self.transaction_coordinator.list_transactions()
+        rows = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
+                 "transaction_state": m.state.kafka_name}
+                for m in sorted(found, key=lambda m: m.transactional_id)
+                if (not states or m.state.kafka_name in states) and (not producers or m.producer_id in producers)]
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error,
+                                        "unknown_state_filters": sorted(states - known), "transaction_states": rows})
 
     # ---- consumer offsets: v0 in ZooKeeper (0.8.2's offsets.storage=zookeeper), v1+ in __consumer_offsets ----
 
@@ -493,7 +669,9 @@ class KafkaApis:
         """v0 reads ZooKeeper, v1+ the coordinator. From v2 topics may be null (every offset the group has) and a
         group-level error comes once, at the top, with no partitions; v0 and v1 repeat it in every partition."""
         if header.api_version >= 1 and self.group_coordinator is not None:
-            error, topics = self.group_coordinator.fetch_offsets(request, per_partition_errors=header.api_version < 2)
+            error, topics = self.group_coordinator.fetch_offsets(request, per_partition_errors=header.api_version < 2,
+                                                                 require_stable=getattr(request, "require_stable",
+                                                                                        False))
             return encode_response(header, {"throttle_time_ms": 0, "topics": topics, "error_code": error})
         topics = []
         # v0 cannot ask for "every offset" (null topics, v2+); only a broker without a coordinator gets here with it
@@ -519,11 +697,15 @@ class KafkaApis:
     async def handle_find_coordinator(self, header: RequestHeader, request: Any) -> bytes:
         """The leader of the group's `__consumer_offsets` partition (DESIGN §12). Without a group coordinator
         (offsets only in ZooKeeper), any live broker can serve a group; every broker picks the same one.
-        v1+ may ask for a transaction coordinator instead: refused, as InitProducerId refuses a transactional id."""
+        v1+ may ask for a transaction coordinator instead (key type 1): the leader of the transactional id's
+        `__transaction_state` partition (DESIGN §18)."""
         if header.api_version == 0:
             group_id, key_type = request.group_id, find_coordinator.COORDINATOR_TYPE_GROUP
         else:
             group_id, key_type = request.coordinator_key, request.coordinator_type
+        if key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION and self.transaction_coordinator is not None:
+            body = await self.transaction_coordinator.find_coordinator(group_id)
+            return encode_response(header, {"throttle_time_ms": 0, "error_message": None, **body})
         if key_type != find_coordinator.COORDINATOR_TYPE_GROUP:
             known = key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION
             error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if known else ErrorCode.INVALID_REQUEST
@@ -622,6 +804,42 @@ class KafkaApis:
         return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "replica_election_results": [
             {"topic": topic, "partition_result": rows} for topic, rows in by_topic.items()]})
 
+    async def handle_delete_records(self, header: RequestHeader, request: Any) -> bytes:
+        """At each partition's leader (the client sends each partition to its leader): ReplicaManager moves the
+        log start offset and waits for the in-sync followers to follow."""
+        _log_admin_request(header)
+        offsets = {(t.name, p.partition_index): p.offset for t in request.topics for p in t.partitions}
+        results = await self.replica_manager.delete_records(offsets, request.timeout_ms)
+        if self.admin_manager is not None:
+            self.admin_manager.record_delete_records(results)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (low, error) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "low_watermark": low,
+                                                   "error_code": error})
+        return encode_response(header, {"throttle_time_ms": 0, "topics": [
+            {"name": topic, "partitions": rows} for topic, rows in by_topic.items()]})
+
+    async def handle_alter_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), results = await self.admin_manager.alter_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (code, text) in results.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code,
+                                                   "error_message": text})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "responses": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
+
+    async def handle_list_partition_reassignments(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        (error, message), listed = await self.admin_manager.list_partition_reassignments(request)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), (replicas, adding, removing) in listed.items():
+            by_topic.setdefault(topic, []).append({"partition_index": partition, "replicas": list(replicas),
+                                                   "adding_replicas": list(adding),
+                                                   "removing_replicas": list(removing)})
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": error, "error_message": message,
+                                        "topics": [{"name": t, "partitions": rows} for t, rows in by_topic.items()]})
+
     async def handle_describe_log_dirs(self, header: RequestHeader, request: Any) -> bytes:
         """This broker's log directories and the size of each partition's log in them (Kafka's
         ReplicaManager.describeLogDirs); the offset lag is the HW's lead over the log end, 0 as a rule."""
@@ -662,6 +880,17 @@ class KafkaApis:
                                         "endpoint_type": endpoint, "cluster_id": self.metadata_cache.cluster_id or "",
                                         "controller_id": snapshot.controller_id, "brokers": brokers,
                                         "cluster_authorized_operations": operations})
+
+
+def _fenced_error(error: int, knows_producer_fenced: bool) -> int:
+    """PRODUCER_FENCED (KIP-588) to the versions that know it; INVALID_PRODUCER_EPOCH to those before."""
+    if error == ErrorCode.PRODUCER_FENCED and not knows_producer_fenced:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _log_admin_request(header: RequestHeader) -> None:

@@ -21,12 +21,19 @@ from typing import Any
 
 from zkbroker import admin
 from zkbroker.config import KafkaConfig
-from zkbroker.coordinator.group_coordinator import Append, CoordinatorConfig, GroupCoordinator, Reply
+from zkbroker.coordinator.group_coordinator import (
+    Append,
+    CoordinatorConfig,
+    GroupCoordinator,
+    Reply,
+    resolve_transactional_records,
+)
 from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import Log
 from zkbroker.protocol.compression import CODEC_NAMES
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.protocol.message_set import build_message_set, iter_messages
+from zkbroker.protocol.message_set import build_message_set, iter_batch_records, iter_entries, iter_messages
+from zkbroker.protocol.record_batch import build_record_batch, parse_end_txn_marker
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import CONNECTION
 from zkbroker.server.replica_manager import ReplicaManager
@@ -82,8 +89,13 @@ class GroupCoordinatorDriver:
         task.add_done_callback(self._tasks.discard)
 
     async def _write(self, event: Append) -> None:
-        records = build_message_set([(key, value, _now_ms()) for key, value in event.records], magic=1,
-                                    codec=self.codec)
+        if event.producer_id >= 0:  # TxnOffsetCommit: the producer's transactional batch
+            records = bytearray(build_record_batch(event.records, codec=self.codec, timestamp=_now_ms(),
+                                                   producer_id=event.producer_id,
+                                                   producer_epoch=event.producer_epoch, transactional=True))
+        else:
+            records = build_message_set([(key, value, _now_ms()) for key, value in event.records], magic=1,
+                                        codec=self.codec)
         try:
             error = await self.replica_manager.append_and_wait(admin.OFFSETS_TOPIC, event.partition, records,
                                                                self.required_acks, self.commit_timeout_ms)
@@ -195,7 +207,8 @@ class GroupCoordinatorDriver:
                     for p in t.partitions]})
         return body
 
-    def fetch_offsets(self, request: Any, per_partition_errors: bool) -> tuple[int, list[dict]]:
+    def fetch_offsets(self, request: Any, per_partition_errors: bool, require_stable: bool = False,
+                      ) -> tuple[int, list[dict]]:
         """OffsetFetch v1+: (group-level error, topics). Null topics (v2+) ask for every offset the group has. A
         group-level error is repeated in every partition for v0-v1 (``per_partition_errors``); v2+ carry it once,
         at the top, with no partitions (Kafka 2.1's answer)."""
@@ -204,13 +217,16 @@ class GroupCoordinatorDriver:
         error, found = self.machine.fetch_offsets(request.group_id, wanted)
         if error != ErrorCode.NONE and not per_partition_errors:
             return error, []
+        asked = wanted if wanted is not None else sorted(found)
+        unstable = self.machine.unstable_offsets(request.group_id, asked) if require_stable else set()
         topics: dict[str, list] = {}
-        for tp in (wanted if wanted is not None else sorted(found)):
-            stored = found.get(tp)
+        for tp in asked:
+            stored = None if tp in unstable else found.get(tp)
             topics.setdefault(tp.topic, []).append({
                 "partition": tp.partition, "offset": -1 if stored is None else stored.offset,
                 "committed_leader_epoch": -1 if stored is None else stored.leader_epoch,
-                "metadata": "" if stored is None else stored.metadata, "error_code": error})
+                "metadata": "" if stored is None else stored.metadata,
+                "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT if tp in unstable else error})
         return error, [{"topic": t, "partitions": rows} for t, rows in topics.items()]
 
     def committed(self, group_id: str) -> tuple[int, dict[TopicPartition, int]]:
@@ -245,7 +261,7 @@ class GroupCoordinatorDriver:
         started = time.monotonic()
         # The lab's fault point hold_group_loading: COORDINATOR_LOAD_IN_PROGRESS for as long as a test wants.
         await FAULTS.wait_while_group_loading_held(admin.OFFSETS_TOPIC, pid)
-        records: list[tuple[bytes | None, bytes | None]] = []
+        items: list[tuple[bytes | None, bytes | None, int, bool | None]] = []
         end = log_.log_end_offset
         offset = log_.log_start_offset
         chunk = self.config["offsets.load.buffer.size"]
@@ -257,12 +273,7 @@ class GroupCoordinatorDriver:
                               admin.OFFSETS_TOPIC, pid, offset)
                 break
             before = offset
-            for message in iter_messages(data, verify_crc=False):
-                if message.offset >= end:
-                    break
-                if message.offset >= offset:
-                    records.append((message.key, message.value))
-                    offset = message.offset + 1
+            offset = _read_entries(data, offset, end, items)
             if offset == before:
                 if not data:
                     break
@@ -271,11 +282,36 @@ class GroupCoordinatorDriver:
         if self._loads.get(pid) is not asyncio.current_task():
             return
         del self._loads[pid]
-        self.machine.finish_loading(pid, records, _now_ms())
+        records, pending = resolve_transactional_records(items)
+        self.machine.finish_loading(pid, records, _now_ms(), pending)
         groups = sum(1 for g in self.machine.groups if self.machine.partition_for(g) == pid)
         log.info("Broker %d finished loading [%s,%d]: %d records, %d groups, in %.0f ms", self.broker_id,
                  admin.OFFSETS_TOPIC, pid, len(records), groups, (time.monotonic() - started) * 1000)
         self._run()
+
+    # ---- transactional offsets (TxnOffsetCommit, KIP-98; OffsetFetch's require_stable, KIP-447) -------------
+
+    async def commit_txn_offsets(self, request: Any, unknown_topics: set[str]) -> dict:
+        offsets = {TopicPartition(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
+                   for t in request.topics if t.name not in unknown_topics for p in t.partitions}
+        epochs = {TopicPartition(t.name, p.partition_index): getattr(p, "committed_leader_epoch", -1)  # v2+
+                  for t in request.topics if t.name not in unknown_topics for p in t.partitions}
+        body = {"topics": []}
+        if offsets:
+            body = await self._call(self.machine.commit_txn_offsets, request.group_id, request.producer_id,
+                                    request.producer_epoch, offsets, epochs)
+        for t in request.topics:
+            if t.name in unknown_topics:
+                body["topics"].append({"topic": t.name, "partitions": [
+                    {"partition": p.partition_index, "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+                    for p in t.partitions]})
+        return {"topics": [{"name": t["topic"], "partitions": [
+            {"partition_index": p["partition"], "error_code": p["error_code"]} for p in t["partitions"]]}
+            for t in body["topics"]]}
+
+    def complete_txn(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction's marker is in one of our offsets partitions (WriteTxnMarkers wrote it)."""
+        self.machine.complete_txn(offsets_partition, producer_id, commit)
 
     async def expire_offsets(self) -> None:
         """Every offsets.retention.check.interval.ms (KafkaServer runs it)."""
@@ -289,3 +325,30 @@ class GroupCoordinatorDriver:
             self._timer.cancel()
         for task in [*self._loads.values(), *self._tasks]:
             task.cancel()
+
+
+def _read_entries(data: bytes, offset: int, end: int, items: list) -> int:
+    """Add the records of `data` from `offset` (below `end`) to `items` as (key, value, producer id, marker) for
+    `resolve_transactional_records`; returns the offset after the last one read."""
+    for entry in iter_entries(data):
+        if entry.batch is None:
+            for message in iter_messages(data[entry.position:entry.position + 12 + entry.size], verify_crc=False):
+                if offset <= message.offset < end:
+                    items.append((message.key, message.value, -1, None))
+                    offset = message.offset + 1
+            continue
+        header = entry.batch
+        if header.last_offset < offset:
+            continue
+        if header.base_offset >= end:
+            break
+        _, records = iter_batch_records(data, entry.position)
+        producer_id = header.producer_id if header.is_transactional else -1
+        if header.is_control:
+            if records and header.is_transactional:
+                marker = parse_end_txn_marker(records[0].key, records[0].value)
+                items.append((None, None, header.producer_id, marker.is_commit))
+        else:
+            items.extend((r.key, r.value, producer_id, None) for r in records if offset <= r.offset < end)
+        offset = min(header.last_offset + 1, end)
+    return offset

@@ -45,9 +45,11 @@ from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import ConnectionLimits, SocketServer
+from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.registration import BrokerRegistrar
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
+from zkbroker.server.transaction_coordinator import TransactionCoordinatorDriver
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ClusterId, ConfigChange, ControllerRegistration
@@ -77,6 +79,7 @@ class KafkaServer:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
+        self.transaction_coordinator: TransactionCoordinatorDriver | None = None
         self.socket_server: SocketServer | None = None
         self._stopping = False
         self._started = False
@@ -120,9 +123,14 @@ class KafkaServer:
             topic_creator = TopicAutoCreator(self.config, self.zk)
             self.group_coordinator = GroupCoordinatorDriver(self.config, self.metadata_cache, self.replica_manager,
                                                             topic_creator)
-            admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active)
+            admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active,
+                                         self.controller)
+            producer_ids = ProducerIdManager(self.broker_id, self.zk, bridge)
+            self.transaction_coordinator = TransactionCoordinatorDriver(
+                self.config, self.metadata_cache, self.replica_manager, topic_creator, producer_ids)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
-                             topic_creator, self.controller, self.group_coordinator, admin_manager)
+                             topic_creator, self.controller, self.group_coordinator, admin_manager,
+                             self.transaction_coordinator, producer_ids)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config))
@@ -132,6 +140,10 @@ class KafkaServer:
                               self._checkpoint_high_watermarks)
             self._every_async(self.config["replica.lag.check.interval.ms"], self.replica_manager.maybe_shrink_isr)
             self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
+            self._every_async(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                              self.transaction_coordinator.abort_timed_out_transactions)
+            self._every_async(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                              self.transaction_coordinator.remove_expired_transactional_ids)
             if self.replica_manager.timeline_source is not None:
                 self._every(HW_REPORT_INTERVAL_MS, self.replica_manager.report_high_watermarks, off_loop=False)
             await loop.run_in_executor(None, self._start_cluster_membership)
@@ -342,6 +354,8 @@ class KafkaServer:
             await self.socket_server.stop()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
         if self.replica_manager is not None:
             await self.replica_manager.shutdown()
         if self.log_manager is not None:

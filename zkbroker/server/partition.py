@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 
 from zkbroker import timeline
 from zkbroker.log.leader_epoch import LeaderEpochCache
-from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log
-from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError
+from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME, Log, OutOfOrderOffsetsError
+from zkbroker.protocol import message_set
+from zkbroker.protocol.errors import ErrorCode, NotEnoughReplicasError, OffsetOutOfRangeError, PolicyViolationError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import AppendInfo
 from zkbroker.protocol.record_batch import ControlRecordType, EndTxnMarker, build_end_txn_marker_batch
@@ -53,6 +54,8 @@ class Partition:
     # as of that fetch: under steady writes a healthy follower is never at the very end when it asks).
     remote_caught_up_times: dict[int, float] = field(default_factory=dict)
     remote_fetch_leader_leos: dict[int, int] = field(default_factory=dict)
+    # Each follower's log start offset, from its Fetch (v5+); -1 until known. The low watermark is their least.
+    remote_log_starts: dict[int, int] = field(default_factory=dict)
     # An ISR change being written to ZooKeeper by this leader; one at a time.
     isr_update_in_flight: bool = False
     # replication.truncation=leader-epoch only: the leader-epoch-checkpoint, and whether this follower must
@@ -93,6 +96,7 @@ class Partition:
         self.remote_fetch_times = {r: now for r in self.remote_leos}
         self.remote_caught_up_times = {r: now for r in self.remote_leos}  # each gets a full lag time to show
         self.remote_fetch_leader_leos = {}
+        self.remote_log_starts = {r: -1 for r in self.remote_leos}
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.maybe_increment_high_watermark()
         # Waiting acks=-1 produces must look again: the HW may have moved, or the ISR shrunk below
@@ -152,7 +156,20 @@ class Partition:
         the leader that wrote them (Kafka 0.11's cache learns from them); messages of magic 0 and 1 are
         attributed to the epoch of the leader we follow."""
         start = self.log_end_offset
-        info = self.log.append(records, assign_offsets=False)
+        try:
+            info = self.log.append(records, assign_offsets=False)
+        except OutOfOrderOffsetsError:
+            # DeleteRecords put the leader's log start inside a batch, and this empty log (its end at its start)
+            # fetched from there: the batch begins below it. As Kafka (UnexpectedAppendOffsetException), the log
+            # starts afresh at the batch's first offset; the leader's log start, in the same Fetch answer, then
+            # hides the records below it again.
+            first, last = _offsets_of(records)
+            if not (start == self.log.log_start_offset and first < start <= last):
+                raise
+            self.truncate_fully_and_start_at(first, f"the first batch fetched begins at {first}, below the log "
+                                                    f"start {start} DeleteRecords set")
+            start = first
+            info = self.log.append(records, assign_offsets=False)
         if self.epoch_cache is not None and self.log_end_offset > start:
             self._learn_epochs(info, start, self.leader_epoch)
 
@@ -183,6 +200,37 @@ class Partition:
         self.remote_fetch_times[replica_id] = now
         if self.maybe_increment_high_watermark():
             self.wake_waiters()
+
+    def record_follower_log_start(self, replica_id: int, log_start_offset: int) -> None:
+        """A follower's log start offset, as its Fetch reports it: it moves the low watermark DeleteRecords
+        waits for (it wakes the waiters when it does)."""
+        if replica_id in self.remote_log_starts and self.remote_log_starts[replica_id] != log_start_offset:
+            self.remote_log_starts[replica_id] = log_start_offset
+            self.wake_waiters()
+
+    @property
+    def low_watermark(self) -> int:
+        """The least log start offset of the leader and the in-sync followers that reported one (Kafka's
+        lowWatermarkIfLeader, which takes every live follower; a follower out of the ISR learns the new start
+        when it fetches again, and a dead one when it returns)."""
+        starts = [start for r, start in self.remote_log_starts.items() if r in self.isr and start >= 0]
+        return min([self.log.log_start_offset, *starts])
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords (KIP-107): move the log start offset to `offset` (-1: the high watermark). The error
+        code: OFFSET_OUT_OF_RANGE past the HW (or a negative offset other than -1), POLICY_VIOLATION for a
+        compacted topic, whose offsets are keys' history rather than a position."""
+        if self.log.config.compact:
+            raise PolicyViolationError(f"Records of partition {self.topic}-{self.partition} can not be deleted "
+                                       "while it is a compacted topic")
+        target = self.high_watermark if offset == -1 else offset
+        if target < 0 or target > self.high_watermark:
+            raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {target} of partition "
+                                        f"{self.topic}-{self.partition} since it is larger than the high "
+                                        f"watermark {self.high_watermark}")
+        if self.log.maybe_increment_log_start_offset(target):
+            self.wake_waiters()
+        return self.low_watermark
 
     def out_of_sync_replicas(self, lag_time_ms: int, lag_max_messages: int, caught_up_time: bool = False,
                              now: float | None = None) -> dict[int, str]:
@@ -348,3 +396,9 @@ class Partition:
         for future in waiters:
             if not future.done():
                 future.set_result(None)
+
+
+def _offsets_of(records) -> tuple[int, int]:
+    """The first and last offsets of a fetched message set (what a follower's append refused)."""
+    info = message_set.analyze(records)
+    return info.first_offset, info.last_offset

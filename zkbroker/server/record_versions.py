@@ -1,8 +1,9 @@
 """What the record-batch versions of the client APIs (Kafka 0.11-2.1) add to their handlers in KafkaApis.
 
 * Produce v3+ carries exactly one record batch per partition (CORRUPT_MESSAGE otherwise), zstd only from v7
-  (UNSUPPORTED_COMPRESSION_TYPE), no transactional batch while the broker runs no transaction coordinator
-  (INVALID_TXN_STATE); v2+ answers the append time of a LogAppendTime topic, v5+ the log start.
+  (UNSUPPORTED_COMPRESSION_TYPE); a transactional batch needs the request's transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's authorization of it answers a null one); v2+ answers the
+  append time of a LogAppendTime topic, v5+ the log start.
 * Fetch: a consumer whose version cannot carry record batches (v0-v3) gets them down-converted (v0-v1 to
   magic 0, v2-v3 to magic 1), and one whose version cannot carry zstd (below v10) gets
   UNSUPPORTED_COMPRESSION_TYPE for a range holding a zstd batch. Each segment knows the highest magic it holds
@@ -40,7 +41,7 @@ def _batch_codecs(view: memoryview) -> list[int]:
     return [view[pos + _BATCH_CODEC_AT] & 0x07 for pos in entry_starts(view) if view[pos + _MAGIC_AT] == 2]
 
 
-def produce_error(version: int, records: Any) -> tuple[int, str] | None:
+def produce_error(version: int, records: Any, transactional_id: str | None = None) -> tuple[int, str] | None:
     """(error code, why) for a partition's records that this Produce version may not carry, or None."""
     if records is None:
         return None
@@ -50,10 +51,12 @@ def produce_error(version: int, records: Any) -> tuple[int, str] | None:
         return ErrorCode.CORRUPT_MESSAGE, f"Produce v{version} must carry exactly one record batch (magic 2)"
     if version < 7 and CODEC_ZSTD in _batch_codecs(view):
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"zstd needs Produce v7 or later, not v{version}"
-    if any(view[pos + _MAGIC_AT] == 2 and view[pos + _BATCH_CODEC_AT] & TRANSACTIONAL for pos in starts):
-        # the log would take it, but without a coordinator no marker could ever end the transaction, and its
-        # first offset would hold every read_committed consumer's LSO for good
-        return ErrorCode.INVALID_TXN_STATE, "a transactional batch, and this broker runs no transaction coordinator"
+    if transactional_id is None and any(
+            view[pos + _MAGIC_AT] == 2 and view[pos + _BATCH_CODEC_AT] & TRANSACTIONAL for pos in starts):
+        # no coordinator knows of this transaction: no marker would ever end it, and its first offset would
+        # hold every read_committed consumer's LSO for good
+        return (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "a transactional batch in a Produce request without a transactional id")
     return None
 
 

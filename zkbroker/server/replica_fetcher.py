@@ -31,6 +31,11 @@ from zkbroker.topic_partition import TopicPartition
 log = logging.getLogger("zkbroker.server.ReplicaFetcherThread")
 
 ERROR_BACKOFF_S = 1.0
+#: Fetch v5 (Kafka 1.0): the first that carries each side's log start offset, which is how a follower learns
+#: that DeleteRecords moved its leader's (KIP-107) and how the leader learns the follower followed. The records
+#: come as the leader's log holds them at any version: a follower's fetch is never converted.
+FETCH_VERSION = 5
+NO_RESPONSE_LIMIT = 0x7FFFFFFF  # replica.fetch.max.bytes caps each partition, as v0 did; nothing caps the sum
 HELD_POLL_S = 0.05  # how often held fetchers look whether the lab released them (fault point hold_fetchers)
 
 
@@ -105,10 +110,12 @@ class ReplicaFetcher:
             rows = by_topic.get(tp[0])
             if rows is None:
                 rows = by_topic[tp[0]] = []
-            rows.append({"partition": tp[1], "fetch_offset": offset, "max_bytes": max_bytes})
+            rows.append({"partition": tp[1], "fetch_offset": offset, "log_start_offset": partition.log.log_start_offset,
+                         "max_bytes": max_bytes})
         request = {"replica_id": self.broker_id, "max_wait_ms": self._max_wait_ms, "min_bytes": self._min_bytes,
+                   "max_bytes": NO_RESPONSE_LIMIT, "isolation_level": 0,
                    "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
-        response = await self._connection.send(ApiKey.FETCH, 0, request)
+        response = await self._connection.send(ApiKey.FETCH, FETCH_VERSION, request)
         backoff = False
         current = self.partitions
         for topic_entry in response.topics:
@@ -137,6 +144,8 @@ class ReplicaFetcher:
         high_watermark = min(partition.log.log_end_offset, entry.high_watermark)
         if high_watermark > partition.high_watermark:
             partition.high_watermark = high_watermark
+        # DeleteRecords on the leader: the follower drops the same records (capped at its own log end)
+        partition.log.maybe_increment_log_start_offset(entry.log_start_offset)
 
     def _still_ours(self, partition: Partition, leader_epoch: int) -> bool:
         """After an await: whether this fetcher still follows the partition under the same LeaderAndIsr. A

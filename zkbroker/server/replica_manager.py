@@ -388,12 +388,63 @@ class ReplicaManager:
             return ErrorCode.NONE, UNDEFINED_EPOCH_OFFSET
         return ErrorCode.NONE, p.epoch_cache.end_offset_for(epoch, p.log_end_offset)
 
-    def record_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int) -> None:
+    async def delete_records(self, offsets: dict[TopicPartition, int], timeout_ms: int) -> dict[TopicPartition,
+                                                                                                   tuple[int, int]]:
+        """DeleteRecords (KIP-107) on the leader: move each log start offset, then wait until every in-sync
+        follower has learnt it from its next Fetch (Kafka's DelayedDeleteRecords), or the timeout. Each
+        partition's (low watermark, error code); REQUEST_TIMED_OUT for those still waiting."""
+        results: dict[TopicPartition, tuple[int, int]] = {}
+        waiting: dict[TopicPartition, tuple[Partition, int]] = {}
+        for tp, offset in offsets.items():
+            error, p = self.leader_partition(*tp)
+            if p is None:
+                results[tp] = (-1, error)
+                continue
+            try:
+                low = p.delete_records_on_leader(offset)
+            except BrokerResponseError as e:
+                log.info("Refused to delete records of [%s,%d] below offset %d: %s", *tp, offset, e)
+                results[tp] = (-1, e.errno)
+                continue
+            required = p.log.log_start_offset
+            log.info("Deleted records of [%s,%d] below offset %d (low watermark %d)", *tp, required, low)
+            results[tp] = (low, ErrorCode.NONE)
+            if low < required:
+                waiting[tp] = (p, required)
+        loop = asyncio.get_running_loop()
+        if offsets:
+            await loop.run_in_executor(None, self.log_manager.checkpoint_log_start_offsets)
+        deadline = loop.time() + max(timeout_ms, 0) / 1000.0
+        while waiting:
+            for tp, (p, required) in list(waiting.items()):
+                if not p.is_leader:
+                    results[tp] = (-1, ErrorCode.NOT_LEADER_FOR_PARTITION)
+                elif (low := p.low_watermark) >= required:
+                    results[tp] = (low, ErrorCode.NONE)
+                else:
+                    continue
+                del waiting[tp]
+            remaining = deadline - loop.time()
+            if not waiting or remaining <= 0:
+                break
+            waiters = [p.waiter(loop) for p, _ in waiting.values()]
+            await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for future in waiters:
+                future.cancel()
+        for tp, (p, _) in waiting.items():
+            results[tp] = (p.low_watermark, ErrorCode.REQUEST_TIMED_OUT)
+        return results
+
+    def record_follower_fetch(self, topic: str, partition: int, replica_id: int, fetch_offset: int,
+                              log_start_offset: int = -1) -> None:
         """Once per follower Fetch request: its fetch offset is its LEO, which may advance the HW and let that
-        follower (and only that one: another's LEO is only as fresh as its own last fetch) rejoin the ISR."""
+        follower (and only that one: another's LEO is only as fresh as its own last fetch) rejoin the ISR. From
+        Fetch v5 it also names its log start offset, which moves the low watermark (DeleteRecords)."""
         p = self.partitions.get((topic, partition))
         if p is None or not p.is_leader or replica_id not in p.remote_leos:
             return
+        if log_start_offset >= 0:
+            p.record_follower_log_start(replica_id, log_start_offset)
         p.record_follower_fetch(replica_id, fetch_offset)
         if p.may_rejoin_isr(replica_id):
             self.bridge.loop.create_task(self._maybe_expand_isr(p, replica_id))

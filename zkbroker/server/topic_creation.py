@@ -27,6 +27,8 @@ class TopicAutoCreator:
     async def create(self, topic: str) -> int:
         if topic == admin.OFFSETS_TOPIC:
             return await self.create_offsets_topic()
+        if topic == admin.TRANSACTION_STATE_TOPIC:
+            return await self.create_transaction_state_topic()
         loop = asyncio.get_running_loop()
         try:
             assignment = await loop.run_in_executor(
@@ -49,14 +51,34 @@ class TopicAutoCreator:
         offsets.topic.num.partitions partitions, offsets.topic.replication.factor replicas capped to the live
         brokers, compacted, with offsets.topic.segment.bytes segments. The controller elects its leaders; until
         then the coordinator is not available, which clients retry."""
-        loop = asyncio.get_running_loop()
-        partitions = self.config["offsets.topic.num.partitions"]
         config = {"cleanup.policy": "compact", "segment.bytes": str(self.config["offsets.topic.segment.bytes"])}
+        return await self._create_internal(admin.OFFSETS_TOPIC, self.config["offsets.topic.num.partitions"],
+                                           self.config["offsets.topic.replication.factor"], config, None)
+
+    async def create_transaction_state_topic(self) -> int:
+        """`__transaction_state` on first use (FindCoordinator for a transactional id), the same way
+        (DESIGN §18): transaction.state.log.num.partitions partitions, transaction.state.log.replication.factor
+        replicas capped to the live brokers, min.insync.replicas transaction.state.log.min.isr capped to that
+        factor (our deviation, so that one- and two-broker labs work; Kafka refuses instead), compacted,
+        unclean leader election off."""
+        config = {"cleanup.policy": "compact", "segment.bytes": str(self.config["transaction.state.log.segment.bytes"]),
+                  "unclean.leader.election.enable": "false"}
+        return await self._create_internal(admin.TRANSACTION_STATE_TOPIC,
+                                           self.config["transaction.state.log.num.partitions"],
+                                           self.config["transaction.state.log.replication.factor"], config,
+                                           self.config["transaction.state.log.min.isr"])
+
+    async def _create_internal(self, topic: str, partitions: int, wanted_replication: int, config: dict[str, str],
+                               min_isr: int | None) -> int:
+        loop = asyncio.get_running_loop()
 
         def create() -> int:
             live = admin.live_broker_ids(self.zk)
-            replication = max(1, min(self.config["offsets.topic.replication.factor"], len(live)))
-            admin.create_topic(self.zk, admin.OFFSETS_TOPIC, partitions, replication, config)
+            replication = max(1, min(wanted_replication, len(live)))
+            topic_config = dict(config)
+            if min_isr is not None:
+                topic_config["min.insync.replicas"] = str(min(min_isr, replication))
+            admin.create_topic(self.zk, topic, partitions, replication, topic_config)
             return replication
 
         try:
@@ -64,8 +86,8 @@ class TopicAutoCreator:
         except admin.TopicExistsError:
             return ErrorCode.LEADER_NOT_AVAILABLE
         except Exception as e:  # no live broker yet, or ZooKeeper unavailable: the client asks again
-            log.warning("Could not create the offsets topic %s: %r", admin.OFFSETS_TOPIC, e)
+            log.warning("Could not create the internal topic %s: %r", topic, e)
             return ErrorCode.LEADER_NOT_AVAILABLE
-        log.info("Created the offsets topic %s with %d partitions and replication factor %d", admin.OFFSETS_TOPIC,
-                 partitions, replication)
+        log.info("Created the internal topic %s with %d partitions and replication factor %d", topic, partitions,
+                 replication)
         return ErrorCode.LEADER_NOT_AVAILABLE

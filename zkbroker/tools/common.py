@@ -129,3 +129,49 @@ def read_partitions(zk: ZkClient, topic: str) -> dict[int, tuple[int, ...]] | No
         except ZnodeFormatError as e:
             skip_znode(path, f"{e}; the topic's other partitions are shown")
     return partitions
+
+
+#: Kafka's own message for an error code that came without one (the client's Errors table), for the codes the
+#: `--bootstrap-server` tools print per partition
+_DEFAULT_MESSAGES = {
+    "OFFSET_OUT_OF_RANGE": "The requested offset is not within the range of offsets maintained by the server.",
+    "UNKNOWN_TOPIC_OR_PARTITION": "This server does not host this topic-partition.",
+    "NOT_LEADER_FOR_PARTITION": "This server is not the leader for that topic-partition.",
+    "LEADER_NOT_AVAILABLE": "There is no leader for this topic-partition as we are in the middle of a leadership "
+                            "election.",
+    "REQUEST_TIMED_OUT": "The request timed out.",
+    "POLICY_VIOLATION": "Request parameters do not satisfy the configured policy.",
+    "ELECTION_NOT_NEEDED": "Leader election not needed for topic partition.",
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
+    "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
+    "NO_REASSIGNMENT_IN_PROGRESS": "No partition reassignment is in progress.",
+    "GROUP_SUBSCRIBED_TO_TOPIC": "Deleting offsets of a topic is forbidden while the consumer group is actively "
+                                 "subscribed to it.",
+}
+
+
+def default_message(code: int) -> str:
+    """Kafka's message for an error code (its name when zkbroker's tools do not print it)."""
+    from zkbroker.protocol.errors import ErrorCode
+
+    try:
+        name = ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
+    return _DEFAULT_MESSAGES.get(name, name)
+
+
+def java_exception(code: int, message: str | None = None) -> str:
+    """How a Kafka 2.x tool prints a failed future: the exception's class and its message (NOT_CONTROLLER ->
+    `org.apache.kafka.common.errors.NotControllerException: ...`)."""
+    from zkbroker.protocol.errors import ErrorCode
+
+    try:
+        name = ErrorCode(code).name
+    except ValueError:
+        name = "UNKNOWN_SERVER_ERROR"
+    if name == "REQUEST_TIMED_OUT":
+        java = "TimeoutException"
+    else:
+        java = "".join(word.title() for word in name.split("_")) + "Exception"
+    return f"org.apache.kafka.common.errors.{java}: {message or _DEFAULT_MESSAGES.get(name, name)}"

@@ -9,7 +9,8 @@ for their log end offsets (ListOffsets), and prints one row per partition, owned
 columns and widths. A group without active members first says so on stderr, and its rows show `-` for CONSUMER-ID,
 HOST and CLIENT-ID; a rebalancing one warns on stderr. `--delete` asks the group's coordinator to forget an empty
 group and its offsets (DeleteGroups): `Deletion of requested consumer groups ('G') was successful.`, as Kafka 2.x
-prints it. ZooKeeper groups stay with `consumer-offset-checker`.
+prints it. `--reset-offsets` and `--delete-offsets` move or forget a group's offsets (consumer_group_offsets.py).
+ZooKeeper groups stay with `consumer-offset-checker`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from zkbroker.client.connection import BrokerConnection
 from zkbroker.coordinator.consumer_protocol import decode_assignment
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, for_code
+from zkbroker.tools import consumer_group_offsets
 from zkbroker.tools.common import ToolError
 
 MISSING = "-"
@@ -41,7 +43,10 @@ def add_command(commands) -> None:
     action.add_argument("--describe", action="store_true", help="Describe consumer group and list offset lag.")
     action.add_argument("--delete", action="store_true", help="Pass in groups to delete topic partition offsets "
                         "and ownership information over the entire consumer group.")
+    action.add_argument("--reset-offsets", action="store_true", help="Reset offsets of consumer group.")
+    action.add_argument("--delete-offsets", action="store_true", help="Delete offsets of consumer group.")
     p.add_argument("--group", help="The consumer group we wish to act on.")
+    consumer_group_offsets.add_arguments(p)
     p.add_argument("--timeout", type=int, default=5000, metavar="MS", help="Socket timeout in ms (default 5000).")
     p.set_defaults(run=run)
 
@@ -74,15 +79,20 @@ def format_describe(rows: list[Row]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if (args.describe or args.delete) and not args.group:
-        raise ToolError(f"Option [{'describe' if args.describe else 'delete'}] takes one of these options: [group]")
-    cluster = _Cluster(args.bootstrap_server, args.timeout / 1000.0)
+    action = next(a for a in ("list", "describe", "delete", "reset_offsets", "delete_offsets") if getattr(args, a))
+    if action != "list" and not args.group:
+        raise ToolError(f"Option [{action.replace('_', '-')}] takes one of these options: [group]")
+    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0)
     try:
         if args.list:
             for group in cluster.list_groups():
                 print(group)
         elif args.delete:
             delete(cluster, args.group)
+        elif args.reset_offsets:
+            consumer_group_offsets.reset_offsets(cluster, args)
+        elif args.delete_offsets:
+            consumer_group_offsets.delete_offsets(cluster, args)
         else:
             describe(cluster, args.group)
     finally:
@@ -90,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(cluster: _Cluster, group: str) -> None:
+def describe(cluster: Cluster, group: str) -> None:
     coordinator = cluster.coordinator(group)
     described = coordinator.send(ApiKey.DESCRIBE_GROUPS, 0, {"group_ids": [group]}).groups[0]
     if described.error_code != ErrorCode.NONE:
@@ -114,7 +124,7 @@ def describe(cluster: _Cluster, group: str) -> None:
         print(line)
 
 
-def delete(cluster: _Cluster, group: str) -> None:
+def delete(cluster: Cluster, group: str) -> None:
     response = cluster.coordinator(group).send(ApiKey.DELETE_GROUPS, 1, {"groups_names": [group]})
     (result,) = response.results
     if result.error_code != ErrorCode.NONE:
@@ -123,20 +133,22 @@ def delete(cluster: _Cluster, group: str) -> None:
     print(f"Deletion of requested consumer groups ('{group}') was successful.")
 
 
-class _Cluster:
+class Cluster:
     """Connections to the brokers, found from the bootstrap servers' Metadata."""
 
-    def __init__(self, bootstrap: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, client_id: str = "consumer-groups") -> None:
         self.timeout_s = timeout_s
+        self.client_id = client_id
         self._connections: dict[int, BrokerConnection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[tuple[str, int], int] = {}
+        self.replicas: dict[tuple[str, int], tuple[int, ...]] = {}
         errors = []
         for server in [s.strip() for s in bootstrap.split(",") if s.strip()]:
             host, _, port = server.rpartition(":")
             if not host or not port.isdigit():
                 raise ToolError(f"Invalid bootstrap server {server!r}: expected HOST:PORT")
-            conn = BrokerConnection(host, int(port), "consumer-groups", timeout_s)
+            conn = BrokerConnection(host, int(port), client_id, timeout_s)
             try:
                 metadata = conn.send(ApiKey.METADATA, 1, {"topics": None})
             except OSError as e:
@@ -146,13 +158,14 @@ class _Cluster:
                 conn.close()
             self.brokers = {b.node_id: (b.host, b.port) for b in metadata.brokers}
             self.leaders = {(t.topic, p.partition): p.leader for t in metadata.topics for p in t.partitions}
+            self.replicas = {(t.topic, p.partition): tuple(p.replicas) for t in metadata.topics for p in t.partitions}
             return
         raise ToolError(f"Cannot reach any bootstrap server ({'; '.join(errors)})")
 
     def connection(self, broker_id: int) -> BrokerConnection:
         if broker_id not in self._connections:
             host, port = self.brokers[broker_id]
-            self._connections[broker_id] = BrokerConnection(host, port, "consumer-groups", self.timeout_s)
+            self._connections[broker_id] = BrokerConnection(host, port, self.client_id, self.timeout_s)
         return self._connections[broker_id]
 
     def list_groups(self) -> list[str]:
@@ -180,6 +193,39 @@ class _Cluster:
             raise ToolError(f"Could not fetch the offsets of group {group}: {for_code(error)()}")
         return {(t.topic, p.partition): p.offset for t in response.topics for p in t.partitions
                 if p.offset >= 0 and t.topic != admin.OFFSETS_TOPIC}
+
+    def offsets_for(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
+        """ListOffsets v1 at each leader: the earliest (-2), latest (-1) or first offset at or after `timestamp`
+        (-1 when none is) of each partition that answers."""
+        by_leader: dict[int, dict[str, list]] = {}
+        for topic, partition in partitions:
+            leader = self.leaders.get((topic, partition), -1)
+            if leader in self.brokers:
+                by_leader.setdefault(leader, {}).setdefault(topic, []).append(
+                    {"partition": partition, "timestamp": timestamp})
+        out = {}
+        for leader, topics in by_leader.items():
+            response = self.connection(leader).send(ApiKey.LIST_OFFSETS, 1, {"replica_id": -1, "topics": [
+                {"topic": t, "partitions": ps} for t, ps in topics.items()]})
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code == ErrorCode.NONE:
+                        out[(t.topic, p.partition)] = p.offset
+        return out
+
+    def commit(self, coordinator: BrokerConnection, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        """OffsetCommit v2 from outside the group (generation -1), as Kafka's tool commits a reset."""
+        topics: dict[str, list] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            topics.setdefault(topic, []).append({"partition": partition, "offset": offset, "metadata": ""})
+        response = coordinator.send(ApiKey.OFFSET_COMMIT, 2, {
+            "group_id": group, "generation_id": -1, "member_id": "", "retention_time_ms": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]})
+        errors = {(t.topic, p.partition): p.error_code for t in response.topics for p in t.partitions
+                  if p.error_code != ErrorCode.NONE}
+        if errors:
+            raise ToolError("Could not commit the new offsets: " + ", ".join(
+                f"{t}-{p}: {for_code(code)()}" for (t, p), code in sorted(errors.items())))
 
     def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         by_leader: dict[int, list[tuple[str, int]]] = {}

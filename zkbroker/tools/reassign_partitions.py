@@ -10,6 +10,9 @@ Three modes, with 0.8.2's JSON files:
 - `--verify --reassignment-json-file F`: per partition "completed successfully", "failed" or "is still in
   progress" (the code's wording; the 0.8.2 docs say "is in progress").
 Partitions are printed sorted by topic and partition (0.8.2 printed them in hash order).
+
+`--bootstrap-server B` instead goes through the Admin API, as Kafka 2.6's tool, and adds `--list` and `--cancel`
+(reassign_partitions_admin.py).
 """
 
 from __future__ import annotations
@@ -32,12 +35,19 @@ def add_command(commands) -> None:
     p = commands.add_parser("reassign-partitions", help="move partitions between brokers "
                             "(kafka-reassign-partitions.sh)",
                             description="This command moves topic partitions between replicas.")
-    p.add_argument("--zookeeper", metavar="URLS", help="REQUIRED: the ZooKeeper connection string host:port[/chroot]")
+    p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                   help="the brokers to connect to, through the Admin API (instead of --zookeeper)")
     p.add_argument("--generate", action="store_true", help="generate a candidate partition reassignment "
                    "configuration (it does not execute it)")
     p.add_argument("--execute", action="store_true", help="kick off the reassignment of --reassignment-json-file")
     p.add_argument("--verify", action="store_true", help="verify whether the reassignment of "
                    "--reassignment-json-file completed")
+    p.add_argument("--list", action="store_true", help="with --bootstrap-server: the reassignments in progress")
+    p.add_argument("--cancel", action="store_true", help="with --bootstrap-server: cancel the reassignments of "
+                   "--reassignment-json-file")
+    p.add_argument("--additional", action="store_true", help="with --execute and --bootstrap-server: start it while "
+                   "other reassignments are in progress")
     p.add_argument("--reassignment-json-file", metavar="FILE",
                    help='{"partitions": [{"topic": "foo", "partition": 1, "replicas": [1,2,3]}], "version": 1}')
     p.add_argument("--topics-to-move-json-file", metavar="FILE",
@@ -48,8 +58,16 @@ def add_command(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    actions = [a for a in ("generate", "execute", "verify") if getattr(args, a)]
-    if len(actions) != 1:
+    actions = [a for a in ("generate", "execute", "verify", "list", "cancel") if getattr(args, a)]
+    if args.bootstrap_server:
+        if args.zookeeper:
+            raise ToolError("Only one of --bootstrap-server or --zookeeper must be specified")
+        if len(actions) != 1:
+            raise ToolError("Command must include exactly one action: --generate, --execute, --verify, --list or "
+                            "--cancel")
+        from zkbroker.tools import reassign_partitions_admin
+        return reassign_partitions_admin.run(args, actions[0])
+    if len(actions) != 1 or actions[0] in ("list", "cancel"):
         raise ToolError("Command must include exactly one action: --generate, --execute or --verify")
     if not args.zookeeper:
         raise ToolError("Missing required argument \"[zookeeper]\"")

@@ -176,13 +176,23 @@ class LeaderIsrState:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """`/brokers/topics/<t>`: partition id (a string key in JSON) -> replica list, head = preferred replica."""
+    """`/brokers/topics/<t>`: partition id (a string key in JSON) -> replica list, head = preferred replica.
+
+    While a reassignment made through the Admin API runs (KIP-455), Kafka 2.4's version 2 adds, per partition
+    being moved, the replicas it is `adding_replicas` and `removing_replicas` (the replica list holds both);
+    otherwise the node keeps 0.8.2's version 1, byte for byte."""
 
     partitions: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         ordered = {str(p): list(self.partitions[p]) for p in sorted(self.partitions)}
-        return _dump({"version": 1, "partitions": ordered})
+        if not self.adding and not self.removing:
+            return _dump({"version": 1, "partitions": ordered})
+        return _dump({"version": 2, "partitions": ordered,
+                      "adding_replicas": {str(p): list(r) for p, r in sorted(self.adding.items())},
+                      "removing_replicas": {str(p): list(r) for p, r in sorted(self.removing.items())}})
 
     @classmethod
     def decode(cls, data: bytes | None, what: str = "topic assignment") -> TopicAssignment:
@@ -197,7 +207,16 @@ class TopicAssignment:
             except ValueError as e:
                 raise ZnodeFormatError(f"{what} has a non-numeric partition id {key!r}") from e
             out[partition] = tuple(_int_list(replicas, f"{what} partition {key}"))
-        return cls(out)
+        moving = []
+        for name in ("adding_replicas", "removing_replicas"):
+            raw = obj.get(name) or {}
+            if not isinstance(raw, dict):
+                raise ZnodeFormatError(f"{what} {name} must be an object, got {raw!r}")
+            try:
+                moving.append({int(k): tuple(_int_list(v, f"{what} {name} {k}")) for k, v in raw.items() if v})
+            except ValueError as e:
+                raise ZnodeFormatError(f"{what} {name} has a non-numeric partition id") from e
+        return cls(out, *moving)
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,19 @@ import pytest
 
 from controller.election import ControllerMovedError
 from controller.events import (
+    AlterReassignments,
     AutoLeaderRebalance,
     BrokerChange,
     ControlledShutdown,
     DeleteTopicsChange,
+    ListReassignments,
     PreferredReplicaElectionChange,
     ReassignedPartitionIsrChange,
     ReassignPartitionsChange,
     TopicChange,
     TopicConfigChange,
     TopicDataChange,
+    UncleanElection,
 )
 from controller.leadership_writer import read_leaderships
 from controller.partition_state import PartitionState
@@ -148,6 +151,24 @@ def test_unclean_election_disabled_keeps_the_partition_offline_with_its_last_isr
     h.register(1)
     h.process(BrokerChange())
     assert _state(h, ("t", 0))[:2] == (1, [1])
+
+
+def test_an_unclean_election_on_request_elects_a_live_replica_out_of_the_isr_whatever_the_config(monkeypatch):
+    # KIP-460: the ISR's only member is dead and unclean.leader.election.enable is off; the Admin API asks anyway.
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2), 1: (2, 3), 2: (1, 4)}},
+                          states={("t", 0): (1, (1,)), ("t", 1): (2, (2, 3)), ("t", 2): (1, (1,))},
+                          unclean_leader_election_enable="false")
+    h.unregister(1)
+    h.process(BrokerChange())
+    assert _state(h, ("t", 0)) == (-1, [1], 1)
+    answers = []
+    h.process(UncleanElection((("t", 0), ("t", 1), ("t", 2), ("t", 9)), answers.append))
+    assert answers == [{("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                        ("t", 2): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,  # broker 4 was never there
+                        ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}]
+    assert _state(h, ("t", 0)) == (2, [2], 2)
+    assert h.leader_and_isr(2)[("t", 0)]["leader"] == 2
+    assert not h.controller.unclean_election_enabled("t")  # the topic's config is unchanged
 
 
 def test_a_per_topic_override_changed_through_config_changes_reaches_the_controller(monkeypatch):
@@ -385,6 +406,56 @@ def test_unreadable_reassignment_node_is_deleted_and_the_controller_carries_on(m
     h.unregister(1)
     h.process(BrokerChange())
     assert _state(h, ("t", 0))[0] == 2
+
+
+def _api(h: ControllerHarness, event_type, argument):
+    answers = []
+    h.process(event_type(argument, answers.append))
+    return answers[0]
+
+
+def test_an_api_reassignment_keeps_its_moves_in_a_version_2_topic_znode_and_is_listed_until_done(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2), 1: (1, 2)}},
+                          states={("t", 0): (1, (1, 2)), ("t", 1): (1, (1, 2))})
+    answers = _api(h, AlterReassignments, {("t", 0): (2, 3), ("t", 1): (1, 2), ("t", 7): (1, 2),
+                                           ("t", 2): None})
+    assert {tp: code for tp, (code, _) in answers.items()} == {
+        ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE, ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ("t", 2): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.zk.json(paths.topic_path("t")) == {"version": 2, "partitions": {"0": [1, 2, 3], "1": [1, 2]},
+                                                "adding_replicas": {"0": [3]}, "removing_replicas": {"0": [1]}}
+    assert paths.REASSIGN_PARTITIONS not in h.zk.nodes  # the API's moves are not the ZooKeeper tool's
+    assert _api(h, ListReassignments, None) == {("t", 0): ((1, 2, 3), (3,), (1,))}
+    again = _api(h, AlterReassignments, {("t", 0): (3, 2), ("t", 1): None})
+    assert {tp: code for tp, (code, _) in again.items()} == {
+        ("t", 0): ErrorCode.REASSIGNMENT_IN_PROGRESS, ("t", 1): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS}
+    h.put_state("t", 0, 1, (1, 2, 3), leader_epoch=1)  # the new replica caught up
+    h.process(ReassignedPartitionIsrChange(("t", 0)))
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [2, 3], "1": [1, 2]}}
+    assert h.stop_replica(1, delete=True) == [("t", 0)]
+    assert _api(h, ListReassignments, None) == {}
+
+
+def test_cancelling_an_api_reassignment_goes_back_to_the_original_replicas(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1, 2))})
+    _api(h, AlterReassignments, {("t", 0): (1, 3)})
+    assert h.zk.json(paths.topic_path("t"))["partitions"] == {"0": [1, 2, 3]}
+    assert _api(h, AlterReassignments, {("t", 0): None}) == {("t", 0): (ErrorCode.NONE, None)}
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [1, 2]}}
+    assert h.stop_replica(3, delete=True) == [("t", 0)]  # the replica it was adding goes
+    assert _api(h, ListReassignments, [("t", 0)]) == {}
+
+
+def test_an_api_reassignment_is_resumed_at_failover_from_the_topic_znode(monkeypatch):
+    h = ControllerHarness(monkeypatch, topics={"t": {0: (1, 2)}}, states={("t", 0): (1, (1, 2))})
+    _api(h, AlterReassignments, {("t", 0): (2, 3)})
+    h.controller._on_controller_resignation()
+    h.controller.context.api_reassignments.clear()  # what a new controller would not know
+    h.controller._on_controller_failover()
+    assert _api(h, ListReassignments, None) == {("t", 0): ((1, 2, 3), (3,), (1,))}
+    h.put_state("t", 0, 1, (1, 2, 3), leader_epoch=1)
+    h.process(ReassignedPartitionIsrChange(("t", 0)))
+    assert h.zk.json(paths.topic_path("t")) == {"version": 1, "partitions": {"0": [2, 3]}}
 
 
 def test_reassignment_is_resumed_at_failover(monkeypatch):

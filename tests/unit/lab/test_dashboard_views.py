@@ -151,6 +151,14 @@ def test_topics_view_columns():
     assert (p1["offline"], p1["offline_replicas"], p1["log_end"]) == (True, [3], None)
     hosted = {b["broker"]: b for b in view["brokers"]}
     assert hosted[2]["leaders"] == 1 and hosted[1]["out_of_isr"] == 2 and hosted[3]["registered"] is False
+    assert view["topics"] == [{"topic": "t", "overrides": {}}]
+
+
+def test_topics_view_names_each_topics_config_overrides():
+    zk = ZooKeeperSnapshot(True, 2, 5000, 3, 2, registrations(1, 2), (TRUTH,),
+                           {"t": {"segment.bytes": "4096", "retention.ms": "1000"}})
+    assert topics_view(zk, {})["topics"] == [{"topic": "t", "overrides": {"retention.ms": "1000",
+                                                                          "segment.bytes": "4096"}}]
 
 
 def test_groups_view_lag():

@@ -100,7 +100,7 @@ def test_an_unknown_field_of_a_step_names_its_line_and_the_fields_of_that_step()
     message = fails(scenario_with_step('action = "kill"\nbroker = 1\nsignal = "SIGTERM"\n'),
                     "unknown field of a kill step 'signal'")
     assert message.startswith(f"s.toml:{KAFKA_1211.count(chr(10)) + 5}: ")
-    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper, consumer, as")
+    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper, consumer, as, stream")
 
 
 def test_an_unknown_top_level_or_cluster_field_names_its_line():
@@ -125,9 +125,9 @@ def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_one
 def test_types_required_fields_and_one_process_are_checked():
     fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = "two"\n'), "count must be an integer")
     fails(scenario_with_step('action = "produce"\ntopic = "t"\n'), "a produce step needs 'count'")
-    fails(scenario_with_step('action = "kill"\n'), "a kill step names one of broker, zookeeper, consumer$")
+    fails(scenario_with_step('action = "kill"\n'), "a kill step names one of broker, zookeeper, consumer, stream$")
     fails(scenario_with_step('action = "kill"\nbroker = 1\nzookeeper = 2\n'),
-          "names one of broker, zookeeper, consumer \\(not broker and zookeeper\\)")
+          "names one of broker, zookeeper, consumer, stream \\(not broker and zookeeper\\)")
     fails(scenario_with_step('action = "sleep"\nms = true\n'), "ms must be an integer")
     fails(scenario_with_step('action = "heal"\nmode = "fixed "\n'), "mode 'fixed ' is not one of")
     fails(KAFKA_1211.replace("brokers = 2", "zookeepers = 2"), "zookeepers must be one of 1, 3, 5")

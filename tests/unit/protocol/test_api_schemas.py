@@ -254,6 +254,18 @@ CASES.append((35, 2, "response", None, (0, [(0, "/d", [("t", [(0, 1, 0, False, _
                                         _NO_TAGS)))
 CASES.append((47, 0, "request", None, ("g", [("t", [(0,), (1,)])])))
 CASES.append((47, 0, "response", None, (0, 0, [("t", [(0, 0), (1, 86)])])))
+for _v in range(2):
+    CASES.append((21, _v, "request", None, ([("t", [(0, 10), (1, -1)])], 30000)))
+    CASES.append((21, _v, "response", None, (0, [("t", [(0, 10, 0), (1, -1, 6)])])))
+CASES.append((21, 2, "request", None, ([("t", [(0, 10, _NO_TAGS)], _NO_TAGS)], 30000, _NO_TAGS)))
+CASES.append((21, 2, "response", None, (0, [("t", [(0, 7, 7, _NO_TAGS)], _NO_TAGS)], _NO_TAGS)))
+CASES.append((45, 0, "request", None, (30000, [("t", [(0, [2, 3], _NO_TAGS), (1, None, _NO_TAGS)], _NO_TAGS)],
+                                       _NO_TAGS)))
+CASES.append((45, 0, "response", None, (0, 0, None, [("t", [(0, 0, None, _NO_TAGS), (1, 85, "none", _NO_TAGS)],
+                                                        _NO_TAGS)], _NO_TAGS)))
+CASES.append((46, 0, "request", None, (30000, None, _NO_TAGS)))
+CASES.append((46, 0, "response", None, (0, 0, None, [("t", [(0, [1, 2, 3], [3], [1], _NO_TAGS)], _NO_TAGS)],
+                                        _NO_TAGS)))
 CASES.append((43, 0, "request", None, ([("t", [0, 1])], 30000)))
 CASES.append((43, 0, "response", None, (0, [("t", [(0, 0, None), (1, 84, "Leader is already preferred.")])])))
 CASES.append((43, 1, "request", None, (0, None, 30000)))
@@ -297,9 +309,11 @@ def test_round_trip_and_golden(case):
     assert schema.encode(decoded) == encoded
 
 
-_ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 32: "DescribeConfigs", 33: "AlterConfigs", 35: "DescribeLogDirs",
+_ADMIN_APIS = {19: "CreateTopics", 20: "DeleteTopics", 21: "DeleteRecords", 32: "DescribeConfigs", 33: "AlterConfigs",
+               35: "DescribeLogDirs",
                37: "CreatePartitions", 42: "DeleteGroups", 43: "ElectLeaders", 44: "IncrementalAlterConfigs",
-               47: "OffsetDelete", 60: "DescribeCluster"}
+               45: "AlterPartitionReassignments", 46: "ListPartitionReassignments", 47: "OffsetDelete",
+               60: "DescribeCluster"}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c[0] in _ADMIN_APIS and c[3] is None], ids=case_id)
@@ -327,7 +341,7 @@ def test_every_registered_schema_has_a_case():
     # test_transaction_api_schemas.py, byte for byte against kafka-python's classes
     transactional = [(22, v) for v in (2, 3, 4)] + [(10, 3)] + [(24, v) for v in range(4)]
     transactional += [(25, v) for v in range(4)] + [(26, v) for v in range(4)] + [(27, 0), (27, 1)]
-    transactional += [(28, v) for v in range(4)]
+    transactional += [(28, v) for v in range(4)] + [(9, 6), (9, 7), (61, 0), (65, 0), (66, 0)]
     covered |= {(k, v, kind) for k, v in transactional for kind in ("request", "response")}
     # The metadata quorum's (Fetch 12-16, Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, FetchSnapshot):
     # tests/unit/raft/test_wire.py, round trips and bytes written out by hand from Kafka 3.7's message JSON.

@@ -35,7 +35,7 @@ DESIGN_TABLE = {
     6: (0, 0),
     7: (0, 1),
     8: (0, 6),  # DESIGN §12: the group coordinator, at Kafka 2.1's maxima like the rest (KIP-896)
-    9: (0, 5),
+    9: (0, 7),  # DESIGN §18: v7's require_stable (KIP-447)
     10: (0, 2),
     11: (0, 3),
     12: (0, 2),
@@ -44,7 +44,15 @@ DESIGN_TABLE = {
     15: (0, 2),
     16: (0, 2),
     18: (0, 3),  # DESIGN §16: v3, the first flexible version (KIP-511)
-    22: (0, 1),
+    22: (0, 4),  # DESIGN §18, transactions: Kafka 2.8's versions (KIP-360's epoch bump is v3)
+    24: (0, 3),
+    25: (0, 3),
+    26: (0, 3),
+    27: (0, 1),
+    28: (0, 3),
+    61: (0, 0),  # KIP-664's DescribeProducers, DescribeTransactions, ListTransactions (Kafka 3.0)
+    65: (0, 0),
+    66: (0, 0),
     23: (0, 2),
     # DESIGN §16, the Admin API (docs/admin-api.md)
     19: (0, 6),
@@ -54,8 +62,11 @@ DESIGN_TABLE = {
     37: (0, 3),
     44: (0, 1),
     35: (0, 2),
+    21: (0, 2),
     42: (0, 2),
     43: (0, 2),
+    45: (0, 0),
+    46: (0, 0),
     47: (0, 0),
     60: (0, 1),
 }

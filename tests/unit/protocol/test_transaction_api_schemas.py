@@ -6,6 +6,15 @@ responses, flexible versions included."""
 from __future__ import annotations
 
 import pytest
+from kafka.protocol.admin import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer.transaction import (
     AddOffsetsToTxnRequest,
@@ -107,7 +116,63 @@ def find_coordinator(v):
     return request, ours, FindCoordinatorResponse[v](**response), response
 
 
+def offset_fetch(v):
+    """OffsetFetch v6 (flexible) and v7 (require_stable, KIP-447), which read_committed consumers send."""
+    ours = {"group_id": "copiers", "topics": [{"topic": "in", "partitions": [0, 1]}]}
+    theirs = {"group_id": "copiers", "topics": [OffsetFetchRequest.OffsetFetchRequestTopic(
+        name="in", partition_indexes=[0, 1])]}
+    if v >= 7:
+        ours["require_stable"] = theirs["require_stable"] = True
+    partitions = [{"partition": 0, "offset": 40, "committed_leader_epoch": 2, "metadata": "", "error_code": 0},
+                  {"partition": 1, "offset": -1, "committed_leader_epoch": -1, "metadata": "", "error_code": 88}]
+    RT = OffsetFetchResponse.OffsetFetchResponseTopic
+    response = OffsetFetchResponse[v](throttle_time_ms=0, error_code=0, topics=[RT(name="in", partitions=[
+        RT.OffsetFetchResponsePartition(partition_index=p["partition"], committed_offset=p["offset"],
+                                        committed_leader_epoch=p["committed_leader_epoch"], metadata=p["metadata"],
+                                        error_code=p["error_code"]) for p in partitions])])
+    return (OffsetFetchRequest[v](**theirs), ours, response,
+            {"throttle_time_ms": 0, "topics": [{"topic": "in", "partitions": partitions}], "error_code": 0})
+
+
+def describe_producers(v):
+    request = DescribeProducersRequest[v](topics=[DescribeProducersRequest.TopicRequest(name="out",
+                                                                                        partition_indexes=[0, 2])])
+    producer = {"producer_id": 4000, "producer_epoch": 3, "last_sequence": 17, "last_timestamp": 1_700_000_000_000,
+                "coordinator_epoch": 1, "current_txn_start_offset": 40}
+    partition = {"partition_index": 0, "error_code": 0, "error_message": None, "active_producers": [producer]}
+    T = DescribeProducersResponse.TopicResponse
+    response = DescribeProducersResponse[v](throttle_time_ms=0, topics=[T(name="out", partitions=[
+        T.PartitionResponse(partition_index=0, error_code=0, error_message=None,
+                            active_producers=[T.PartitionResponse.ProducerState(**producer)])])])
+    return (request, {"topics": [{"name": "out", "partition_indexes": [0, 2]}]}, response,
+            {"throttle_time_ms": 0, "topics": [{"name": "out", "partitions": [partition]}]})
+
+
+def describe_transactions(v):
+    state = {"error_code": 0, "transactional_id": "tx", "transaction_state": "Ongoing",
+             "transaction_timeout_ms": 60000, "transaction_start_time_ms": 1_700_000_000_000, "producer_id": 4000,
+             "producer_epoch": 3}
+    S = DescribeTransactionsResponse.TransactionState
+    response = DescribeTransactionsResponse[v](throttle_time_ms=0, transaction_states=[
+        S(**state, topics=[S.TopicData(topic="out", partitions=[0, 1])])])
+    return (DescribeTransactionsRequest[v](transactional_ids=["tx", "ty"]), {"transactional_ids": ["tx", "ty"]},
+            response, {"throttle_time_ms": 0, "transaction_states": [
+                {**state, "topics": [{"topic": "out", "partitions": [0, 1]}]}]})
+
+
+def list_transactions(v):
+    ours = {"state_filters": ["Ongoing"], "producer_id_filters": [4000]}
+    states = [{"transactional_id": "tx", "producer_id": 4000, "transaction_state": "Ongoing"}]
+    response = {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": ["Bogus"]}
+    return (ListTransactionsRequest[v](**ours), ours, ListTransactionsResponse[v](
+        **response, transaction_states=[ListTransactionsResponse.TransactionState(**s) for s in states]),
+        {**response, "transaction_states": states})
+
+
 CASES = [(ApiKey.INIT_PRODUCER_ID, v, init_producer_id) for v in range(5)]
+CASES += [(ApiKey.DESCRIBE_PRODUCERS, 0, describe_producers), (ApiKey.DESCRIBE_TRANSACTIONS, 0, describe_transactions),
+          (ApiKey.LIST_TRANSACTIONS, 0, list_transactions)]
+CASES += [(ApiKey.OFFSET_FETCH, v, offset_fetch) for v in (6, 7)]
 CASES += [(ApiKey.ADD_PARTITIONS_TO_TXN, v, add_partitions) for v in range(4)]
 CASES += [(ApiKey.ADD_OFFSETS_TO_TXN, v, add_offsets) for v in range(4)]
 CASES += [(ApiKey.END_TXN, v, end_txn) for v in range(4)]

@@ -180,3 +180,37 @@ def test_a_followers_epoch_cache_learns_the_epochs_of_the_batches_it_copies(tmp_
     p.append_as_follower(bytearray(build_message_set([(None, b"magic 0")], base_offset=3)))
     # the batches say who wrote them; messages without an epoch go to the leader we follow
     assert p.epoch_cache.entries == [(3, 0), (5, 2), (7, 3)]
+
+
+def test_delete_records_moves_the_leaders_log_start_up_to_the_hw_and_not_past_it(tmp_path):
+    p = leader(tmp_path, isr=(1,), replicas=(1,), min_insync_replicas=1)
+    p.append_messages_to_leader(messages(5), required_acks=1)
+    assert p.delete_records_on_leader(3) == 3 and p.log.log_start_offset == 3
+    assert p.delete_records_on_leader(-1) == 5  # -1: the high watermark
+    with pytest.raises(OffsetOutOfRangeError, match="larger than the high watermark 5"):
+        p.delete_records_on_leader(6)
+
+
+def test_the_low_watermark_waits_for_the_in_sync_followers(tmp_path):
+    p = leader(tmp_path, isr=(1, 2), replicas=(1, 2, 3), min_insync_replicas=1)
+    p.append_messages_to_leader(messages(5), required_acks=1)
+    for follower in (2, 3):
+        p.record_follower_fetch(follower, 5)
+    p.record_follower_log_start(2, 0)
+    p.record_follower_log_start(3, 0)
+    assert p.delete_records_on_leader(4) == 0  # follower 2 has not followed yet; 3 is out of the ISR
+    p.record_follower_log_start(2, 4)
+    assert p.low_watermark == 4
+
+
+def test_an_empty_follower_fetching_from_a_log_start_inside_a_batch_starts_its_log_at_the_batch(tmp_path):
+    from zkbroker.protocol.record_batch import build_record_batch
+
+    p = Partition("t", 0, 2, Log(str(tmp_path / "t-0")))
+    p.make_follower(1, leader_epoch=1, isr=(1, 2), replicas=(1, 2), zk_version=0, controller_epoch=1)
+    p.truncate_fully_and_start_at(3, "the leader's log starts at 3 (DeleteRecords)")
+    p.append_as_follower(bytearray(build_record_batch([(None, b"x", 1)] * 5, base_offset=0)))
+    assert (p.log.log_start_offset, p.log_end_offset) == (0, 5)
+    assert p.log.maybe_increment_log_start_offset(3)  # what the same Fetch answer then says
+    with pytest.raises(ValueError, match="Out of order"):  # a log that holds records refuses such a batch
+        p.append_as_follower(bytearray(build_record_batch([(None, b"y", 1)] * 2, base_offset=4)))

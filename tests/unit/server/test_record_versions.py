@@ -36,10 +36,11 @@ def test_produce_v3_carries_exactly_one_batch_and_zstd_needs_v7():
     assert record_versions.produce_error(7, zstd) is None
 
 
-def test_produce_refuses_transactional_batches_while_no_coordinator_runs():
+def test_produce_takes_transactional_batches_only_with_a_transactional_id():
     batch = build_record_batch([(None, b"v", T)], producer_id=1, producer_epoch=0, base_sequence=0,
                                transactional=True)
-    assert record_versions.produce_error(3, batch)[0] == ErrorCode.INVALID_TXN_STATE
+    assert record_versions.produce_error(3, batch)[0] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert record_versions.produce_error(3, batch, "tx") is None
 
 
 def test_fetch_versions_get_what_they_can_carry(tmp_path):

@@ -69,6 +69,8 @@ class ZooKeeperSnapshot:
     controller_epoch_zk_version: int | None = None
     registrations: dict[int, Registration] = field(default_factory=dict)
     partitions: tuple[PartitionTruth, ...] = ()
+    # Each topic's config overrides (/config/topics/T), as the Admin API, `configs` or `topics --config` left them
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

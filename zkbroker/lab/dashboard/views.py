@@ -179,9 +179,10 @@ def partitions_view(zk: ZooKeeperSnapshot, beliefs: Mapping[int, BrokerBelief]) 
 
 def topics_view(zk: ZooKeeperSnapshot, beliefs: Mapping[int, BrokerBelief],
                 offsets: Mapping[tuple[str, int], tuple[int | None, int | None]] | None = None) -> dict:
-    """The columns Kafka's UIs use per partition, and per broker what it hosts (Kafdrop, CMAK, Redpanda
-    Console #210). `offsets` are (earliest, latest) from ListOffsets to each leader, where known; the leader's
-    own `state` answer (log start, HW, LEO) wins over them."""
+    """The columns Kafka's UIs use per partition, per topic its config overrides (what a live AlterConfigs
+    changed), and per broker what it hosts (Kafdrop, CMAK, Redpanda Console #210). `offsets` are (earliest,
+    latest) from ListOffsets to each leader, where known; the leader's own `state` answer (log start, HW, LEO)
+    wins over them."""
     offsets = offsets or {}
     registered = set(zk.registrations)
     rows = []
@@ -211,7 +212,9 @@ def topics_view(zk: ZooKeeperSnapshot, beliefs: Mapping[int, BrokerBelief],
             row["leaders"] += leader == r
             row["under_replicated"] += under
             row["out_of_isr"] += r not in truth.isr
-    return {"partitions": rows, "brokers": [hosted[b] for b in sorted(hosted)]}
+    topics = sorted({t.topic for t in zk.partitions} | set(zk.topic_configs))
+    configs = [{"topic": t, "overrides": dict(sorted(zk.topic_configs.get(t, {}).items()))} for t in topics]
+    return {"partitions": rows, "topics": configs, "brokers": [hosted[b] for b in sorted(hosted)]}
 
 
 def groups_view(groups: Mapping[str, Mapping], log_ends: Mapping[tuple[str, int], int | None]) -> list[dict]:

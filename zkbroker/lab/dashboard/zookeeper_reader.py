@@ -19,6 +19,7 @@ from zkbroker.zk.znodes import (
     BrokerRegistration,
     ConsumerRegistration,
     ControllerRegistration,
+    EntityConfig,
     LeaderIsrState,
     TopicAssignment,
     ZnodeFormatError,
@@ -95,7 +96,8 @@ class ZooKeeperReader:
         topic_names = sorted(topics or ())
         try:
             answers = self._round([("get", paths.broker_path(b)) for b in broker_ids]
-                                  + [("get", paths.topic_path(t)) for t in topic_names])
+                                  + [("get", paths.topic_path(t)) for t in topic_names]
+                                  + [("get", paths.topic_config_path(t)) for t in topic_names])
             registrations = {}
             for b, answer in zip(broker_ids, answers):
                 if answer is not None:
@@ -107,7 +109,13 @@ class ZooKeeperReader:
                         host, port = "?", 0
                     registrations[b] = Registration(b, host, port, stat.ephemeralOwner, stat.ctime)
             assignments = {}
-            for t, answer in zip(topic_names, answers[len(broker_ids):]):
+            topic_configs = {}
+            for t, answer in zip(topic_names, answers[len(broker_ids) + len(topic_names):]):
+                try:
+                    topic_configs[t] = EntityConfig.decode(answer[0]).config if answer and answer[0] else {}
+                except ZnodeFormatError:
+                    topic_configs[t] = {}
+            for t, answer in zip(topic_names, answers[len(broker_ids):len(broker_ids) + len(topic_names)]):
                 try:
                     assignments[t] = TopicAssignment.decode(answer[0] if answer else None, t).partitions
                 except ZnodeFormatError:
@@ -142,7 +150,7 @@ class ZooKeeperReader:
             except ZnodeFormatError:
                 pass
         return ZooKeeperSnapshot(True, controller_id, elected_at, epoch_value, epoch_version, registrations,
-                                 tuple(partitions))
+                                 tuple(partitions), topic_configs)
 
     def node(self, path: str) -> dict | None:
         """One znode for the tree view: its data (text when UTF-8, else base64), its Stat and its children's

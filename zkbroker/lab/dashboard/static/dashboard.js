@@ -230,6 +230,11 @@ async function refreshTopics() {
     h('td', {}, `${p.preferred_leader}${p.leader_is_preferred ? '' : ' (not leading)'}`),
     yes(p.under_replicated), yes(p.offline), h('td', {}, dash(p.log_start)), h('td', {}, dash(p.hw)),
     h('td', {}, dash(p.log_end)))));
+    document.querySelector('#topic-configs tbody').replaceChildren(...(topics.topics || []).map((t) => {
+      const overrides = Object.entries(t.overrides).map(([k, v]) => `${k}=${v}`);
+      return h('tr', { 'data-topic': t.topic }, h('td', {}, t.topic),
+        h('td', { class: overrides.length ? 'overrides' : 'empty' }, overrides.length ? overrides.join(', ') : 'none'));
+    }));
     document.querySelector('#hosted tbody').replaceChildren(...topics.brokers.map((b) => h('tr', { 'data-broker': b.broker },
       h('td', {}, b.broker), h('td', { class: b.registered === false ? 'yes-bad' : '' }, String(b.registered)),
       h('td', {}, b.replicas), h('td', {}, b.leaders), h('td', {}, b.under_replicated), h('td', {}, b.out_of_isr))));
