@@ -10,6 +10,9 @@ import pytest
 
 from tests.integration.harness import wait_for
 from tests.integration.kraft_support import cli, leader_of, make_quorum
+from zkbroker import timeline
+from zkbroker.protocol.api import ApiKey
+from zkbroker.server.controller_apis import CONTROLLER_VERSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -41,10 +44,16 @@ def _committed_everywhere(controllers, offset: int) -> bool:
 
 
 def test_three_controllers_elect_a_leader_shown_by_metadata_quorum_and_another_at_a_higher_epoch_when_it_dies(
-        quorum):
+        quorum, tmp_path, monkeypatch):
+    events = tmp_path / "timeline.jsonl"
+    monkeypatch.setenv(timeline.ENV_VAR, str(events))  # as a lab starts them: their events on one timeline
     for controller in quorum:
         controller.start()
     leader, epoch = leader_of(quorum)
+    seen = timeline.read(events)
+    assert any(e["kind"] == "vote" and e["to"] == leader and e["epoch"] == epoch and e["granted"] for e in seen)
+    assert any(e["kind"] == "raft_state" and e["source"] == f"controller:{leader}" and e["state"] == "leader"
+               and e["epoch"] == epoch for e in seen)
     status = _describe(quorum[0], "--status")
     assert re.fullmatch(r"ClusterId:              [A-Za-z0-9_-]{22}\n"
                         rf"LeaderId:               {leader}\n"
@@ -59,6 +68,12 @@ def test_three_controllers_elect_a_leader_shown_by_metadata_quorum_and_another_a
                                "Status"]
     assert [r.split()[0] for r in rows[1:]][0] == str(leader) and rows[1].split()[-1] == "Leader"
     assert sorted(r.split()[-1] for r in rows[2:]) == ["Follower", "Follower"]
+
+    with quorum[2].connection() as conn:  # the controller listener's ApiVersions advertises the quorum's APIs
+        versions = conn.send(ApiKey.API_VERSIONS, 3, {"client_software_name": "test",
+                                                      "client_software_version": "1"})
+    advertised = {key.api_key: (key.min_version, key.max_version) for key in versions.api_keys}
+    assert advertised.items() >= CONTROLLER_VERSIONS.items()  # and the quorum controller's own requests
 
     by_id = {c.id: c for c in quorum}
     last = by_id[leader].append(50)["last_offset"]

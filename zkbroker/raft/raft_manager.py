@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.protocol.metadata_records import build_snapshot, decode_frame, encode_frame, read_snapshot
@@ -95,6 +96,10 @@ class RaftManager:
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
         self._handing_over = False
         self._stopped = False
+        # In a lab: the timeline's raft_state, vote and metadata_committed events (DESIGN §17), from this source.
+        self._timeline_source = f"controller:{config.node_id}" if timeline.enabled() else None
+        self._state_seen: tuple | None = None
+        self._hw_seen: int | None = None
         self.prefix = f"[RaftManager id={config.node_id}]"
 
     # --- lifecycle ------------------------------------------------------------------------------------------
@@ -244,6 +249,10 @@ class RaftManager:
             elif isinstance(effect, FlushLog):
                 self.log.flush(effect.end_offset)
             elif isinstance(effect, Send):
+                if self._timeline_source is not None and isinstance(effect.message, m.VoteResponse):
+                    timeline.emit(self._timeline_source, "vote", **{
+                        "from": self.config.node_id, "to": effect.destination,
+                        "epoch": effect.message.leader_epoch, "granted": effect.message.vote_granted})
                 if isinstance(effect.message, m.Response):
                     future = self._inbound.get((effect.destination, effect.correlation_id))
                     if future is not None and not future.done():
@@ -363,12 +372,25 @@ class RaftManager:
 
     def _after_step(self) -> None:
         node = self._node()
+        if self._timeline_source is not None:
+            self._report(node)
         seen = (node.leader_id, node.epoch)
         if seen != self._leader_seen:
             self._leader_seen = seen
             for listener in self._listeners:
                 listener.handle_leader_change(*seen)
         self._schedule_hand_over()
+
+    def _report(self, node: RaftNode) -> None:
+        state = (node.state.name, node.epoch, node.leader_id, node.voted_id)
+        if state != self._state_seen:
+            self._state_seen = state
+            timeline.emit(self._timeline_source, "raft_state", node=self.config.node_id, state=state[0],
+                          epoch=state[1], leader=state[2], voted_for=state[3])
+        hw = node.high_watermark
+        if hw is not None and node.leader_id == node.node_id and hw != self._hw_seen:
+            self._hw_seen = hw
+            timeline.emit(self._timeline_source, "metadata_committed", offset=hw, epoch=node.epoch)
 
     def _schedule_hand_over(self) -> None:
         hw = self._node().high_watermark

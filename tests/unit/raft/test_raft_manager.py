@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from zkbroker.raft import messages as m
 from zkbroker.raft.config import QuorumConfig
 from zkbroker.raft.listener import NotLeaderError
 from zkbroker.raft.metadata_log import MetadataLog
@@ -75,3 +76,39 @@ def test_appends_commit_in_order_and_a_snapshot_is_loaded_at_the_next_start(tmp_
     snapshot = [e for e in events if e[0] == "snapshot"]
     assert snapshot == [("snapshot", 3, epoch, [12, 20])]
     assert [e for e in events if e[0] == "commit"][0][1:3] == (3, 3)  # the log after the snapshot, not from 0
+
+
+def test_a_quorum_request_from_another_cluster_is_refused_with_inconsistent_cluster_id(tmp_path):
+    async def run():
+        config = QuorumConfig(node_id=1, voters=frozenset({1, 2}), cluster_id="fMCL8kv1SWm87L_Md-I2hg")
+        manager = RaftManager(config, {1: ("127.0.0.1", 1), 2: ("127.0.0.1", 1)}, MetadataLog(str(tmp_path)))
+        manager.start()
+        answer = await manager.handle(2, m.VoteRequest("another-cluster-id-xxxx", 5, 2, 0, 0))
+        await manager.shutdown(grace_s=0)
+        return answer, manager.node.epoch
+
+    answer, epoch = asyncio.run(run())
+    assert answer.error_code == 104 and not answer.vote_granted  # INCONSISTENT_CLUSTER_ID
+    assert epoch == 0  # the request moved nothing
+
+
+def test_in_a_lab_the_raft_manager_writes_its_states_and_commits_to_the_timeline(tmp_path, monkeypatch):
+    from zkbroker import timeline
+
+    path = tmp_path / "timeline.jsonl"
+    monkeypatch.setenv(timeline.ENV_VAR, str(path))
+
+    async def run():
+        manager = _manager(str(tmp_path / "data"))
+        manager.start()
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [NO_OP])
+        await manager.shutdown(grace_s=0)
+
+    asyncio.run(run())
+    events = timeline.read(path)
+    states = [(e["state"], e["epoch"], e["leader"]) for e in events if e["kind"] == "raft_state"]
+    # The state each step ends in (a lone voter stands and wins within one step), then its resignation.
+    assert states == [("unattached", 0, None), ("leader", 1, 1), ("resigned", 1, 1)]
+    assert all(e["source"] == "controller:1" for e in events)
+    assert [e["offset"] for e in events if e["kind"] == "metadata_committed"][-1] == 2
