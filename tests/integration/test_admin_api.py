@@ -818,8 +818,9 @@ def test_reassignment_through_the_api_kafka_python_and_reassign_partitions_boots
     assert_golden("reassign_partitions_bootstrap_server.txt", "".join(out).replace(str(tmp_path), "DIR"))
     consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _topic("g"),
                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    try:  # the records moved with the partition
-        assert consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=TIMEOUT_S) == (0, 20)
+    try:  # the records moved with the partition (the new leader's HW moves once its follower has fetched)
+        wait_for(lambda: consumer.get_watermark_offsets(ck.TopicPartition(name, 0), timeout=TIMEOUT_S) == (0, 20),
+                 15, "the moved partition's 20 records below its high watermark")
     finally:
         consumer.close()
 
