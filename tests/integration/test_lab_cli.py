@@ -98,11 +98,13 @@ def test_demo_tells_the_story_end_to_end():
                     "4b. Both worlds: a coordinator group on the same topic", "5. The controller dies",
                     "6. The old controller comes back", "7. A long pause looks like a death",
                     "8. Then and now: an acknowledged write lost, and kept", "9. Into Spark, exactly once",
-                    "10. Tearing down"):
+                    "9b. Exactly once inside Kafka: a transaction", "10. Tearing down"):
         assert heading in result.stdout
     assert "Consumer a read" in result.stdout and "consumer a owned every partition again" in result.stdout
     assert "later x owned every partition" in result.stdout and "Stabilized group demo-coordinated" in result.stdout
     assert "Spark, per partition" in result.stdout
+    assert re.search(r"read_committed +kept-0 kept-1 kept-2$", result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r"read_uncommitted +kept-0 kept-1 kept-2 gone-0 gone-1 gone-2$", result.stdout, re.MULTILINE)
     # Chapter 8 is the kafka-1211 scenario through the runner, in both modes, with its timeline.
     assert re.search(r"^0\.8 +lost +yes +3 +1 ", result.stdout, re.MULTILINE), result.stdout
     assert re.search(r"^fixed +ok +yes +3 +0 ", result.stdout, re.MULTILINE)

@@ -1,6 +1,7 @@
 """Unmodified read_committed consumers against a partition holding transactions (Kafka 0.11's last stable
-offset and aborted transactions). The broker cannot take transactional produce yet (no coordinator: issue 27),
-so the log is written beside a stopped broker through its own Log, with the coordinator's markers, then served:
+offset and aborted transactions). The log is written beside a stopped broker through its own Log, with the
+coordinator's markers, so that an open transaction stays open whatever timeout a coordinator keeps (the
+coordinator's side is tests/integration/test_transactions.py), then served:
 confluent-kafka, kafka-python and kcat reading read_committed see the committed records and the plain ones,
 never the aborted ones nor those of the transaction still open; read_uncommitted readers see all of them, and
 ListOffsets answers the LSO as read_committed's end."""

@@ -606,16 +606,24 @@ class GroupCoordinator:
 
     def commit_txn_offsets(self, now_ms: int, token: Any, group_id: str, producer_id: int, producer_epoch: int,
                            offsets: dict[TopicPartition, tuple[int, str | None]],
-                           leader_epochs: dict[TopicPartition, int] | None = None) -> None:
+                           leader_epochs: dict[TopicPartition, int] | None = None, generation: int = -1,
+                           member_id: str = "") -> None:
         """TxnOffsetCommit: a transactional producer's offsets for the group, written in its transaction (a
         transactional batch of `__consumer_offsets`) and pending until the transaction's marker: committed
-        offsets for OffsetFetch only then (`complete_txn`). Kafka 2.x checks no generation here (KIP-447's
-        member fencing, TxnOffsetCommit v3, is not done: a v3 request is taken as v2)."""
+        offsets for OffsetFetch only then (`complete_txn`). From v3 (KIP-447) the consumer's generation and
+        member id come along: a member the group no longer has is UNKNOWN_MEMBER_ID, an older generation
+        ILLEGAL_GENERATION -- a zombie copier cannot commit offsets of partitions reassigned since; generation -1
+        (a producer outside any group member, or v0-v2) is not checked."""
         error = self._check_group(group_id)
+        group = self.groups.get(group_id)
+        if error == ErrorCode.NONE and generation >= 0:
+            if group is None or group.is_(GroupState.DEAD) or not group.has(member_id):
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            elif generation != group.generation:
+                error = ErrorCode.ILLEGAL_GENERATION
         if error != ErrorCode.NONE:
             self._emit(token, _commit_body({tp: error for tp in offsets}))
             return
-        group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             group = self.groups[group_id] = GroupMetadata(group_id)
         results: dict[TopicPartition, int] = {}

@@ -307,6 +307,47 @@ class Story:
             for consumer in consumers.values():
                 consumer.close()
 
+    def transaction(self, cluster) -> None:
+        from confluent_kafka import Consumer, Producer, TopicPartition
+
+        from zkbroker.coordinator.transaction.log_format import partition_for
+
+        topic, transactional_id = "demo-txn", "demo-copier"
+        chapter("9b. Exactly once inside Kafka: a transaction")
+        say(f"""Inside Kafka, exactly once means transactions (Kafka 0.11). A producer with transactional.id
+            "{transactional_id}" finds its transaction coordinator: the leader of partition
+            abs(hashCode("{transactional_id}")) % 50 = {partition_for(transactional_id)} of __transaction_state. It
+            commits three records to "{topic}", then aborts three more.""")
+        producer = Producer({"bootstrap.servers": _bootstrap(cluster), "transactional.id": transactional_id})
+        producer.init_transactions(60)
+        for outcome, values in (("commit", [b"kept-0", b"kept-1", b"kept-2"]),
+                                ("abort", [b"gone-0", b"gone-1", b"gone-2"])):
+            producer.begin_transaction()
+            for value in values:
+                producer.produce(topic, value=value, partition=0)
+            producer.flush(30)
+            (producer.commit_transaction if outcome == "commit" else producer.abort_transaction)(60)
+
+        def read(isolation: str, count: int) -> list[bytes]:
+            consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": f"demo-{isolation}",
+                                 "isolation.level": isolation, "enable.auto.commit": False})
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            seen: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(seen) < count and time.monotonic() < deadline:
+                seen += [m.value() for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+            consumer.close()
+            return seen
+
+        show("read_committed", " ".join(v.decode() for v in read("read_committed", 3)))
+        show("read_uncommitted", " ".join(v.decode() for v in read("read_uncommitted", 6)))
+        say("""Both transactions wrote their records to the log; each ended with a marker the coordinator had the
+            partition's leader append (COMMIT, then ABORT). A read_committed consumer -- librdkafka's default --
+            skips the aborted records; a read_uncommitted one sees all six. The coordinator's log:""")
+        coordinator = next(b for b in cluster.brokers if self.log_lines(b.id, "initialized transactional id "
+                                                                               f"{transactional_id} "))
+        self.quote_log(coordinator.id, f"initialized transactional id {transactional_id} ")
+
     def run(self) -> None:
         self.start_spark()
         chapter("1. A cluster starts")
@@ -407,6 +448,7 @@ class Story:
 
         self.then_and_now(cluster)
         self.ingest(cluster)
+        self.transaction(cluster)
 
         chapter("10. Tearing down")
         self.zk.stop()

@@ -299,7 +299,8 @@ class GroupCoordinatorDriver:
         body = {"topics": []}
         if offsets:
             body = await self._call(self.machine.commit_txn_offsets, request.group_id, request.producer_id,
-                                    request.producer_epoch, offsets, epochs)
+                                    request.producer_epoch, offsets, epochs, getattr(request, "generation_id", -1),
+                                    getattr(request, "member_id", ""))
         for t in request.topics:
             if t.name in unknown_topics:
                 body["topics"].append({"topic": t.name, "partitions": [

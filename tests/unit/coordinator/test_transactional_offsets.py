@@ -83,3 +83,22 @@ def test_a_marker_written_while_the_partition_loads_completes_at_the_end_of_the_
     gc.finish_loading(partition, [], 0, {9: [(k, v)]})
     assert gc.fetch_offsets("g", [TP])[1][TP].offset == 30
     assert gc.unstable_offsets("g", [TP]) == set()
+
+
+def test_txn_offset_commit_v3_fences_a_member_of_an_older_generation_or_gone():
+    """KIP-447: the consumer's generation and member id come with TxnOffsetCommit v3."""
+    h = Harness()
+    joined = h.join()
+    member, generation = h.replies[joined]["member_id"], h.replies[joined]["generation_id"]
+    h.sync(member, generation, {member: b""})
+
+    def commit(gen: int, who: str) -> int:
+        token = next(h.tokens)
+        h.gc.commit_txn_offsets(h.now, token, "g", 7, 0, {TP: (5, "")}, None, gen, who)
+        h.drain()
+        return h.replies[token]["topics"][0]["partitions"][0]["error_code"]
+
+    assert commit(generation - 1, member) == ErrorCode.ILLEGAL_GENERATION
+    assert commit(generation, "someone-else") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(generation, member) == ErrorCode.NONE
+    assert commit(-1, "") == ErrorCode.NONE  # outside any member (v0-v2, or a producer of its own)
