@@ -91,6 +91,12 @@ class ReplicaFetcher:
                 log.warning("[%s], Error in fetch from broker %d: %s", self.name, self.source.broker_id, e)
                 self._connection.close()
                 await asyncio.sleep(ERROR_BACKOFF_S)
+            except Exception:  # noqa: BLE001 - as 0.8.2's AbstractFetcherThread: say it, back off, fetch again
+                # A bug or a refused append must not end the fetcher silently (its partitions would stop
+                # replicating with nothing in the log): 0.8.2 logged "Error in fetch" and went on.
+                log.exception("[%s], Error in fetch from broker %d", self.name, self.source.broker_id)
+                self._connection.close()
+                await asyncio.sleep(ERROR_BACKOFF_S)
 
     async def _fetch_once(self) -> None:
         for partition in [p for p in self.partitions.values() if p.needs_epoch_truncation]:
