@@ -98,7 +98,8 @@ def test_demo_tells_the_story_end_to_end():
                     "4b. Both worlds: a coordinator group on the same topic", "5. The controller dies",
                     "6. The old controller comes back", "7. A long pause looks like a death",
                     "8. Then and now: an acknowledged write lost, and kept", "9. Into Spark, exactly once",
-                    "9b. Exactly once inside Kafka: a transaction", "10. Tearing down"):
+                    "9b. Exactly once inside Kafka: a transaction", "10. Tearing down",
+                    "11. Without ZooKeeper: a KRaft quorum"):
         assert heading in result.stdout
     assert "Consumer a read" in result.stdout and "consumer a owned every partition again" in result.stdout
     assert "later x owned every partition" in result.stdout and "Stabilized group demo-coordinated" in result.stdout
@@ -112,4 +113,6 @@ def test_demo_tells_the_story_end_to_end():
     assert re.search(r"^ +0\.8  .*Truncating log t-0 to offset 1", result.stdout, re.MULTILINE)
     assert "/controller_epoch      2" in result.stdout
     assert "All 1000 records came back" in result.stdout
+    assert re.search(r"new leader +controller 300\d, epoch \d+, [\d.]+ s after the kill", result.stdout)
+    assert "CurrentVoters:          [3001,3002,3003]" in result.stdout
     assert "The consumer still reads all 1000 records" in result.stdout

@@ -1,6 +1,6 @@
 """`zkbroker metadata-quorum`: Kafka 3.7's kafka-metadata-quorum.sh (MetadataQuorumCommand).
 
-    zkbroker metadata-quorum --bootstrap-server HOST:PORT describe --status
+    zkbroker metadata-quorum --bootstrap-server HOST:PORT[,HOST:PORT...] describe --status
     zkbroker metadata-quorum --bootstrap-server HOST:PORT describe --replication [--human-readable]
 
 The bootstrap server is any controller here (any broker once KRaft brokers exist): DescribeCluster names the
@@ -63,16 +63,25 @@ def _address(server: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _describe_cluster(bootstrap: str):
+    """DescribeCluster from the first server of the comma-separated list that answers (as Kafka's tools take
+    --bootstrap-server)."""
+    failures = []
+    for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
+        host, port = _address(server)
+        try:
+            with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0).connect() as conn:
+                return conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
+                                 {"include_cluster_authorized_operations": False,
+                                  "endpoint_type": ENDPOINT_CONTROLLERS})
+        except OSError as exc:
+            failures.append(f"{server} ({exc.strerror or exc})")
+    raise ToolError(f"Cannot reach {', '.join(failures) or bootstrap}")
+
+
 def describe(bootstrap: str) -> tuple[str, m.DescribeQuorumResponse]:
     """The cluster id, and the active controller's DescribeQuorum answer."""
-    host, port = _address(bootstrap)
-    try:
-        with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0).connect() as conn:
-            cluster = conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
-                                {"include_cluster_authorized_operations": False,
-                                 "endpoint_type": ENDPOINT_CONTROLLERS})
-    except OSError as exc:
-        raise ToolError(f"Cannot reach {bootstrap}: {exc.strerror or exc}") from None
+    cluster = _describe_cluster(bootstrap)
     if cluster.error_code:
         raise ToolError(f"DescribeCluster failed with {ErrorCode(cluster.error_code).name}")
     endpoints = {b.broker_id: (b.host, b.port) for b in cluster.brokers}
