@@ -66,6 +66,8 @@ from .schemas import (
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -111,6 +113,7 @@ class ApiKey(enum.IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
@@ -135,6 +138,7 @@ class ApiKey(enum.IntEnum):
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
 
@@ -188,6 +192,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.ELECT_LEADERS: (0, 2),
+    # Security (DESIGN §19): advertised by listeners that speak SASL (KafkaApis keeps them out of the others')
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -243,6 +250,9 @@ _MODULES = (
     delete_groups,
     describe_log_dirs,
     offset_delete,
+    # security
+    sasl_handshake,
+    sasl_authenticate,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

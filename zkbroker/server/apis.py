@@ -33,7 +33,7 @@ from zkbroker.protocol.schemas import api_versions, describe_cluster, find_coord
 from zkbroker.server import record_versions
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import CONNECTION
+from zkbroker.server.network import CONNECTION, SESSION
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
@@ -81,6 +81,8 @@ class KafkaApis:
             ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_after_authentication,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_after_authentication,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -141,6 +143,15 @@ class KafkaApis:
             log.info("Connection %s: client software %s %s (client id %r, ApiVersions v%d)", CONNECTION.get(),
                      name, version, header.client_id, header.api_version)
         return api_versions_response(header, self.versions)
+
+    async def handle_sasl_after_authentication(self, header: RequestHeader, request: Any) -> bytes:
+        """SaslHandshake or SaslAuthenticate on a connection that is not authenticating (a listener without
+        SASL, or once authenticated): ILLEGAL_SASL_STATE, as KafkaApis answers."""
+        if header.api_key == ApiKey.SASL_HANDSHAKE:
+            return encode_response(header, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []})
+        return encode_response(header, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
+                                        "error_message": "Unexpected SaslAuthenticate request: the connection is "
+                                                         "not authenticating", "session_lifetime_ms": 0})
 
     # ---- Produce ------------------------------------------------------------------------------------------
 
@@ -320,8 +331,8 @@ class KafkaApis:
 
     async def handle_metadata(self, header: RequestHeader, request: Any) -> bytes:
         snapshot = self.metadata_cache.snapshot
-        brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
+        brokers = [{"node_id": broker_id, "host": host, "port": port, "rack": None}
+                   for broker_id, host, port in _endpoints(snapshot)]
         if request.topics is None or (header.api_version == 0 and not request.topics):
             names = sorted(snapshot.partitions)
         else:
@@ -534,8 +545,8 @@ class KafkaApis:
                         "port": -1}
             else:
                 chosen = brokers[zlib.crc32(group_id.encode()) % len(brokers)]
-                body = {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id, "host": chosen.host,
-                        "port": chosen.port}
+                host, port = chosen.endpoint(SESSION.get().listener_name) or ("", -1)
+                body = {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id, "host": host, "port": port}
         return encode_response(header, {"throttle_time_ms": 0, "error_message": None, **body})
 
     # ---- group membership (the group coordinator, DESIGN §12) ----------------------------------------------
@@ -648,14 +659,26 @@ class KafkaApis:
                 "error_message": ("A broker has no controller endpoints: in ZooKeeper mode the controller is a broker"
                                   if known else f"Unknown endpoint type {endpoint}"),
                 "cluster_authorized_operations": describe_cluster.AUTHORIZED_OPERATIONS_OMITTED})
-        brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
+        brokers = [{"broker_id": broker_id, "host": host, "port": port, "rack": None}
+                   for broker_id, host, port in _endpoints(snapshot)]
         operations = (describe_cluster.ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                       else describe_cluster.AUTHORIZED_OPERATIONS_OMITTED)
         return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
                                         "endpoint_type": endpoint, "cluster_id": self.metadata_cache.cluster_id or "",
                                         "controller_id": snapshot.controller_id, "brokers": brokers,
                                         "cluster_authorized_operations": operations})
+
+
+def _endpoints(snapshot: Any) -> list[tuple[int, str, int]]:
+    """The live brokers as the running request's listener reaches them (Kafka's MetadataCache.getAliveBrokers
+    for the listener): a broker without that listener is left out, as Kafka leaves it out."""
+    listener = SESSION.get().listener_name
+    rows = []
+    for broker in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = broker.endpoint(listener)
+        if endpoint is not None:
+            rows.append((broker.broker_id, *endpoint))
+    return rows
 
 
 def _log_admin_request(header: RequestHeader) -> None:

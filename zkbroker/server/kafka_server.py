@@ -40,6 +40,7 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
+from zkbroker.server.channel_builders import build_listeners
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
@@ -57,6 +58,15 @@ log = logging.getLogger("zkbroker.server.KafkaServer")
 HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
 
 
+def _registered_endpoints(config: KafkaConfig) -> tuple[tuple[str, str, int, str], ...]:
+    """Every listener's advertised endpoint, for a registration with listeners beyond one PLAINTEXT; empty
+    (0.8.2's registration) otherwise."""
+    endpoints = config.advertised_endpoints
+    if len(endpoints) == 1 and endpoints[0].listener_name == "PLAINTEXT":
+        return ()
+    return tuple((e.listener_name, e.host, e.port, e.security_protocol.value) for e in endpoints)
+
+
 class ControllerNotFound(Exception):
     """No `/controller` node: nobody to ask for a controlled shutdown."""
 
@@ -71,7 +81,8 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.zk)
         self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
-                                         config.advertised_port, stopping=lambda: self._stopping)
+                                         config.advertised_port, stopping=lambda: self._stopping,
+                                         endpoints=_registered_endpoints(config))
         self.dynamic_config = DynamicBrokerConfig(config)
         self.config_manager: DynamicConfigManager | None = None
         self.log_manager: LogManager | None = None
@@ -125,7 +136,8 @@ class KafkaServer:
                              topic_creator, self.controller, self.group_coordinator, admin_manager)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
-                                              ConnectionLimits.from_config(self.config))
+                                              ConnectionLimits.from_config(self.config),
+                                              build_listeners(self.config, self.zk, bridge, apis.handle_api_versions))
             await self.socket_server.start()
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],

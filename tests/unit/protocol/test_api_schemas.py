@@ -18,6 +18,8 @@ from kafka.protocol.old import (
     list_offsets,
     metadata,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
 )
 from kafka.protocol.old import offset_for_leader_epoch as leader_epoch
 
@@ -265,6 +267,15 @@ CASES.append((60, 0, "response", None, (0, 0, None, "id", 2, [(1, "h", 9092, Non
 CASES.append((60, 1, "request", None, (False, 1, _NO_TAGS)))
 CASES.append((60, 1, "response", None, (0, 114, "wrong", 1, "id", -1, [], -(2**31), _NO_TAGS)))
 
+# SaslHandshake (17) and SaslAuthenticate (36), v0 and v1
+for _v in (0, 1):
+    CASES.append((17, _v, "request", getattr(sasl_handshake, f"SaslHandshakeRequest_v{_v}"), ("SCRAM-SHA-256",)))
+    CASES.append((17, _v, "response", getattr(sasl_handshake, f"SaslHandshakeResponse_v{_v}"),
+                  (33, ["PLAIN", "SCRAM-SHA-512"])))
+    CASES.append((36, _v, "request", getattr(sasl_authenticate, f"SaslAuthenticateRequest_v{_v}"),
+                  (b"n,,n=alice,r=abc",)))
+    CASES.append((36, _v, "response", getattr(sasl_authenticate, f"SaslAuthenticateResponse_v{_v}"),
+                  (58, "Authentication failed", b"", *((0,) if _v else ()))))
 
 def value_of(api_key, version, kind):
     return next(c[4] for c in CASES if c[:3] == (api_key, version, kind))

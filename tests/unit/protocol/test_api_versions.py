@@ -58,6 +58,9 @@ DESIGN_TABLE = {
     43: (0, 2),
     47: (0, 0),
     60: (0, 1),
+    # DESIGN §19, security: SaslHandshake and SaslAuthenticate (their non-flexible versions)
+    17: (0, 1),
+    36: (0, 1),
 }
 
 
