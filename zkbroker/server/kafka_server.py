@@ -37,6 +37,8 @@ from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.security.acl import AclAuthorizer
+from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
@@ -56,6 +58,15 @@ from zkbroker.zk.znodes import BrokerRegistration, ClusterId, ConfigChange, Cont
 log = logging.getLogger("zkbroker.server.KafkaServer")
 
 HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
+
+
+def _authorizer(config: KafkaConfig) -> AclAuthorizer | None:
+    """authorizer.class.name's ACL authorizer (super.users, allow.everyone.if.no.acl.found), or None."""
+    if not config["authorizer.class.name"]:
+        return None
+    return AclAuthorizer.from_config({
+        "super.users": config["super.users"],
+        "allow.everyone.if.no.acl.found": str(config["allow.everyone.if.no.acl.found"]).lower()})
 
 
 def _registered_endpoints(config: KafkaConfig) -> tuple[tuple[str, str, int, str], ...]:
@@ -85,6 +96,8 @@ class KafkaServer:
                                          endpoints=_registered_endpoints(config))
         self.dynamic_config = DynamicBrokerConfig(config)
         self.config_manager: DynamicConfigManager | None = None
+        self.authorizer = _authorizer(config)
+        self.acl_cache = AclCache(self.zk, self.authorizer) if self.authorizer is not None else None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
@@ -133,7 +146,8 @@ class KafkaServer:
                                                             topic_creator)
             admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
-                             topic_creator, self.controller, self.group_coordinator, admin_manager)
+                             topic_creator, self.controller, self.group_coordinator, admin_manager,
+                             authorizer=self.authorizer)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config),
@@ -166,6 +180,8 @@ class KafkaServer:
             self.zk.ensure_path(path)
         self.metadata_cache.cluster_id = self._cluster_id()
         self.config_manager.initialize()
+        if self.acl_cache is not None:  # before the socket server accepts anyone
+            self.acl_cache.startup()
         dynamic = {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs}
         if dynamic:
             log.info("%sDynamic broker configs in force: %s", self.prefix, dynamic)
