@@ -70,9 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
                                "--print-data-log)")
     dump_log.set_defaults(run=_dump_log)
 
-    from zkbroker.tools import configs, preferred_replica_election, reassign_partitions, topics
+    from zkbroker.tools import acls, configs, preferred_replica_election, reassign_partitions, topics
     topics.add_command(commands)
     configs.add_command(commands)
+    acls.add_command(commands)
     preferred_replica_election.add_command(commands)
     reassign_partitions.add_command(commands)
 

@@ -115,3 +115,71 @@ def test_prefixed_and_wildcard_acls_and_deny_over_allow(authorized_broker, zk_co
     add_acl(zk_connect, TOPIC, "t-denied", "User:bob", "Write", permission="Deny")
     in_force(lambda: produce_error(sb, BOB, "t-denied"), "TOPIC_AUTHORIZATION_FAILED", "Deny over the wildcard Allow")
     assert produce_error(sb, ALICE, "t-denied") is None
+
+
+def zkbroker(*args: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_acls_tool_and_an_admin_client_manage_acls_in_force_without_restart(authorized_broker, zk_connect):
+    import confluent_kafka as ck
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+    )
+    from confluent_kafka.admin import ResourceType as CkResourceType
+
+    sb = authorized_broker
+    create_topic(zk_connect, "ledger", 1, 1, [sb.broker])
+    # kafka-acls --authorizer-properties: the znodes, and Kafka 2.0-2.3's lines
+    out = zkbroker("acls", "--authorizer-properties", f"zookeeper.connect={zk_connect}", "--add",
+                   "--allow-principal", "User:bob", "--operation", "Write", "--topic", "ledger")
+    line = "\tUser:bob has Allow permission for operations: Write from hosts: * \n"
+    assert out == ("Adding ACLs for resource `Topic:LITERAL:ledger`: \n " + line + "\n"
+                   "Current ACLs for resource `Topic:LITERAL:ledger`: \n " + line + "\n")
+    in_force(lambda: produce_error(sb, BOB, "ledger"), None, "the tool's ACL")
+    # an AdminClient (confluent-kafka) as the super user, over SASL: CreateAcls, DescribeAcls, DeleteAcls
+    admin = AdminClient(conf(sb, ADMIN))
+    binding = AclBinding(CkResourceType.TOPIC, "ledger", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.WRITE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([binding], request_timeout=15).values():
+        assert future.result(15) is None
+    in_force(lambda: produce_error(sb, ALICE, "ledger"), None, "the AdminClient's ACL")
+    everything = AclBindingFilter(CkResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    described = admin.describe_acls(everything, request_timeout=15).result(15)
+    assert {(b.principal, b.operation) for b in described} == {("User:bob", AclOperation.WRITE),
+                                                                ("User:alice", AclOperation.WRITE)}
+    # kafka-acls --bootstrap-server: the same ACLs in Kafka 2.x's AdminClient form (PLAINTEXT: the super user)
+    out = zkbroker("acls", "--bootstrap-server", sb.bootstrap("PLAINTEXT"), "--list", "--topic", "ledger")
+    assert out.startswith("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=ledger, "
+                          "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=WRITE, "
+                          "permissionType=ALLOW)\n\t(principal=User:bob, host=*, operation=WRITE, "
+                          "permissionType=ALLOW)")
+    alice_only = AclBindingFilter(CkResourceType.TOPIC, "ledger", ResourcePatternType.LITERAL, "User:alice", None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    deleted = list(admin.delete_acls([alice_only], request_timeout=15).values())[0].result(15)
+    assert [b.principal for b in deleted] == ["User:alice"]
+    in_force(lambda: produce_error(sb, ALICE, "ledger"), "TOPIC_AUTHORIZATION_FAILED", "the deletion")
+    # a user made by `zkbroker configs` authenticates at once with SCRAM (no restart)
+    out = zkbroker("configs", "--zookeeper", zk_connect, "--alter", "--entity-type", "users", "--entity-name",
+                   "carol", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=carol-secret]")
+    assert out == "Completed Updating config for entity: user-principal 'carol'.\n"
+    zkbroker("acls", "--authorizer-properties", f"zookeeper.connect={zk_connect}", "--add", "--allow-principal",
+             "User:carol", "--producer", "--topic", "ledger")
+    carol = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "carol",
+                         "sasl.password": "carol-secret"})
+    outcome = []
+    carol.produce("ledger", b"c", on_delivery=lambda err, msg: outcome.append(err))
+    carol.flush(20)
+    assert outcome == [None]

@@ -22,7 +22,8 @@ from zkbroker.protocol.errors import ErrorCode, ProtocolError
 __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
-            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0}
+            ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
+            ApiKey.DESCRIBE_ACLS: 1, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 1}
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 
 
@@ -167,3 +168,27 @@ class AdminClient:
         (result,) = response.responses
         if result.error_code != ErrorCode.NONE:
             raise AdminError(result.error_code, result.error_message)
+
+    # ---- ACLs (KIP-140) ----------------------------------------------------------------------------------------
+
+    def create_acls(self, bindings: list[Mapping[str, Any]]) -> None:
+        """Each binding a dict of CreateAcls v1's fields (wire codes); AdminError for the first one refused."""
+        response = self._any(ApiKey.CREATE_ACLS, {"creations": list(bindings)})
+        for result in response.results:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)
+
+    def describe_acls(self, acl_filter: Mapping[str, Any]) -> list[Any]:
+        """The resources (with their ACLs) matching a DescribeAcls v1 filter."""
+        response = self._any(ApiKey.DESCRIBE_ACLS, dict(acl_filter))
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return list(response.resources)
+
+    def delete_acls(self, filters: list[Mapping[str, Any]]) -> list[Any]:
+        """The ACLs each DeleteAcls v1 filter removed."""
+        response = self._any(ApiKey.DELETE_ACLS, {"filters": list(filters)})
+        for result in response.filter_results:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)
+        return [list(r.matching_acls) for r in response.filter_results]

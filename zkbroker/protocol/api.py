@@ -37,10 +37,13 @@ from .schemas import (
     api_versions,
     begin_quorum_epoch,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_topics,
+    describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -137,6 +140,9 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
@@ -195,6 +201,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     # Security (DESIGN §19): advertised by listeners that speak SASL (KafkaApis keeps them out of the others')
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -253,6 +262,9 @@ _MODULES = (
     # security
     sasl_handshake,
     sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

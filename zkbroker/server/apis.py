@@ -33,6 +33,7 @@ from zkbroker.protocol.schemas import api_versions, describe_cluster, describe_c
 from zkbroker.security.acl import AclAuthorizer
 from zkbroker.server import authorization as acl
 from zkbroker.server import record_versions
+from zkbroker.server.acl_manager import AclManager
 from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
@@ -86,6 +87,9 @@ class KafkaApis:
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_after_authentication,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_after_authentication,
+            ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -115,6 +119,7 @@ class KafkaApis:
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
         self.auth = RequestAuthorizer(authorizer, self.timeline_source)  # allows everything without an authorizer
+        self.acl_manager = AclManager(zk, authorizer)
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -156,6 +161,33 @@ class KafkaApis:
         return encode_response(header, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
                                         "error_message": "Unexpected SaslAuthenticate request: the connection is "
                                                          "not authenticating", "session_lifetime_ms": 0})
+
+    # ---- ACLs (KIP-140; server/acl_manager.py) -------------------------------------------------------------------
+
+    async def handle_describe_acls(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "error_message": None, "resources": []})
+        return encode_response(header, {"throttle_time_ms": 0,
+                                        **self.acl_manager.describe(request, header.api_version)})
+
+    async def handle_create_acls(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            results = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                       for _ in request.creations]
+        else:
+            results = await self.acl_manager.create(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
+    async def handle_delete_acls(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            results = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "matching_acls": []}
+                       for _ in request.filters]
+        else:
+            results = await self.acl_manager.delete(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "filter_results": results})
 
     # ---- Produce ------------------------------------------------------------------------------------------
 

@@ -11,7 +11,10 @@ flags and its output, in both of its forms:
   T are:` (`All configs` with --all; `Default configs for brokers in the cluster are:` for --entity-default) and
   one line per entry: `  name=value sensitive=false synonyms={SOURCE:name=value, ...}`.
 
-Users and clients (quotas, SCRAM credentials) are not kept by zkbroker yet; asking for them is refused.
+Users (DESIGN §19) with `--zookeeper`, as Kafka 2.x: `--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'`
+stores the SCRAM credential derived from the password (never the password), `--delete-config SCRAM-SHA-256`
+removes it; `Completed Updating config for entity: user-principal 'alice'.`. Users over --bootstrap-server
+(DescribeUserScramCredentials, AlterUserScramCredentials) and client quotas are not built yet.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from zkbroker import admin
 from zkbroker.client.admin_client import BROKER, TOPIC, AdminClient, AdminError
 from zkbroker.config import ConfigError, validate_topic_config
 from zkbroker.protocol.schemas import describe_configs as dc
+from zkbroker.security import scram
 from zkbroker.tools.common import ToolError, zookeeper
 from zkbroker.zk import paths
 
 ENTITY_TYPES = ("topics", "clients", "users", "brokers")
+USER_QUOTAS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 SOURCES = {dc.SOURCE_UNKNOWN: "UNKNOWN", dc.SOURCE_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
            dc.SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
            dc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -79,11 +84,12 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.entity_type not in ENTITY_TYPES:
         raise ToolError(f"Invalid entity-type {args.entity_type}, --entity-type must be one of "
                         f"{', '.join(ENTITY_TYPES)}")
-    if args.entity_type in ("users", "clients"):
-        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} yet (quotas and SCRAM credentials)")
+    if args.entity_type == "clients" or (args.entity_type == "users" and args.bootstrap_server):
+        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} through --bootstrap-server yet"
+                        if args.entity_type == "users" else "zkbroker keeps no quotas for clients yet")
     if args.entity_name and args.entity_default:
         raise ToolError("Only one of --entity-name or --entity-default may be specified")
-    if args.entity_default and args.entity_type != "brokers":
+    if args.entity_default and args.entity_type not in ("brokers", "users"):
         raise ToolError("--entity-default is only for brokers, clients and users")
     if args.all and not (args.describe and args.bootstrap_server):
         raise ToolError('Option "[all]" can only be used with "[describe]" and "[bootstrap-server]"')
@@ -93,6 +99,9 @@ def _check_args(args: argparse.Namespace) -> None:
                             "brokers")
         if args.entity_type == "topics" and not args.entity_name:
             raise ToolError("--entity-name must be specified with --alter of topics")
+        if args.entity_type == "users" and not (args.entity_name or args.entity_default):
+            raise ToolError("--entity-name or --entity-default must be specified with --alter of users, clients or "
+                            "brokers")
         if not args.add_config and not args.delete_config:
             raise ToolError("At least one of --add-config or --delete-config must be specified with --alter")
     if args.entity_type == "brokers" and args.entity_name and not args.entity_name.isdigit():
@@ -122,8 +131,8 @@ def _entity(args: argparse.Namespace) -> str:
 
 
 def _entity_text(entity_type: str, name: str) -> str:
-    """ConfigCommand's Entity.toString: `topic 'T'`, `brokers '1'`, `default brokers`."""
-    type_name = "topic" if entity_type == "topics" else entity_type
+    """ConfigCommand's Entity.toString: `topic 'T'`, `brokers '1'`, `default brokers`, `user-principal 'alice'`."""
+    type_name = {"topics": "topic", "users": "user-principal"}.get(entity_type, entity_type)
     return f"default {type_name}" if name == paths.DEFAULT_ENTITY else f"{type_name} '{name}'"
 
 
@@ -138,6 +147,8 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
             validate_topic_config(added)
         except ConfigError as e:
             raise ToolError(str(e)) from None
+    elif entity_type == "users":
+        added = _user_configs(added)
     else:
         running = set(admin.live_broker_ids(zk))
         if (running and name == paths.DEFAULT_ENTITY) or (name != paths.DEFAULT_ENTITY and int(name) in running):
@@ -155,6 +166,31 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
     admin.change_entity_config(zk, entity_type, name, configs)
     print(f"Completed Updating config for entity: {_entity_text(entity_type, name)}.")
     return 0
+
+
+def _user_configs(added: dict[str, str]) -> dict[str, str]:
+    """A user's configs as stored: each SCRAM mechanism's `[iterations=N,]password=P` becomes its credential
+    (ConfigCommand.parseConfigsToBeAdded's SCRAM step); quotas are checked as numbers."""
+    out = {}
+    for key, value in added.items():
+        if key in scram.MECHANISMS:
+            options = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
+            if "password" not in options:
+                raise ToolError(f"Invalid config(s): {key} needs password=... (and optionally iterations=N)")
+            try:
+                iterations = int(options.get("iterations", scram.DEFAULT_ITERATIONS))
+                out[key] = str(scram.make_credential(key, options["password"], iterations))
+            except (ValueError, scram.ScramError) as e:
+                raise ToolError(f"Invalid config(s): {key}: {e}") from None
+        elif key in USER_QUOTAS:
+            try:
+                float(value)
+            except ValueError:
+                raise ToolError(f"Invalid config(s): {key} must be a number, got {value!r}") from None
+            out[key] = value
+        else:
+            raise ToolError(f"Invalid config(s): {key} (a user has {', '.join([*scram.MECHANISMS, *USER_QUOTAS])})")
+    return out
 
 
 def _describe_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:

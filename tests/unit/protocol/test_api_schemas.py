@@ -267,6 +267,19 @@ CASES.append((60, 0, "response", None, (0, 0, None, "id", 2, [(1, "h", 9092, Non
 CASES.append((60, 1, "request", None, (False, 1, _NO_TAGS)))
 CASES.append((60, 1, "response", None, (0, 114, "wrong", 1, "id", -1, [], -(2**31), _NO_TAGS)))
 
+# DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v0 and v1 (v1 adds the pattern type)
+for _v in (0, 1):
+    _pt = (3,) if _v else ()
+    CASES.append((29, _v, "request", getattr(admin, f"DescribeAclsRequest_v{_v}"), (2, "t", *_pt, "User:a", "*", 3, 3)))
+    CASES.append((29, _v, "response", getattr(admin, f"DescribeAclsResponse_v{_v}"),
+                  (0, 0, None, [(2, "t", *_pt, [("User:a", "*", 3, 3)])])))
+    CASES.append((30, _v, "request", getattr(admin, f"CreateAclsRequest_v{_v}"),
+                  ([(2, "t", *_pt, "User:a", "*", 4, 3)],)))
+    CASES.append((30, _v, "response", getattr(admin, f"CreateAclsResponse_v{_v}"), (0, [(0, None), (42, "bad")])))
+    CASES.append((31, _v, "request", getattr(admin, f"DeleteAclsRequest_v{_v}"),
+                  ([(1, None, *_pt, None, None, 1, 1)],)))
+    CASES.append((31, _v, "response", getattr(admin, f"DeleteAclsResponse_v{_v}"),
+                  (0, [(0, None, [(0, None, 2, "t", *_pt, "User:a", "*", 3, 3)])])))
 # SaslHandshake (17) and SaslAuthenticate (36), v0 and v1
 for _v in (0, 1):
     CASES.append((17, _v, "request", getattr(sasl_handshake, f"SaslHandshakeRequest_v{_v}"), ("SCRAM-SHA-256",)))

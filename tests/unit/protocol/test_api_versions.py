@@ -61,6 +61,9 @@ DESIGN_TABLE = {
     # DESIGN §19, security: SaslHandshake and SaslAuthenticate (their non-flexible versions)
     17: (0, 1),
     36: (0, 1),
+    29: (0, 1),
+    30: (0, 1),
+    31: (0, 1),
 }
 
 
