@@ -37,7 +37,7 @@ from zkbroker.server.acl_manager import AclManager
 from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import CONNECTION, SESSION
+from zkbroker.server.network import CONNECTION, SESSION, mute_after_response
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
@@ -48,6 +48,7 @@ from zkbroker.zk.znodes import decode_offset, encode_offset
 if TYPE_CHECKING:
     from controller.controller import KafkaController
     from zkbroker.server.admin_manager import AdminManager
+    from zkbroker.server.client_quotas import ClientQuotas
     from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
@@ -60,7 +61,8 @@ class KafkaApis:
                  zk: ZkClient, bridge: LoopBridge, topic_creator: TopicAutoCreator,
                  controller: KafkaController | None = None,
                  group_coordinator: GroupCoordinatorDriver | None = None,
-                 admin_manager: AdminManager | None = None, authorizer: AclAuthorizer | None = None) -> None:
+                 admin_manager: AdminManager | None = None, authorizer: AclAuthorizer | None = None,
+                 quotas: ClientQuotas | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -120,6 +122,7 @@ class KafkaApis:
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
         self.auth = RequestAuthorizer(authorizer, self.timeline_source)  # allows everything without an authorizer
         self.acl_manager = AclManager(zk, authorizer)
+        self.quotas = quotas
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -235,6 +238,11 @@ class KafkaApis:
                                       last_offset=result.info.last_offset, client=header.client_id,
                                       connection=CONNECTION.get(), correlation_id=header.correlation_id)
             results.append({"topic": topic_entry.topic, "partitions": partitions})
+        throttle_ms = 0
+        if self.quotas is not None:
+            size = sum(len(e.records) for t in request.topics for e in t.partitions if e.records is not None)
+            throttle_ms = await self._throttle(self.quotas.record_produce(SESSION.get().principal, header.client_id,
+                                                                          size), header.api_version >= 6 or acks == 0)
         if acks == 0:
             # No response at all, even on error (0.8.2 closed the connection only in later versions).
             return None
@@ -245,7 +253,19 @@ class KafkaApis:
                 if row["error_code"] == ErrorCode.NONE:
                     timeline.emit(self.timeline_source, "produce_acked", topic=topic, partition=partition,
                                   offset=info.first_offset, last_offset=info.last_offset, acks=acks)
-        return encode_response(header, {"topics": results, "throttle_time_ms": 0})
+        return encode_response(header, {"topics": results, "throttle_time_ms": throttle_ms})
+
+    @staticmethod
+    async def _throttle(throttle_ms: int, mute_after: bool) -> int:
+        """A quota's throttle (KIP-219): answered at once with throttle_time_ms, then the connection muted for that
+        long; to a request version from before KIP-219 (Produce < 6, Fetch < 8) the answer itself is delayed."""
+        if throttle_ms <= 0:
+            return 0
+        if mute_after:
+            mute_after_response(throttle_ms)
+        else:
+            await asyncio.sleep(throttle_ms / 1000.0)
+        return throttle_ms
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
         """acks=-1 (0.8.2's DelayedProduce): each partition answers once its leader says enough replicas have
@@ -295,8 +315,13 @@ class KafkaApis:
             topics, total, errors, touched = self._read_all(request, response_budget, header.api_version, denied)
             remaining = deadline - loop.time()
             if total >= request.min_bytes or errors or remaining <= 0 or not touched:
+                throttle_ms = 0
+                if self.quotas is not None and request.replica_id < 0:
+                    throttle_ms = await self._throttle(self.quotas.record_fetch(
+                        SESSION.get().principal, header.client_id, total), header.api_version >= 8)
                 return encode_fetch_response(header.correlation_id, header.api_version, topics,
-                                             isolation_level=getattr(request, "isolation_level", 0))
+                                             isolation_level=getattr(request, "isolation_level", 0),
+                                             throttle_time_ms=throttle_ms)
             waiters = [p.waiter(loop) for p in touched]
             await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             for future in waiters:

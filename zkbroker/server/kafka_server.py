@@ -43,6 +43,7 @@ from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.channel_builders import build_listeners
+from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
@@ -98,6 +99,7 @@ class KafkaServer:
         self.config_manager: DynamicConfigManager | None = None
         self.authorizer = _authorizer(config)
         self.acl_cache = AclCache(self.zk, self.authorizer) if self.authorizer is not None else None
+        self.quotas = ClientQuotas(self.zk, config["quota.window.num"], config["quota.window.size.seconds"])
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
@@ -137,7 +139,7 @@ class KafkaServer:
             bridge = LoopBridge(loop)
             self.config_manager = DynamicConfigManager(
                 self.zk, self.dynamic_config, self._local_topics,
-                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change))
+                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), self.quotas.reload)
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.dynamic_config.current, self.log_manager, self.zk, bridge)
@@ -147,7 +149,7 @@ class KafkaServer:
             admin_manager = AdminManager(self.dynamic_config, self.metadata_cache, self.zk, self.controller.is_active)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
                              topic_creator, self.controller, self.group_coordinator, admin_manager,
-                             authorizer=self.authorizer)
+                             authorizer=self.authorizer, quotas=self.quotas)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config),
@@ -182,6 +184,7 @@ class KafkaServer:
         self.config_manager.initialize()
         if self.acl_cache is not None:  # before the socket server accepts anyone
             self.acl_cache.startup()
+        self.quotas.reload()
         dynamic = {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs}
         if dynamic:
             log.info("%sDynamic broker configs in force: %s", self.prefix, dynamic)

@@ -76,6 +76,26 @@ NO_SESSION = Session()
 SESSION: contextvars.ContextVar[Session] = contextvars.ContextVar("session", default=NO_SESSION)
 
 
+class Channel:
+    """What a request handler may ask of its connection: to stay muted for a while after the response, as
+    KIP-219's quota throttling does (the client is answered at once, then its next request waits)."""
+
+    __slots__ = ("mute_ms",)
+
+    def __init__(self) -> None:
+        self.mute_ms = 0
+
+
+CHANNEL: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("channel", default=None)
+
+
+def mute_after_response(ms: int) -> None:
+    """Mute the running request's connection for `ms` once its response is sent (no-op outside a connection)."""
+    channel = CHANNEL.get()
+    if channel is not None:
+        channel.mute_ms = max(channel.mute_ms, ms)
+
+
 @dataclass(frozen=True)
 class Listener:
     """One listening endpoint and how its connections are secured: TLS (an SSL context) and SASL (a factory
@@ -346,6 +366,8 @@ class _Connection:
     async def _serve(self) -> None:
         CONNECTION.set(self.name)
         SESSION.set(self.session)
+        channel = Channel()
+        CHANNEL.set(channel)
         apis = self.server.apis
         try:
             if self.tls:
@@ -372,6 +394,12 @@ class _Connection:
                     response = await apis.handle(header, frame, body_offset)
                     if response is not None:
                         await self._send(response)
+                    if channel.mute_ms:  # throttled (KIP-219): read nothing more until the time is served
+                        mute_s, channel.mute_ms = channel.mute_ms / 1000.0, 0
+                        self._pause_reading()
+                        await asyncio.sleep(mute_s)
+                        if not self._queue_full():
+                            self._resume_reading()
                 finally:
                     self.handling = False
                     self.last_active = self.loop.time()
