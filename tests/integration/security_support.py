@@ -1,16 +1,15 @@
-"""Security fixtures for integration tests: a throwaway CA and certificates made with the openssl CLI under a
-test's tmp_path, a broker with PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners side by side on free
-ports, SCRAM users written to ZooKeeper as `zkbroker configs` writes them, and ACLs written as kafka-acls does."""
+"""Security fixtures for integration tests (certificates come from zkbroker/lab/tls.py, made under tmp_path): a
+broker with PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners side by side on free ports, SCRAM users written
+to ZooKeeper as `zkbroker configs` writes them, and ACLs written as kafka-acls does."""
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from kazoo.client import KazooClient
 
 from tests.integration.harness import Broker, free_port
+from zkbroker.lab.tls import Certificates
 from zkbroker.security import acl_znodes
 from zkbroker.security.acl import AclEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern, ResourceType
 from zkbroker.security.scram import make_credential
@@ -20,38 +19,6 @@ from zkbroker.zk.znodes import EntityConfig
 ADMIN = ("admin", "admin-secret")
 ALICE = ("alice", "alice-secret")
 BOB = ("bob", "bob-secret")
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@dataclass(frozen=True)
-class Certificates:
-    dir: Path
-    ca: Path  # the CA certificate (clients' trust store)
-    broker: Path  # the broker's certificate chain and key, one PEM file (ssl.keystore.location)
-    client_cert: Path
-    client_key: Path
-    client_dn: str  # the principal's name a client certificate gives, RFC 2253
-
-
-def make_certificates(directory: Path) -> Certificates:
-    """A CA, a broker certificate for localhost and 127.0.0.1, and a client certificate (CN=client,O=zkbroker)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=zkbroker test CA",
-             cwd=directory)
-    (directory / "broker.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    (directory / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for name, subject in (("broker", "/CN=localhost"), ("client", "/O=zkbroker/CN=client")):
-        _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=directory)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=directory)
-    keystore = directory / "broker.pem"
-    keystore.write_text((directory / "broker.crt").read_text() + (directory / "broker.key").read_text())
-    return Certificates(directory, directory / "ca.pem", keystore, directory / "client.crt", directory / "client.key",
-                        "CN=client,O=zkbroker")
 
 
 def plain_jaas(users: dict[str, str]) -> str:

@@ -11,8 +11,9 @@ import uuid
 import pytest
 
 from tests.integration.harness import create_topic, wait_for
-from tests.integration.security_support import ADMIN, ALICE, BOB, SecureBroker, add_acl, make_certificates
+from tests.integration.security_support import ADMIN, ALICE, BOB, SecureBroker, add_acl
 from tests.real_tools import require
+from zkbroker.lab.tls import make_certificates
 from zkbroker.security.acl import PatternType, ResourceType
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,9 @@ import uuid
 import pytest
 
 from tests.integration.harness import create_topic, wait_for
-from tests.integration.security_support import ALICE, SecureBroker, add_scram_user, make_certificates
+from tests.integration.security_support import ALICE, SecureBroker, add_scram_user
 from tests.real_tools import require
+from zkbroker.lab.tls import make_certificates
 
 pytestmark = pytest.mark.integration
 
@@ -171,3 +172,49 @@ def test_kcat_over_ssl_produces_and_consumes(secure_broker, zk_connect):
     out = subprocess.run([kcat, "-b", sb.bootstrap("SSL"), *ssl_args, "-C", "-t", topic, "-o", "beginning", "-e",
                           "-q"], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.split() == lines
+
+
+def _closed_without_answer(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(4096) == b""
+    except (ConnectionResetError, TimeoutError):
+        return True
+
+
+def test_hostile_sasl_frames_close_only_their_own_connection(secure_broker):
+    import random
+
+    from zkbroker.protocol.api import ApiKey, encode_request
+
+    sb = secure_broker
+    address = ("127.0.0.1", sb.ports["SASL_PLAINTEXT"])
+    # a token announced at 100 MB: refused from its size prefix (sasl.server.max.receive.size), never read
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 100 * 1024 * 1024) + b"\0" * 1024)
+        assert _closed_without_answer(sock)
+    # a request other than ApiVersions or SaslHandshake before authenticating: closed unanswered
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(encode_request(ApiKey.METADATA, 1, 1, "t", {"topics": None}))
+        assert _closed_without_answer(sock)
+    # garbage after valid SaslHandshake and SaslAuthenticate headers
+    rng = random.Random(28)
+    for api_key, version in [(ApiKey.SASL_HANDSHAKE, 1), (ApiKey.SASL_AUTHENTICATE, 1)] * 10:
+        header = encode_request(api_key, version, 7, "fuzz", {"mechanism": "PLAIN"} if api_key == 17
+                                else {"auth_bytes": b""})[4:14 + 4]
+        body = header + rng.randbytes(rng.randrange(0, 64))
+        with socket.create_connection(address, timeout=10) as sock:
+            if api_key == ApiKey.SASL_AUTHENTICATE:  # past the handshake first
+                sock.sendall(encode_request(ApiKey.SASL_HANDSHAKE, 1, 1, "fuzz", {"mechanism": "PLAIN"}))
+                sock.recv(4096)
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            try:
+                sock.recv(4096)  # an answer (a refusal) or the close; never a hang
+            except (ConnectionResetError, TimeoutError):
+                pass
+    # the broker still serves everyone else
+    import confluent_kafka as ck
+
+    producer = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
+                            "sasl.mechanism": "PLAIN", "sasl.username": "bob", "sasl.password": "bob-secret"})
+    assert producer.list_topics(timeout=10).brokers
+    assert sb.broker.alive()

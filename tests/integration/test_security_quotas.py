@@ -10,8 +10,9 @@ import time
 import pytest
 
 from tests.integration.harness import create_topic, wait_for
-from tests.integration.security_support import ALICE, SecureBroker, make_certificates
+from tests.integration.security_support import ALICE, SecureBroker
 from tests.real_tools import require
+from zkbroker.lab.tls import make_certificates
 
 pytestmark = pytest.mark.integration
 
