@@ -160,8 +160,14 @@ def test_the_acls_tool_and_an_admin_client_manage_acls_in_force_without_restart(
     described = admin.describe_acls(everything, request_timeout=15).result(15)
     assert {(b.principal, b.operation) for b in described} == {("User:bob", AclOperation.WRITE),
                                                                 ("User:alice", AclOperation.WRITE)}
-    # kafka-acls --bootstrap-server: the same ACLs in Kafka 2.x's AdminClient form (PLAINTEXT: the super user)
-    out = zkbroker("acls", "--bootstrap-server", sb.bootstrap("PLAINTEXT"), "--list", "--topic", "ledger")
+    # kafka-acls --bootstrap-server: the same ACLs in Kafka 2.x's AdminClient form, over SASL_SSL as the super user
+    # (--command-config: our own client's TLS and SASL)
+    command_config = sb.broker.dir / "admin.properties"
+    command_config.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nssl.truststore.location={sb.certs.ca}\n"
+                              'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+                              f'username="{ADMIN[0]}" password="{ADMIN[1]}";\n')
+    out = zkbroker("acls", "--bootstrap-server", sb.bootstrap("SASL_SSL"), "--command-config", str(command_config),
+                   "--list", "--topic", "ledger")
     assert out.startswith("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=ledger, "
                           "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=WRITE, "
                           "permissionType=ALLOW)\n\t(principal=User:bob, host=*, operation=WRITE, "

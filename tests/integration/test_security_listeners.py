@@ -218,3 +218,34 @@ def test_hostile_sasl_frames_close_only_their_own_connection(secure_broker):
                             "sasl.mechanism": "PLAIN", "sasl.username": "bob", "sasl.password": "bob-secret"})
     assert producer.list_topics(timeout=10).brokers
     assert sb.broker.alive()
+
+
+def test_our_tools_reach_secured_listeners_with_a_command_config(secure_broker, zk_connect):
+    import subprocess
+    import sys
+
+    sb = secure_broker
+    add_scram_user(zk_connect, *ALICE)
+    create_topic(zk_connect, "secure-tools", 1, 1, [sb.broker])
+    configs = {
+        "SASL_SSL": f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={ALICE[0]}\n"
+                    f"sasl.password={ALICE[1]}\nssl.truststore.location={sb.certs.ca}\n",
+        "SASL_PLAINTEXT": f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                          'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
+                          f'username="{ALICE[0]}" password="{ALICE[1]}";\n',
+        "SSL": f"security.protocol=SSL\nssl.truststore.location={sb.certs.ca}\n",
+    }
+    for listener, text in configs.items():
+        path = sb.broker.dir / f"{listener}.properties"
+        path.write_text(text)
+        done = subprocess.run([sys.executable, "-m", "zkbroker", "configs", "--bootstrap-server",
+                               sb.bootstrap(listener), "--command-config", str(path), "--describe", "--entity-type",
+                               "topics", "--entity-name", "secure-tools"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, (listener, done.stderr)
+        assert done.stdout.startswith("Dynamic configs for topic secure-tools are:"), (listener, done.stdout)
+    path = sb.broker.dir / "wrong.properties"
+    path.write_text(configs["SASL_PLAINTEXT"].replace(ALICE[1], "wrong"))
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "configs", "--bootstrap-server",
+                           sb.bootstrap("SASL_PLAINTEXT"), "--command-config", str(path), "--describe",
+                           "--entity-type", "topics"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "invalid credentials" in done.stderr, done.stderr

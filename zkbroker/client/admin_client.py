@@ -16,6 +16,7 @@ from typing import Any
 
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import Cluster, cluster_of, parse_broker_list
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 
@@ -40,8 +41,10 @@ class AdminError(Exception):
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, client_id: str = "zkbroker-admin", timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, client_id: str = "zkbroker-admin", timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
         self.bootstrap = parse_broker_list(bootstrap, "--bootstrap-server")
+        self.security = security
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
@@ -64,7 +67,8 @@ class AdminClient:
     def _send_to(self, address: tuple[str, int], api_key: int, body: Any) -> Any:
         conn = self._connections.get(address)
         if conn is None:
-            conn = self._connections[address] = BrokerConnection(*address, self.client_id, self.timeout_s)
+            conn = self._connections[address] = BrokerConnection(*address, self.client_id, self.timeout_s,
+                                                                          self.security)
         try:
             return conn.send(api_key, VERSIONS[api_key], body)
         except (OSError, ProtocolError):

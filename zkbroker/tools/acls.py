@@ -20,6 +20,7 @@ import sys
 from collections import defaultdict
 
 from zkbroker.client.admin_client import AdminClient, AdminError
+from zkbroker.client.security import ClientSecurity
 from zkbroker.security import acl_store
 from zkbroker.security.acl import (
     CLUSTER_NAME,
@@ -53,7 +54,8 @@ def add_command(commands) -> None:
     p.add_argument("--authorizer-properties", nargs="+", metavar="KEY=VALUE",
                    help="zookeeper.connect=host:port[/chroot]: work on the ACL znodes directly")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="work through the brokers' ACL APIs")
-    p.add_argument("--command-config", metavar="FILE", help="client properties for --bootstrap-server")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties for a secured --bootstrap-server (security.protocol, sasl.*, ssl.*)")
     action = p.add_mutually_exclusive_group()
     action.add_argument("--add", action="store_true", help="Indicates you are trying to add ACLs.")
     action.add_argument("--remove", action="store_true", help="Indicates you are trying to remove ACLs.")
@@ -83,14 +85,11 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError("Command must include exactly one action: --list, --add, --remove.")
     if bool(args.authorizer_properties) == bool(args.bootstrap_server):
         raise ToolError("Only one of --bootstrap-server or --authorizer-properties must be specified")
-    if args.command_config:
-        raise ToolError("--command-config (a secured --bootstrap-server) is not built yet: use a PLAINTEXT listener "
-                        "or --authorizer-properties")
     try:
         pattern_type = _pattern_type(args)
         patterns = _patterns(args, pattern_type)
         backend = _ZooKeeper(_zk_connect(args.authorizer_properties)) if args.authorizer_properties \
-            else _Brokers(args.bootstrap_server)
+            else _Brokers(args.bootstrap_server, ClientSecurity.from_file(args.command_config))
         try:
             if args.add:
                 return _add(backend, _acls_by_pattern(args, patterns))
@@ -212,8 +211,8 @@ class _ZooKeeper:
 class _Brokers:
     """Kafka 2.x's AclCommand through the AdminClient: CreateAcls, DescribeAcls, DeleteAcls."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self.client = AdminClient(bootstrap, client_id="zkbroker-acls")
+    def __init__(self, bootstrap: str, security: ClientSecurity | None) -> None:
+        self.client = AdminClient(bootstrap, client_id="zkbroker-acls", security=security)
 
     def close(self) -> None:
         self.client.close()
