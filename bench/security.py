@@ -6,9 +6,11 @@ side, measured in one run.
    listener costs nothing more than its TLS and SASL).
 2. Authentications per second: new connections that authenticate and ask Metadata, one after another, over
    SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256) and SASL_SSL (SCRAM-SHA-256). Reference: PLAINTEXT connections.
-3. ACL propagation: from a CreateAcls answer to the ACL being in force for a denied principal (polled).
-4. A user's producer_byte_rate (1 MB/s by default): librdkafka flooding for 30 s; the broker's measured rate over the
-   last 20 s against the quota (Kafka's quota test allows 1.05x).
+3. ACL propagation: from a CreateAcls answer to the broker's cache holding the ACL (its log line).
+4. Hostile input: 1,000 failed SCRAM-SHA-256 attempts (a wrong password) from 20 connections, and meanwhile another
+   client's produce latency (one record at a time, acks=1): its p99 against its baseline measured just before.
+5. A user's producer_byte_rate (1 MB/s by default): librdkafka flooding for 30 s; the rate acknowledged to it over
+   the run and over its last 20 s, against the quota (Kafka's quota test allows 1.05x).
 
 Everything runs on 127.0.0.1 with a ZooKeeper of its own, stopped at the end. The machine is shared: say so when
 reporting figures.
@@ -153,6 +155,56 @@ def acl_propagation(ports, certs, log_path: Path, rounds: int) -> float:
     return times[len(times) // 2]
 
 
+def produce_latencies(conf: dict, topic: str, seconds: float) -> list[float]:
+    """One record at a time, acks=1: each one's time from produce to its delivery report."""
+    import confluent_kafka as ck
+
+    producer = ck.Producer({**conf, "linger.ms": 0, "acks": 1})
+    producer.list_topics(topic, timeout=20)
+    latencies: list[float] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sent = time.monotonic()
+        producer.produce(topic, b"p" * 100, on_delivery=lambda err, msg, sent=sent: latencies.append(
+            time.monotonic() - sent))
+        producer.flush(10)
+    return latencies
+
+
+def failed_scram_attempts(port: int, attempts: int, connections: int) -> tuple[int, float]:
+    """`attempts` SCRAM-SHA-256 exchanges with a wrong password over `connections` threads; (refused, seconds)."""
+    import threading
+
+    from zkbroker.client.connection import BrokerConnection
+    from zkbroker.client.security import AuthenticationError, ClientSecurity
+    from zkbroker.security.listeners import SecurityProtocol
+
+    wrong = ClientSecurity(SecurityProtocol.SASL_PLAINTEXT, "SCRAM-SHA-256", USER, "wrong-password")
+    refused = [0] * connections
+
+    def attack(i: int) -> None:
+        for _ in range(attempts // connections):
+            try:
+                BrokerConnection("127.0.0.1", port, "attacker", 10.0, wrong).connect().close()
+            except AuthenticationError:
+                refused[i] += 1
+            except OSError:
+                pass
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=attack, args=(i,)) for i in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(refused), time.monotonic() - start
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
 def quota(ports, certs, zk: KazooClient, rate: int, seconds: float) -> tuple[float, float]:
     """(measured rate over the whole run, over its last two thirds) for a user flooding at its producer_byte_rate."""
     import confluent_kafka as ck
@@ -221,6 +273,23 @@ def main() -> int:
             print(f"  {name:<16}{mechanism or '(none)':<16}{rate:>8.1f}/s")
         median = acl_propagation(ports, certs, workdir / "server.log", 3 if args.quick else 10)
         print(f"ACL in the broker's cache after the CreateAcls answer (median): {median * 1000:.0f} ms")
+        import threading
+
+        victim = client_config("SASL_PLAINTEXT", ports["SASL_PLAINTEXT"], certs, "PLAIN")
+        baseline = produce_latencies(victim, "t-plaintext", 5 if args.quick else 10)
+        attempts = 200 if args.quick else 1000
+        outcome: list = []
+        attacker = threading.Thread(target=lambda: outcome.append(
+            failed_scram_attempts(ports["SASL_PLAINTEXT"], attempts, 20)))
+        attacker.start()
+        during: list[float] = []
+        while attacker.is_alive():
+            during += produce_latencies(victim, "t-plaintext", 1.0)
+        attacker.join()
+        refused, took = outcome[0]
+        print(f"{refused} of {attempts} failed SCRAM attempts from 20 connections refused in {took:.1f} s; another "
+              f"client's produce p99 {p99(during) * 1000:.1f} ms ({len(during)} records) against its baseline "
+              f"{p99(baseline) * 1000:.1f} ms in the same run ({p99(during) / p99(baseline):.2f}x; target 2x)")
         seconds = 10 if args.quick else 30
         whole, steady = quota(ports, certs, zk, args.quota, seconds)
         print(f"producer_byte_rate {args.quota} B/s, librdkafka flooding for {seconds} s: {whole / args.quota:.3f}x "
