@@ -14,7 +14,9 @@ flags and its output, in both of its forms:
 Users (DESIGN §19) with `--zookeeper`, as Kafka 2.x: `--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'`
 stores the SCRAM credential derived from the password (never the password), `--delete-config SCRAM-SHA-256`
 removes it; `Completed Updating config for entity: user-principal 'alice'.`. Users over --bootstrap-server
-(DescribeUserScramCredentials, AlterUserScramCredentials) and client quotas are not built yet.
+(DescribeUserScramCredentials, AlterUserScramCredentials) is not built yet. Clients (`--entity-type clients`, a
+client id or `--entity-default`) take the quotas producer_byte_rate, consumer_byte_rate, request_percentage, over
+--zookeeper.
 """
 
 from __future__ import annotations
@@ -88,12 +90,12 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.entity_type not in ENTITY_TYPES:
         raise ToolError(f"Invalid entity-type {args.entity_type}, --entity-type must be one of "
                         f"{', '.join(ENTITY_TYPES)}")
-    if args.entity_type == "clients" or (args.entity_type == "users" and args.bootstrap_server):
-        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} through --bootstrap-server yet"
-                        if args.entity_type == "users" else "zkbroker keeps no quotas for clients yet")
+    if args.entity_type in ("users", "clients") and args.bootstrap_server:
+        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} through --bootstrap-server yet (the quota "
+                        "and SCRAM credential APIs): use --zookeeper")
     if args.entity_name and args.entity_default:
         raise ToolError("Only one of --entity-name or --entity-default may be specified")
-    if args.entity_default and args.entity_type not in ("brokers", "users"):
+    if args.entity_default and args.entity_type == "topics":
         raise ToolError("--entity-default is only for brokers, clients and users")
     if args.all and not (args.describe and args.bootstrap_server):
         raise ToolError('Option "[all]" can only be used with "[describe]" and "[bootstrap-server]"')
@@ -103,7 +105,7 @@ def _check_args(args: argparse.Namespace) -> None:
                             "brokers")
         if args.entity_type == "topics" and not args.entity_name:
             raise ToolError("--entity-name must be specified with --alter of topics")
-        if args.entity_type == "users" and not (args.entity_name or args.entity_default):
+        if args.entity_type in ("users", "clients") and not (args.entity_name or args.entity_default):
             raise ToolError("--entity-name or --entity-default must be specified with --alter of users, clients or "
                             "brokers")
         if not args.add_config and not args.delete_config:
@@ -136,7 +138,7 @@ def _entity(args: argparse.Namespace) -> str:
 
 def _entity_text(entity_type: str, name: str) -> str:
     """ConfigCommand's Entity.toString: `topic 'T'`, `brokers '1'`, `default brokers`, `user-principal 'alice'`."""
-    type_name = {"topics": "topic", "users": "user-principal"}.get(entity_type, entity_type)
+    type_name = {"topics": "topic", "users": "user-principal", "clients": "client-id"}.get(entity_type, entity_type)
     return f"default {type_name}" if name == paths.DEFAULT_ENTITY else f"{type_name} '{name}'"
 
 
@@ -151,8 +153,8 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
             validate_topic_config(added)
         except ConfigError as e:
             raise ToolError(str(e)) from None
-    elif entity_type == "users":
-        added = _user_configs(added)
+    elif entity_type in ("users", "clients"):
+        added = _user_configs(added, scram_allowed=entity_type == "users")
     else:
         running = set(admin.live_broker_ids(zk))
         if (running and name == paths.DEFAULT_ENTITY) or (name != paths.DEFAULT_ENTITY and int(name) in running):
@@ -172,12 +174,12 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
     return 0
 
 
-def _user_configs(added: dict[str, str]) -> dict[str, str]:
+def _user_configs(added: dict[str, str], scram_allowed: bool = True) -> dict[str, str]:
     """A user's configs as stored: each SCRAM mechanism's `[iterations=N,]password=P` becomes its credential
     (ConfigCommand.parseConfigsToBeAdded's SCRAM step); quotas are checked as numbers."""
     out = {}
     for key, value in added.items():
-        if key in scram.MECHANISMS:
+        if key in scram.MECHANISMS and scram_allowed:
             options = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
             if "password" not in options:
                 raise ToolError(f"Invalid config(s): {key} needs password=... (and optionally iterations=N)")
@@ -193,7 +195,8 @@ def _user_configs(added: dict[str, str]) -> dict[str, str]:
                 raise ToolError(f"Invalid config(s): {key} must be a number, got {value!r}") from None
             out[key] = value
         else:
-            raise ToolError(f"Invalid config(s): {key} (a user has {', '.join([*scram.MECHANISMS, *USER_QUOTAS])})")
+            known = [*scram.MECHANISMS, *USER_QUOTAS] if scram_allowed else list(USER_QUOTAS)
+            raise ToolError(f"Invalid config(s): {key} (known: {', '.join(known)})")
     return out
 
 
