@@ -58,5 +58,19 @@ def test_a_users_producer_byte_rate_throttles_librdkafka_without_a_restart(tmp_p
         print(f"produced {rate:.0f} B/s against a quota of {QUOTA} B/s; throttled up to {max(throttles)} s")
         assert rate < 3 * QUOTA, f"{rate:.0f} B/s against a quota of {QUOTA} B/s"
         del producer  # before the broker stops: it would only complain that it is gone
+        # the same quotas through the Admin API (DescribeClientQuotas, AlterClientQuotas), as Kafka 2.6's tool
+        def configs(*args: str) -> str:
+            done = subprocess.run([sys.executable, "-m", "zkbroker", "configs", "--bootstrap-server",
+                                   sb.bootstrap("PLAINTEXT"), *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+        assert configs("--describe", "--entity-type", "users", "--entity-name", ALICE[0]) == (
+            f"Quota configs for user-principal 'alice' are producer_byte_rate={float(QUOTA)}\n")
+        assert configs("--alter", "--entity-type", "clients", "--entity-default", "--add-config",
+                       "consumer_byte_rate=1000") == "Completed updating config for default client-id.\n"
+        assert configs("--describe", "--entity-type", "clients") == (
+            "Quota configs for default client-id are consumer_byte_rate=1000.0\n")
+        wait_for(lambda: sb.broker.log_lines("Processed quota config change for clients/<default>"), 30, "the change")
     finally:
         sb.broker.cleanup()

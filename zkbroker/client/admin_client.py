@@ -24,7 +24,8 @@ __all__ = ["AdminClient", "AdminError"]
 
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
             ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
-            ApiKey.DESCRIBE_ACLS: 1, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 1}
+            ApiKey.DESCRIBE_ACLS: 1, ApiKey.CREATE_ACLS: 1, ApiKey.DELETE_ACLS: 1,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: 0, ApiKey.ALTER_CLIENT_QUOTAS: 0}
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
 
 
@@ -196,3 +197,18 @@ class AdminClient:
             if result.error_code != ErrorCode.NONE:
                 raise AdminError(result.error_code, result.error_message)
         return [list(r.matching_acls) for r in response.filter_results]
+
+    # ---- client quotas (KIP-546) -------------------------------------------------------------------------------
+
+    def describe_client_quotas(self, components: list[Mapping[str, Any]], strict: bool = False) -> list[Any]:
+        response = self._any(ApiKey.DESCRIBE_CLIENT_QUOTAS, {"components": list(components), "strict": strict})
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return list(response.entries or ())
+
+    def alter_client_quotas(self, entity: list[Mapping[str, Any]], ops: list[Mapping[str, Any]]) -> None:
+        response = self._any(ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{"entity": entity, "ops": ops}],
+                                                          "validate_only": False})
+        for result in response.entries:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)

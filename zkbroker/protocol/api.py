@@ -33,6 +33,7 @@ from .headers import RequestHeader, encode_request_header, is_flexible, parse_re
 from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     api_versions,
     begin_quorum_epoch,
@@ -44,6 +45,7 @@ from .schemas import (
     delete_groups,
     delete_topics,
     describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -146,6 +148,8 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_CLUSTER = 60
 
 
@@ -204,6 +208,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (0, 1),
     ApiKey.CREATE_ACLS: (0, 1),
     ApiKey.DELETE_ACLS: (0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 0),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -265,6 +271,8 @@ _MODULES = (
     describe_acls,
     create_acls,
     delete_acls,
+    describe_client_quotas,
+    alter_client_quotas,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

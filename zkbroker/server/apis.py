@@ -32,7 +32,7 @@ from zkbroker.protocol.headers import RequestHeader
 from zkbroker.protocol.schemas import api_versions, describe_cluster, describe_configs, find_coordinator
 from zkbroker.security.acl import AclAuthorizer
 from zkbroker.server import authorization as acl
-from zkbroker.server import record_versions
+from zkbroker.server import client_quotas, record_versions
 from zkbroker.server.acl_manager import AclManager
 from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
@@ -92,6 +92,8 @@ class KafkaApis:
             ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
             ApiKey.CREATE_ACLS: self.handle_create_acls,
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -191,6 +193,30 @@ class KafkaApis:
         else:
             results = await self.acl_manager.delete(request, header.api_version)
         return encode_response(header, {"throttle_time_ms": 0, "filter_results": results})
+
+    # ---- client quotas (KIP-546; server/client_quotas.py) -----------------------------------------------------
+
+    async def handle_describe_client_quotas(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE_CONFIGS):
+            body = {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "entries": None}
+        else:
+            try:
+                entries = await asyncio.get_running_loop().run_in_executor(
+                    None, client_quotas.describe_client_quotas, self.zk, request)
+                body = {"error_code": ErrorCode.NONE, "error_message": None, "entries": entries}
+            except client_quotas.QuotaRequestError as e:
+                body = {"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(e), "entries": None}
+        return encode_response(header, {"throttle_time_ms": 0, **body})
+
+    async def handle_alter_client_quotas(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER_CONFIGS):
+            entries = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                        "entity": list(e.entity)} for e in request.entries]
+        else:
+            entries = await asyncio.get_running_loop().run_in_executor(
+                None, client_quotas.alter_client_quotas, self.zk, request)
+        return encode_response(header, {"throttle_time_ms": 0, "entries": entries})
 
     # ---- Produce ------------------------------------------------------------------------------------------
 

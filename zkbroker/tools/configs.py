@@ -90,9 +90,10 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.entity_type not in ENTITY_TYPES:
         raise ToolError(f"Invalid entity-type {args.entity_type}, --entity-type must be one of "
                         f"{', '.join(ENTITY_TYPES)}")
-    if args.entity_type in ("users", "clients") and args.bootstrap_server:
-        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} through --bootstrap-server yet (the quota "
-                        "and SCRAM credential APIs): use --zookeeper")
+    if args.entity_type in ("users", "clients") and args.bootstrap_server and any(
+            k in scram.MECHANISMS for k in [*parse_configs_to_add(args.add_config), *_configs_to_delete(args)]):
+        raise ToolError("SCRAM credentials go through --zookeeper here (DescribeUserScramCredentials and "
+                        "AlterUserScramCredentials are not built yet)")
     if args.entity_name and args.entity_default:
         raise ToolError("Only one of --entity-name or --entity-default may be specified")
     if args.entity_default and args.entity_type == "topics":
@@ -214,7 +215,19 @@ def _describe_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: l
 
 # ---- --bootstrap-server --------------------------------------------------------------------------------------
 
+def _quota_entity(args: argparse.Namespace) -> list[dict]:
+    return [{"entity_type": "user" if args.entity_type == "users" else "client-id",
+             "entity_name": None if args.entity_default else args.entity_name}]
+
+
 def _alter_admin(client: AdminClient, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:
+    if args.entity_type in ("users", "clients"):  # quotas, through AlterClientQuotas (Kafka 2.6+)
+        added = _user_configs(added, scram_allowed=False)
+        client.alter_client_quotas(_quota_entity(args), [{"key": k, "value": float(v), "remove": False}
+                                                         for k, v in added.items()]
+                                   + [{"key": k, "value": 0.0, "remove": True} for k in deleted])
+        print(f"Completed updating config for {_entity_text(args.entity_type, _entity(args))}.")
+        return 0
     if args.entity_type == "topics":
         topic = args.entity_name
         present = {e.name for e in client.describe_configs(TOPIC, topic, synonyms=False)
@@ -240,6 +253,18 @@ def _alter_admin(client: AdminClient, args: argparse.Namespace, added: dict[str,
 
 
 def _describe_admin(client: AdminClient, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:
+    if args.entity_type in ("users", "clients"):  # quotas, through DescribeClientQuotas (Kafka 2.6+)
+        kind = "user" if args.entity_type == "users" else "client-id"
+        # match types: 0 the name, 1 the default, 2 every named entity (then the default too)
+        matches = [(1, None)] if args.entity_default else [(0, args.entity_name)] if args.entity_name else \
+            [(2, None), (1, None)]
+        entries = [e for match_type, match in matches for e in client.describe_client_quotas(
+            [{"entity_type": kind, "match_type": match_type, "match": match}], strict=True)]
+        for entry in entries:
+            name = entry.entity[0].entity_name
+            values = ",".join(f"{v.key}={v.value}" for v in entry.values)
+            print(f"Quota configs for {_entity_text(args.entity_type, name or paths.DEFAULT_ENTITY)} are {values}")
+        return 0
     if args.entity_type == "topics":
         names = [args.entity_name] if args.entity_name else sorted(client.metadata().topics)
         entities = [(TOPIC, n, dc.SOURCE_TOPIC_CONFIG, f"configs for topic {n} are:") for n in names]

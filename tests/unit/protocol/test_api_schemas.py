@@ -280,6 +280,13 @@ for _v in (0, 1):
                   ([(1, None, *_pt, None, None, 1, 1)],)))
     CASES.append((31, _v, "response", getattr(admin, f"DeleteAclsResponse_v{_v}"),
                   (0, [(0, None, [(0, None, 2, "t", *_pt, "User:a", "*", 3, 3)])])))
+# DescribeClientQuotas (48) v0, against kafka-python; AlterClientQuotas (49) v0 round-trips (kafka-python lacks it)
+CASES.append((48, 0, "request", admin.DescribeClientQuotasRequest_v0, ([("user", 0, "alice"), ("client-id", 1, None)],
+                                                                        True)))
+CASES.append((48, 0, "response", admin.DescribeClientQuotasResponse_v0,
+              (0, 0, None, [([("user", "alice")], [("producer_byte_rate", 1048576.0)])])))
+CASES.append((49, 0, "request", None, ([([("user", None)], [("consumer_byte_rate", 2.5e6, False)])], False)))
+CASES.append((49, 0, "response", None, (0, [(42, "bad key", [("client-id", "app")])])))
 # SaslHandshake (17) and SaslAuthenticate (36), v0 and v1
 for _v in (0, 1):
     CASES.append((17, _v, "request", getattr(sasl_handshake, f"SaslHandshakeRequest_v{_v}"), ("SCRAM-SHA-256",)))
