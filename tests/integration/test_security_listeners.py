@@ -249,3 +249,40 @@ def test_our_tools_reach_secured_listeners_with_a_command_config(secure_broker, 
                            sb.bootstrap("SASL_PLAINTEXT"), "--command-config", str(path), "--describe",
                            "--entity-type", "topics"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "invalid credentials" in done.stderr, done.stderr
+
+
+def test_an_admin_client_creates_a_scram_user_who_then_authenticates(secure_broker):
+    import confluent_kafka as ck
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+
+    sb = secure_broker
+    admin = AdminClient({"bootstrap.servers": sb.bootstrap("PLAINTEXT")})
+    upsert = UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          b"dave-secret")
+    for future in admin.alter_user_scram_credentials([upsert], request_timeout=15).values():
+        assert future.result(15) is None
+    described = admin.describe_user_scram_credentials(["dave"], request_timeout=15)["dave"].result(15)
+    infos = described.scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_512, 8192)]
+    producer = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
+                            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "dave",
+                            "sasl.password": "dave-secret", "ssl.ca.location": str(sb.certs.ca)})
+    assert producer.list_topics(timeout=15).brokers
+    assert sb.broker.log_lines("authenticated as User:dave with SCRAM-SHA-512")
+    deletion = UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_512)
+    for future in admin.alter_user_scram_credentials([deletion], request_timeout=15).values():
+        assert future.result(15) is None
+    errors = []
+    refused = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
+                           "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "dave", "sasl.password": "dave-secret",
+                           "ssl.ca.location": str(sb.certs.ca), "error_cb": errors.append})
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        refused.poll(0.2)
+    assert errors and errors[0].code() == ck.KafkaError._AUTHENTICATION

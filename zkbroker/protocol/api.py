@@ -35,6 +35,7 @@ from .schemas import (
     add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     begin_quorum_epoch,
     controlled_shutdown,
@@ -51,6 +52,7 @@ from .schemas import (
     describe_groups,
     describe_log_dirs,
     describe_quorum,
+    describe_user_scram_credentials,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -150,6 +152,8 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
 
 
@@ -210,6 +214,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (0, 1),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 0),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -273,6 +279,8 @@ _MODULES = (
     delete_acls,
     describe_client_quotas,
     alter_client_quotas,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

@@ -32,7 +32,7 @@ from zkbroker.protocol.headers import RequestHeader
 from zkbroker.protocol.schemas import api_versions, describe_cluster, describe_configs, find_coordinator
 from zkbroker.security.acl import AclAuthorizer
 from zkbroker.server import authorization as acl
-from zkbroker.server import client_quotas, record_versions
+from zkbroker.server import client_quotas, record_versions, user_scram_credentials
 from zkbroker.server.acl_manager import AclManager
 from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
@@ -94,6 +94,8 @@ class KafkaApis:
             ApiKey.DELETE_ACLS: self.handle_delete_acls,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -217,6 +219,26 @@ class KafkaApis:
             entries = await asyncio.get_running_loop().run_in_executor(
                 None, client_quotas.alter_client_quotas, self.zk, request)
         return encode_response(header, {"throttle_time_ms": 0, "entries": entries})
+
+    async def handle_describe_user_scram_credentials(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "error_message": None, "results": []})
+        results = await asyncio.get_running_loop().run_in_executor(None, user_scram_credentials.describe, self.zk,
+                                                                   request)
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                                        "results": results})
+
+    async def handle_alter_user_scram_credentials(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            users = dict.fromkeys([r.name for r in request.deletions] + [r.name for r in request.upsertions])
+            results = [{"user": u, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                       for u in users]
+        else:
+            results = await asyncio.get_running_loop().run_in_executor(None, user_scram_credentials.alter, self.zk,
+                                                                       request)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
 
     # ---- Produce ------------------------------------------------------------------------------------------
 
