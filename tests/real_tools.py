@@ -24,7 +24,7 @@ from zkbroker.lab.debian import AptGetFailed, apt_get_install
 NODE_DIR = Path(__file__).resolve().parent / "node"  # package.json and package-lock.json: KafkaJS
 
 DEBIAN_PACKAGES = {"kcat": "kcat", "docker-compose": "docker-compose", "nft": "nftables", "ip": "iproute2",
-                   "chromium": "chromium"}
+                   "chromium": "chromium", "openssl": "openssl"}
 
 
 def ci_is_set() -> bool:

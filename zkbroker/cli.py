@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     dump_log.set_defaults(run=_dump_log)
 
     from zkbroker.tools import (
+        acls,
         configs,
         delete_records,
         leader_election,
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topics.add_command(commands)
     configs.add_command(commands)
+    acls.add_command(commands)
     delete_records.add_command(commands)
     leader_election.add_command(commands)
     preferred_replica_election.add_command(commands)

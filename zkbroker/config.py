@@ -33,6 +33,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from zkbroker.security import listeners
+from zkbroker.security.acl import parse_super_users
+
+# The SASL mechanisms a broker can offer (sasl.enabled.mechanisms).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
@@ -414,10 +420,56 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("advertised.port", _INT, None, "Port registered in ZooKeeper for clients; defaults to port.", _PORT,
               fallback="port"),
     ConfigKey("listeners", _LIST, (),
-              "Extension (the Kafka 0.9 name): PLAINTEXT://host:port, an alias that sets host.name and port."),
+              "Extension (Kafka 2.x's key, DESIGN §19): NAME://host:port each; the inter-broker listener's host and "
+              "port stand for host.name and port. Unset: one PLAINTEXT listener on host.name:port."),
     ConfigKey("advertised.listeners", _LIST, (),
-              "Extension (the Kafka 0.9 name): PLAINTEXT://host:port, an alias that sets advertised.host.name "
-              "and advertised.port."),
+              "Extension (Kafka 2.x's key): what each listener registers in ZooKeeper for clients, "
+              "NAME://host:port; a listener not named here registers itself. The inter-broker one stands for "
+              "advertised.host.name and advertised.port."),
+    ConfigKey("listener.security.protocol.map", _LIST, (),
+              "LISTENER_NAME:SECURITY_PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); unset: each "
+              "protocol's name stands for itself."),
+    ConfigKey("inter.broker.listener.name", _STRING, "",
+              "The listener brokers reach each other on; unset: PLAINTEXT (security.inter.broker.protocol's "
+              "default), or the only listener. Must be a PLAINTEXT listener here (secured inter-broker "
+              "connections are not built yet)."),
+    ConfigKey("ssl.keystore.type", _STRING, "PEM",
+              "PEM only (KIP-651): ssl.keystore.location is a PEM file holding the certificate chain and the "
+              "private key. Kafka's JKS and PKCS12 stores convert with keytool and openssl.", OneOf(("PEM",))),
+    ConfigKey("ssl.keystore.location", _STRING, "",
+              "The broker's certificate chain and private key (one PEM file); required by SSL and SASL_SSL "
+              "listeners."),
+    ConfigKey("ssl.key.password", _STRING, "", "The password of the private key in ssl.keystore.location, if any."),
+    ConfigKey("ssl.truststore.type", _STRING, "PEM", "PEM only (KIP-651).", OneOf(("PEM",))),
+    ConfigKey("ssl.truststore.location", _STRING, "",
+              "The CA certificates (one PEM file) client certificates are checked against; unset: the system's."),
+    ConfigKey("ssl.client.auth", _STRING, "none",
+              "required, requested or none: whether SSL listeners ask clients for a certificate, whose "
+              "distinguished name is then the principal (User:CN=...,O=...).",
+              OneOf(("required", "requested", "none"))),
+    ConfigKey("sasl.enabled.mechanisms", _LIST, ("GSSAPI",),
+              "The SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, "
+              "GSSAPI, is not built: name the ones you want)."),
+    ConfigKey("sasl.jaas.config", _STRING, "",
+              "The broker's PLAIN users, JAAS-style: org.apache.kafka.common.security.plain.PlainLoginModule "
+              "required user_alice=\"secret\";. listener.name.<listener>.plain.sasl.jaas.config overrides it "
+              "per listener, as in Kafka."),
+    ConfigKey("sasl.server.max.receive.size", _INT, 524288,
+              "Largest request read before a SASL client has authenticated; a larger one closes the connection "
+              "unread (KIP-526).", _AT_LEAST_1),
+    ConfigKey("connection.failed.authentication.delay.ms", _INT, 100,
+              "How long a failed authentication waits before it is answered and its connection closed "
+              "(KIP-306).", _AT_LEAST_0),
+    ConfigKey("authorizer.class.name", _STRING, "",
+              "kafka.security.auth.SimpleAclAuthorizer (or Kafka 2.4's kafka.security.authorizer.AclAuthorizer) "
+              "turns on the ACL authorizer; empty: every request is allowed.",
+              OneOf(("", "kafka.security.auth.SimpleAclAuthorizer", "kafka.security.authorizer.AclAuthorizer"))),
+    ConfigKey("super.users", _STRING, "", "Principals allowed everything, separated by semicolons: User:admin;User:b."),
+    ConfigKey("allow.everyone.if.no.acl.found", _BOOLEAN, False,
+              "Whether a resource with no ACL at all is open to everyone (with an authorizer)."),
+    ConfigKey("quota.window.num", _INT, 11,
+              "Samples a client quota's rate is measured over (Kafka 0.9's key).", _AT_LEAST_1),
+    ConfigKey("quota.window.size.seconds", _INT, 1, "Length of each sample of a client quota's rate.", _AT_LEAST_1),
     ConfigKey("socket.send.buffer.bytes", _INT, 100 * 1024, "SO_SNDBUF of the broker's sockets."),
     ConfigKey("socket.receive.buffer.bytes", _INT, 100 * 1024, "SO_RCVBUF of the broker's sockets."),
     ConfigKey("socket.request.max.bytes", _INT, 100 * 1024 * 1024,
@@ -658,12 +710,6 @@ _RELATIONS = (
 )
 _MIN_DEDUPE_BYTES_PER_CLEANER = 1024 * 1024
 
-# Our extension: each 0.9 listener key stands for the 0.8 host and port keys it replaced.
-_LISTENER_ALIASES = {
-    "listeners": ("host.name", "port"),
-    "advertised.listeners": ("advertised.host.name", "advertised.port"),
-}
-_LISTENER = re.compile(r"(?P<protocol>[A-Za-z_]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>[0-9]+)")
 
 
 # --- Per-topic overrides (LogConfig) -----------------------------------------------------------------------
@@ -780,6 +826,7 @@ class KafkaConfig:
         warnings += [f"Property {name} is not valid" for name in sorted(given) if name not in SERVER_CONFIGS]
         values = resolve_keys(SERVER_CONFIGS, given)
         _check_relations(values)
+        _check_security(values)
         return cls(MappingProxyType(values), MappingProxyType(originals), tuple(warnings))
 
     def __getitem__(self, name: str) -> Any:
@@ -829,6 +876,27 @@ class KafkaConfig:
         return self["advertised.port"]
 
     @property
+    def endpoints(self) -> list[listeners.EndPoint]:
+        """The listeners the broker binds (one PLAINTEXT listener on host.name:port when `listeners` is unset)."""
+        return _endpoints(self._values)
+
+    @property
+    def advertised_endpoints(self) -> list[listeners.EndPoint]:
+        """What the broker registers in ZooKeeper, one endpoint per listener."""
+        protocol_map = listeners.parse_protocol_map(self["listener.security.protocol.map"])
+        advertised = listeners.parse_endpoints(self["advertised.listeners"], protocol_map)
+        inter = self.inter_broker_listener_name
+        # advertised.host.name/port (0.8's keys) still speak for the inter-broker listener
+        if not any(e.listener_name == inter for e in advertised):
+            protocol = next(e.security_protocol for e in self.endpoints if e.listener_name == inter)
+            advertised.append(listeners.EndPoint(inter, self.advertised_host, self.advertised_port, protocol))
+        return listeners.advertised_endpoints(self.endpoints, advertised, self.advertised_host)
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return listeners.inter_broker_listener(self.endpoints, self["inter.broker.listener.name"]).listener_name
+
+    @property
     def log_dirs(self) -> tuple[str, ...]:
         return self["log.dirs"]
 
@@ -856,6 +924,8 @@ class KafkaConfig:
         return self["log.retention.ms"]
 
 
+# A controller's `listeners` entry, NAME://host:port (KRaft mode's own parse: the controller listener only).
+_LISTENER = re.compile(r"(?P<protocol>[A-Za-z_]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>[0-9]+)")
 _VOTER = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[^\]]*\]|[^:@\[\]]+):(?P<port>[0-9]+)")
 
 
@@ -901,7 +971,7 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
     names = SERVER_CONFIGS["controller.listener.names"].coerce(originals.get("controller.listener.names", ""))
     if not names:
         raise ConfigError("controller.listener.names must name the listener the controller serves, e.g. CONTROLLER.")
-    listeners: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str]] = {}
     raw = originals.get("listeners", "")
     for item in SERVER_CONFIGS["listeners"].coerce(raw):
         m = _LISTENER.fullmatch(item)
@@ -911,43 +981,99 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
         if name != "PLAINTEXT" and name not in names:
             raise _invalid("listeners", raw, f"listener {name} has no security protocol: only PLAINTEXT and the "
                            f"controller.listener.names ({', '.join(names)}, plaintext) are supported")
-        listeners[name] = (m["host"].strip("[]"), m["port"])
-    if names[0] not in listeners:
+        found[name] = (m["host"].strip("[]"), m["port"])
+    if names[0] not in found:
         raise ConfigError(f"listeners must include the controller listener {names[0]} named by "
                           f"controller.listener.names (e.g. {names[0]}://localhost:9093).")
     given = {name: value for name, value in originals.items() if name != "listeners"}
-    given["host.name"], given["port"] = listeners[names[0]]
+    given["host.name"], given["port"] = found[names[0]]
     given["broker.id"] = str(node_id)
     given["zookeeper.connect"] = ""
     return given, []
 
 
 def _apply_listener_aliases(originals: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """Rewrite listeners/advertised.listeners into the 0.8 host and port keys; as in 0.9, the listener wins."""
+    """The inter-broker listener (and its advertised form) stand for the 0.8 host and port keys, which the rest
+    of the broker reads; as in 0.9, the listener wins over host.name and port."""
     given, warnings = dict(originals), []
-    for listener_key, (host_key, port_key) in _LISTENER_ALIASES.items():
-        if listener_key not in originals:
-            continue
-        host, port = _parse_listener(listener_key, originals[listener_key])
-        for name, value in ((host_key, host), (port_key, port)):
+    protocol_map = _listener_part("listener.security.protocol.map", originals, listeners.parse_protocol_map)
+    if "listeners" not in originals and "advertised.listeners" not in originals:
+        return given, warnings
+    bound = _listener_part("listeners", originals, lambda entries: listeners.parse_endpoints(entries, protocol_map))
+    advertised = _listener_part("advertised.listeners", originals,
+                                lambda entries: listeners.parse_endpoints(entries, protocol_map))
+    aliases = []
+    if bound:
+        inter = _inter_broker(originals, bound)
+        aliases.append(("listeners", (("host.name", inter.host), ("port", str(inter.port)))))
+        advertised_inter = next((e for e in advertised if e.listener_name == inter.listener_name), None)
+    else:  # advertised.listeners alone (0.9's alias): its one listener is the inter-broker one
+        if len(advertised) != 1:
+            raise _invalid("advertised.listeners", originals["advertised.listeners"],
+                           "without listeners, exactly one advertised listener")
+        advertised_inter = advertised[0]
+        if advertised_inter.security_protocol is not listeners.SecurityProtocol.PLAINTEXT:
+            raise _invalid("advertised.listeners", originals["advertised.listeners"],
+                           "without listeners, the one advertised listener is the inter-broker one and must be "
+                           "PLAINTEXT")
+    if advertised_inter is not None:
+        aliases.append(("advertised.listeners", (("advertised.host.name", advertised_inter.host),
+                                                 ("advertised.port", str(advertised_inter.port)))))
+    for listener_key, pairs in aliases:
+        for name, value in pairs:
             if name in originals and originals[name] != value:
                 warnings.append(f"Property {name} is ignored because {listener_key} is set")
             given[name] = value
     return given, warnings
 
 
-def _parse_listener(name: str, raw: str) -> tuple[str, str]:
-    listeners = SERVER_CONFIGS[name].coerce(raw)
-    if len(listeners) != 1:
-        raise _invalid(name, raw, "exactly one listener, PLAINTEXT://host:port, is supported")
-    m = _LISTENER.fullmatch(listeners[0])
-    if not m:
-        raise _invalid(name, raw, "not of the form PLAINTEXT://host:port")
-    if m["protocol"].upper() != "PLAINTEXT":
-        raise _invalid(name, raw, f"security protocol {m['protocol']} is not supported, only PLAINTEXT")
-    if int(m["port"]) > _PORT.max:
-        raise _invalid(name, raw, f"port {_PORT}")
-    return m["host"].strip("[]"), m["port"]
+def _listener_part(name: str, originals: Mapping[str, str], parse: Callable[[tuple[str, ...]], Any]) -> Any:
+    raw = originals.get(name, "")
+    try:
+        return parse(SERVER_CONFIGS[name].coerce(raw))
+    except ValueError as e:
+        if isinstance(e, ConfigError):
+            raise
+        raise _invalid(name, raw, str(e)) from None
+
+
+def _inter_broker(originals: Mapping[str, str], bound: list[listeners.EndPoint]) -> listeners.EndPoint:
+    name = originals.get("inter.broker.listener.name", "")
+    try:
+        inter = listeners.inter_broker_listener(bound, name)
+    except ValueError as e:
+        raise _invalid("inter.broker.listener.name", name, str(e)) from None
+    if inter.security_protocol is not listeners.SecurityProtocol.PLAINTEXT:
+        raise _invalid("inter.broker.listener.name", name or inter.listener_name,
+                       f"listener {inter.listener_name} is {inter.security_protocol.value}; brokers reach each other "
+                       "over a PLAINTEXT listener only (secured inter-broker connections are not built yet)")
+    return inter
+
+
+def _check_security(values: Mapping[str, Any]) -> None:
+    """What a listener's security protocol needs: a key store for TLS, mechanisms we have for SASL."""
+    protocols = {e.security_protocol for e in _endpoints(values)}
+    if any(p.uses_tls for p in protocols) and not values["ssl.keystore.location"]:
+        raise _invalid("ssl.keystore.location", "", "an SSL or SASL_SSL listener needs the broker's certificate and "
+                                                    "key (a PEM file)")
+    if any(p.uses_sasl for p in protocols):
+        mechanisms = values["sasl.enabled.mechanisms"]
+        unknown = [m for m in mechanisms if m not in SASL_MECHANISMS]
+        if unknown or not mechanisms:
+            raise _invalid("sasl.enabled.mechanisms", ",".join(mechanisms),
+                           f"must name some of {', '.join(SASL_MECHANISMS)} (GSSAPI is not built)")
+    try:
+        parse_super_users(values["super.users"])
+    except ValueError as e:
+        raise _invalid("super.users", values["super.users"], str(e)) from None
+
+
+def _endpoints(values: Mapping[str, Any]) -> list[listeners.EndPoint]:
+    protocol_map = listeners.parse_protocol_map(values["listener.security.protocol.map"])
+    if values["listeners"]:
+        return listeners.parse_endpoints(values["listeners"], protocol_map)
+    return [listeners.EndPoint("PLAINTEXT", values["host.name"], values["port"],
+                               listeners.SecurityProtocol.PLAINTEXT)]
 
 
 def _check_relations(values: Mapping[str, Any]) -> None:

@@ -428,15 +428,40 @@ def test_listeners_win_over_port_with_a_warning():
 
 
 @pytest.mark.parametrize(("name", "value", "reason"), [
-    ("listeners", "SSL://h:9093", "security protocol SSL is not supported, only PLAINTEXT"),
-    ("advertised.listeners", "SASL_PLAINTEXT://h:9093", "security protocol SASL_PLAINTEXT is not supported"),
-    ("listeners", "h:9093", "not of the form PLAINTEXT://host:port"),
-    ("listeners", "PLAINTEXT://h:99999", "port must be between 0 and 65535"),
-    ("listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2", "exactly one listener"),
+    ("listeners", "TLS://h:9093", "listener TLS has no security protocol in listener.security.protocol.map"),
+    ("listeners", "h:9093", "'h:9093' is not of the form LISTENER_NAME://host:port"),
+    ("listeners", "PLAINTEXT://h:99999", "port 99999 of listener PLAINTEXT is above 65535"),
+    ("listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2", "listener name PLAINTEXT appears twice"),
+    ("listener.security.protocol.map", "A:TLS", "unknown security protocol 'TLS'"),
 ])
 def test_bad_listeners_name_the_key(name, value, reason):
-    with pytest.raises(ConfigError, match=f"^Invalid value '{value}' for configuration {name}: {reason}"):
+    with pytest.raises(ConfigError, match=f"^Invalid value '{value}' for configuration {name}: {re.escape(reason)}"):
         make_with({name: value})
+
+
+def test_several_listeners_with_their_protocols():
+    cfg = make_with({"listeners": "PLAINTEXT://:9092,SASL_SSL://:9093,CLIENT://:9094",
+                     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CLIENT:SSL",
+                     "advertised.listeners": "SASL_SSL://public:19093", "advertised.host.name": "h",
+                     "ssl.keystore.location": "/k.pem", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512"})
+    assert cfg.port == 9092 and cfg.inter_broker_listener_name == "PLAINTEXT"
+    assert [str(e) for e in cfg.advertised_endpoints] == [
+        "PLAINTEXT://h:9092", "SASL_SSL://public:19093", "CLIENT://h:9094"]
+    assert [e.security_protocol.value for e in cfg.endpoints] == ["PLAINTEXT", "SASL_SSL", "SSL"]
+
+
+@pytest.mark.parametrize(("props", "key", "reason"), [
+    ({"listeners": "SSL://:9093"}, "inter.broker.listener.name", "brokers reach each other over a PLAINTEXT"),
+    ({"listeners": "PLAINTEXT://:1,SSL://:2", "inter.broker.listener.name": "X"}, "inter.broker.listener.name",
+     "X is not one of the listeners"),
+    ({"listeners": "PLAINTEXT://:1,SSL://:2"}, "ssl.keystore.location", "needs the broker's certificate"),
+    ({"listeners": "PLAINTEXT://:1,SASL_PLAINTEXT://:2"}, "sasl.enabled.mechanisms", "GSSAPI is not built"),
+    ({"super.users": "admin"}, "super.users", "Type:name"),
+    ({"ssl.client.auth": "maybe"}, "ssl.client.auth", "must be one of"),
+])
+def test_bad_security_configs_name_the_key(props, key, reason):
+    with pytest.raises(ConfigError, match=f"configuration {key}: .*{re.escape(reason)}"):
+        make_with(props)
 
 
 # --- load --------------------------------------------------------------------------------------------------

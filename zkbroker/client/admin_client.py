@@ -16,6 +16,7 @@ from typing import Any
 
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import Cluster, cluster_of, parse_broker_list
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 
@@ -24,7 +25,8 @@ __all__ = ["AdminClient", "AdminError"]
 VERSIONS = {ApiKey.METADATA: 1, ApiKey.CREATE_TOPICS: 4, ApiKey.DELETE_TOPICS: 3, ApiKey.CREATE_PARTITIONS: 1,
             ApiKey.DESCRIBE_CONFIGS: 3, ApiKey.ALTER_CONFIGS: 1, ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
             ApiKey.DELETE_RECORDS: 1, ApiKey.ELECT_LEADERS: 1, ApiKey.ALTER_PARTITION_REASSIGNMENTS: 0,
-            ApiKey.LIST_PARTITION_REASSIGNMENTS: 0}
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: 0, ApiKey.DESCRIBE_ACLS: 1, ApiKey.CREATE_ACLS: 1,
+            ApiKey.DELETE_ACLS: 1, ApiKey.DESCRIBE_CLIENT_QUOTAS: 0, ApiKey.ALTER_CLIENT_QUOTAS: 0}
 #: Answers after which a partition's request goes again, to the leader fresh metadata names
 _RETRIABLE = (ErrorCode.NOT_LEADER_FOR_PARTITION, ErrorCode.LEADER_NOT_AVAILABLE)
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
@@ -43,8 +45,10 @@ class AdminError(Exception):
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, client_id: str = "zkbroker-admin", timeout_s: float = 30.0) -> None:
+    def __init__(self, bootstrap: str, client_id: str = "zkbroker-admin", timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
         self.bootstrap = parse_broker_list(bootstrap, "--bootstrap-server")
+        self.security = security
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
@@ -67,7 +71,8 @@ class AdminClient:
     def _send_to(self, address: tuple[str, int], api_key: int, body: Any) -> Any:
         conn = self._connections.get(address)
         if conn is None:
-            conn = self._connections[address] = BrokerConnection(*address, self.client_id, self.timeout_s)
+            conn = self._connections[address] = BrokerConnection(*address, self.client_id, self.timeout_s,
+                                                                          self.security)
         try:
             return conn.send(api_key, VERSIONS[api_key], body)
         except (OSError, ProtocolError):
@@ -255,3 +260,42 @@ class AdminClient:
         (result,) = response.responses
         if result.error_code != ErrorCode.NONE:
             raise AdminError(result.error_code, result.error_message)
+
+    # ---- ACLs (KIP-140) ----------------------------------------------------------------------------------------
+
+    def create_acls(self, bindings: list[Mapping[str, Any]]) -> None:
+        """Each binding a dict of CreateAcls v1's fields (wire codes); AdminError for the first one refused."""
+        response = self._any(ApiKey.CREATE_ACLS, {"creations": list(bindings)})
+        for result in response.results:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)
+
+    def describe_acls(self, acl_filter: Mapping[str, Any]) -> list[Any]:
+        """The resources (with their ACLs) matching a DescribeAcls v1 filter."""
+        response = self._any(ApiKey.DESCRIBE_ACLS, dict(acl_filter))
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return list(response.resources)
+
+    def delete_acls(self, filters: list[Mapping[str, Any]]) -> list[Any]:
+        """The ACLs each DeleteAcls v1 filter removed."""
+        response = self._any(ApiKey.DELETE_ACLS, {"filters": list(filters)})
+        for result in response.filter_results:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)
+        return [list(r.matching_acls) for r in response.filter_results]
+
+    # ---- client quotas (KIP-546) -------------------------------------------------------------------------------
+
+    def describe_client_quotas(self, components: list[Mapping[str, Any]], strict: bool = False) -> list[Any]:
+        response = self._any(ApiKey.DESCRIBE_CLIENT_QUOTAS, {"components": list(components), "strict": strict})
+        if response.error_code != ErrorCode.NONE:
+            raise AdminError(response.error_code, response.error_message)
+        return list(response.entries or ())
+
+    def alter_client_quotas(self, entity: list[Mapping[str, Any]], ops: list[Mapping[str, Any]]) -> None:
+        response = self._any(ApiKey.ALTER_CLIENT_QUOTAS, {"entries": [{"entity": entity, "ops": ops}],
+                                                          "validate_only": False})
+        for result in response.entries:
+            if result.error_code != ErrorCode.NONE:
+                raise AdminError(result.error_code, result.error_message)

@@ -10,15 +10,18 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.client_codec import ClientCodec, Response
 
 
 class BrokerConnection:
-    def __init__(self, host: str, port: int, client_id: str = "zkbroker", timeout_s: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, client_id: str = "zkbroker", timeout_s: float = 30.0,
+                 security: ClientSecurity | None = None) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security  # TLS and SASL for a secured listener (client/security.py); None: PLAINTEXT
         self._sock: socket.socket | None = None
         self._codec: ClientCodec | None = None
 
@@ -26,8 +29,16 @@ class BrokerConnection:
         if self._sock is None:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            codec = ClientCodec(self.client_id)
+            if self.security is not None:
+                try:
+                    sock = self.security.secure(sock, self.host, lambda s, key, version, body: _exchange(
+                        s, codec, key, version, body, f"{self.host}:{self.port}"))
+                except BaseException:
+                    sock.close()
+                    raise
             self._sock = sock
-            self._codec = ClientCodec(self.client_id)
+            self._codec = codec
         return self
 
     def close(self) -> None:
@@ -65,6 +76,11 @@ class BrokerConnection:
             self.close()
             raise
         return response.body
+
+
+def _exchange(sock: socket.socket, codec: ClientCodec, api_key: int, api_version: int, body: Any, broker: str) -> Any:
+    sock.sendall(codec.send(api_key, api_version, body))
+    return receive_response(sock, codec, broker).body
 
 
 def receive_response(sock: socket.socket, codec: ClientCodec, broker: str) -> Response:

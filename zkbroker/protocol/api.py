@@ -34,19 +34,25 @@ from .schemas import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     allocate_producer_ids,
+    alter_client_quotas,
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
     controlled_shutdown,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -54,6 +60,7 @@ from .schemas import (
     describe_producers,
     describe_quorum,
     describe_transactions,
+    describe_user_scram_credentials,
     elect_leaders,
     end_quorum_epoch,
     end_txn,
@@ -76,6 +83,8 @@ from .schemas import (
     offset_fetch,
     offsets_for_leader_epoch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     stop_replica,
     sync_group,
     txn_offset_commit,
@@ -122,6 +131,7 @@ class ApiKey(enum.IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     INIT_PRODUCER_ID = 22
     OFFSETS_FOR_LEADER_EPOCH = 23
@@ -155,8 +165,16 @@ class ApiKey(enum.IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     # Transactions' tools (KIP-664, DESIGN §18)
     DESCRIBE_PRODUCERS = 61
@@ -226,6 +244,16 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    # Security (DESIGN §19): advertised by listeners that speak SASL (KafkaApis keeps them out of the others')
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 1),
+    ApiKey.DESCRIBE_ACLS: (0, 1),
+    ApiKey.CREATE_ACLS: (0, 1),
+    ApiKey.DELETE_ACLS: (0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 0),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),  # v1 (Kafka 3.7) for kafka-python 3.0, see schemas/describe_cluster.py
 }
 
@@ -293,6 +321,16 @@ _MODULES = (
     delete_groups,
     describe_log_dirs,
     offset_delete,
+    # security
+    sasl_handshake,
+    sasl_authenticate,
+    describe_acls,
+    create_acls,
+    delete_acls,
+    describe_client_quotas,
+    alter_client_quotas,
+    describe_user_scram_credentials,
+    alter_user_scram_credentials,
 )
 
 #: Every schema we have, by (api_key, api_version). Having a schema is not being advertised.

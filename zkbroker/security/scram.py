@@ -113,6 +113,19 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
     return ScramCredential(salt, hashlib.new(name, client_key).digest(), server_key, iterations)
 
 
+def credential_from_salted_password(mechanism: str, salt: bytes, salted_password: bytes,
+                                    iterations: int) -> ScramCredential:
+    """What AlterUserScramCredentials stores from the client's PBKDF2 output (KIP-554): the password never
+    travels, only the salted password, from which the stored and server keys are derived as Kafka does."""
+    name = _hash_name(mechanism)
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ScramError(f"iterations for {mechanism} must be between {MIN_ITERATIONS} and {MAX_ITERATIONS},"
+                         f" got {iterations}")
+    client_key = hmac.new(salted_password, b"Client Key", name).digest()
+    server_key = hmac.new(salted_password, b"Server Key", name).digest()
+    return ScramCredential(salt, hashlib.new(name, client_key).digest(), server_key, iterations)
+
+
 def scram_credentials(user_config: Mapping[str, str]) -> dict[str, ScramCredential]:
     """The SCRAM credentials among a user's config entries (the rest are quotas)."""
     return {m: ScramCredential.parse(v) for m, v in user_config.items() if m in MECHANISMS}

@@ -31,11 +31,15 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
-from zkbroker.protocol.schemas import api_versions, describe_cluster, find_coordinator
-from zkbroker.server import record_versions
+from zkbroker.protocol.schemas import api_versions, describe_cluster, describe_configs, find_coordinator
+from zkbroker.security.acl import AclAuthorizer
+from zkbroker.server import authorization as acl
+from zkbroker.server import client_quotas, record_versions, user_scram_credentials
+from zkbroker.server.acl_manager import AclManager
+from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import CONNECTION
+from zkbroker.server.network import CONNECTION, SESSION, mute_after_response
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
@@ -47,6 +51,7 @@ from zkbroker.zk.znodes import decode_offset, encode_offset
 if TYPE_CHECKING:
     from controller.controller import KafkaController
     from zkbroker.server.admin_manager import AdminManager
+    from zkbroker.server.client_quotas import ClientQuotas
     from zkbroker.server.group_coordinator import GroupCoordinatorDriver
     from zkbroker.server.transaction_coordinator import TransactionCoordinatorDriver
 
@@ -87,7 +92,8 @@ class KafkaApis:
                  group_coordinator: GroupCoordinatorDriver | None = None,
                  admin_manager: AdminManager | None = None,
                  transaction_coordinator: TransactionCoordinatorDriver | None = None,
-                 producer_ids: ProducerIdManager | None = None) -> None:
+                 producer_ids: ProducerIdManager | None = None, authorizer: AclAuthorizer | None = None,
+                 quotas: ClientQuotas | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.metadata_cache = metadata_cache
@@ -113,6 +119,15 @@ class KafkaApis:
             ApiKey.CONTROLLED_SHUTDOWN: self.handle_controlled_shutdown,
             ApiKey.OFFSETS_FOR_LEADER_EPOCH: self.handle_offsets_for_leader_epoch,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_after_authentication,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_after_authentication,
+            ApiKey.DESCRIBE_ACLS: self.handle_describe_acls,
+            ApiKey.CREATE_ACLS: self.handle_create_acls,
+            ApiKey.DELETE_ACLS: self.handle_delete_acls,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: self.handle_describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: self.handle_alter_client_quotas,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: self.handle_describe_user_scram_credentials,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: self.handle_alter_user_scram_credentials,
         }
         if group_coordinator is not None:
             self._handlers.update({
@@ -155,6 +170,9 @@ class KafkaApis:
         self.versions = {key: span for key, span in advertised_versions().items()
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
+        self.auth = RequestAuthorizer(authorizer, self.timeline_source)  # allows everything without an authorizer
+        self.acl_manager = AclManager(zk, authorizer)
+        self.quotas = quotas
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -172,6 +190,86 @@ class KafkaApis:
     def handle_api_versions(self, header: RequestHeader, frame: bytearray, body_offset: int) -> bytes:
         return answer_api_versions(header, frame, body_offset, self.versions)
 
+    async def handle_sasl_after_authentication(self, header: RequestHeader, request: Any) -> bytes:
+        """SaslHandshake or SaslAuthenticate on a connection that is not authenticating (a listener without
+        SASL, or once authenticated): ILLEGAL_SASL_STATE, as KafkaApis answers."""
+        if header.api_key == ApiKey.SASL_HANDSHAKE:
+            return encode_response(header, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": []})
+        return encode_response(header, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "auth_bytes": b"",
+                                        "error_message": "Unexpected SaslAuthenticate request: the connection is "
+                                                         "not authenticating", "session_lifetime_ms": 0})
+
+    # ---- ACLs (KIP-140; server/acl_manager.py) -------------------------------------------------------------------
+
+    async def handle_describe_acls(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "error_message": None, "resources": []})
+        return encode_response(header, {"throttle_time_ms": 0,
+                                        **self.acl_manager.describe(request, header.api_version)})
+
+    async def handle_create_acls(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            results = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                       for _ in request.creations]
+        else:
+            results = await self.acl_manager.create(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
+    async def handle_delete_acls(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            results = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "matching_acls": []}
+                       for _ in request.filters]
+        else:
+            results = await self.acl_manager.delete(request, header.api_version)
+        return encode_response(header, {"throttle_time_ms": 0, "filter_results": results})
+
+    # ---- client quotas (KIP-546; server/client_quotas.py) -----------------------------------------------------
+
+    async def handle_describe_client_quotas(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE_CONFIGS):
+            body = {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "entries": None}
+        else:
+            try:
+                entries = await asyncio.get_running_loop().run_in_executor(
+                    None, client_quotas.describe_client_quotas, self.zk, request)
+                body = {"error_code": ErrorCode.NONE, "error_message": None, "entries": entries}
+            except client_quotas.QuotaRequestError as e:
+                body = {"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(e), "entries": None}
+        return encode_response(header, {"throttle_time_ms": 0, **body})
+
+    async def handle_alter_client_quotas(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER_CONFIGS):
+            entries = [{"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None,
+                        "entity": list(e.entity)} for e in request.entries]
+        else:
+            entries = await asyncio.get_running_loop().run_in_executor(
+                None, client_quotas.alter_client_quotas, self.zk, request)
+        return encode_response(header, {"throttle_time_ms": 0, "entries": entries})
+
+    async def handle_describe_user_scram_credentials(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "error_message": None, "results": []})
+        results = await asyncio.get_running_loop().run_in_executor(None, user_scram_credentials.describe, self.zk,
+                                                                   request)
+        return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                                        "results": results})
+
+    async def handle_alter_user_scram_credentials(self, header: RequestHeader, request: Any) -> bytes:
+        _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            users = dict.fromkeys([r.name for r in request.deletions] + [r.name for r in request.upsertions])
+            results = [{"user": u, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                       for u in users]
+        else:
+            results = await asyncio.get_running_loop().run_in_executor(None, user_scram_credentials.alter, self.zk,
+                                                                       request)
+        return encode_response(header, {"throttle_time_ms": 0, "results": results})
+
     # ---- Produce ------------------------------------------------------------------------------------------
 
     async def handle_produce(self, header: RequestHeader, request: Any) -> bytes | None:
@@ -180,8 +278,14 @@ class KafkaApis:
         results = []
         waits = []
         appended = [] if self.timeline_source is not None else None  # in a lab: produce_appended/_acked events
+        denied = self.auth.denied_topics(acl.WRITE, (t.topic for t in request.topics))
         for topic_entry in request.topics:
             partitions = []
+            if topic_entry.topic in denied:
+                results.append({"topic": topic_entry.topic, "partitions": [
+                    {"partition": e.partition, "error_code": acl.TOPIC_AUTHORIZATION_FAILED, "base_offset": -1,
+                     "log_append_time": -1, "log_start_offset": -1} for e in topic_entry.partitions]})
+                continue
             for entry in topic_entry.partitions:
                 refused = record_versions.produce_error(header.api_version, entry.records,
                                                         getattr(request, "transactional_id", None))
@@ -213,6 +317,11 @@ class KafkaApis:
                                       last_offset=result.info.last_offset, client=header.client_id,
                                       connection=CONNECTION.get(), correlation_id=header.correlation_id)
             results.append({"topic": topic_entry.topic, "partitions": partitions})
+        throttle_ms = 0
+        if self.quotas is not None:
+            size = sum(len(e.records) for t in request.topics for e in t.partitions if e.records is not None)
+            throttle_ms = await self._throttle(self.quotas.record_produce(SESSION.get().principal, header.client_id,
+                                                                          size), header.api_version >= 6 or acks == 0)
         if acks == 0:
             # No response at all, even on error (0.8.2 closed the connection only in later versions).
             return None
@@ -223,7 +332,19 @@ class KafkaApis:
                 if row["error_code"] == ErrorCode.NONE:
                     timeline.emit(self.timeline_source, "produce_acked", topic=topic, partition=partition,
                                   offset=info.first_offset, last_offset=info.last_offset, acks=acks)
-        return encode_response(header, {"topics": results, "throttle_time_ms": 0})
+        return encode_response(header, {"topics": results, "throttle_time_ms": throttle_ms})
+
+    @staticmethod
+    async def _throttle(throttle_ms: int, mute_after: bool) -> int:
+        """A quota's throttle (KIP-219): answered at once with throttle_time_ms, then the connection muted for that
+        long; to a request version from before KIP-219 (Produce < 6, Fetch < 8) the answer itself is delayed."""
+        if throttle_ms <= 0:
+            return 0
+        if mute_after:
+            mute_after_response(throttle_ms)
+        else:
+            await asyncio.sleep(throttle_ms / 1000.0)
+        return throttle_ms
 
     async def _wait_for_isr(self, waits: list, timeout_ms: int) -> None:
         """acks=-1 (0.8.2's DelayedProduce): each partition answers once its leader says enough replicas have
@@ -260,24 +381,34 @@ class KafkaApis:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(request.max_wait_ms, 0) / 1000.0
         response_budget = getattr(request, "max_bytes", None)
-        if request.replica_id >= 0:
+        if request.replica_id >= 0:  # a follower: ClusterAction, else every partition is refused
+            denied = set() if self.auth.cluster(acl.CLUSTER_ACTION) else {t.topic for t in request.topics}
+        else:
+            denied = self.auth.denied_topics(acl.READ, (t.topic for t in request.topics))
+        if request.replica_id >= 0 and not denied:
             for topic_entry in request.topics:
                 for entry in topic_entry.partitions:
                     self.replica_manager.record_follower_fetch(topic_entry.topic, entry.partition,
                                                                request.replica_id, entry.fetch_offset,
                                                                getattr(entry, "log_start_offset", -1))
         while True:
-            topics, total, errors, touched = self._read_all(request, response_budget, header.api_version)
+            topics, total, errors, touched = self._read_all(request, response_budget, header.api_version, denied)
             remaining = deadline - loop.time()
             if total >= request.min_bytes or errors or remaining <= 0 or not touched:
+                throttle_ms = 0
+                if self.quotas is not None and request.replica_id < 0:
+                    throttle_ms = await self._throttle(self.quotas.record_fetch(
+                        SESSION.get().principal, header.client_id, total), header.api_version >= 8)
                 return encode_fetch_response(header.correlation_id, header.api_version, topics,
-                                             isolation_level=getattr(request, "isolation_level", 0))
+                                             isolation_level=getattr(request, "isolation_level", 0),
+                                             throttle_time_ms=throttle_ms)
             waiters = [p.waiter(loop) for p in touched]
             await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             for future in waiters:
                 future.cancel()
 
-    def _read_all(self, request: Any, response_budget: int | None, version: int) -> tuple[list, int, bool, list]:
+    def _read_all(self, request: Any, response_budget: int | None, version: int,
+                  denied: set[str] = frozenset()) -> tuple[list, int, bool, list]:
         topics = []
         total = 0
         errors = False
@@ -285,6 +416,11 @@ class KafkaApis:
         read_committed = request.replica_id < 0 and getattr(request, "isolation_level", 0) == 1
         for topic_entry in request.topics:
             partitions = []
+            if topic_entry.topic in denied:
+                topics.append((topic_entry.topic, [(e.partition, acl.TOPIC_AUTHORIZATION_FAILED, -1, None, -1, -1, None)
+                                                   for e in topic_entry.partitions]))
+                errors = True
+                continue
             for entry in topic_entry.partitions:
                 max_bytes = entry.max_bytes
                 if response_budget is not None:
@@ -321,10 +457,14 @@ class KafkaApis:
 
     async def handle_list_offsets(self, header: RequestHeader, request: Any) -> bytes:
         topics = []
+        denied = self.auth.denied_topics(acl.DESCRIBE, (t.topic for t in request.topics))
         for topic_entry in request.topics:
             partitions = []
             for entry in topic_entry.partitions:
-                if header.api_version == 0:
+                if topic_entry.topic in denied:
+                    partitions.append({"partition": entry.partition, "error_code": acl.TOPIC_AUTHORIZATION_FAILED,
+                                       "offsets": [], "timestamp": -1, "offset": -1, "leader_epoch": -1})
+                elif header.api_version == 0:
                     error, offset = self._offset_for(topic_entry.topic, entry.partition, entry.timestamp,
                                                      request.replica_id)
                     partitions.append({"partition": entry.partition, "error_code": error,
@@ -352,19 +492,27 @@ class KafkaApis:
 
     async def handle_metadata(self, header: RequestHeader, request: Any) -> bytes:
         snapshot = self.metadata_cache.snapshot
-        brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
-        if request.topics is None or (header.api_version == 0 and not request.topics):
-            names = sorted(snapshot.partitions)
-        else:
-            names = list(request.topics)
+        brokers = [{"node_id": broker_id, "host": host, "port": port, "rack": None}
+                   for broker_id, host, port in _endpoints(snapshot)]
+        all_topics = request.topics is None or (header.api_version == 0 and not request.topics)
+        names = sorted(snapshot.partitions) if all_topics else list(request.topics)
+        denied = self.auth.denied_topics(acl.DESCRIBE, names)
+        if all_topics:  # an all-topics answer leaves out what the principal may not describe
+            names = [name for name in names if name not in denied]
         topics = []
         for name in names:
             partitions = snapshot.partitions.get(name)
+            if name in denied:
+                topics.append({"error_code": acl.TOPIC_AUTHORIZATION_FAILED, "topic": name, "is_internal": False,
+                               "partitions": []})
+                continue
             if partitions is None:
                 # Metadata v4+: a client may ask not to create the topics it names (allow_auto_topic_creation)
                 create = getattr(request, "allow_auto_topic_creation", True)
-                error = await self._unknown_topic(name) if create else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if create and not (self.auth.cluster(acl.CREATE) or self.auth.topic(acl.CREATE, name)):
+                    error = acl.TOPIC_AUTHORIZATION_FAILED  # may not create it: Kafka 2.x's answer
+                else:
+                    error = await self._unknown_topic(name) if create else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 topics.append({"error_code": error, "topic": name, "is_internal": False, "partitions": []})
                 continue
             rows = []
@@ -401,6 +549,8 @@ class KafkaApis:
         """ControlledShutdown: the controller moves the broker's leaderships away, then we answer with the
         partitions it still leads. A broker that is not the controller answers UNKNOWN (0.8.2's
         ControllerMovedException); the asking broker then retries, reading /controller again."""
+        if not self.auth.cluster(acl.CLUSTER_ACTION):
+            return encode_response(header, {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "partitions_remaining": []})
         if self.controller is None or not self.controller.is_active():
             error, remaining = ErrorCode.UNKNOWN, []
         else:
@@ -417,12 +567,16 @@ class KafkaApis:
     # ---- controller -> broker ------------------------------------------------------------------------------
 
     async def handle_leader_and_isr(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.CLUSTER_ACTION):
+            return encode_response(header, {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "partitions": []})
         await _lab_fault_point("leader_and_isr", request)
         error, partitions = await self.replica_manager.become_leader_or_follower(request)
         self._coordinators_see_leadership()
         return encode_response(header, {"error_code": error, "partitions": partitions})
 
     async def handle_stop_replica(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.CLUSTER_ACTION):
+            return encode_response(header, {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED, "partitions": []})
         error, partitions = self.replica_manager.stop_replicas(request)
         self._coordinators_see_leadership()
         return encode_response(header, {"error_code": error, "partitions": partitions})
@@ -434,6 +588,8 @@ class KafkaApis:
             self.transaction_coordinator.on_leadership_change()
 
     async def handle_update_metadata(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.CLUSTER_ACTION):
+            return encode_response(header, {"error_code": acl.CLUSTER_AUTHORIZATION_FAILED})
         await _lab_fault_point("update_metadata", request)
         if request.controller_epoch < self.replica_manager.controller_epoch:
             log.warning("Broker %d ignoring UpdateMetadata from controller %d since its controller epoch %d is "
@@ -447,10 +603,13 @@ class KafkaApis:
         """KIP-101 for followers, KIP-320 for consumers (v2 carries their current leader epoch): where an epoch
         ends in the leader's log, in both truncation modes (see record_versions.epoch_end)."""
         topics = []
+        denied = self.auth.denied_topics(acl.DESCRIBE, (t.topic for t in request.topics))
         for topic_entry in request.topics:
             rows = []
             for entry in topic_entry.partitions:
                 error, p = self.replica_manager.leader_partition(topic_entry.topic, entry.partition)
+                if topic_entry.topic in denied:
+                    error, p = acl.TOPIC_AUTHORIZATION_FAILED, None
                 epoch, end_offset = -1, -1
                 if p is not None:
                     error = record_versions.leader_epoch_error(p, getattr(entry, "current_leader_epoch", -1))
@@ -465,6 +624,9 @@ class KafkaApis:
         """InitProducerId (KIP-98): a null transactional id is an idempotent producer's -- a new producer id,
         epoch 0; a transactional id goes to its transaction coordinator, which bumps the epoch (fencing the id's
         previous producer) and, from v3, lets a producer naming its current id and epoch recover (KIP-360)."""
+        if request.transactional_id is None and not self.auth.cluster(acl.IDEMPOTENT_WRITE):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "producer_id": -1, "producer_epoch": -1})
         producer_id, epoch = -1, -1
         if request.transactional_id is not None and self.transaction_coordinator is not None:
             expected = None
@@ -627,10 +789,17 @@ class KafkaApis:
 
     async def handle_offset_commit(self, header: RequestHeader, request: Any) -> bytes:
         snapshot = self.metadata_cache.snapshot
+        if not self.auth.group(acl.READ, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, **_refused_commit(
+                request.topics, acl.GROUP_AUTHORIZATION_FAILED)})
+        original = request
+        denied = self.auth.denied_topics(acl.READ, (t.topic for t in request.topics))
+        if denied:
+            request = request._replace(topics=[t for t in request.topics if t.topic not in denied])
         if header.api_version >= 1 and self.group_coordinator is not None:
             unknown = {t.topic for t in request.topics if t.topic not in snapshot.partitions}
             body = await self.group_coordinator.commit_offsets(request, unknown)
-            return encode_response(header, {"throttle_time_ms": 0, **body})
+            return encode_response(header, {"throttle_time_ms": 0, **_with_denied_topics(body, denied, original)})
         max_metadata = self.config["offset.metadata.max.bytes"]
         topics = []
         for topic_entry in request.topics:
@@ -645,7 +814,8 @@ class KafkaApis:
                                                      entry.offset)
                 rows.append({"partition": entry.partition, "error_code": error})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
-        return encode_response(header, {"throttle_time_ms": 0, "topics": topics})
+        return encode_response(header, {"throttle_time_ms": 0, **_with_denied_topics({"topics": topics}, denied,
+                                                                                     original)})
 
     async def _write_offset(self, group: str, topic: str, partition: int, offset: int) -> int:
         """An unconditional write of the next offset to consume, as 0.8.2's updatePersistentPath."""
@@ -668,10 +838,25 @@ class KafkaApis:
     async def handle_offset_fetch(self, header: RequestHeader, request: Any) -> bytes:
         """v0 reads ZooKeeper, v1+ the coordinator. From v2 topics may be null (every offset the group has) and a
         group-level error comes once, at the top, with no partitions; v0 and v1 repeat it in every partition."""
+        if not self.auth.group(acl.DESCRIBE, request.group_id):
+            topics = [{"topic": t.topic, "partitions": [
+                {"partition": p, "offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": acl.GROUP_AUTHORIZATION_FAILED} for p in t.partitions]}
+                for t in request.topics or ()] if header.api_version < 2 else []
+            return encode_response(header, {"throttle_time_ms": 0, "topics": topics,
+                                            "error_code": acl.GROUP_AUTHORIZATION_FAILED})
         if header.api_version >= 1 and self.group_coordinator is not None:
             error, topics = self.group_coordinator.fetch_offsets(request, per_partition_errors=header.api_version < 2,
                                                                  require_stable=getattr(request, "require_stable",
                                                                                         False))
+            denied = self.auth.denied_topics(acl.DESCRIBE, (t["topic"] for t in topics))
+            if request.topics is None:  # every offset the group has: those of topics it may not see are left out
+                topics = [t for t in topics if t["topic"] not in denied]
+            for t in topics:
+                if t["topic"] in denied:
+                    for row in t["partitions"]:
+                        row.update(offset=-1, committed_leader_epoch=-1, metadata="",
+                                   error_code=acl.TOPIC_AUTHORIZATION_FAILED)
             return encode_response(header, {"throttle_time_ms": 0, "topics": topics, "error_code": error})
         topics = []
         # v0 cannot ask for "every offset" (null topics, v2+); only a broker without a coordinator gets here with it
@@ -703,6 +888,9 @@ class KafkaApis:
             group_id, key_type = request.group_id, find_coordinator.COORDINATOR_TYPE_GROUP
         else:
             group_id, key_type = request.coordinator_key, request.coordinator_type
+        if key_type == find_coordinator.COORDINATOR_TYPE_GROUP and not self.auth.group(acl.DESCRIBE, group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED,
+                                            "error_message": None, "node_id": -1, "host": "", "port": -1})
         if key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION and self.transaction_coordinator is not None:
             body = await self.transaction_coordinator.find_coordinator(group_id)
             return encode_response(header, {"throttle_time_ms": 0, "error_message": None, **body})
@@ -722,8 +910,8 @@ class KafkaApis:
                         "port": -1}
             else:
                 chosen = brokers[zlib.crc32(group_id.encode()) % len(brokers)]
-                body = {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id, "host": chosen.host,
-                        "port": chosen.port}
+                host, port = chosen.endpoint(SESSION.get().listener_name) or ("", -1)
+                body = {"error_code": ErrorCode.NONE, "node_id": chosen.broker_id, "host": host, "port": port}
         return encode_response(header, {"throttle_time_ms": 0, "error_message": None, **body})
 
     # ---- group membership (the group coordinator, DESIGN §12) ----------------------------------------------
@@ -731,71 +919,135 @@ class KafkaApis:
     # Every response from v1 (JoinGroup v2) on starts with throttle_time_ms; we never throttle, so it is 0.
 
     async def handle_join_group(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.group(acl.READ, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED,
+                                            "generation_id": -1, "group_protocol": "", "leader_id": "",
+                                            "member_id": request.member_id, "members": []})
         body = await self.group_coordinator.join_group(header, request)
         return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_sync_group(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.group(acl.READ, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED,
+                                            "member_assignment": b""})
         body = await self.group_coordinator.sync_group(header, request)
         return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_heartbeat(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.group(acl.READ, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED})
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.heartbeat(request)})
 
     async def handle_leave_group(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.group(acl.READ, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED})
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.leave_group(request)})
 
     async def handle_describe_groups(self, header: RequestHeader, request: Any) -> bytes:
-        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.describe_groups(request)})
+        denied = {g for g in request.group_ids if not self.auth.group(acl.DESCRIBE, g)}
+        body = self.group_coordinator.describe_groups(request._replace(
+            group_ids=[g for g in request.group_ids if g not in denied]))
+        body["groups"] = [*body["groups"], *(
+            {"error_code": acl.GROUP_AUTHORIZATION_FAILED, "group_id": g, "state": "", "protocol_type": "",
+             "protocol": "", "members": []} for g in request.group_ids if g in denied)]
+        return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_list_groups(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.cluster(acl.DESCRIBE):  # Kafka 2.x: Describe on the cluster lists every group
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "groups": []})
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.list_groups()})
 
     async def handle_delete_groups(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_groups(request)})
+        denied = {g for g in request.groups_names if not self.auth.group(acl.DELETE, g)}
+        body = self.group_coordinator.delete_groups(request._replace(
+            groups_names=[g for g in request.groups_names if g not in denied]))
+        body["results"] = [*body["results"], *({"group_id": g, "error_code": acl.GROUP_AUTHORIZATION_FAILED}
+                                               for g in sorted(denied))]
+        return encode_response(header, {"throttle_time_ms": 0, **body})
 
     async def handle_offset_delete(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
+        if not self.auth.group(acl.DELETE, request.group_id):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED,
+                                            "topics": []})
         return encode_response(header, {"throttle_time_ms": 0, **self.group_coordinator.delete_offsets(request)})
 
     # ---- the Admin API (DESIGN §16; server/admin_manager.py does the work) ----------------------------------
 
     async def handle_create_topics(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.create_topics(request, header.client_id)
+        denied = set() if self.auth.cluster(acl.CREATE) else self.auth.denied_topics(
+            acl.CREATE, (t.name for t in request.topics))
+        results = await self.admin_manager.create_topics(
+            request._replace(topics=[t for t in request.topics if t.name not in denied]), header.client_id)
+        results.update({name: {"error_code": acl.TOPIC_AUTHORIZATION_FAILED, "error_message": "Authorization failed.",
+                               "num_partitions": -1, "replication_factor": -1, "configs": []} for name in denied})
         return encode_response(header, {"throttle_time_ms": 0, "topics": [
             {"name": name, **result} for name, result in results.items()]})
 
     async def handle_delete_topics(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.delete_topics(request, header.api_version)
+        denied = self.auth.denied_topics(acl.DELETE, request.topic_names)
+        results = await self.admin_manager.delete_topics(
+            request._replace(topic_names=[t for t in request.topic_names if t not in denied]), header.api_version)
+        results.update(dict.fromkeys(denied, (acl.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")))
         return encode_response(header, {"throttle_time_ms": 0, "responses": [
             {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
 
     async def handle_create_partitions(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.create_partitions(request)
+        denied = self.auth.denied_topics(acl.ALTER, (t.name for t in request.topics))
+        results = await self.admin_manager.create_partitions(
+            request._replace(topics=[t for t in request.topics if t.name not in denied]))
+        results.update(dict.fromkeys(denied, (acl.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")))
         return encode_response(header, {"throttle_time_ms": 0, "results": [
             {"name": name, "error_code": code, "error_message": message} for name, (code, message) in results.items()]})
 
     async def handle_describe_configs(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.describe_configs(request, header.api_version)
+        allowed, refused = self._config_resources(request, acl.DESCRIBE_CONFIGS)
+        results = await self.admin_manager.describe_configs(request._replace(resources=allowed), header.api_version)
+        results += [{**row, "configs": []} for row in refused]
         return encode_response(header, {"throttle_time_ms": 0, "results": results})
 
     async def handle_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.alter_configs(request, incremental=False)
+        allowed, refused = self._config_resources(request, acl.ALTER_CONFIGS)
+        results = await self.admin_manager.alter_configs(request._replace(resources=allowed), incremental=False)
+        results += refused
         return encode_response(header, {"throttle_time_ms": 0, "responses": results})
 
     async def handle_incremental_alter_configs(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
-        results = await self.admin_manager.alter_configs(request, incremental=True)
+        allowed, refused = self._config_resources(request, acl.ALTER_CONFIGS)
+        results = await self.admin_manager.alter_configs(request._replace(resources=allowed), incremental=True)
+        results += refused
         return encode_response(header, {"throttle_time_ms": 0, "responses": results})
 
 
+    def _config_resources(self, request: Any, operation: Any) -> tuple[list, list[dict]]:
+        """The resources of a (Describe|Alter|IncrementalAlter)Configs request this principal may act on, and a
+        refusal row for each other one (a topic: 29, a broker: 31 on the cluster)."""
+        allowed, refused = [], []
+        for resource in request.resources:
+            if resource.resource_type == describe_configs.RESOURCE_TOPIC:
+                ok, code = self.auth.topic(operation, resource.resource_name), acl.TOPIC_AUTHORIZATION_FAILED
+            else:
+                ok, code = self.auth.cluster(operation), acl.CLUSTER_AUTHORIZATION_FAILED
+            if ok:
+                allowed.append(resource)
+            else:
+                refused.append({"resource_type": resource.resource_type, "resource_name": resource.resource_name,
+                                "error_code": code, "error_message": "Authorization failed."})
+        return allowed, refused
+
     async def handle_elect_leaders(self, header: RequestHeader, request: Any) -> bytes:
         _log_admin_request(header)
+        if not self.auth.cluster(acl.ALTER):
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "replica_election_results": []})
         error, results = await self.admin_manager.elect_leaders(request)
         by_topic: dict[str, list] = {}
         for (topic, partition), (code, message) in results.items():
@@ -844,6 +1096,8 @@ class KafkaApis:
         """This broker's log directories and the size of each partition's log in them (Kafka's
         ReplicaManager.describeLogDirs); the offset lag is the HW's lead over the log end, 0 as a rule."""
         _log_admin_request(header)
+        if not self.auth.cluster(acl.DESCRIBE):  # Kafka 2.x answers an empty list
+            return encode_response(header, {"throttle_time_ms": 0, "results": []})
         wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
         results = []
         for log_dir, logs in sorted(self.replica_manager.log_manager.logs_by_dir().items()):
@@ -872,8 +1126,8 @@ class KafkaApis:
                 "error_message": ("A broker has no controller endpoints: in ZooKeeper mode the controller is a broker"
                                   if known else f"Unknown endpoint type {endpoint}"),
                 "cluster_authorized_operations": describe_cluster.AUTHORIZED_OPERATIONS_OMITTED})
-        brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                   for b in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id)]
+        brokers = [{"broker_id": broker_id, "host": host, "port": port, "rack": None}
+                   for broker_id, host, port in _endpoints(snapshot)]
         operations = (describe_cluster.ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
                       else describe_cluster.AUTHORIZED_OPERATIONS_OMITTED)
         return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
@@ -891,6 +1145,31 @@ def _fenced_error(error: int, knows_producer_fenced: bool) -> int:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _with_denied_topics(body: dict, denied: set[str], request: Any) -> dict:
+    """An OffsetCommit answer with TOPIC_AUTHORIZATION_FAILED for each partition of the topics it left out."""
+    if not denied:
+        return body
+    refused = _refused_commit([t for t in request.topics if t.topic in denied], acl.TOPIC_AUTHORIZATION_FAILED)
+    return {**body, "topics": [*body["topics"], *refused["topics"]]}
+
+
+def _refused_commit(topics: list, error: int) -> dict:
+    return {"topics": [{"topic": t.topic, "partitions": [{"partition": e.partition, "error_code": error}
+                                                        for e in t.partitions]} for t in topics]}
+
+
+def _endpoints(snapshot: Any) -> list[tuple[int, str, int]]:
+    """The live brokers as the running request's listener reaches them (Kafka's MetadataCache.getAliveBrokers
+    for the listener): a broker without that listener is left out, as Kafka leaves it out."""
+    listener = SESSION.get().listener_name
+    rows = []
+    for broker in sorted(snapshot.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = broker.endpoint(listener)
+        if endpoint is not None:
+            rows.append((broker.broker_id, *endpoint))
+    return rows
 
 
 def _log_admin_request(header: RequestHeader) -> None:

@@ -132,8 +132,10 @@ class DynamicConfigManager:
 
     def __init__(self, zk: ZkClient, dynamic: DynamicBrokerConfig,
                  local_topics: Callable[[], set[str]],
-                 apply_logs: Callable[[KafkaConfig, dict[str, LogConfig], ConfigChange], None]) -> None:
+                 apply_logs: Callable[[KafkaConfig, dict[str, LogConfig], ConfigChange], None],
+                 quotas_changed: Callable[[], None] | None = None) -> None:
         self.zk = zk
+        self.quotas_changed = quotas_changed  # users' and clients' quotas (client_quotas.py)
         self.dynamic = dynamic
         self.broker_id = dynamic.static.broker_id
         self.local_topics = local_topics
@@ -187,6 +189,9 @@ class DynamicConfigManager:
             self.apply_logs(current, configs, change)
             log.info("Processed broker config change for %s: dynamic configs now %s", change.entity_path,
                      _props({**self.dynamic.default_configs, **self.dynamic.broker_configs}))
+        elif change.entity_type in ("users", "clients") and self.quotas_changed is not None:
+            self.quotas_changed()
+            log.info("Processed quota config change for %s", change.entity_path)
         else:
             log.debug("Ignoring config change for %s: zkbroker has no %s configs", change.entity_path,
                       change.entity_type)

@@ -35,7 +35,7 @@ from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.message_set import build_message_set, iter_batch_records, iter_entries, iter_messages
 from zkbroker.protocol.record_batch import build_record_batch, parse_end_txn_marker
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.network import CONNECTION
+from zkbroker.server.network import CONNECTION, SESSION
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.topic_partition import TopicPartition
@@ -184,9 +184,10 @@ class GroupCoordinatorDriver:
             return unavailable
         state = partitions.get(self.machine.partition_for(group_id))
         broker = None if state is None else snapshot.brokers.get(state.leader)
-        if broker is None:
+        endpoint = None if broker is None else broker.endpoint(SESSION.get().listener_name)
+        if endpoint is None:
             return unavailable
-        return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id, "host": broker.host, "port": broker.port}
+        return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id, "host": endpoint[0], "port": endpoint[1]}
 
     # ---- offsets (OffsetCommit v1+, OffsetFetch v1+) ----------------------------------------------------
 

@@ -37,9 +37,13 @@ from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
+from zkbroker.security.acl import AclAuthorizer
+from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
+from zkbroker.server.channel_builders import build_listeners
+from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
@@ -59,6 +63,24 @@ log = logging.getLogger("zkbroker.server.KafkaServer")
 HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
 
 
+def _authorizer(config: KafkaConfig) -> AclAuthorizer | None:
+    """authorizer.class.name's ACL authorizer (super.users, allow.everyone.if.no.acl.found), or None."""
+    if not config["authorizer.class.name"]:
+        return None
+    return AclAuthorizer.from_config({
+        "super.users": config["super.users"],
+        "allow.everyone.if.no.acl.found": str(config["allow.everyone.if.no.acl.found"]).lower()})
+
+
+def _registered_endpoints(config: KafkaConfig) -> tuple[tuple[str, str, int, str], ...]:
+    """Every listener's advertised endpoint, for a registration with listeners beyond one PLAINTEXT; empty
+    (0.8.2's registration) otherwise."""
+    endpoints = config.advertised_endpoints
+    if len(endpoints) == 1 and endpoints[0].listener_name == "PLAINTEXT":
+        return ()
+    return tuple((e.listener_name, e.host, e.port, e.security_protocol.value) for e in endpoints)
+
+
 class ControllerNotFound(Exception):
     """No `/controller` node: nobody to ask for a controlled shutdown."""
 
@@ -73,9 +95,13 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(self.zk)
         self.controller = KafkaController(self.zk, config)
         self.registrar = BrokerRegistrar(self.zk, self.broker_id, config.advertised_host,
-                                         config.advertised_port, stopping=lambda: self._stopping)
+                                         config.advertised_port, stopping=lambda: self._stopping,
+                                         endpoints=_registered_endpoints(config))
         self.dynamic_config = DynamicBrokerConfig(config)
         self.config_manager: DynamicConfigManager | None = None
+        self.authorizer = _authorizer(config)
+        self.acl_cache = AclCache(self.zk, self.authorizer) if self.authorizer is not None else None
+        self.quotas = ClientQuotas(self.zk, config["quota.window.num"], config["quota.window.size.seconds"])
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
@@ -116,7 +142,7 @@ class KafkaServer:
             bridge = LoopBridge(loop)
             self.config_manager = DynamicConfigManager(
                 self.zk, self.dynamic_config, self._local_topics,
-                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change))
+                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), self.quotas.reload)
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.dynamic_config.current, self.log_manager, self.zk, bridge)
@@ -130,10 +156,12 @@ class KafkaServer:
                 self.config, self.metadata_cache, self.replica_manager, topic_creator, producer_ids)
             apis = KafkaApis(self.config, self.metadata_cache, self.replica_manager, self.zk, bridge,
                              topic_creator, self.controller, self.group_coordinator, admin_manager,
-                             self.transaction_coordinator, producer_ids)
+                             self.transaction_coordinator, producer_ids, authorizer=self.authorizer,
+                             quotas=self.quotas)
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
-                                              ConnectionLimits.from_config(self.config))
+                                              ConnectionLimits.from_config(self.config),
+                                              build_listeners(self.config, self.zk, bridge, apis.handle_api_versions))
             await self.socket_server.start()
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
@@ -166,6 +194,9 @@ class KafkaServer:
             self.zk.ensure_path(path)
         self.metadata_cache.cluster_id = self._cluster_id()
         self.config_manager.initialize()
+        if self.acl_cache is not None:  # before the socket server accepts anyone
+            self.acl_cache.startup()
+        self.quotas.reload()
         dynamic = {**self.dynamic_config.default_configs, **self.dynamic_config.broker_configs}
         if dynamic:
             log.info("%sDynamic broker configs in force: %s", self.prefix, dynamic)

@@ -30,7 +30,8 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Mapping
+import ssl
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +39,8 @@ from zkbroker.protocol.errors import ProtocolError
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.frame import FrameDecoder
 from zkbroker.protocol.headers import RequestHeader, parse_request_header
+from zkbroker.security.listeners import SecurityProtocol
+from zkbroker.server.sasl_authenticator import AuthenticationFailed, IllegalSaslState, SaslServerAuthenticator
 
 log = logging.getLogger("zkbroker.server.SocketServer")
 
@@ -54,6 +57,58 @@ _INLINE_RANGE_BYTES = 64 * 1024
 # served by its own task, so the variable is per connection.
 CONNECTION: contextvars.ContextVar[str] = contextvars.ContextVar("connection", default="-")
 _connection_ids = itertools.count(1)
+
+ANONYMOUS = "User:ANONYMOUS"  # Kafka's principal for a connection that did not authenticate
+
+
+@dataclass(frozen=True)
+class Session:
+    """Who sent the running request (Kafka's RequestChannel.Session): the principal, the address it came from,
+    and the listener it came in on (Metadata answers with that listener's endpoints)."""
+
+    principal: str = ANONYMOUS
+    client_address: str = ""
+    listener_name: str | None = None  # None: outside any connection (tests calling KafkaApis directly)
+
+
+# The session of the connection whose request is running: set by the connection's task, like CONNECTION.
+NO_SESSION = Session()
+SESSION: contextvars.ContextVar[Session] = contextvars.ContextVar("session", default=NO_SESSION)
+
+
+class Channel:
+    """What a request handler may ask of its connection: to stay muted for a while after the response, as
+    KIP-219's quota throttling does (the client is answered at once, then its next request waits)."""
+
+    __slots__ = ("mute_ms",)
+
+    def __init__(self) -> None:
+        self.mute_ms = 0
+
+
+CHANNEL: contextvars.ContextVar[Channel | None] = contextvars.ContextVar("channel", default=None)
+
+
+def mute_after_response(ms: int) -> None:
+    """Mute the running request's connection for `ms` once its response is sent (no-op outside a connection)."""
+    channel = CHANNEL.get()
+    if channel is not None:
+        channel.mute_ms = max(channel.mute_ms, ms)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening endpoint and how its connections are secured: TLS (an SSL context) and SASL (a factory
+    of per-connection authenticators), as its security protocol says."""
+
+    name: str = "PLAINTEXT"
+    host: str = ""
+    port: int = 0
+    security_protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    ssl_context: ssl.SSLContext | None = None
+    authenticator: Callable[[], SaslServerAuthenticator] | None = None
+    failed_authentication_delay_ms: int = 100
+    max_unauthenticated_bytes: int = 524288  # sasl.server.max.receive.size
 
 
 class RequestHandler(Protocol):
@@ -84,12 +139,14 @@ class TruncatedDuringSend(Exception):
 
 class SocketServer:
     def __init__(self, host: str, port: int, apis: RequestHandler, max_request_bytes: int,
-                 limits: ConnectionLimits = ConnectionLimits()) -> None:
+                 limits: ConnectionLimits = ConnectionLimits(), listeners: Sequence[Listener] = ()) -> None:
         self.host = host
-        self.port = port
+        self.port = port  # the first listener's (the one given by host and port when no listeners are)
         self.apis = apis
         self.max_request_bytes = max_request_bytes
         self.limits = limits
+        self.listeners = list(listeners) or [Listener(host=host, port=port)]
+        self.ports: dict[str, int] = {}  # listener name -> the port bound (a port 0 becomes the system's choice)
         self._listeners: list[socket.socket] = []
         self._connections: set[_Connection] = set()
         self._per_ip: collections.Counter[str] = collections.Counter()
@@ -99,16 +156,24 @@ class SocketServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._ip_limits = await _resolve_overrides(loop, self.limits.max_per_ip_overrides)
-        try:
-            self._listeners = await _listen(loop, self.host, self.port)
-        except OSError as e:
-            raise OSError(e.errno, f"Socket server failed to bind to {self.host}:{self.port}: {e.strerror}.") from e
-        for listener in self._listeners:
-            loop.add_reader(listener.fileno(), self._accept, listener)
-        if self.port == 0:  # an ephemeral port (tests): the one the system chose
-            self.port = self._listeners[0].getsockname()[1]
+        for spec in self.listeners:
+            host = spec.host or "0.0.0.0"
+            try:
+                sockets = await _listen(loop, host, spec.port)
+            except OSError as e:
+                for listener in self._listeners:
+                    listener.close()
+                self._listeners = []
+                raise OSError(e.errno, f"Socket server failed to bind to {host}:{spec.port}: {e.strerror}.") from e
+            for listener in sockets:
+                loop.add_reader(listener.fileno(), self._accept, listener, spec)
+            self._listeners += sockets
+            # an ephemeral port (tests): the one the system chose
+            self.ports[spec.name] = spec.port or sockets[0].getsockname()[1]
+            log.info("Awaiting socket connections on %s:%d (listener %s, %s).", host, self.ports[spec.name],
+                     spec.name, spec.security_protocol.value)
+        self.port = self.ports[self.listeners[0].name]
         self._idle_sweeper = loop.create_task(self._close_idle_connections())
-        log.info("Awaiting socket connections on %s:%d.", self.host, self.port)
 
     async def stop(self) -> None:
         if not self._listeners:
@@ -127,7 +192,7 @@ class SocketServer:
         for connection in connections:  # a task cancelled before it ever ran has not closed its socket
             connection.close()
 
-    def _accept(self, listener: socket.socket) -> None:
+    def _accept(self, listener: socket.socket, spec: Listener) -> None:
         for _ in range(_BACKLOG):
             try:
                 sock, peer = listener.accept()
@@ -146,8 +211,10 @@ class SocketServer:
             sock.setblocking(False)
             if sock.family in (socket.AF_INET, socket.AF_INET6):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if spec.ssl_context is not None:
+                sock = spec.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
             self._per_ip[address] += 1
-            self._connections.add(_Connection(self, sock, peer, address))
+            self._connections.add(_Connection(self, sock, peer, address, spec))
 
     def _closed(self, connection: _Connection) -> None:
         self._connections.discard(connection)
@@ -206,8 +273,12 @@ class _Connection:
     """One client connection: its socket, the frames received and not yet answered, and the task that
     answers them in order."""
 
-    def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple | str, address: str) -> None:
+    def __init__(self, server: SocketServer, sock: socket.socket, peer: tuple | str, address: str,
+                 listener: Listener) -> None:
         self.server = server
+        self.listener = listener
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        self.authenticator = listener.authenticator() if listener.authenticator is not None else None
         self.sock = sock
         self.fd = sock.fileno()
         self.peer = peer
@@ -215,7 +286,9 @@ class _Connection:
         self.loop = asyncio.get_running_loop()
         self.last_active = self.loop.time()  # a request received whole, or a response sent
         self.handling = False
-        self.decoder = FrameDecoder(server.max_request_bytes)
+        # Before a SASL client authenticates, its requests are bounded by sasl.server.max.receive.size.
+        self.decoder = FrameDecoder(server.max_request_bytes if self.authenticator is None
+                                    else min(server.max_request_bytes, listener.max_unauthenticated_bytes))
         self.frames: collections.deque[bytearray] = collections.deque()
         self.queued_bytes = 0
         self.reading = False
@@ -225,7 +298,9 @@ class _Connection:
         self._wakeup: asyncio.Future | None = None
         name = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.name = f"{name}#{next(_connection_ids)}"
-        self._resume_reading()
+        self.session = Session(ANONYMOUS, address, listener.name)
+        if not self.tls:  # a TLS connection reads once its handshake is done
+            self._resume_reading()
         self.task = self.loop.create_task(self._serve())
 
     # -- reading (loop callbacks) ---------------------------------------------------------------------------
@@ -241,26 +316,30 @@ class _Connection:
             self.reading = False
 
     def _on_readable(self) -> None:
-        try:
-            n = self.sock.recv_into(self.decoder.get_buffer())
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:  # reset by the peer: nothing more to read or answer
-            self._end()
-            return
-        if not n:
-            self._end()
-            return
-        try:
-            self.decoder.buffer_updated(n)
-            while (frame := self.decoder.next_frame()) is not None:
-                self.frames.append(frame)
-                self.queued_bytes += len(frame) + _FRAME_OVERHEAD
-                self.last_active = self.loop.time()
-        except ProtocolError as e:
-            self.error = e
-            self._end()
-            return
+        while True:
+            try:
+                n = self.sock.recv_into(self.decoder.get_buffer())
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            except OSError:  # reset by the peer, or a TLS alert: nothing more to read or answer
+                self._end()
+                return
+            if not n:
+                self._end()
+                return
+            try:
+                self.decoder.buffer_updated(n)
+                while (frame := self.decoder.next_frame()) is not None:
+                    self.frames.append(frame)
+                    self.queued_bytes += len(frame) + _FRAME_OVERHEAD
+                    self.last_active = self.loop.time()
+            except ProtocolError as e:
+                self.error = e
+                self._end()
+                return
+            # TLS may hold decrypted bytes the socket's readiness will never announce again
+            if not (self.tls and self.sock.pending()) or self._queue_full():
+                break
         if self._queue_full():
             self._pause_reading()
         self._wake()
@@ -286,8 +365,13 @@ class _Connection:
 
     async def _serve(self) -> None:
         CONNECTION.set(self.name)
+        SESSION.set(self.session)
+        channel = Channel()
+        CHANNEL.set(channel)
         apis = self.server.apis
         try:
+            if self.tls:
+                await self._tls_handshake()
             while True:
                 if not self.frames:
                     if self.ended:
@@ -301,23 +385,81 @@ class _Connection:
                 self.queued_bytes -= len(frame) + _FRAME_OVERHEAD
                 if not self._queue_full():
                     self._resume_reading()
+                if self.authenticator is not None and not self.authenticator.complete:
+                    await self._authenticate(frame)
+                    continue
                 header, body_offset = parse_request_header(frame)
                 self.handling = True
                 try:
                     response = await apis.handle(header, frame, body_offset)
                     if response is not None:
                         await self._send(response)
+                    if channel.mute_ms:  # throttled (KIP-219): read nothing more until the time is served
+                        mute_s, channel.mute_ms = channel.mute_ms / 1000.0, 0
+                        self._pause_reading()
+                        await asyncio.sleep(mute_s)
+                        if not self._queue_full():
+                            self._resume_reading()
                 finally:
                     self.handling = False
                     self.last_active = self.loop.time()
         except (ProtocolError, TruncatedDuringSend) as e:
             log.warning("Closing socket connection to %s: %s", self.peer, e)
+        except (ssl.SSLError, IllegalSaslState) as e:  # a client's failure, not the broker's: no stack trace
+            log.info("Closing connection %s (listener %s): %s", self.name, self.listener.name, e)
         except ConnectionError:
             pass
         except Exception:
             log.exception("Closing socket connection to %s after an unexpected error", self.peer)
         finally:
             self.close()
+
+    async def _tls_handshake(self) -> None:
+        """The server side of the TLS handshake; a client certificate's subject becomes the principal."""
+        sock: ssl.SSLSocket = self.sock
+        while True:
+            try:
+                sock.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                await self._readable()
+            except ssl.SSLWantWriteError:
+                await self._writable()
+        subject = (sock.getpeercert() or {}).get("subject")
+        if subject:
+            self.session = Session(f"User:{distinguished_name(subject)}", self.address, self.listener.name)
+            SESSION.set(self.session)
+            log.info("Connection %s on listener %s: principal %s (client certificate)", self.name,
+                     self.listener.name, self.session.principal)
+        self.last_active = self.loop.time()
+        self._resume_reading()
+
+    async def _authenticate(self, frame: bytearray) -> None:
+        """One frame of the SASL exchange; the connection's principal once it completes."""
+        authenticator = self.authenticator
+        self.handling = True
+        try:
+            try:
+                response = await authenticator.receive(frame)
+            except AuthenticationFailed as e:
+                log.info("Failed authentication with %s (listener %s, %s): %s", self.name, self.listener.name,
+                         authenticator.mechanism, e)
+                # answered late (KIP-306), so that guessing passwords is slow; then closed
+                await asyncio.sleep(self.listener.failed_authentication_delay_ms / 1000.0)
+                if e.response is not None:
+                    await self._send_bytes(e.response)
+                raise ConnectionError("authentication failed") from None
+            if response is not None:
+                await self._send_bytes(response)
+        finally:
+            self.handling = False
+            self.last_active = self.loop.time()
+        if authenticator.complete:
+            self.session = Session(authenticator.principal, self.address, self.listener.name)
+            SESSION.set(self.session)
+            self.decoder.max_frame_bytes = self.server.max_request_bytes
+            log.info("Connection %s authenticated as %s with %s (listener %s)", self.name, authenticator.principal,
+                     authenticator.mechanism, self.listener.name)
 
     def close(self) -> None:
         if self.closed:
@@ -339,7 +481,7 @@ class _Connection:
         for piece in response:
             if isinstance(piece, (bytes, bytearray)):
                 pending.append(piece)
-            elif piece.size <= _INLINE_RANGE_BYTES:
+            elif piece.size <= _INLINE_RANGE_BYTES or self.tls:  # TLS encrypts in user space: no sendfile
                 data = os.pread(piece.file.fileno(), piece.size, piece.position)
                 if len(data) != piece.size:
                     raise TruncatedDuringSend(f"read {len(data)} of {piece.size} bytes of {piece.file.name}")
@@ -357,7 +499,7 @@ class _Connection:
         while True:
             try:
                 sent = self.sock.send(view)
-            except (BlockingIOError, InterruptedError):
+            except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
                 sent = 0
             if sent == len(view):
                 return
@@ -389,6 +531,40 @@ class _Connection:
             await waiter
         finally:
             self.loop.remove_writer(self.fd)
+
+
+    async def _readable(self) -> None:
+        """Wait until the socket has bytes (during the TLS handshake, before reading is handed to _on_readable)."""
+        waiter = self.loop.create_future()
+        self.loop.add_reader(self.fd, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            self.loop.remove_reader(self.fd)
+
+
+# The short names RFC 2253 gives the attributes of a certificate's subject (X500Principal.getName()'s form).
+_RDN_NAMES = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+              "localityName": "L", "stateOrProvinceName": "ST", "streetAddress": "STREET", "domainComponent": "DC",
+              "userId": "UID"}
+
+
+def distinguished_name(subject: tuple) -> str:
+    """A certificate subject as Kafka's default SSL principal names it: RFC 2253, most specific first
+    (`CN=alice,OU=eng,O=acme,C=FR`); ssl.getpeercert lists the RDNs from the root down."""
+    parts = []
+    for rdn in reversed(subject):
+        parts.append("+".join(f"{_RDN_NAMES.get(k, k)}={_escape_dn(v)}" for k, v in rdn))
+    return ",".join(parts)
+
+
+def _escape_dn(value: str) -> str:
+    escaped = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if escaped[:1] in ("#", " "):
+        escaped = "\\" + escaped
+    if escaped.endswith(" "):
+        escaped = escaped[:-1] + "\\ "
+    return escaped
 
 
 def _resolve(future: asyncio.Future) -> None:

@@ -34,11 +34,13 @@ class BrokerIdConflict(RuntimeError):
 
 class BrokerRegistrar(SessionListener):
     def __init__(self, zk: ZkClient, broker_id: int, host: str, port: int,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False,
+                 endpoints: tuple[tuple[str, str, int, str], ...] = ()) -> None:
         self.zk = zk
         self.broker_id = broker_id
         self.host = host
         self.port = port
+        self.endpoints = endpoints  # every listener's advertised endpoint, when there is more than PLAINTEXT
         self._stopping = stopping
         self._lock = threading.Lock()
 
@@ -61,7 +63,7 @@ class BrokerRegistrar(SessionListener):
         path = paths.broker_path(self.broker_id)
         with self._lock:
             while not self._stopping():
-                mine = BrokerRegistration(self.broker_id, self.host, self.port)
+                mine = BrokerRegistration(self.broker_id, self.host, self.port, endpoints=self.endpoints)
                 FAULTS.at_zookeeper_write("registration", "before")
                 try:
                     self.zk.create_ephemeral(path, mine.encode())

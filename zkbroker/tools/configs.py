@@ -11,7 +11,12 @@ flags and its output, in both of its forms:
   T are:` (`All configs` with --all; `Default configs for brokers in the cluster are:` for --entity-default) and
   one line per entry: `  name=value sensitive=false synonyms={SOURCE:name=value, ...}`.
 
-Users and clients (quotas, SCRAM credentials) are not kept by zkbroker yet; asking for them is refused.
+Users (DESIGN §19) with `--zookeeper`, as Kafka 2.x: `--add-config 'SCRAM-SHA-256=[iterations=8192,password=p]'`
+stores the SCRAM credential derived from the password (never the password), `--delete-config SCRAM-SHA-256`
+removes it; `Completed Updating config for entity: user-principal 'alice'.`. Users over --bootstrap-server
+(DescribeUserScramCredentials, AlterUserScramCredentials) is not built yet. Clients (`--entity-type clients`, a
+client id or `--entity-default`) take the quotas producer_byte_rate, consumer_byte_rate, request_percentage, over
+--zookeeper.
 """
 
 from __future__ import annotations
@@ -21,12 +26,15 @@ import re
 
 from zkbroker import admin
 from zkbroker.client.admin_client import BROKER, TOPIC, AdminClient, AdminError
+from zkbroker.client.security import ClientSecurity
 from zkbroker.config import ConfigError, validate_topic_config
 from zkbroker.protocol.schemas import describe_configs as dc
+from zkbroker.security import scram
 from zkbroker.tools.common import ToolError, zookeeper
 from zkbroker.zk import paths
 
 ENTITY_TYPES = ("topics", "clients", "users", "brokers")
+USER_QUOTAS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
 SOURCES = {dc.SOURCE_UNKNOWN: "UNKNOWN", dc.SOURCE_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
            dc.SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
            dc.SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -38,6 +46,8 @@ def add_command(commands) -> None:
                             description="Add/Remove entity config for a topic, client, user or broker")
     p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the brokers to connect to, through the Admin API")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties for a secured --bootstrap-server (security.protocol, sasl.*, ssl.*)")
     p.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
     p.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     p.add_argument("--all", action="store_true", help="with --describe and --bootstrap-server: every config")
@@ -55,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     added, deleted = parse_configs_to_add(args.add_config), _configs_to_delete(args)
     if args.bootstrap_server:
         try:
-            with AdminClient(args.bootstrap_server, client_id="zkbroker-configs") as client:
+            with AdminClient(args.bootstrap_server, client_id="zkbroker-configs",
+                             security=ClientSecurity.from_file(args.command_config)) as client:
                 return (_alter_admin if args.alter else _describe_admin)(client, args, added, deleted)
         except AdminError as e:
             raise ToolError(str(e)) from None
@@ -79,11 +90,13 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.entity_type not in ENTITY_TYPES:
         raise ToolError(f"Invalid entity-type {args.entity_type}, --entity-type must be one of "
                         f"{', '.join(ENTITY_TYPES)}")
-    if args.entity_type in ("users", "clients"):
-        raise ToolError(f"zkbroker keeps no configs for {args.entity_type} yet (quotas and SCRAM credentials)")
+    if args.entity_type in ("users", "clients") and args.bootstrap_server and any(
+            k in scram.MECHANISMS for k in [*parse_configs_to_add(args.add_config), *_configs_to_delete(args)]):
+        raise ToolError("SCRAM credentials go through --zookeeper here (DescribeUserScramCredentials and "
+                        "AlterUserScramCredentials are not built yet)")
     if args.entity_name and args.entity_default:
         raise ToolError("Only one of --entity-name or --entity-default may be specified")
-    if args.entity_default and args.entity_type != "brokers":
+    if args.entity_default and args.entity_type == "topics":
         raise ToolError("--entity-default is only for brokers, clients and users")
     if args.all and not (args.describe and args.bootstrap_server):
         raise ToolError('Option "[all]" can only be used with "[describe]" and "[bootstrap-server]"')
@@ -93,6 +106,9 @@ def _check_args(args: argparse.Namespace) -> None:
                             "brokers")
         if args.entity_type == "topics" and not args.entity_name:
             raise ToolError("--entity-name must be specified with --alter of topics")
+        if args.entity_type in ("users", "clients") and not (args.entity_name or args.entity_default):
+            raise ToolError("--entity-name or --entity-default must be specified with --alter of users, clients or "
+                            "brokers")
         if not args.add_config and not args.delete_config:
             raise ToolError("At least one of --add-config or --delete-config must be specified with --alter")
     if args.entity_type == "brokers" and args.entity_name and not args.entity_name.isdigit():
@@ -122,8 +138,8 @@ def _entity(args: argparse.Namespace) -> str:
 
 
 def _entity_text(entity_type: str, name: str) -> str:
-    """ConfigCommand's Entity.toString: `topic 'T'`, `brokers '1'`, `default brokers`."""
-    type_name = "topic" if entity_type == "topics" else entity_type
+    """ConfigCommand's Entity.toString: `topic 'T'`, `brokers '1'`, `default brokers`, `user-principal 'alice'`."""
+    type_name = {"topics": "topic", "users": "user-principal", "clients": "client-id"}.get(entity_type, entity_type)
     return f"default {type_name}" if name == paths.DEFAULT_ENTITY else f"{type_name} '{name}'"
 
 
@@ -138,6 +154,8 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
             validate_topic_config(added)
         except ConfigError as e:
             raise ToolError(str(e)) from None
+    elif entity_type in ("users", "clients"):
+        added = _user_configs(added, scram_allowed=entity_type == "users")
     else:
         running = set(admin.live_broker_ids(zk))
         if (running and name == paths.DEFAULT_ENTITY) or (name != paths.DEFAULT_ENTITY and int(name) in running):
@@ -157,6 +175,32 @@ def _alter_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list
     return 0
 
 
+def _user_configs(added: dict[str, str], scram_allowed: bool = True) -> dict[str, str]:
+    """A user's configs as stored: each SCRAM mechanism's `[iterations=N,]password=P` becomes its credential
+    (ConfigCommand.parseConfigsToBeAdded's SCRAM step); quotas are checked as numbers."""
+    out = {}
+    for key, value in added.items():
+        if key in scram.MECHANISMS and scram_allowed:
+            options = dict(part.split("=", 1) for part in value.split(",") if "=" in part)
+            if "password" not in options:
+                raise ToolError(f"Invalid config(s): {key} needs password=... (and optionally iterations=N)")
+            try:
+                iterations = int(options.get("iterations", scram.DEFAULT_ITERATIONS))
+                out[key] = str(scram.make_credential(key, options["password"], iterations))
+            except (ValueError, scram.ScramError) as e:
+                raise ToolError(f"Invalid config(s): {key}: {e}") from None
+        elif key in USER_QUOTAS:
+            try:
+                float(value)
+            except ValueError:
+                raise ToolError(f"Invalid config(s): {key} must be a number, got {value!r}") from None
+            out[key] = value
+        else:
+            known = [*scram.MECHANISMS, *USER_QUOTAS] if scram_allowed else list(USER_QUOTAS)
+            raise ToolError(f"Invalid config(s): {key} (known: {', '.join(known)})")
+    return out
+
+
 def _describe_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:
     entity_type = args.entity_type
     if args.entity_name or args.entity_default:
@@ -171,7 +215,19 @@ def _describe_zk(zk, args: argparse.Namespace, added: dict[str, str], deleted: l
 
 # ---- --bootstrap-server --------------------------------------------------------------------------------------
 
+def _quota_entity(args: argparse.Namespace) -> list[dict]:
+    return [{"entity_type": "user" if args.entity_type == "users" else "client-id",
+             "entity_name": None if args.entity_default else args.entity_name}]
+
+
 def _alter_admin(client: AdminClient, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:
+    if args.entity_type in ("users", "clients"):  # quotas, through AlterClientQuotas (Kafka 2.6+)
+        added = _user_configs(added, scram_allowed=False)
+        client.alter_client_quotas(_quota_entity(args), [{"key": k, "value": float(v), "remove": False}
+                                                         for k, v in added.items()]
+                                   + [{"key": k, "value": 0.0, "remove": True} for k in deleted])
+        print(f"Completed updating config for {_entity_text(args.entity_type, _entity(args))}.")
+        return 0
     if args.entity_type == "topics":
         topic = args.entity_name
         present = {e.name for e in client.describe_configs(TOPIC, topic, synonyms=False)
@@ -197,6 +253,18 @@ def _alter_admin(client: AdminClient, args: argparse.Namespace, added: dict[str,
 
 
 def _describe_admin(client: AdminClient, args: argparse.Namespace, added: dict[str, str], deleted: list[str]) -> int:
+    if args.entity_type in ("users", "clients"):  # quotas, through DescribeClientQuotas (Kafka 2.6+)
+        kind = "user" if args.entity_type == "users" else "client-id"
+        # match types: 0 the name, 1 the default, 2 every named entity (then the default too)
+        matches = [(1, None)] if args.entity_default else [(0, args.entity_name)] if args.entity_name else \
+            [(2, None), (1, None)]
+        entries = [e for match_type, match in matches for e in client.describe_client_quotas(
+            [{"entity_type": kind, "match_type": match_type, "match": match}], strict=True)]
+        for entry in entries:
+            name = entry.entity[0].entity_name
+            values = ",".join(f"{v.key}={v.value}" for v in entry.values)
+            print(f"Quota configs for {_entity_text(args.entity_type, name or paths.DEFAULT_ENTITY)} are {values}")
+        return 0
     if args.entity_type == "topics":
         names = [args.entity_name] if args.entity_name else sorted(client.metadata().topics)
         entities = [(TOPIC, n, dc.SOURCE_TOPIC_CONFIG, f"configs for topic {n} are:") for n in names]

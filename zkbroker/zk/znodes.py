@@ -78,7 +78,12 @@ def _field(obj: dict, key: str, what: str) -> object:
 
 @dataclass(frozen=True)
 class BrokerRegistration:
-    """Ephemeral `/brokers/ids/<id>` (ZkUtils.registerBrokerInZk)."""
+    """Ephemeral `/brokers/ids/<id>` (ZkUtils.registerBrokerInZk).
+
+    With listeners beyond one PLAINTEXT listener it is Kafka 2.x's version 4: `endpoints`
+    (`["PLAINTEXT://h:9092","SASL_SSL://h:9093"]`) and `listener_security_protocol_map` beside `host`/`port`,
+    which stay the inter-broker listener's (other brokers and older tools read those).
+    """
 
     broker_id: int
     host: str
@@ -88,23 +93,57 @@ class BrokerRegistration:
     # The registration znode's creation zxid, as read (not part of its JSON): KIP-380's broker epoch, which
     # tells two registrations of one broker apart. -1 when not read from ZooKeeper.
     epoch: int = field(default=-1, compare=False)
+    # (listener name, host, port, security protocol) per listener; empty: only host:port, as PLAINTEXT
+    endpoints: tuple[tuple[str, str, int, str], ...] = ()
 
     def encode(self) -> bytes:
-        return _dump({"version": 1, "host": self.host, "port": self.port,
-                      "jmx_port": self.jmx_port, "timestamp": self.timestamp})
+        if not self.endpoints:
+            return _dump({"version": 1, "host": self.host, "port": self.port,
+                          "jmx_port": self.jmx_port, "timestamp": self.timestamp})
+        return _dump({"version": 4, "host": self.host, "port": self.port, "jmx_port": self.jmx_port,
+                      "timestamp": self.timestamp,
+                      "endpoints": [f"{name}://{_bracket(host)}:{port}" for name, host, port, _ in self.endpoints],
+                      "listener_security_protocol_map": {name: protocol for name, _, _, protocol in self.endpoints}})
 
     @classmethod
     def decode(cls, broker_id: int, data: bytes | None) -> BrokerRegistration:
         what = f"/brokers/ids/{broker_id}"
         obj = _obj(data, what)
-        return cls(broker_id, _str(_field(obj, "host", what), what + " host"),
-                   _int(_field(obj, "port", what), what + " port"),
-                   _int(obj.get("jmx_port", -1), what + " jmx_port"), str(obj.get("timestamp", "")))
+        endpoints = []
+        protocols = obj.get("listener_security_protocol_map") or {}
+        if not isinstance(protocols, dict):
+            raise ZnodeFormatError(f"{what} listener_security_protocol_map is not an object")
+        for text in obj.get("endpoints") or ():
+            name, sep, rest = _str(text, what + " endpoint").partition("://")
+            host, _, port = rest.rpartition(":")
+            if not sep or not port.isdigit():
+                raise ZnodeFormatError(f"{what} endpoint {text!r} is not of the form NAME://host:port")
+            endpoints.append((name, host.strip("[]"), int(port), str(protocols.get(name, name))))
+        host, port = obj.get("host"), obj.get("port", -1)
+        if host is None and endpoints:  # Kafka 2.x writes no host when there is no PLAINTEXT listener
+            host, port = endpoints[0][1], endpoints[0][2]
+        return cls(broker_id, _str(host, what + " host"), _int(port, what + " port"),
+                   _int(obj.get("jmx_port", -1), what + " jmx_port"), str(obj.get("timestamp", "")),
+                   endpoints=tuple(endpoints))
+
+    def endpoint(self, listener_name: str | None) -> tuple[str, int] | None:
+        """Where clients of a listener reach this broker; without listener names (a 0.8 registration, or a
+        connection not made through a listener) host:port. None: the broker has no such listener."""
+        if listener_name is None or not self.endpoints:
+            return self.host, self.port
+        for name, host, port, _ in self.endpoints:
+            if name == listener_name:
+                return host, port
+        return None
 
     def same_endpoint(self, other: BrokerRegistration) -> bool:
         """Kafka's test for "I wrote this conflicted ephemeral node": everything but the timestamp."""
-        return (self.broker_id, self.host, self.port, self.jmx_port) == (
-            other.broker_id, other.host, other.port, other.jmx_port)
+        return (self.broker_id, self.host, self.port, self.jmx_port, self.endpoints) == (
+            other.broker_id, other.host, other.port, other.jmx_port, other.endpoints)
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 @dataclass(frozen=True)

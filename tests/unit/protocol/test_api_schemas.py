@@ -18,6 +18,8 @@ from kafka.protocol.old import (
     list_offsets,
     metadata,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
 )
 from kafka.protocol.old import offset_for_leader_epoch as leader_epoch
 
@@ -277,6 +279,41 @@ CASES.append((60, 0, "response", None, (0, 0, None, "id", 2, [(1, "h", 9092, Non
 CASES.append((60, 1, "request", None, (False, 1, _NO_TAGS)))
 CASES.append((60, 1, "response", None, (0, 114, "wrong", 1, "id", -1, [], -(2**31), _NO_TAGS)))
 
+# DescribeAcls (29), CreateAcls (30), DeleteAcls (31), v0 and v1 (v1 adds the pattern type)
+for _v in (0, 1):
+    _pt = (3,) if _v else ()
+    CASES.append((29, _v, "request", getattr(admin, f"DescribeAclsRequest_v{_v}"), (2, "t", *_pt, "User:a", "*", 3, 3)))
+    CASES.append((29, _v, "response", getattr(admin, f"DescribeAclsResponse_v{_v}"),
+                  (0, 0, None, [(2, "t", *_pt, [("User:a", "*", 3, 3)])])))
+    CASES.append((30, _v, "request", getattr(admin, f"CreateAclsRequest_v{_v}"),
+                  ([(2, "t", *_pt, "User:a", "*", 4, 3)],)))
+    CASES.append((30, _v, "response", getattr(admin, f"CreateAclsResponse_v{_v}"), (0, [(0, None), (42, "bad")])))
+    CASES.append((31, _v, "request", getattr(admin, f"DeleteAclsRequest_v{_v}"),
+                  ([(1, None, *_pt, None, None, 1, 1)],)))
+    CASES.append((31, _v, "response", getattr(admin, f"DeleteAclsResponse_v{_v}"),
+                  (0, [(0, None, [(0, None, 2, "t", *_pt, "User:a", "*", 3, 3)])])))
+# DescribeClientQuotas (48) v0, against kafka-python; AlterClientQuotas (49) v0 round-trips (kafka-python lacks it)
+CASES.append((48, 0, "request", admin.DescribeClientQuotasRequest_v0, ([("user", 0, "alice"), ("client-id", 1, None)],
+                                                                        True)))
+CASES.append((48, 0, "response", admin.DescribeClientQuotasResponse_v0,
+              (0, 0, None, [([("user", "alice")], [("producer_byte_rate", 1048576.0)])])))
+CASES.append((49, 0, "request", None, ([([("user", None)], [("consumer_byte_rate", 2.5e6, False)])], False)))
+CASES.append((49, 0, "response", None, (0, [(42, "bad key", [("client-id", "app")])])))
+# Describe/AlterUserScramCredentials (50, 51) v0, flexible (each struct ends with its unknown tagged fields, []):
+# round trips (kafka-python lacks them)
+CASES.append((50, 0, "request", None, ([("alice", [])], [])))
+CASES.append((50, 0, "response", None, (0, 0, None, [("alice", 0, None, [(1, 4096, []), (2, 8192, [])], [])], [])))
+CASES.append((51, 0, "request", None, ([("bob", 2, [])], [("alice", 1, 4096, b"salt" * 8, b"x" * 32, [])], [])))
+CASES.append((51, 0, "response", None, (0, [("alice", 0, None, []), ("bob", 91, "no such credential", [])], [])))
+# SaslHandshake (17) and SaslAuthenticate (36), v0 and v1
+for _v in (0, 1):
+    CASES.append((17, _v, "request", getattr(sasl_handshake, f"SaslHandshakeRequest_v{_v}"), ("SCRAM-SHA-256",)))
+    CASES.append((17, _v, "response", getattr(sasl_handshake, f"SaslHandshakeResponse_v{_v}"),
+                  (33, ["PLAIN", "SCRAM-SHA-512"])))
+    CASES.append((36, _v, "request", getattr(sasl_authenticate, f"SaslAuthenticateRequest_v{_v}"),
+                  (b"n,,n=alice,r=abc",)))
+    CASES.append((36, _v, "response", getattr(sasl_authenticate, f"SaslAuthenticateResponse_v{_v}"),
+                  (58, "Authentication failed", b"", *((0,) if _v else ()))))
 
 def value_of(api_key, version, kind):
     return next(c[4] for c in CASES if c[:3] == (api_key, version, kind))

@@ -69,6 +69,16 @@ DESIGN_TABLE = {
     46: (0, 0),
     47: (0, 0),
     60: (0, 1),
+    # DESIGN §19, security: SaslHandshake and SaslAuthenticate (their non-flexible versions)
+    17: (0, 1),
+    36: (0, 1),
+    29: (0, 1),
+    30: (0, 1),
+    31: (0, 1),
+    48: (0, 0),
+    49: (0, 0),
+    50: (0, 0),
+    51: (0, 0),
 }
 
 

@@ -1,0 +1,109 @@
+"""A client's side of a secured listener (DESIGN §19): the `--command-config` properties every tool takes
+(`security.protocol`, `sasl.mechanism`, `sasl.jaas.config` or `sasl.username`/`sasl.password`,
+`ssl.truststore.location`, `ssl.keystore.location`, `ssl.endpoint.identification.algorithm`), and the
+handshake a BrokerConnection runs once connected: TLS, then SaslHandshake v1 and SaslAuthenticate v1 with
+PLAIN or SCRAM-SHA-256/512 (scramp's client, as the broker uses scramp's server).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import ssl
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zkbroker.config import ConfigError, parse_properties
+from zkbroker.protocol.api import ApiKey
+from zkbroker.security.listeners import SecurityProtocol
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
+
+
+class AuthenticationError(ConnectionError):
+    """The broker refused our credentials (SaslHandshake or SaslAuthenticate answered an error)."""
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    mechanism: str = "PLAIN"
+    username: str = ""
+    password: str = ""
+    cafile: str | None = None
+    certfile: str | None = None  # a PEM file with the client certificate and key (ssl.keystore.location)
+    check_hostname: bool = True
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> ClientSecurity:
+        try:
+            protocol = SecurityProtocol.parse(props.get("security.protocol", "PLAINTEXT"))
+        except ValueError as e:
+            raise ConfigError(f"Invalid value for configuration security.protocol: {e}") from None
+        jaas = dict(_JAAS_OPTION.findall(props.get("sasl.jaas.config", "")))
+        mechanism = props.get("sasl.mechanism", "GSSAPI" if protocol.uses_sasl else "PLAIN").upper()
+        if protocol.uses_sasl and mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            raise ConfigError(f"Invalid value '{mechanism}' for configuration sasl.mechanism: PLAIN, SCRAM-SHA-256 "
+                              "or SCRAM-SHA-512")
+        return cls(protocol, mechanism, props.get("sasl.username", jaas.get("username", "")),
+                   props.get("sasl.password", jaas.get("password", "")),
+                   props.get("ssl.truststore.location") or None, props.get("ssl.keystore.location") or None,
+                   props.get("ssl.endpoint.identification.algorithm", "https").lower() == "https")
+
+    @classmethod
+    def from_file(cls, path: str | None) -> ClientSecurity | None:
+        """The `--command-config` file's security (None without a file)."""
+        if not path:
+            return None
+        try:
+            return cls.from_properties(parse_properties(Path(path).read_text(encoding="utf-8")))
+        except OSError as e:
+            raise ConfigError(f"Cannot read --command-config {path}: {e.strerror or e}.") from None
+
+    def ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=self.cafile)
+        context.check_hostname = self.check_hostname
+        if self.certfile:
+            context.load_cert_chain(self.certfile)
+        return context
+
+    def secure(self, sock: socket.socket, host: str,
+               exchange: Callable[[socket.socket, int, int, Any], Any]) -> socket.socket:
+        """TLS then SASL on a connected socket; `exchange(sock, api_key, version, body)` sends one request."""
+        if self.protocol.uses_tls:
+            sock = self.ssl_context().wrap_socket(sock, server_hostname=host)
+        if self.protocol.uses_sasl:
+            self._authenticate(sock, exchange)
+        return sock
+
+    def _authenticate(self, sock: socket.socket, exchange: Callable) -> None:
+        answer = exchange(sock, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
+        if answer.error_code:
+            raise AuthenticationError(f"SASL mechanism {self.mechanism} refused (error {answer.error_code}); the "
+                                      f"broker offers {', '.join(answer.mechanisms)}")
+        if self.mechanism == "PLAIN":
+            tokens = [f"\0{self.username}\0{self.password}".encode()]
+            self._send_tokens(sock, exchange, tokens)
+            return
+        import scramp  # only here: a Spark executor ships zkbroker's client without it (consumer/spark)
+
+        client = scramp.ScramClient([self.mechanism], self.username, self.password)
+        first = self._send_tokens(sock, exchange, [client.get_client_first().encode()])
+        client.set_server_first(first.decode())
+        final = self._send_tokens(sock, exchange, [client.get_client_final().encode()])
+        try:
+            client.set_server_final(final.decode())
+        except scramp.ScramException as e:
+            raise AuthenticationError(f"the broker's SCRAM signature is wrong: {e}") from None
+
+    @staticmethod
+    def _send_tokens(sock: socket.socket, exchange: Callable, tokens: list[bytes]) -> bytes:
+        answer = b""
+        for token in tokens:
+            response = exchange(sock, ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+            if response.error_code:
+                raise AuthenticationError(response.error_message or f"SASL error {response.error_code}")
+            answer = response.auth_bytes
+        return answer
