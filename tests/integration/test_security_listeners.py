@@ -265,19 +265,19 @@ def test_an_admin_client_creates_a_scram_user_who_then_authenticates(secure_brok
     admin = AdminClient({"bootstrap.servers": sb.bootstrap("PLAINTEXT")})
     upsert = UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
                                           b"dave-secret")
-    for future in admin.alter_user_scram_credentials([upsert], request_timeout=15).values():
-        assert future.result(15) is None
-    described = admin.describe_user_scram_credentials(["dave"], request_timeout=15)["dave"].result(15)
+    for future in admin.alter_user_scram_credentials([upsert], request_timeout=60).values():
+        assert future.result(60) is None
+    described = admin.describe_user_scram_credentials(["dave"], request_timeout=60)["dave"].result(60)
     infos = described.scram_credential_infos
     assert [(i.mechanism, i.iterations) for i in infos] == [(ScramMechanism.SCRAM_SHA_512, 8192)]
     producer = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
                             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "dave",
                             "sasl.password": "dave-secret", "ssl.ca.location": str(sb.certs.ca)})
-    assert producer.list_topics(timeout=15).brokers
+    assert producer.list_topics(timeout=60).brokers
     assert sb.broker.log_lines("authenticated as User:dave with SCRAM-SHA-512")
     deletion = UserScramCredentialDeletion("dave", ScramMechanism.SCRAM_SHA_512)
-    for future in admin.alter_user_scram_credentials([deletion], request_timeout=15).values():
-        assert future.result(15) is None
+    for future in admin.alter_user_scram_credentials([deletion], request_timeout=60).values():
+        assert future.result(60) is None
     errors = []
     refused = ck.Producer({"bootstrap.servers": sb.bootstrap("SASL_SSL"), "security.protocol": "SASL_SSL",
                            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "dave", "sasl.password": "dave-secret",
