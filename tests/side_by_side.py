@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import resource
 import shutil
 import socket
 import tempfile
@@ -104,13 +106,16 @@ class DurationRecorder:
 
 
 class RunSummary:
-    """(controller) After a side-by-side run, each worker's busy time and the longest groups' times: the figures
-    to balance the next run by (a run lasts at least as long as its longest group)."""
+    """(controller) After a side-by-side run, each worker's busy time, the longest groups' times, and the CPU the
+    tests used (each test's own process and the processes it started and reaped: brokers, clients, tools): the
+    figures to balance the next run by. A run lasts at least as long as its longest group, and, on a machine
+    with fewer cores than workers, at least as long as its CPU seconds over the cores."""
 
     def __init__(self, shared: Path) -> None:
         self.shared = shared
         self.busy: dict[str, float] = {}
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)  # the worker that ran it (pytest-xdist sets it)
@@ -119,6 +124,9 @@ class RunSummary:
         worker = node.workerinput["workerid"]
         self.busy[worker] = self.busy.get(worker, 0.0) + report.duration
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        for name, value in report.user_properties:
+            if name == CPU_PROPERTY:
+                self.cpu[report.nodeid] = value
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.busy:
@@ -135,6 +143,37 @@ class RunSummary:
         if groups:
             terminalreporter.write_line("groups: " + ", ".join(
                 f"{group} {seconds / 60:.1f} min" for group, seconds in sorted(groups.items(), key=lambda g: -g[1])))
+        if self.cpu:
+            cores = os.cpu_count() or 1
+            total = sum(self.cpu.values())
+            terminalreporter.write_line(f"CPU used by the tests: {total / 60:.1f} min, {total / 60 / cores:.1f} min "
+                                        f"of wall time on {cores} cores at the least; the most:")
+            for nodeid, seconds in sorted(self.cpu.items(), key=lambda c: -c[1])[:10]:
+                terminalreporter.write_line(f"  {seconds:7.1f} s  {nodeid}")
+
+
+CPU_PROPERTY = "side_by_side_cpu_s"
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item):
+    item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item):
+    yield
+    # Before the teardown's report is made, which carries the item's properties to the controller.
+    started = item.stash.get(_CPU_AT_SETUP, None)
+    if started is not None and hasattr(item.config, "workerinput"):
+        item.user_properties.append((CPU_PROPERTY, round(_cpu_seconds() - started, 2)))
 
 
 @pytest.hookimpl(optionalhook=True)
