@@ -165,6 +165,8 @@ def strategy_for(wire: types.WireType, name: str = "") -> st.SearchStrategy:
         return message_sets()
     if wire is types.Boolean:
         return st.just(FIXED_BOOLEANS[name]) if name in FIXED_BOOLEANS else st.booleans()
+    if wire is types.Float64:  # client quotas' values: NaN and infinities too
+        return st.floats(width=64)
     if hasattr(wire, "code"):
         choices = FIELD_RANGES.get(name)
         if isinstance(choices, list):
@@ -224,7 +226,7 @@ def _encode(wire: types.WireType, value: Any, name: str, at: int, ints: list, re
         for item in value:
             out += _encode(wire.element, item, name, at + len(out), ints, records, varints)
         return out
-    if hasattr(wire, "code") and wire is not types.Boolean:
+    if hasattr(wire, "code") and wire not in (types.Boolean, types.Float64):  # the integers the mutator changes
         ints.append((at, wire.code, name))
     encoded = wire.encode(value)
     if wire.flexible and isinstance(wire, (types._String, types._Bytes)):
