@@ -149,6 +149,8 @@ def test_stepping_through_a_scenario_with_predictions(lab_dir, dashboard, tmp_pa
             except Exception:
                 raise AssertionError(f"the scenario did not start: {d.get('/api/scenario')}") from None
             text_is(page, ".lab-dir", str(scenario_lab.resolve()))  # the page follows the scenario's lab
+            from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
             predicted = 0
             for _ in range(60):
                 if page.locator("#scenario-verdict").count():
@@ -158,7 +160,10 @@ def test_stepping_through_a_scenario_with_predictions(lab_dir, dashboard, tmp_pa
                     yes.click()
                     predicted += 1
                 elif page.locator("#scenario-step").is_enabled():
-                    page.locator("#scenario-step").click()
+                    try:  # it may be disabled again by the time the click lands (a step running): next round
+                        page.locator("#scenario-step").click(timeout=2000)
+                    except PlaywrightTimeoutError:
+                        pass
                 page.wait_for_timeout(700)
                 if predicted == 1:
                     screenshot(page, tmp_path, "scenario-prediction")

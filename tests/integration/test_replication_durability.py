@@ -72,14 +72,30 @@ def raw_entries(broker, partition: int, below: int) -> bytes:
     return bytes(out)
 
 
-def latest_offset(broker, partition: int, replica_id: int = -1) -> int:
-    """The high watermark as a consumer sees it (replica_id -1), or the leader's log end (a replica's view)."""
+def latest_offset(broker, partition: int, replica_id: int = -1) -> int | None:
+    """The high watermark as a consumer sees it (replica_id -1), or the leader's log end (a replica's view); None
+    while the broker does not lead the partition yet (ZooKeeper's state moves before its LeaderAndIsr arrives)."""
     with BrokerConnection("127.0.0.1", broker.port, timeout_s=10) as conn:
         response = conn.send(ApiKey.LIST_OFFSETS, 0, {"replica_id": replica_id, "topics": [
             {"topic": TOPIC, "partitions": [{"partition": partition, "timestamp": -1, "max_num_offsets": 1}]}]})
     entry = response.topics[0].partitions[0]
+    if entry.error_code == ErrorCode.NOT_LEADER_FOR_PARTITION:
+        return None
     assert entry.error_code == ErrorCode.NONE
     return entry.offsets[0]
+
+
+def settled(zk, by_id) -> tuple[dict, dict[int, int]] | None:
+    """Each partition's leader as ZooKeeper names it, once each one leads and its HW has reached its log end (a
+    new leader's HW trails until its followers fetch again): (leaders, high watermarks), else None."""
+    leaders = {p: by_id[s["leader"]] for p, s in states(zk).items()}
+    hws = {}
+    for p in range(PARTITIONS):
+        hw = latest_offset(leaders[p], p)
+        if hw is None or hw != latest_offset(leaders[p], p, replica_id=0):
+            return None
+        hws[p] = hw
+    return leaders, hws
 
 
 APPENDED = re.compile(r"on connection (\S+) \(correlation id (\d+)\): \[churn,(\d+)\] appended at offsets "
@@ -180,11 +196,7 @@ def test_durability_under_churn_no_acknowledged_record_is_lost_and_replicas_agre
         producer.join(60)
 
     assert len(producer.acked) > 1000
-    leaders = {p: by_id[s["leader"]] for p, s in states(zk).items()}
-    # A new leader's HW trails until its followers fetch again: wait until every HW reaches its log end.
-    wait_for(lambda: all(latest_offset(leaders[p], p) == latest_offset(leaders[p], p, replica_id=0)
-                         for p in range(PARTITIONS)), 30, "every high watermark to reach its log end")
-    hws = {p: latest_offset(leaders[p], p) for p in range(PARTITIONS)}
+    leaders, hws = wait_for(lambda: settled(zk, by_id), 30, "every leader to lead and its HW to reach its log end")
     wait_for(lambda: all(len({raw_entries(b, p, hws[p]) for b in trio}) == 1 for p in range(PARTITIONS)), 30,
              "every replica to hold the same bytes up to the high watermark")
 
