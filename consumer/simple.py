@@ -147,50 +147,43 @@ class SimpleConsumer:
                 last, refresh = e, True
         raise LeaderNotFound(f"Gave up on [{topic},{partition}] after {self.max_retries} retries: {last}")
 
-    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int | None = None,
-                  max_wait_ms: int = 0, min_bytes: int = 0) -> tuple[bytes | memoryview, int]:
-        """One Fetch of a partition from `offset`, following leader moves: the message set as the leader sent
-        it (undecoded; it may begin before `offset` when compressed, and end in a partial message) and the
-        high watermark. For readers that decode message sets their own way (the Spark source)."""
+    def _fetch_row(self, topic: str, partition: int, offset: int, max_bytes: int | None, max_wait_ms: int,
+                   min_bytes: int, isolation_level: int):
+        """One Fetch v10 of a partition from `offset`, following leader moves: the partition's answer. Record
+        batches come as stored (headers, zstd too), not down-converted; session 0 at epoch -1 is a fetch
+        without a fetch session (KIP-227)."""
         max_bytes = max_bytes or self.fetch_size
 
-        def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int]:
-            # Fetch v10: record batches come as stored (with their headers, zstd too), not down-converted;
-            # session 0 at epoch -1 is a fetch without a fetch session (KIP-227)
+        def request(conn: BrokerConnection):
             response = conn.send(ApiKey.FETCH, 10, {
                 "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
-                "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
+                "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
                 "topics": [{"topic": topic, "partitions": [
                     {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
                      "log_start_offset": -1, "max_bytes": max_bytes}]}]})
             row = response.topics[0].partitions[0]
             if row.error_code != ErrorCode.NONE:
                 raise for_code(row.error_code)(f"[{topic},{partition}] at offset {offset}")
-            return (row.records if row.records is not None else b""), row.high_watermark
+            return row
 
         return self._with_leader(topic, partition, request)
+
+    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int | None = None,
+                  max_wait_ms: int = 0, min_bytes: int = 0) -> tuple[bytes | memoryview, int]:
+        """One Fetch of a partition from `offset`, following leader moves: the message set as the leader sent
+        it (undecoded; it may begin before `offset` when compressed, and end in a partial message) and the
+        high watermark. For readers that decode message sets their own way (the Spark source)."""
+        row = self._fetch_row(topic, partition, offset, max_bytes, max_wait_ms, min_bytes, READ_UNCOMMITTED)
+        return (row.records if row.records is not None else b""), row.high_watermark
 
     def fetch_committed(self, topic: str, partition: int, offset: int, max_bytes: int | None = None,
                         max_wait_ms: int = 0, min_bytes: int = 0) -> tuple[bytes | memoryview, int, list]:
         """fetch_raw at isolation level read_committed (KIP-98): the message set below the last stable offset,
         undecoded, the last stable offset, and the aborted transactions it overlaps as (producer id, first
         offset) pairs (consumer/read_committed.py drops their data)."""
-        max_bytes = max_bytes or self.fetch_size
-
-        def request(conn: BrokerConnection) -> tuple[bytes | memoryview, int, list]:
-            response = conn.send(ApiKey.FETCH, 10, {
-                "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": min_bytes, "max_bytes": max_bytes,
-                "isolation_level": READ_COMMITTED, "session_id": 0, "session_epoch": -1, "forgotten_topics": [],
-                "topics": [{"topic": topic, "partitions": [
-                    {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-                     "log_start_offset": -1, "max_bytes": max_bytes}]}]})
-            row = response.topics[0].partitions[0]
-            if row.error_code != ErrorCode.NONE:
-                raise for_code(row.error_code)(f"[{topic},{partition}] at offset {offset}")
-            aborted = [(a.producer_id, a.first_offset) for a in row.aborted_transactions or ()]
-            return (row.records if row.records is not None else b""), row.last_stable_offset, aborted
-
-        return self._with_leader(topic, partition, request)
+        row = self._fetch_row(topic, partition, offset, max_bytes, max_wait_ms, min_bytes, READ_COMMITTED)
+        aborted = [(a.producer_id, a.first_offset) for a in row.aborted_transactions or ()]
+        return (row.records if row.records is not None else b""), row.last_stable_offset, aborted
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int | None = None, max_wait_ms: int = 0,
               min_bytes: int = 0) -> FetchResult:

@@ -64,3 +64,12 @@ def rows(df) -> list[tuple]:
     """A DataFrame's (topic, partition, offset, key, value), sorted."""
     return sorted((r.topic, r.partition, r.offset, r.key and bytes(r.key), r.value and bytes(r.value))
                   for r in df.select("topic", "partition", "offset", "key", "value").collect())
+
+
+def run_available_now(df, out, checkpoint) -> list[dict]:
+    """Run the stream to what is there now (Trigger.AvailableNow) into Parquet; the progress of each batch."""
+    query = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(150), "the AvailableNow query did not finish"
+    assert query.exception() is None, query.exception()
+    return [p for p in query.recentProgress if p["numInputRows"] or p["sources"][0]["endOffset"]]

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.integration.harness import wait_for_leaders
-from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows
+from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows, run_available_now
 
 PER_PARTITION = 60
 
@@ -76,11 +76,7 @@ def test_a_stream_through_the_brokers_reads_every_record_once_and_a_partition_ad
           .option("subscribe", topic).option("startingOffsets", "earliest").load())
 
     def run_to_the_end() -> int:
-        query = (df.writeStream.format("parquet").option("path", str(out))
-                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        assert query.awaitTermination(150), "the AvailableNow query did not finish"
-        assert query.exception() is None, query.exception()
-        return sum(p["numInputRows"] for p in query.recentProgress)
+        return sum(p["numInputRows"] for p in run_available_now(df, out, checkpoint))
 
     assert run_to_the_end() == 2 * PER_PARTITION
     zk = ZkClient(zk_connect)

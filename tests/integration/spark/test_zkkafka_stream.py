@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.integration.harness import metadata_leaders, wait_for, wait_for_leaders
-from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows
+from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows, run_available_now
 
 PER_PARTITION = 50
 
@@ -25,15 +25,6 @@ def stream(spark, zk_connect: str, **options: str):
 def offsets(value) -> dict:
     """A source's offsets in a progress report (Spark's Kafka JSON, as a string or parsed)."""
     return json.loads(value) if isinstance(value, str) else value
-
-
-def run_available_now(df, out, checkpoint) -> list[dict]:
-    """Run the stream to what is there now (Trigger.AvailableNow) into Parquet; the progress of each batch."""
-    query = (df.writeStream.format("parquet").option("path", str(out)).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    assert query.awaitTermination(150), "the AvailableNow query did not finish"
-    assert query.exception() is None, query.exception()
-    return [p for p in query.recentProgress if p["numInputRows"] or p["sources"][0]["endOffset"]]
 
 
 @pytest.mark.timeout(300)
