@@ -140,9 +140,13 @@ def kafka_python_flow(relay: RecordingRelay, bootstrap: str, client_id: str) -> 
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     group = f"versions-{uuid.uuid4().hex[:6]}"
-    consumer = KafkaConsumer("versions", bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, client_id=client_id,
                              auto_offset_reset="earliest", enable_auto_commit=False, heartbeat_interval_ms=100,
                              session_timeout_ms=6000, max_poll_interval_ms=6000)
+    # The topic's metadata first: a kafka-python member that joins before it has any assigns itself nothing ("No
+    # partition metadata for topic") and waits for the next rebalance, minutes away (seen on a loaded machine).
+    wait_for(lambda: consumer.partitions_for_topic("versions"), 30, "kafka-python to learn the topic")
+    consumer.subscribe(["versions"])
     wait_for(lambda: consumer.poll(200), 60, "kafka-python to read the record")
     consumer.commit()
     assert consumer.committed(TopicPartition("versions", 0)) == 1
