@@ -130,15 +130,20 @@ def _duplicates(items) -> list:
 
 # ---- the modes -------------------------------------------------------------------------------------------------
 
-def _generate(args: argparse.Namespace) -> int:
+def generate_broker_list(args: argparse.Namespace) -> list[int]:
+    """--generate's required options, checked, and its --broker-list (both forms of the tool)."""
     if not (args.topics_to_move_json_file and args.broker_list):
         raise ToolError("If --generate option is used, command must include both --topics-to-move-json-file and "
                         "--broker-list options")
     try:
-        brokers = [int(b) for b in args.broker_list.split(",")]
+        return [int(b) for b in args.broker_list.split(",")]
     except ValueError:
         raise ToolError(f"Invalid --broker-list \"{args.broker_list}\": it must be broker ids separated by commas") \
             from None
+
+
+def _generate(args: argparse.Namespace) -> int:
+    brokers = generate_broker_list(args)
     if _duplicates(brokers):
         raise ToolError("Broker list contains duplicate entries: " + ",".join(map(str, _duplicates(brokers))))
     topics = parse_topics_to_move(read_json_file(args.topics_to_move_json_file), args.topics_to_move_json_file)

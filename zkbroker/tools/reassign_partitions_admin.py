@@ -155,16 +155,9 @@ def _cancel(client: AdminClient, args: argparse.Namespace) -> int:
 
 
 def _generate(client: AdminClient, args: argparse.Namespace) -> int:
-    from zkbroker.tools.reassign_partitions import parse_topics_to_move
+    from zkbroker.tools.reassign_partitions import generate_broker_list, parse_topics_to_move
 
-    if not (args.topics_to_move_json_file and args.broker_list):
-        raise ToolError("If --generate option is used, command must include both --topics-to-move-json-file and "
-                        "--broker-list options")
-    try:
-        brokers = [int(b) for b in args.broker_list.split(",")]
-    except ValueError:
-        raise ToolError(f"Invalid --broker-list \"{args.broker_list}\": it must be broker ids separated by commas") \
-            from None
+    brokers = generate_broker_list(args)
     topics = parse_topics_to_move(read_json_file(args.topics_to_move_json_file), args.topics_to_move_json_file)
     known = set(client.metadata([]).brokers)
     unknown = [b for b in brokers if b not in known]
