@@ -189,6 +189,16 @@ class _Stopper:
 
 BatchListener = Callable[[dict], None]
 
+# Spark waits a fixed 10 s (not configurable in Spark 4.3) for the Python worker that plans a Python data
+# source's micro-batches to connect back; on a machine busy enough to take longer the query fails before
+# its first batch. That failure is the only one worth a retry: the worker never ran, nothing was written.
+TRANSIENT = "Python worker failed to connect back"
+MAX_RESTARTS = 3
+
+
+def is_transient(failure: str) -> bool:
+    return TRANSIENT in failure
+
 
 class StreamIngest:
     def __init__(self, config: StreamIngestConfig, spark, err=None, on_batch: BatchListener | None = None) -> None:
@@ -210,33 +220,48 @@ class StreamIngest:
             resumed = checkpoint_committed_offsets(c.checkpoint)
             if resumed:
                 self._commit(offsets, resumed)
-            query = self._start()
-            batches = records = 0
-            seen = -1
+            self._batches = self._records = 0
+            self._seen = -1
+            restarts = 0
             with _Stopper() as stopper:
                 while True:
-                    for progress in query.recentProgress:
-                        if progress["batchId"] <= seen:
-                            continue
-                        seen = progress["batchId"]
-                        if progress["numInputRows"] or _offsets(progress["sources"][0].get("endOffset")):
-                            self._commit(offsets, _offsets(progress["sources"][0]["endOffset"]))
-                            batches += 1
-                            records += progress["numInputRows"]
-                            print(progress_line(progress), file=self.err, flush=True)
-                            if self.on_batch is not None:
-                                self.on_batch(progress)
-                    if not query.isActive:
+                    query = self._start()
+                    self._follow(query, offsets, stopper)
+                    failure = query.exception()
+                    if failure is None:
                         break
-                    if stopper.requested.is_set() and not query.status["isTriggerActive"]:
-                        query.stop()
-                        continue
-                    time.sleep(POLL_S)
-            if query.exception() is not None:
-                raise RuntimeError(f"the streaming query failed: {query.exception()}")
-            return StreamIngestResult(batches, records, time.monotonic() - started)
+                    if not is_transient(str(failure)) or restarts >= MAX_RESTARTS or stopper.requested.is_set():
+                        raise RuntimeError(f"the streaming query failed: {failure}")
+                    # Restarting from the checkpoint is what a user would do by hand, and exactly once holds
+                    # across it as across a SIGKILL: the checkpoint, not this process, knows what was written.
+                    restarts += 1
+                    print(f"spark-ingest --stream: {TRANSIENT} (a loaded machine); restarting the query from "
+                          f"its checkpoint ({restarts} of {MAX_RESTARTS})", file=self.err, flush=True)
+            return StreamIngestResult(self._batches, self._records, time.monotonic() - started)
         finally:
             zk.close()
+
+    def _follow(self, query, offsets, stopper: _Stopper) -> None:
+        """Until the query ends: each new batch's end offsets into ZooKeeper and a progress line; a stop
+        request stops the query between batches."""
+        while True:
+            for progress in query.recentProgress:
+                if progress["batchId"] <= self._seen:
+                    continue
+                self._seen = progress["batchId"]
+                if progress["numInputRows"] or _offsets(progress["sources"][0].get("endOffset")):
+                    self._commit(offsets, _offsets(progress["sources"][0]["endOffset"]))
+                    self._batches += 1
+                    self._records += progress["numInputRows"]
+                    print(progress_line(progress), file=self.err, flush=True)
+                    if self.on_batch is not None:
+                        self.on_batch(progress)
+            if not query.isActive:
+                return
+            if stopper.requested.is_set() and not query.status["isTriggerActive"]:
+                query.stop()
+                continue
+            time.sleep(POLL_S)
 
     def _start(self):
         c = self.config
