@@ -391,6 +391,17 @@ def test_broker_configs_per_broker_and_cluster_default_in_force_without_a_restar
     assert {i: b.pid for i, b in cluster.brokers.items()} == pids  # no broker restarted
 
 
+def _in_force(cluster: Cluster, entity: str, brokers: list[int], alter):
+    """alter(), then wait until each of `brokers` has processed one more config change of brokers/`entity`."""
+    def processed(i: int) -> int:
+        return len(cluster.brokers[i].log_lines(f"Processed broker config change for brokers/{entity}"))
+
+    before = {i: processed(i) for i in brokers}
+    result = alter()
+    wait_for(lambda: all(processed(i) > before[i] for i in brokers), 10, f"brokers {brokers} applied the change")
+    return result
+
+
 def _produce_to(cluster: Cluster, topic: str, partition: int, records, **config) -> None:
     producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "message.max.bytes": 100000,
                             "linger.ms": 0, **config})
@@ -543,11 +554,15 @@ def test_configs_tool_both_forms_output_is_kafka_2x(cluster):
         _run_tool(*bs, "--alter", *topic, "--add-config", "segment.bytes=4096", "--delete-config", "cleanup.policy"),
         _run_tool(*bs, "--describe", *topic),
         _run_tool(*bs, "--alter", *topic, "--delete-config", "no.such.key"),
-        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config",
-                  "log.cleaner.delete.retention.ms=3600000"),
+        # A broker describes the configs in force, and a change is in force once the broker has read its
+        # notification: each describe waits for that, as a user reading the tool's output a moment later would.
+        _in_force(cluster, "2", [2], lambda: _run_tool(
+            *bs, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config",
+            "log.cleaner.delete.retention.ms=3600000")),
         _run_tool(*bs, "--describe", "--entity-type", "brokers", "--entity-name", "2"),
-        _run_tool(*bs, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
-                  "log.cleaner.min.cleanable.ratio=0.25"),
+        _in_force(cluster, "<default>", sorted(cluster.brokers), lambda: _run_tool(
+            *bs, "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+            "log.cleaner.min.cleanable.ratio=0.25")),
         _run_tool(*bs, "--describe", "--entity-type", "brokers", "--entity-default"),
         _run_tool(*zk, "--describe", "--entity-type", "brokers", "--entity-default"),
         _run_tool(*zk, "--alter", "--entity-type", "brokers", "--entity-name", "2", "--add-config",
