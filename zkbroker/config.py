@@ -364,7 +364,14 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("node.id", _INT, -1, "KRaft mode: this node's id, unique among brokers and controllers.",
               _AT_LEAST_0_OR_UNSET),
     ConfigKey("controller.quorum.voters", _LIST, (),
-              "KRaft mode: the metadata quorum's voters, ID@HOST:PORT,... (their controller listeners)."),
+              "KRaft mode: the metadata quorum's voters, ID@HOST:PORT,... (their controller listeners); "
+              "ID@HOST:PORT:DIRECTORY_ID (as Kafka's storage format --initial-controllers) for every voter "
+              "switches KIP-853's directory ids on (Kafka 3.8+): a voter is known by its log dir's directory.id "
+              "too, and one formatted again replicates as an observer."),
+    ConfigKey("controller.quorum.pre.vote.enable", _BOOLEAN, False,
+              "KRaft mode: KIP-996's Pre-Vote (Kafka 4.0; not in 3.7): a voter that lost its leader asks whether "
+              "a majority would vote for it before it stands, so a voter cut off alone cannot unseat a healthy "
+              "leader when it returns. Every voter must have the same setting (Vote v2 on the wire)."),
     ConfigKey("controller.listener.names", _LIST, (),
               "KRaft mode: the names in listeners that the controller serves the quorum on (the first one is "
               "what other nodes connect to)."),
@@ -915,6 +922,11 @@ class KafkaConfig:
         return parse_quorum_voters(",".join(self["controller.quorum.voters"]))
 
     @property
+    def quorum_voter_directories(self) -> dict[int, str] | None:
+        """controller.quorum.voters' directory ids (KIP-853), None when it names none."""
+        return parse_voter_directories(",".join(self["controller.quorum.voters"]))
+
+    @property
     def metadata_log_dir(self) -> str:
         return self["metadata.log.dir"] or self.log_dirs[0]
 
@@ -926,7 +938,8 @@ class KafkaConfig:
 
 # A controller's `listeners` entry, NAME://host:port (KRaft mode's own parse: the controller listener only).
 _LISTENER = re.compile(r"(?P<protocol>[A-Za-z_]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>[0-9]+)")
-_VOTER = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[^\]]*\]|[^:@\[\]]+):(?P<port>[0-9]+)")
+_VOTER = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[^\]]*\]|[^:@\[\]]+):(?P<port>[0-9]+)"
+                    r"(?::(?P<directory>[A-Za-z0-9_-]{22}))?")
 
 
 def parse_quorum_voters(raw: str) -> dict[int, tuple[str, int]]:
@@ -935,12 +948,26 @@ def parse_quorum_voters(raw: str) -> dict[int, tuple[str, int]]:
     for item in SERVER_CONFIGS["controller.quorum.voters"].coerce(raw):
         m = _VOTER.fullmatch(item)
         if not m or int(m["port"]) > _PORT.max:
-            raise _invalid("controller.quorum.voters", raw, f"{item!r} is not of the form ID@HOST:PORT")
+            raise _invalid("controller.quorum.voters", raw,
+                           f"{item!r} is not of the form ID@HOST:PORT (or ID@HOST:PORT:DIRECTORY_ID)")
         node = int(m["id"])
         if node in voters:
             raise _invalid("controller.quorum.voters", raw, f"voter {node} is named twice")
         voters[node] = (m["host"].strip("[]"), int(m["port"]))
     return voters
+
+
+def parse_voter_directories(raw: str) -> dict[int, str] | None:
+    """The directory ids controller.quorum.voters gives (ID@HOST:PORT:DIRECTORY_ID, KIP-853): voter -> id, or None
+    when it gives none (voters known by id alone, as Kafka 3.7); ConfigError when only some voters have one."""
+    parse_quorum_voters(raw)
+    found = {int(m["id"]): m["directory"] for item in SERVER_CONFIGS["controller.quorum.voters"].coerce(raw)
+             for m in [_VOTER.fullmatch(item)]}
+    if all(d is None for d in found.values()):
+        return None
+    if any(d is None for d in found.values()):
+        raise _invalid("controller.quorum.voters", raw, "either every voter has a directory id or none has")
+    return found
 
 
 def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] | None:

@@ -5,7 +5,12 @@ A broker of a lab applies them when told through its control socket (zkbroker/co
 nothing ever sets one, and each check below is one attribute read. The points, by name:
 
 - `hold_fetchers` / `release_fetchers`: this broker's replica fetchers fetch nothing (they still do a leader
-  epoch truncation first), as if the follower were slow or cut off from its leaders;
+  epoch truncation first), as if the follower were slow or cut off from its leaders; on a KRaft controller, its
+  Raft node's Fetch requests wait unsent (a follower cut off from the quorum's leader: it stands once its fetch
+  timeout passes, while its other requests still go out);
+- `drop_next_vote_response`, `drop_next_begin_quorum_epoch_response`, `drop_next_fetch_response` (`count`),
+  `delay_next_...` (`count`, `ms`), on a KRaft controller: the next answers of that kind it receives are lost on
+  the way (or held), so its Raft node sees no answer and retries after its request timeout;
 - `hold_offset_out_of_range` / `release_offset_out_of_range` (`ms`, optional): a replica fetcher that gets an
   OFFSET_OUT_OF_RANGE answer waits right there, before it asks the leader for its log end and start, until
   released (or `ms` milliseconds each time), so that writes can reach the leader in between (KAFKA-2143's race);
@@ -68,19 +73,25 @@ CLEANER_PHASES = {
 }
 # The controller requests a drop or delay applies to, by the name in the point.
 REQUESTS = {"leader_and_isr": "LeaderAndIsr", "update_metadata": "UpdateMetadata"}
+# The quorum's answers a KRaft controller can lose or hold (raft/raft_manager.py), by the name in the point.
+RESPONSES = {"vote_response": "Vote response", "begin_quorum_epoch_response": "BeginQuorumEpoch response",
+             "fetch_response": "Fetch response"}
 
 POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "release_offset_out_of_range",
           "drop_next_leader_and_isr", "delay_next_leader_and_isr",
           "drop_next_update_metadata", "delay_next_update_metadata",
           "hold_controller_queue", "release_controller_queue",
           "stop_before_zookeeper_write", "stop_after_zookeeper_write",
-          "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading")
+          "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading",
+          *(f"{kind}_next_{response}" for response in RESPONSES for kind in ("drop", "delay")))
 # Which parameters each point takes (required, unless DEFAULTS has one).
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "drop_next_leader_and_isr": ("count",), "drop_next_update_metadata": ("count",),
     "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
     "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
     "hold_offset_out_of_range": ("ms",), "hold_cleaner_at": ("phase",),
+    **{f"drop_next_{response}": ("count",) for response in RESPONSES},
+    **{f"delay_next_{response}": ("count", "ms") for response in RESPONSES},
 }
 # Parameters a point may go without, with no default: hold_offset_out_of_range without ms holds until released.
 OPTIONAL: dict[str, tuple[str, ...]] = {"hold_offset_out_of_range": ("ms",)}
@@ -344,7 +355,8 @@ def describe(fault: dict) -> str:
     if point.startswith(("drop_next_", "delay_next_")):
         kind, request = point.split("_next_", 1)
         count = fault.get("count", DEFAULTS["count"])
-        what = f"the next {count} {REQUESTS.get(request, request)} request{'s' if count != 1 else ''}"
+        name = REQUESTS[request] + " request" if request in REQUESTS else RESPONSES.get(request, request)
+        what = f"the next {count} {name}{'s' if count != 1 else ''}"
         return f"{what} dropped" if kind == "drop" else f"{what} delayed {fault.get('ms')} ms"
     if point.startswith("stop_"):
         when = "before" if point.startswith("stop_before") else "after"

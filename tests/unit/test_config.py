@@ -560,6 +560,20 @@ def test_a_controller_needs_no_zookeeper_and_listens_on_its_controller_listener(
     assert not KafkaConfig.from_props({"zookeeper.connect": "zk:2181", "broker.id": "1"}).is_kraft
 
 
+def test_the_later_raft_fixes_are_off_as_in_kafka_37_and_switched_on_by_their_keys():
+    config = KafkaConfig.from_props(_KRAFT)
+    assert config["controller.quorum.pre.vote.enable"] is False and config.quorum_voter_directories is None
+    voters = "3001@localhost:9093:AAECAwQFBgcICQoLDA0ODw,3002@[::1]:9094:8PHy8_T19vf4-fr7_P3-_w"
+    config = KafkaConfig.from_props({**_KRAFT, "controller.quorum.voters": voters,
+                                     "controller.quorum.pre.vote.enable": "true"})
+    assert config["controller.quorum.pre.vote.enable"] is True
+    assert config.quorum_voters == {3001: ("localhost", 9093), 3002: ("::1", 9094)}
+    assert config.quorum_voter_directories == {3001: "AAECAwQFBgcICQoLDA0ODw", 3002: "8PHy8_T19vf4-fr7_P3-_w"}
+    half = KafkaConfig.from_props({**_KRAFT, "controller.quorum.voters": voters.split(",")[0] + ",3002@[::1]:9094"})
+    with pytest.raises(ConfigError, match="either every voter has a directory id or none has"):
+        half.quorum_voter_directories
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"node.id": None}, 'required configuration "node.id"'),
     ({"zookeeper.connect": "zk:2181"}, "zookeeper.connect must not be set"),

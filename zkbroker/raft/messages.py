@@ -66,8 +66,13 @@ class VoteRequest:
     last_offset_epoch: int
     last_offset: int
     # KIP-996: "would you vote for me in candidate_epoch?", asked before standing; changes nothing at the voter.
-    # Kafka 3.9+ sends it as Vote v2's PreVote field; 3.7 (the wire's version here) has no such field.
+    # Vote v2's PreVote field (Kafka 4.0); Kafka 3.7's v0 has no such field.
     pre_vote: bool = False
+    # KIP-853 (Vote v1+, Kafka 3.8+), with directory ids only: the candidate's log dir, and the voter asked (its
+    # id and the log dir it is known by), so that a voter formatted again answers as the stranger it now is.
+    candidate_directory_id: str | None = None
+    voter_id: int = -1
+    voter_directory_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,9 @@ class BeginQuorumEpochRequest:
     cluster_id: str
     leader_id: int
     leader_epoch: int
+    # KIP-853 (v1+), with directory ids only: the voter told, by id and log dir.
+    voter_id: int = -1
+    voter_directory_id: str | None = None
 
 
 @dataclass(frozen=True)

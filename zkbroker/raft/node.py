@@ -247,7 +247,7 @@ class RaftNode:
             for voter in sorted(self.config.voters - state.acknowledged - {self.node_id}):
                 if self._can_send(voter, now):
                     self._send_request(now, voter, m.BeginQuorumEpochRequest(
-                        self.config.cluster_id, self.node_id, state.epoch))
+                        self.config.cluster_id, self.node_id, state.epoch, *self._voter_key(voter)))
         elif isinstance(state, Resigned):
             if now >= state.election_deadline:
                 self._to_candidate(now)
@@ -262,9 +262,16 @@ class RaftNode:
         epoch = state.epoch + 1 if pre_vote else state.epoch
         for voter in sorted(self.config.voters - state.granted - state.rejected):
             if self._can_send(voter, now):
+                directories = self.config.voter_directories is not None
                 self._send_request(now, voter, m.VoteRequest(
                     self.config.cluster_id, epoch, self.node_id, self.log.last_fetched_epoch, self.log.end_offset,
-                    pre_vote=pre_vote))
+                    pre_vote, self.config.directory_id if directories else None, *self._voter_key(voter)))
+
+    def _voter_key(self, voter: int) -> tuple[int, str | None]:
+        """The voter a request is for, by id and directory id (KIP-853), sent with directory ids only."""
+        if self.config.voter_directories is None:
+            return -1, None
+        return voter, self.config.voter_directories.get(voter)
 
     def _next_deadline(self) -> int:
         state = self.state
@@ -415,9 +422,15 @@ class RaftNode:
                 self._to_voted(now, request.candidate_epoch, request.candidate_id)  # persisted before the answer
         self._respond(source, correlation_id, m.VoteResponse(error, self._leader_or_none(), self.epoch, granted))
 
+    def _addressed_to_another(self, request: m.VoteRequest) -> bool:
+        """KIP-853: a vote request for this id but another log dir is for the voter this node was before it lost
+        its disk; Kafka refuses it (INVALID_VOTER_KEY), and this node grants nothing."""
+        return (request.voter_directory_id is not None and self.config.directory_id is not None
+                and request.voter_directory_id != self.config.directory_id)
+
     def _can_grant_vote(self, request: m.VoteRequest) -> bool:
         state = self.state
-        if not self.config.is_voter:
+        if not self.config.is_voter or self._addressed_to_another(request):
             return False
         if isinstance(state, (Voted, Prospective)):
             return state.voted_id == request.candidate_id
@@ -432,7 +445,7 @@ class RaftNode:
         is the point: a voter cut off alone gets no majority), nor if it already voted for another in that
         epoch; and only for a log at least as up to date as its own."""
         state = self.state
-        if not self.config.is_voter or isinstance(state, Leader):
+        if not self.config.is_voter or isinstance(state, Leader) or self._addressed_to_another(request):
             return False
         if isinstance(state, Follower) and now < state.fetch_deadline:
             return False

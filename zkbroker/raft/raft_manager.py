@@ -29,6 +29,7 @@ from typing import Any
 
 from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.fault_points import FAULTS
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.protocol.metadata_records import build_snapshot, decode_frame, encode_frame, read_snapshot
 
@@ -101,6 +102,8 @@ class RaftManager:
         self._state_seen: tuple | None = None
         self._hw_seen: int | None = None
         self.prefix = f"[RaftManager id={config.node_id}]"
+        # Kafka 3.7's versions, or the later ones that carry the switched-on fixes' fields (wire.quorum_versions)
+        self.versions = wire.quorum_versions(config.pre_vote, config.voter_directories is not None)
 
     # --- lifecycle ------------------------------------------------------------------------------------------
 
@@ -298,7 +301,7 @@ class RaftManager:
 
     async def _call(self, destination: int, request: m.Request) -> m.Response | None:
         api_key = wire.api_key_of(request)
-        version = wire.KAFKA_37_VERSIONS[api_key]
+        version = self.versions[api_key]
         peer = self._peer(destination)
         async with peer.lock:
             try:
@@ -309,9 +312,21 @@ class RaftManager:
         return wire.from_body(api_key, version, False, body)
 
     async def _exchange(self, destination: int, correlation_id: int, request: m.Request) -> None:
+        if isinstance(request, m.FetchRequest):
+            while FAULTS.fetchers_held and not self._stopped:  # the lab's hold_fetchers: cut off from the leader
+                await asyncio.sleep(0.05)
         response = await self._call(destination, request)
         if response is None or self._stopped:
             return
+        fault = FAULTS.take_request_fault(_FAULT_NAMES[type(response)]) if FAULTS.requests else None
+        if fault is not None:  # the lab's drop_next_*_response / delay_next_*_response
+            if fault.ms is None:
+                logger.info("%s %s from node %d dropped (lab fault point)", self.prefix, type(response).__name__,
+                            destination)
+                return
+            await asyncio.sleep(fault.ms / 1000)
+            if self._stopped:
+                return
         if isinstance(response, m.FetchResponse) and response.snapshot_id is not None and response.error_code == 0:
             self._begin_snapshot_fetch(destination, response)
         node = self._node()
@@ -433,6 +448,12 @@ class RaftManager:
     def _read_snapshot(self, snapshot: m.SnapshotId) -> list[MetadataRecord]:
         _, records = read_snapshot(self.log.read_snapshot_bytes(snapshot))
         return records
+
+
+#: Each quorum answer's name in the lab's fault points (zkbroker/fault_points.py RESPONSES).
+_FAULT_NAMES = {m.VoteResponse: "vote_response", m.BeginQuorumEpochResponse: "begin_quorum_epoch_response",
+                m.FetchResponse: "fetch_response", m.EndQuorumEpochResponse: "end_quorum_epoch_response",
+                m.FetchSnapshotResponse: "fetch_snapshot_response"}
 
 
 def _error_response(request: m.Request, code: int) -> m.Response:

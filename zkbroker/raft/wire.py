@@ -12,6 +12,7 @@ Fetch's records travel as magic 2 batches, as the log holds them (``batches``).
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from zkbroker.protocol.api import ApiKey
@@ -22,7 +23,7 @@ from zkbroker.protocol.schemas import fetch as fetch_schemas
 from . import messages as m
 from .batches import batches_to_entries, entries_to_batches
 
-__all__ = ["KAFKA_37_VERSIONS", "api_key_of", "from_body", "to_body"]
+__all__ = ["KAFKA_37_VERSIONS", "api_key_of", "from_body", "quorum_versions", "to_body"]
 
 #: The versions Kafka 3.7's controllers speak to each other (Fetch: its latest; DescribeQuorum: the tool's).
 KAFKA_37_VERSIONS = {
@@ -33,6 +34,37 @@ KAFKA_37_VERSIONS = {
     ApiKey.DESCRIBE_QUORUM: 1,
     ApiKey.FETCH_SNAPSHOT: 0,
 }
+
+
+def quorum_versions(pre_vote: bool = False, directory_ids: bool = False) -> dict[int, int]:
+    """The versions a controller sends with the later fixes switched on: Pre-Vote needs Vote v2 (KIP-996, Kafka
+    4.0), directory ids Vote v1, BeginQuorumEpoch v1 and Fetch v17 (KIP-853, Kafka 3.8). Every voter of a quorum
+    has the same switches (they are the quorum's), so the versions are fixed rather than negotiated."""
+    versions = dict(KAFKA_37_VERSIONS)
+    if directory_ids:
+        versions.update({ApiKey.VOTE: 1, ApiKey.BEGIN_QUORUM_EPOCH: 1, ApiKey.FETCH: 17})
+    if pre_vote:
+        versions[ApiKey.VOTE] = 2
+    return versions
+
+
+#: Uuid.ZERO_UUID, what the wire carries for a directory id not known (None here).
+_ZERO_UUID = bytes(16)
+
+
+def _uuid(directory_id: str | None) -> bytes:
+    """A directory id (22 characters of base64url, as meta.properties holds it) as the wire's 16 bytes."""
+    if directory_id is None:
+        return _ZERO_UUID
+    raw = base64.urlsafe_b64decode(directory_id + "==")
+    if len(raw) != 16:
+        raise LocalProtocolError(f"directory id {directory_id!r} is not a Kafka Uuid")
+    return raw
+
+
+def _directory_id(raw: bytes) -> str | None:
+    raw = bytes(raw)
+    return None if raw == _ZERO_UUID else base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 #: The request-wide MaxBytes of a Raft Fetch (KafkaRaftClient's MAX_FETCH_SIZE_BYTES, 8 MiB).
 MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
@@ -70,20 +102,28 @@ def to_body(message: m.Message, version: int) -> dict[str, Any]:
     if not isinstance(message, m.Request) and message.error_code in REQUEST_WIDE_ERRORS:
         return {"throttle_time_ms": 0, "error_code": message.error_code, "session_id": 0, "topics": []}
     if isinstance(message, m.VoteRequest):
-        return {"cluster_id": message.cluster_id, "topics": _topics(False, {
+        if message.pre_vote and version < 2:
+            raise LocalProtocolError(f"Vote v{version} has no PreVote field (v2+, KIP-996)")
+        return {"cluster_id": message.cluster_id, "voter_id": message.voter_id, "topics": _topics(False, {
             "partition_index": 0, "candidate_epoch": message.candidate_epoch, "candidate_id": message.candidate_id,
-            "last_offset_epoch": message.last_offset_epoch, "last_offset": message.last_offset})}
+            "candidate_directory_id": _uuid(message.candidate_directory_id),
+            "voter_directory_id": _uuid(message.voter_directory_id),
+            "last_offset_epoch": message.last_offset_epoch, "last_offset": message.last_offset,
+            "pre_vote": message.pre_vote})}
     if isinstance(message, m.VoteResponse):
         return {"error_code": 0, "topics": _topics(False, {
             "partition_index": 0, "error_code": message.error_code, "leader_id": message.leader_id,
-            "leader_epoch": message.leader_epoch, "vote_granted": message.vote_granted})}
+            "leader_epoch": message.leader_epoch, "vote_granted": message.vote_granted}), "node_endpoints": []}
     if isinstance(message, m.BeginQuorumEpochRequest):
-        return {"cluster_id": message.cluster_id, "topics": _topics(False, {
-            "partition_index": 0, "leader_id": message.leader_id, "leader_epoch": message.leader_epoch})}
+        # LeaderEndpoints (v1) names the leader's listeners for a voter that does not know them (KIP-853's
+        # dynamic quorums); here every voter knows them from controller.quorum.voters, so none are sent.
+        return {"cluster_id": message.cluster_id, "voter_id": message.voter_id, "topics": _topics(False, {
+            "partition_index": 0, "voter_directory_id": _uuid(message.voter_directory_id),
+            "leader_id": message.leader_id, "leader_epoch": message.leader_epoch}), "leader_endpoints": []}
     if isinstance(message, (m.BeginQuorumEpochResponse, m.EndQuorumEpochResponse)):
         return {"error_code": 0, "topics": _topics(False, {
             "partition_index": 0, "error_code": message.error_code, "leader_id": message.leader_id,
-            "leader_epoch": message.leader_epoch})}
+            "leader_epoch": message.leader_epoch}), "node_endpoints": []}
     if isinstance(message, m.EndQuorumEpochRequest):
         return {"cluster_id": message.cluster_id, "topics": _topics(False, {
             "partition_index": 0, "leader_id": message.leader_id, "leader_epoch": message.leader_epoch,
@@ -93,7 +133,8 @@ def to_body(message: m.Message, version: int) -> dict[str, Any]:
             raise LocalProtocolError(f"Fetch v{version} has no Raft fields (v12+)")
         partition = {"partition": 0, "current_leader_epoch": message.current_leader_epoch,
                      "fetch_offset": message.fetch_offset, "last_fetched_epoch": message.last_fetched_epoch,
-                     "log_start_offset": message.log_start_offset, "max_bytes": message.partition_max_bytes}
+                     "log_start_offset": message.log_start_offset, "max_bytes": message.partition_max_bytes,
+                     "replica_directory_id": _uuid(message.replica_directory_id)}
         return {"cluster_id": message.cluster_id, "replica_id": message.replica_id,
                 "replica_state": {"replica_id": message.replica_id, "replica_epoch": -1},
                 "max_wait_ms": message.max_wait_ms, "min_bytes": 0, "max_bytes": MAX_FETCH_SIZE_BYTES,
@@ -162,13 +203,22 @@ def from_body(api_key: int, version: int, is_request: bool, body: Any) -> m.Mess
     error = getattr(body, "error_code", 0)
     if api_key == ApiKey.VOTE:
         if is_request:
-            return m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id, p.last_offset_epoch, p.last_offset)
+            if version == 0:
+                return m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id, p.last_offset_epoch,
+                                     p.last_offset)
+            return m.VoteRequest(body.cluster_id, p.candidate_epoch, p.candidate_id, p.last_offset_epoch,
+                                 p.last_offset, bool(getattr(p, "pre_vote", False)),
+                                 _directory_id(p.candidate_directory_id), body.voter_id,
+                                 _directory_id(p.voter_directory_id))
         if p is None:
             return m.VoteResponse(error, -1, -1, False)
         return m.VoteResponse(p.error_code, p.leader_id, p.leader_epoch, p.vote_granted)
     if api_key in (ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH):
         begin = api_key == ApiKey.BEGIN_QUORUM_EPOCH
         if is_request:
+            if begin and version >= 1:
+                return m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, body.voter_id,
+                                                 _directory_id(p.voter_directory_id))
             if begin:
                 return m.BeginQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch)
             return m.EndQuorumEpochRequest(body.cluster_id, p.leader_id, p.leader_epoch, tuple(p.preferred_successors))
@@ -177,8 +227,9 @@ def from_body(api_key: int, version: int, is_request: bool, body: Any) -> m.Mess
     if api_key == ApiKey.FETCH:
         if is_request:
             replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
+            directory = _directory_id(p.replica_directory_id) if version >= 17 else None
             return m.FetchRequest(body.cluster_id, replica_id, body.max_wait_ms, p.current_leader_epoch,
-                                  p.fetch_offset, p.last_fetched_epoch, p.log_start_offset, p.max_bytes)
+                                  p.fetch_offset, p.last_fetched_epoch, p.log_start_offset, p.max_bytes, directory)
         if p is None:
             return m.FetchResponse(error, -1, -1, m.LeaderIdAndEpoch(-1, -1))
         de, sid, cl = p.diverging_epoch, p.snapshot_id, p.current_leader

@@ -59,6 +59,9 @@ class ControllerApis:
         self.raft = raft
         self.quorum = quorum
         versions = {**CONTROLLER_VERSIONS, **(QUORUM_CONTROLLER_VERSIONS if quorum is not None else {})}
+        for api_key, version in raft.versions.items():  # the later fixes' versions, when switched on
+            low, high = versions[api_key]
+            versions[api_key] = (low, max(high, version))
         self.versions = dict(sorted(versions.items()))
 
     async def handle(self, header: RequestHeader, frame: bytearray, body_offset: int) -> Any:

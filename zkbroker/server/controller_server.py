@@ -61,13 +61,17 @@ class ControllerServer:
         for warning in config.warnings:
             log.warning("%s", warning)
         voters = config.quorum_voters
+        voter_directories = config.quorum_voter_directories  # KIP-853's directory ids, when the voters name them
+        own = meta_properties.read(config.metadata_log_dir)
         quorum = QuorumConfig(
             node_id=self.node_id, voters=frozenset(voters), cluster_id=cluster_id,
             election_timeout_ms=config["controller.quorum.election.timeout.ms"],
             election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
             fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
             request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES,
+            pre_vote=config["controller.quorum.pre.vote.enable"], voter_directories=voter_directories,
+            directory_id=own.directory_id if voter_directories is not None and own is not None else None)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
         self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
         # Kafka 3.7's unclean.leader.election.enable is false; the table's default is 0.8.2's true

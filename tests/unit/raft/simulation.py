@@ -25,8 +25,10 @@ Invariants, checked after every event (InvariantViolation names the seed and the
 
 from __future__ import annotations
 
+import base64
 import heapq
 import random
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -49,6 +51,11 @@ from zkbroker.raft.states import Leader
 
 OBSERVER_BASE_ID = 100
 REQUESTS = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
+
+
+def directory_id(node: int, generation: int) -> str:
+    """A node's log dir's id (a Kafka Uuid, base64url) as formatted the `generation`-th time."""
+    return base64.urlsafe_b64encode(struct.pack(">qq", node, generation)).decode("ascii").rstrip("=")
 
 
 class InvariantViolation(AssertionError):
@@ -157,7 +164,7 @@ class Simulation:
         self.net_rng = random.Random(f"{schedule.seed}-network")
         self.voters = frozenset(schedule.voter_ids)
         self.node_ids = schedule.voter_ids + schedule.observer_ids
-        self.disks = {n: Disk(f"dir-{n}-0") for n in self.node_ids}
+        self.disks = {n: Disk(directory_id(n, 0)) for n in self.node_ids}
         self.wiped: set[int] = set()  # nodes that lost their disk
         self.nodes: dict[int, RaftNode | None] = {n: None for n in self.node_ids}
         self.incarnation = dict.fromkeys(self.node_ids, 0)
@@ -222,7 +229,7 @@ class Simulation:
         self.incarnation[n] += 1
         stored = quorum_state.decode(disk.quorum_state) if disk.quorum_state is not None else None
         # Without directory ids (Kafka 3.7) a node neither knows nor sends its log dir's id.
-        directories = {v: f"dir-{v}-0" for v in self.voters} if self.schedule.directory_ids else None
+        directories = {v: directory_id(v, 0) for v in self.voters} if self.schedule.directory_ids else None
         config = QuorumConfig(node_id=n, voters=self.voters, pre_vote=self.schedule.pre_vote,
                               directory_id=disk.directory_id if directories else None,
                               voter_directories=directories)
@@ -344,7 +351,7 @@ class Simulation:
             n = max(v for v in self.voters if v not in leaders and self.side[v] == leader_side)
             self._crash(n)
             self.wiped.add(n)
-            self.disks[n] = Disk(f"dir-{n}-{len(self.wiped)}")
+            self.disks[n] = Disk(directory_id(n, len(self.wiped)))
             self.max_epoch[n] = self.max_hw[n] = 0  # a new disk starts from nothing: not a step back
             self._start(n)
         elif fault.kind == "isolate-follower":

@@ -293,3 +293,18 @@ def test_with_pre_vote_a_timed_out_voter_asks_first_in_its_own_epoch_and_stands_
     assert asks and all(s.message.pre_vote and s.message.candidate_epoch == 2 for s in asks)
     pump(nodes, first, effects, now=node.state.election_deadline - 1)
     assert isinstance(node.state, Leader) and node.epoch == 2
+
+
+def test_with_directory_ids_votes_name_the_voter_asked_and_one_formatted_again_grants_none():
+    directories = {v: f"{v:022d}" for v in VOTERS}
+    nodes = {n: make_node(n, stored=ElectionState(1, voters=VOTERS), seed=n, voter_directories=directories,
+                          directory_id=directories[n]) for n in VOTERS}
+    first = min(nodes, key=lambda n: nodes[n].state.election_deadline)
+    asks = sends(stand(nodes[first]), m.VoteRequest)
+    assert {(s.message.voter_id, s.message.voter_directory_id, s.message.candidate_directory_id) for s in asks} == {
+        (s.destination, directories[s.destination], directories[first]) for s in asks}
+    ask = asks[0]
+    wiped = make_node(ask.destination, stored=ElectionState(1, voters=VOTERS), voter_directories=directories,
+                      directory_id="x" * 22)  # its disk lost and formatted again: a new directory id
+    assert not answer(wiped, ask.message)[0].vote_granted
+    assert answer(nodes[ask.destination], ask.message)[0].vote_granted

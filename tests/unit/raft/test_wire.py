@@ -22,7 +22,7 @@ from zkbroker.protocol.api import (
 from zkbroker.protocol.headers import RequestHeader, parse_request_header
 from zkbroker.protocol.metadata_records import METADATA_TOPIC_ID
 from zkbroker.raft import messages as m
-from zkbroker.raft.wire import KAFKA_37_VERSIONS, api_key_of, from_body, to_body
+from zkbroker.raft.wire import KAFKA_37_VERSIONS, api_key_of, from_body, quorum_versions, to_body
 
 TOPIC = b"__cluster_metadata"
 
@@ -57,7 +57,7 @@ RESPONSES = [
 def _versions(message):
     key = api_key_of(message)
     if key == ApiKey.FETCH:
-        return range(12, 17)
+        return range(12, 18)
     return sorted(v for k, v in REQUEST_SCHEMAS if k == key)
 
 
@@ -155,10 +155,10 @@ def test_inconsistent_voter_set_is_kafkas_94():
     assert m.INCONSISTENT_VOTER_SET == 94
 
 
-def through_the_wire(message, correlation_id, is_request):
-    """``message`` as a whole frame at Kafka 3.7's version, and back."""
+def through_the_wire(message, correlation_id, is_request, versions=KAFKA_37_VERSIONS):
+    """``message`` as a whole frame at Kafka 3.7's version (or ``versions``'), and back."""
     key = api_key_of(message)
-    version = KAFKA_37_VERSIONS[key]
+    version = versions[key]
     if is_request:
         frame = memoryview(encode_request(key, version, correlation_id, "raft-client", to_body(message, version)))[4:]
         header, offset = parse_request_header(frame)
@@ -174,9 +174,11 @@ class WireSimulation(Simulation):
     """The simulation with every message sent as bytes: what arrives is what the wire decodes."""
 
     sent: collections.Counter = collections.Counter()
+    versions = KAFKA_37_VERSIONS
 
     def _send(self, src, send):
-        message = through_the_wire(send.message, send.correlation_id, isinstance(send.message, SIMULATED_REQUESTS))
+        message = through_the_wire(send.message, send.correlation_id, isinstance(send.message, SIMULATED_REQUESTS),
+                                   self.versions)
         assert message == send.message
         self.sent[type(message).__name__] += 1
         super()._send(src, type(send)(send.destination, send.correlation_id, message))
@@ -185,7 +187,7 @@ class WireSimulation(Simulation):
 def test_every_message_of_simulated_schedules_survives_the_wire():
     WireSimulation.sent = collections.Counter()
     for seed in range(20):
-        # Pre-Vote is Vote v2's PreVote field (Kafka 3.9+), beyond the 3.7 versions the wire speaks here.
+        # Pre-Vote is Vote v2's PreVote field (Kafka 4.0), beyond the 3.7 versions
         sim = WireSimulation(dataclasses.replace(random_schedule(seed), pre_vote=False))
         sim.check_liveness(sim.run())
     kinds = set(WireSimulation.sent)
@@ -252,3 +254,91 @@ def test_a_request_wide_error_is_answered_at_the_top_with_no_partition(error):
             memoryview(RESPONSE_SCHEMAS[(key, version)].encode(to_body(message, version))), 0)
         assert (body.error_code, body.topics) == (error, [])
         assert from_body(key, version, False, body) == message
+
+
+# --- the later fixes' versions: Vote v1/v2, BeginQuorumEpoch v1, Fetch v17 (KIP-853, KIP-996) ---------------
+
+DIR_A, DIR_B = "AAECAwQFBgcICQoLDA0ODw", "8PHy8_T19vf4-fr7_P3-_w"  # Uuids 00 01 .. 0f and f0 f1 .. ff
+
+
+def test_the_switches_choose_the_versions_that_carry_their_fields():
+    assert quorum_versions() == KAFKA_37_VERSIONS
+    assert quorum_versions(pre_vote=True)[ApiKey.VOTE] == 2
+    assert quorum_versions(directory_ids=True) == {**KAFKA_37_VERSIONS, ApiKey.VOTE: 1,
+                                                   ApiKey.BEGIN_QUORUM_EPOCH: 1, ApiKey.FETCH: 17}
+    assert quorum_versions(True, True)[ApiKey.VOTE] == 2
+
+
+def test_vote_v2_request_bytes_as_kafkas_json_lays_them_out():
+    message = m.VoteRequest("c", 5, 3001, 4, 10, True, DIR_A, 3002, DIR_B)
+    data = REQUEST_SCHEMAS[(52, 2)].encode(to_body(message, 2))
+    expected = (b"\x02c"  # ClusterId
+                + struct.pack(">i", 3002)  # VoterId (v1+)
+                + b"\x02" + b"\x13" + TOPIC
+                + b"\x02" + struct.pack(">iii", 0, 5, 3001)  # PartitionIndex, CandidateEpoch, CandidateId
+                + bytes(range(16)) + bytes(range(0xf0, 0x100))  # CandidateDirectoryId, VoterDirectoryId (v1+)
+                + struct.pack(">iq", 4, 10)  # LastOffsetEpoch, LastOffset
+                + b"\x01"  # PreVote (v2+)
+                + b"\x00" + b"\x00" + b"\x00")  # the partition's, topic's and body's tag buffers
+    assert data == expected
+    body, _ = REQUEST_SCHEMAS[(52, 2)].decode(memoryview(data), 0)
+    assert from_body(52, 2, True, body) == message
+    v1 = dataclasses.replace(message, pre_vote=False)
+    body, _ = REQUEST_SCHEMAS[(52, 1)].decode(memoryview(REQUEST_SCHEMAS[(52, 1)].encode(to_body(v1, 1))), 0)
+    assert from_body(52, 1, True, body) == v1
+
+
+def test_a_pre_vote_cannot_be_sent_at_a_version_without_the_field():
+    with pytest.raises(Exception, match="PreVote"):
+        to_body(m.VoteRequest("c", 5, 3001, 4, 10, pre_vote=True), 1)
+
+
+def test_vote_v1_response_is_v0s_with_an_empty_tag_buffer():
+    response = m.VoteResponse(0, 3002, 6, True)
+    assert (RESPONSE_SCHEMAS[(52, 1)].encode(to_body(response, 1))
+            == RESPONSE_SCHEMAS[(52, 0)].encode(to_body(response, 0)))
+
+
+def test_begin_quorum_epoch_v1_is_flexible_with_the_voter_key_and_leader_endpoints():
+    message = m.BeginQuorumEpochRequest(None, 3002, 6, 3001, DIR_A)
+    data = REQUEST_SCHEMAS[(53, 1)].encode(to_body(message, 1))
+    expected = (b"\x00"  # null ClusterId, compact
+                + struct.pack(">i", 3001)  # VoterId
+                + b"\x02\x13" + TOPIC
+                + b"\x02" + struct.pack(">i", 0) + bytes(range(16)) + struct.pack(">ii", 3002, 6) + b"\x00"
+                + b"\x00"  # the topic's tag buffer
+                + b"\x01"  # LeaderEndpoints: empty
+                + b"\x00")
+    assert data == expected
+    body, _ = REQUEST_SCHEMAS[(53, 1)].decode(memoryview(data), 0)
+    assert from_body(53, 1, True, body) == message
+    answer = m.BeginQuorumEpochResponse(0, 3002, 6)
+    data = RESPONSE_SCHEMAS[(53, 1)].encode(to_body(answer, 1))
+    assert data == (struct.pack(">h", 0) + b"\x02\x13" + TOPIC + b"\x02" + struct.pack(">ihii", 0, 0, 3002, 6)
+                    + b"\x00\x00\x00")
+    body, _ = RESPONSE_SCHEMAS[(53, 1)].decode(memoryview(data), 0)
+    assert from_body(53, 1, False, body) == answer
+
+
+def test_fetch_v17_carries_the_replica_directory_id_as_the_partitions_tag_0():
+    message = m.FetchRequest("abc", 3001, 500, 6, 42, 5, 0, 1048576, DIR_A)
+    data = REQUEST_SCHEMAS[(1, 17)].encode(to_body(message, 17))
+    partition = (struct.pack(">iiqiqi", 0, 6, 42, 5, 0, 1048576)
+                 + b"\x01" + b"\x00\x10" + bytes(range(16)))  # one tag: 0, 16 bytes
+    assert partition in data
+    body, _ = REQUEST_SCHEMAS[(1, 17)].decode(memoryview(data), 0)
+    assert from_body(1, 17, True, body) == message
+    no_directory = dataclasses.replace(message, replica_directory_id=None)
+    assert (REQUEST_SCHEMAS[(1, 17)].encode(to_body(no_directory, 17))
+            == REQUEST_SCHEMAS[(1, 16)].encode(to_body(no_directory, 16)))  # the zero Uuid is not written
+
+
+def test_every_message_of_simulated_schedules_with_both_fixes_survives_the_later_versions():
+    class LaterWire(WireSimulation):
+        versions = quorum_versions(pre_vote=True, directory_ids=True)
+
+    LaterWire.sent = collections.Counter()
+    for seed in range(10):
+        sim = LaterWire(dataclasses.replace(random_schedule(seed), pre_vote=True, directory_ids=True))
+        sim.check_liveness(sim.run())
+    assert {"VoteRequest", "BeginQuorumEpochRequest", "FetchRequest"} <= set(LaterWire.sent)

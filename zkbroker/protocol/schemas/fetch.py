@@ -13,7 +13,8 @@ sendfile; these schemas serve clients, followers and tests. v11 adds rack_id and
 is the first flexible version (KIP-482) and carries KIP-595's Raft fields: the cluster_id tag, each
 partition's last_fetched_epoch, and the response's diverging_epoch, current_leader and snapshot_id tags; v13
 names topics by id (KIP-516), v15 moves replica_id into the replica_state tag (KIP-903), v16 adds the
-node_endpoints tag (KIP-951). 11-16 are registered for the metadata quorum, not advertised.
+node_endpoints tag (KIP-951), v17 each partition's replica_directory_id tag (KIP-853, Kafka 3.8+; the response is
+v16's). 11-17 are registered for the metadata quorum, not advertised.
 """
 
 from ..types import (
@@ -53,6 +54,7 @@ NO_DIVERGING_EPOCH = _EPOCH_END_OFFSET(-1, -1)
 NO_CURRENT_LEADER = _LEADER_ID_AND_EPOCH(-1, -1)
 NO_SNAPSHOT_ID = _SNAPSHOT_ID(-1, -1)
 NO_REPLICA_STATE = _REPLICA_STATE(-1, -1)
+NO_DIRECTORY_ID = bytes(16)  # Uuid.ZERO_UUID
 
 
 def _request(version: int) -> Schema:
@@ -77,7 +79,13 @@ def _request(version: int) -> Schema:
         fields.append(("isolation_level", Int8))
     if version >= 7:
         fields += [("session_id", Int32), ("session_epoch", Int32)]
-    fields.append(("topics", array(topic, ("partitions", array(*partition)))))
+    if version >= 17:
+        # KIP-853: which log dir the fetching replica runs on (a voter restarted on an empty disk has another)
+        partition_type = array(FlexibleSchema(*partition, tagged=(
+            TaggedField(0, "replica_directory_id", Uuid, NO_DIRECTORY_ID),), name="FetchPartition"))
+    else:
+        partition_type = array(*partition)
+    fields.append(("topics", array(topic, ("partitions", partition_type))))
     if version >= 7:
         fields.append(("forgotten_topics", array(topic, ("partitions", array(Int32)))))
     if version >= 11:
@@ -126,8 +134,9 @@ def _response(version: int) -> Schema:
     return FlexibleSchema(*fields, tagged=tagged, name=name)
 
 
-#: Versions 0-16, Kafka 3.7's. Only 0-10 are advertised (README's table); 12-16, flexible, carry the Raft
-#: fields the metadata quorum's controllers fetch with (KIP-595: last_fetched_epoch, the diverging epoch,
-#: the current leader, the snapshot id; v13 topic ids, v15 the ReplicaState tag, v16 node endpoints).
-REQUEST = {version: _request(version) for version in range(17)}
-RESPONSE = {version: _response(version) for version in range(17)}
+#: Versions 0-16, Kafka 3.7's, and 17 (Kafka 3.8's). Only 0-10 are advertised (README's table); 12-17, flexible,
+#: carry the Raft fields the metadata quorum's controllers fetch with (KIP-595: last_fetched_epoch, the diverging
+#: epoch, the current leader, the snapshot id; v13 topic ids, v15 the ReplicaState tag, v16 node endpoints, v17
+#: the replica's directory id).
+REQUEST = {version: _request(version) for version in range(18)}
+RESPONSE = {version: _response(version) for version in range(18)}
