@@ -385,6 +385,8 @@ def test_every_registered_schema_has_a_case():
     covered |= {(1, v, k) for v in range(12, 17) for k in ("request", "response")}
     covered |= {(key, 0, k) for key in (52, 53, 54, 55, 59) for k in ("request", "response")}
     covered |= {(55, 1, "request"), (55, 1, "response")}
+    # ... and the later fixes' versions (Fetch 17, Vote 1-2, BeginQuorumEpoch 1), from Kafka 3.8's and 4.0's JSON
+    covered |= {(key, v, k) for key, v in ((1, 17), (52, 1), (52, 2), (53, 1)) for k in ("request", "response")}
     # The quorum controller's (AlterPartition 0-3, BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
     # AllocateProducerIds): tests/unit/protocol/test_quorum_controller_schemas.py.
     covered |= {(56, v, k) for v in range(4) for k in ("request", "response")}
