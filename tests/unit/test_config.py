@@ -571,7 +571,7 @@ def test_the_later_raft_fixes_are_off_as_in_kafka_37_and_switched_on_by_their_ke
     assert config.quorum_voter_directories == {3001: "AAECAwQFBgcICQoLDA0ODw", 3002: "8PHy8_T19vf4-fr7_P3-_w"}
     half = KafkaConfig.from_props({**_KRAFT, "controller.quorum.voters": voters.split(",")[0] + ",3002@[::1]:9094"})
     with pytest.raises(ConfigError, match="either every voter has a directory id or none has"):
-        half.quorum_voter_directories
+        _ = half.quorum_voter_directories
 
 
 @pytest.mark.parametrize(("change", "message"), [
