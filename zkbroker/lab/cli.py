@@ -26,11 +26,19 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
             which.add_argument("--broker", type=_broker_id, metavar="ID|controller",
                                help="a broker id, or controller: the broker /controller names now")
             which.add_argument("--zookeeper", type=int, metavar="N", help="a ZooKeeper server, by its myid")
+            which.add_argument("--controller", type=_controller_id, metavar="ID|active",
+                               help="a KRaft lab's controller by node id, or active: the quorum's leader now")
         p.set_defaults(run=run)
         return p
 
-    up = action("up", "start ZooKeeper and brokers; return when the cluster is usable", _up)
-    up.add_argument("--brokers", type=int, default=3)
+    up = action("up", "start ZooKeeper and brokers (or, with --kraft, a controller quorum); return when the "
+                "cluster is usable", _up)
+    up.add_argument("--brokers", type=int, default=None, metavar="N",
+                    help="how many brokers (default 3; with --kraft 0, since KRaft brokers do not exist yet)")
+    up.add_argument("--kraft", action="store_true",
+                    help="KRaft mode (DESIGN §17): controller processes 3001.. elect a quorum leader; no ZooKeeper")
+    up.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5), metavar="1|3|5",
+                    help="--kraft: how many controllers (voters of the metadata quorum)")
     up.add_argument("--zookeeper", default="auto", metavar="auto|HOST:PORT",
                     help="auto starts a real ZooKeeper; otherwise use this one (a fresh chroot is added)")
     up.add_argument("--zookeepers", type=int, default=1, choices=ENSEMBLE_SIZES, metavar="1|3|5",
@@ -64,11 +72,17 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     heal.add_argument("node", metavar="NODE", nargs="?", help=NODE_HELP)
     state = action("state", "a broker's own view: each partition's applied LeaderAndIsr, HW and LEO, its "
                    "metadata cache, ZooKeeper session and controller epoch (its lab control socket)", _state)
-    state.add_argument("--broker", type=int, metavar="ID", required=True)
+    which = state.add_mutually_exclusive_group(required=True)
+    which.add_argument("--broker", type=int, metavar="ID")
+    which.add_argument("--controller", type=_controller_id, metavar="ID|active",
+                       help="a KRaft lab's controller: its Raft state and metadata log offsets")
     state.add_argument("--json", action="store_true", help="print the broker's `state` answer as JSON")
     fault = action("fault", "put a fault point in force inside a broker (or --heal it); a broker that is down "
                    "gets it from the first instant of its next start", _fault)
-    fault.add_argument("--broker", type=int, metavar="ID", required=True)
+    which = fault.add_mutually_exclusive_group(required=True)
+    which.add_argument("--broker", type=int, metavar="ID")
+    which.add_argument("--controller", type=_controller_id, metavar="ID|active",
+                       help="a KRaft lab's controller (hold_fetchers, drop_next_vote_response, ...)")
     fault.add_argument("point", metavar="POINT", nargs="?", help=", ".join(fault_points.POINTS))
     fault.add_argument("--count", type=int, metavar="N", help="drop_next_* / delay_next_*: how many requests")
     fault.add_argument("--ms", type=int, metavar="MS", help="delay_next_*: how long each request is held; "
@@ -93,15 +107,28 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     add_lesson_commands(actions)
 
 
-NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, or clients (everything outside the lab, "
-             "this shell included)")
+NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, controller:ID (a KRaft lab's), or clients "
+             "(everything outside the lab, this shell included)")
 
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
-    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
-                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure)
+    brokers = args.brokers if args.brokers is not None else (0 if args.kraft else 3)
+    cluster = lab.up(brokers=brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
+                     zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure,
+                     kraft=args.kraft, controllers=args.controllers)
     status = lab.status()
+    if cluster.kraft:
+        for c in cluster.controllers:
+            print(f"Controller {c.id}: {c.host}:{c.port} (pid {c.pid})")
+        quorum = status["quorum"]
+        print(f"Quorum leader: controller {quorum['leader']} at epoch {quorum['epoch']}")
+        if not cluster.brokers:
+            print("No brokers: KRaft brokers (process.roles=broker) do not exist yet; this lab is its quorum.")
+        if status["network"]:
+            print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']}")
+        print(f"Cluster description: {lab.cluster_file}")
+        return 0
     print(f"ZooKeeper: {cluster.zookeeper}" + (f" (pid {cluster.zookeeper_pid})" if cluster.zookeeper_pid else ""))
     if len(status["zookeepers"]) > 1:
         for z in status["zookeepers"]:
@@ -125,6 +152,10 @@ def _env(args: argparse.Namespace) -> int:
 
     lab = LabCluster(args.dir)
     cluster = lab.load()
+    if cluster.kraft:
+        print(f"CONTROLLERS={shlex.quote(','.join(f'{c.host}:{c.port}' for c in cluster.controllers))}")
+        print(f"BROKERS={shlex.quote(','.join(f'{b.host}:{b.port}' for b in cluster.brokers))}")
+        return 0
     print(f"ZK={shlex.quote(cluster.zookeeper)}")
     print(f"BROKERS={shlex.quote(','.join(f'{b.host}:{b.port}' for b in cluster.brokers))}")
     if lab.secure:
@@ -141,7 +172,36 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_kraft_status(status: dict) -> str:
+    quorum = status["quorum"]
+    lines = ["Mode:       KRaft (no ZooKeeper)",
+             "Quorum:     " + (f"controller {quorum['leader']} leads epoch {quorum['epoch']}, high watermark "
+                              f"{quorum['high_watermark']}" if quorum["leader"] is not None else "no leader known")]
+    rows = [("CONTROLLER", "HOST", "PORT", "PID", "PROCESS", "STATE", "EPOCH", "LEADER", "VOTED-FOR", "LOG-END",
+             "HW")]
+    for c in status["controllers"]:
+        raft = c["raft"] or {}
+        rows.append((str(c["id"]), c["host"], str(c["port"]), str(c["pid"] or "-"), c["process"],
+                     *(("-" if raft.get(k) is None else str(raft[k]))
+                       for k in ("state", "epoch", "leader", "voted_for", "log_end_offset", "high_watermark"))))
+    lines += [""] + _table(rows)
+    if not status["brokers"]:
+        lines += ["", "Brokers: none (KRaft brokers do not exist yet)"]
+    faults = [f"controller {c['id']}: " + "; ".join(map(fault_points.describe, c["faults"]))
+              for c in status["controllers"] if c.get("faults")]
+    faults += [f"controller {c['id']} (at its next start): "
+               + "; ".join(map(fault_points.describe, c["faults_at_start"]))
+               for c in status["controllers"] if c.get("faults_at_start")]
+    lines += ["", *(f"Fault point: {f}" for f in faults)] if faults else ["", "Fault points: none"]
+    if status["network"]:
+        lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
+        lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
+    return "\n".join(lines)
+
+
 def format_status(status: dict) -> str:
+    if status.get("mode") == "kraft":
+        return format_kraft_status(status)
     controller = status["controller"]
     lines = [f"ZooKeeper:  {status['zookeeper']}"]
     if status["zookeeper_reachable"]:
@@ -192,9 +252,13 @@ def _signal_command(args: argparse.Namespace) -> int:
     if args.zookeeper is not None:
         z = on_zookeeper(lab, args.zookeeper)
         print(f"{done} ZooKeeper server {z.id} (pid {z.pid}){how}.")
+    elif args.controller is not None:
+        c = on_broker(lab, _resolve_controller(lab, args.controller))
+        print(f"{done} controller {c.id} (pid {c.pid}){how}.")
     else:
-        b = on_broker(lab, _resolve_broker(lab, args.broker))
-        print(f"{done} broker {b.id} (pid {b.pid}){how}.")
+        which = _resolve_broker(lab, args.broker)
+        b = on_broker(lab, which)
+        print(f"{done} {'controller' if isinstance(which, str) else 'broker'} {b.id} (pid {b.pid}){how}.")
     return 0
 
 
@@ -207,10 +271,30 @@ def _broker_id(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"a broker id or controller, not {text!r}") from None
 
 
+def _controller_id(text: str) -> int | str:
+    if text == "active":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a controller's node id or active, not {text!r}") from None
+
+
+def _resolve_controller(lab: LabCluster, controller: int | str) -> str:
+    """`--controller ID` as the member "controller:ID"; `active`: the quorum's leader now."""
+    if controller == "active":
+        controller = lab.status()["controller"]
+        if controller is None:
+            raise LabError("The quorum has no leader now")
+    return f"controller:{controller}"
+
+
 def _resolve_broker(lab: LabCluster, broker: int | str) -> int:
     """`--broker controller`: the broker /controller names now (a lesson or a tour need not know its id)."""
     if broker != "controller":
         return broker
+    if lab.load().kraft:  # in KRaft mode the controller is the quorum's leader, a controller process
+        return _resolve_controller(lab, "active")
     controller = lab.status()["controller"]
     if controller is None:
         raise LabError("There is no controller now (/controller is empty)")
@@ -231,9 +315,14 @@ def _start(args: argparse.Namespace) -> int:
         z, serving = lab.start_zookeeper(args.zookeeper)
         print(f"Started ZooKeeper server {z.id} on {z.host}:{z.port} (pid {z.pid}); "
               + ("it serves." if serving else "it waits for a majority of the ensemble to run."))
+    elif args.controller is not None:
+        c = lab.start(_resolve_controller(lab, args.controller))
+        print(f"Started controller {c.id} on {c.host}:{c.port} (pid {c.pid}); it rejoins the quorum.")
     else:
-        b = lab.start(_resolve_broker(lab, args.broker))
-        print(f"Started broker {b.id} on {b.host}:{b.port} (pid {b.pid}); it is registered.")
+        which = _resolve_broker(lab, args.broker)
+        b = lab.start(which)
+        print(f"Started {'controller' if isinstance(which, str) else 'broker'} {b.id} on {b.host}:{b.port} "
+              f"(pid {b.pid}); " + ("it rejoins the quorum." if isinstance(which, str) else "it is registered."))
     return 0
 
 
@@ -283,13 +372,34 @@ def _ui(args: argparse.Namespace) -> int:
 
 
 def _state(args: argparse.Namespace) -> int:
-    state = LabCluster(args.dir).broker_state(args.broker)
+    lab = LabCluster(args.dir)
+    which = _resolve_controller(lab, args.controller) if args.controller is not None else args.broker
+    state = lab.broker_state(which)
     print(json.dumps(state, indent=2) if args.json else format_state(state))
     return 0
 
 
+def format_controller_state(state: dict) -> str:
+    """`lab state --controller`: a KRaft controller's Raft state and metadata log offsets."""
+    raft = state.get("raft")
+    if raft is None:
+        return f"Controller {state['node']} (pid {state['pid']}): its Raft node has not started"
+    snapshot = raft.get("snapshot")
+    lines = [f"Controller {state['node']} (pid {state['pid']}): {raft['state']} in epoch {raft['epoch']}, leader "
+             f"{'none known' if raft['leader'] is None else raft['leader']}, voted for "
+             f"{'nobody' if raft['voted_for'] is None else raft['voted_for']}",
+             f"Metadata log: start {raft['log_start_offset']}, end {raft['log_end_offset']}, high watermark "
+             f"{'unknown' if raft['high_watermark'] is None else raft['high_watermark']}, latest snapshot "
+             + ("none" if snapshot is None else f"{snapshot['end_offset']} (epoch {snapshot['epoch']})"),
+             f"Voters: {','.join(map(str, raft['voters']))}"]
+    lines += ["", "Fault points: " + ("; ".join(map(fault_points.describe, state["faults"])) or "none")]
+    return "\n".join(lines)
+
+
 def format_state(state: dict) -> str:
     """`lab state`: a broker's own view in words and tables."""
+    if state.get("role") == "controller":
+        return format_controller_state(state)
     controller = state["controller"]
     lines = [f"Broker {state['broker']} (pid {state['pid']}): ZooKeeper session {state['session'] or 'none'}"
              f" ({'connected' if state['zookeeper_connected'] else 'disconnected'}); controller epoch seen "
@@ -320,19 +430,21 @@ def format_state(state: dict) -> str:
 
 def _fault(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
+    which = _resolve_controller(lab, args.controller) if args.controller is not None else args.broker
+    name = which.replace(":", " ") if isinstance(which, str) else f"broker {which}"
     down = False
     if args.heal:
-        in_force = lab.heal_faults(args.broker, args.point)
-        said = f"Healed {args.point or 'every fault point'} on broker {args.broker}."
+        in_force = lab.heal_faults(which, args.point)
+        said = f"Healed {args.point or 'every fault point'} on {name}."
     else:
         if args.point is None:
             raise LabError(f"Name a fault point ({', '.join(fault_points.POINTS)}), or --heal")
-        entry = lab.load().broker(args.broker)
+        entry = lab.load().member(which)
         down = entry.pid is None or process_state(entry.pid) == "dead"
-        in_force = lab.fault(args.broker, args.point, count=args.count, ms=args.ms, write=args.write,
+        in_force = lab.fault(which, args.point, count=args.count, ms=args.ms, write=args.write,
                              action=args.action, phase=args.phase)
-        said = (f"Fault point {args.point} armed for broker {args.broker}'s next start (it is not running)."
-                if down else f"Fault point {args.point} in force on broker {args.broker}.")
+        said = (f"Fault point {args.point} armed for {name}'s next start (it is not running)."
+                if down else f"Fault point {args.point} in force on {name}.")
     if args.json:
         print(json.dumps(in_force))
         return 0

@@ -16,6 +16,10 @@ an ensemble (each member's pid is in `zookeepers`) and when the lab did not star
 (`--zookeeper HOST:PORT`, when `zookeepers` is empty). Everything the lab does is also appended to
 `DIR/timeline.jsonl` (zkbroker/timeline.py), and the brokers are started with ZKBROKER_TIMELINE naming it.
 
+`up --kraft` starts no ZooKeeper: dedicated controller processes (ids 3001..300N, `"controllers"` beside
+`"brokers"`, `"mode": "kraft"` and no `zookeeper` keys; zkbroker/lab/kraft_lab.py) elect a quorum leader, and the
+lab verbs take `controller:ID` wherever they take a broker id.
+
 `up --secure` starts its ZooKeeper with a SASL DIGEST-MD5 login for the brokers and the brokers with
 `zookeeper.set.acl=true` (zkbroker.zk.security); the login is written to `DIR/jaas.conf`, which the lab's
 brokers get through $ZKBROKER_JAAS_CONFIG and which tools need the same way to change anything.
@@ -51,8 +55,17 @@ from kazoo.exceptions import NoNodeError
 from zkbroker import fault_points, timeline
 from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
 from zkbroker.control_protocol import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
+from zkbroker.lab import kraft_lab
 from zkbroker.lab.control_client import ControlClient
-from zkbroker.lab.network import CLIENTS, LabNetwork, NetworkError, Partition, broker_node, zookeeper_node
+from zkbroker.lab.network import (
+    CLIENTS,
+    LabNetwork,
+    NetworkError,
+    Partition,
+    broker_node,
+    controller_node,
+    zookeeper_node,
+)
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
@@ -93,6 +106,31 @@ class BrokerEntry:
 
 
 @dataclass
+class ControllerEntry:
+    """A KRaft controller (process.roles=controller) of a `--kraft` lab; a lab member as a broker is."""
+
+    id: int  # its node.id, 3001...
+    host: str
+    port: int  # its controller listener
+    pid: int | None
+    config: str
+    control: str | None = None
+
+
+#: A lab member a verb acts on: a broker id, or "controller:ID".
+Member = int | str
+
+
+def member_node(which: Member) -> str:
+    """The member's timeline source and network node: broker:ID or controller:ID."""
+    return which if isinstance(which, str) else broker_node(which)
+
+
+def member_label(which: Member) -> str:
+    return f"Controller {which.split(':', 1)[1]}" if isinstance(which, str) else f"Broker {which}"
+
+
+@dataclass
 class ZooKeeperEntry:
     id: int  # the server's myid
     host: str
@@ -106,6 +144,41 @@ class ClusterFile:
     zookeeper_pid: int | None
     zookeepers: list[ZooKeeperEntry] = field(default_factory=list)
     brokers: list[BrokerEntry] = field(default_factory=list)
+    mode: str = "zookeeper"  # or "kraft" (DESIGN §17)
+    controllers: list[ControllerEntry] = field(default_factory=list)
+
+    @property
+    def kraft(self) -> bool:
+        return self.mode == "kraft"
+
+    def to_json(self) -> dict:
+        """cluster.json's object: a KRaft lab has `controllers` and no `zookeeper` keys (DESIGN §17)."""
+        out = asdict(self)
+        if self.kraft:
+            for key in ("zookeeper", "zookeeper_pid", "zookeepers"):
+                out.pop(key)
+        else:
+            out.pop("controllers")
+        return out
+
+    def controller(self, node_id: int) -> ControllerEntry:
+        for entry in self.controllers:
+            if entry.id == node_id:
+                return entry
+        if not self.controllers:
+            raise LabError("This lab has no controller processes (it runs in ZooKeeper mode; "
+                           "`lab up --kraft` starts a KRaft lab)")
+        raise LabError(f"There is no controller {node_id} in this lab (controllers: "
+                       f"{', '.join(str(c.id) for c in self.controllers)})")
+
+    def member(self, which: Member) -> BrokerEntry | ControllerEntry:
+        """A broker by id, or a controller by "controller:ID"."""
+        if isinstance(which, str):
+            kind, _, node_id = which.partition(":")
+            if kind != "controller" or not node_id.isdigit():
+                raise LabError(f"{which!r} names no lab member (broker ids, or controller:ID)")
+            return self.controller(int(node_id))
+        return self.broker(which)
 
     def broker(self, broker_id: int) -> BrokerEntry:
         for entry in self.brokers:
@@ -149,9 +222,10 @@ class LabCluster:
                            f"`zkbroker lab up --dir {self.dir}`") from None
         except json.JSONDecodeError as e:
             raise LabError(f"{self.cluster_file} is not valid JSON: {e}") from None
-        return ClusterFile(raw["zookeeper"], raw.get("zookeeper_pid"),
+        return ClusterFile(raw.get("zookeeper", ""), raw.get("zookeeper_pid"),
                            [ZooKeeperEntry(**z) for z in raw.get("zookeepers", [])],
-                           [BrokerEntry(**b) for b in raw.get("brokers", [])])
+                           [BrokerEntry(**b) for b in raw.get("brokers", [])], raw.get("mode", "zookeeper"),
+                           [ControllerEntry(**c) for c in raw.get("controllers", [])])
 
     @contextlib.contextmanager
     def locked(self, create: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
@@ -186,14 +260,18 @@ class LabCluster:
 
     def save(self, cluster: ClusterFile) -> None:
         tmp = self.cluster_file.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(cluster), indent=2) + "\n")
+        tmp.write_text(json.dumps(cluster.to_json(), indent=2) + "\n")
         tmp.replace(self.cluster_file)
 
     # ---- up / down ----------------------------------------------------------------------------------------
 
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
            base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
-           subnet: str | None = None, secure: bool = False) -> ClusterFile:
+           subnet: str | None = None, secure: bool = False, kraft: bool = False,
+           controllers: int = 3) -> ClusterFile:
+        if kraft:
+            return self._up_kraft_checked(brokers, controllers, zookeeper, config, timeout_s, zookeepers, network,
+                                          subnet, secure)
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
         if zookeepers not in ENSEMBLE_SIZES:
@@ -252,7 +330,7 @@ class LabCluster:
                                                                  overrides))
             self.save(cluster)
             for entry in cluster.brokers:
-                entry.pid = self._spawn_broker(entry)
+                entry.pid = self._spawn(entry, broker_node(entry.id))
             self.save(cluster)
             self._wait_usable(cluster, [b.id for b in cluster.brokers], timeout_s)
         except BaseException:
@@ -260,6 +338,82 @@ class LabCluster:
             raise
         self._record_zookeeper_roles(cluster)
         return cluster
+
+    # ---- up --kraft (DESIGN §17) -------------------------------------------------------------------------------
+
+    def _up_kraft_checked(self, brokers: int, controllers: int, zookeeper: str, config: list[str] | tuple[str, ...],
+                          timeout_s: float, zookeepers: int, network: bool, subnet: str | None,
+                          secure: bool) -> ClusterFile:
+        if controllers not in kraft_lab.QUORUM_SIZES:
+            raise LabError(f"--controllers takes {', '.join(map(str, kraft_lab.QUORUM_SIZES))} (an odd quorum), "
+                           f"not {controllers}")
+        if zookeeper != "auto" or zookeepers != 1 or secure:
+            raise LabError("--kraft starts no ZooKeeper; it cannot be combined with --zookeeper, --zookeepers or "
+                           "--secure")
+        if brokers < 0:
+            raise LabError("--brokers cannot be negative")
+        if subnet is not None and not network:
+            raise LabError("--subnet chooses the lab network's addresses; it needs --network")
+        if network:
+            _check_network_privilege()
+        with self.locked(create=True):
+            if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
+                raise LabError(f"A lab cluster is already running in {self.dir}; "
+                               f"stop it with `zkbroker lab down --dir {self.dir}`")
+            return self._up_kraft(brokers, controllers, config, timeout_s, network, subnet)
+
+    def _up_kraft(self, brokers: int, controllers: int, config: list[str] | tuple[str, ...], timeout_s: float,
+                  network: bool, subnet: str | None) -> ClusterFile:
+        overrides = _parse_overrides(config)
+        (self.dir / JAAS_FILE).unlink(missing_ok=True)
+        cluster = ClusterFile("", None, mode="kraft")
+        self.save(cluster)  # from here on `down` finds (and undoes) whatever part of the lab exists
+        try:
+            ids = kraft_lab.controller_ids(controllers)
+            addresses = {}
+            if network:
+                addresses = self.network.create(subnet, [], list(range(1, brokers + 1)), ids).addresses
+                self._record("network_created", subnet=self.network.load().subnet)
+                ports = [kraft_lab.CONTROLLER_PORT] * controllers
+            else:
+                ports = _choose_ports(controllers, None)
+            hosts = [addresses.get(controller_node(node), HOST) for node in ids]
+            voters = kraft_lab.voters_value(zip(ids, hosts, ports))
+            cluster_id = kraft_lab.random_cluster_id()
+            for node, host, port in zip(ids, hosts, ports):
+                directory = self.dir / f"controller-{node}"
+                directory.mkdir(parents=True, exist_ok=True)
+                (directory / FAULTS_AT_START_FILE).unlink(missing_ok=True)
+                config_path = directory / "server.properties"
+                config_path.write_text("# written by `zkbroker lab up --kraft`\n" + kraft_lab.controller_properties(
+                    node, host, port, voters, directory / "data", overrides))
+                kraft_lab.format_storage(cluster_id, config_path, f"controller {node}")
+                cluster.controllers.append(ControllerEntry(node, host, port, None, str(config_path),
+                                                           str(directory / SOCKET_NAME)))
+            self.save(cluster)
+            for entry in cluster.controllers:
+                entry.pid = self._spawn(entry, controller_node(entry.id))
+            self.save(cluster)
+            leader, epoch = kraft_lab.wait_for_leader(cluster.controllers, timeout_s)
+            self._start_kraft_brokers(cluster, brokers, addresses, voters, cluster_id, overrides, timeout_s)
+        except kraft_lab.KRaftLabError as e:
+            self._stop_everything()
+            raise LabError(str(e)) from None
+        except BaseException:
+            self._stop_everything()
+            raise
+        return cluster
+
+    def _start_kraft_brokers(self, cluster: ClusterFile, count: int, addresses: dict[str, str], voters: str,
+                             cluster_id: str, overrides: dict[str, str], timeout_s: float) -> None:
+        """The hook for KRaft brokers (process.roles=broker, ids 1..count): write each one's server.properties
+        (process.roles=broker, node.id, controller.quorum.voters=`voters`, controller.listener.names, listeners),
+        `storage format` it with `cluster_id`, append a BrokerEntry, spawn it with self._spawn(entry,
+        broker_node(id)) and wait until the active controller has it registered and unfenced. Until brokers run
+        in KRaft mode a KRaft lab has its controllers only."""
+        if count:
+            raise kraft_lab.KRaftLabError("KRaft brokers (process.roles=broker) do not exist yet: a KRaft lab runs "
+                                          "its controllers only (lab up --kraft --brokers 0)")
 
     def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
         return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")
@@ -333,8 +487,8 @@ class LabCluster:
         from zkbroker.lab.zookeeper import stop_container, stop_pid
 
         cluster = self.load() if self.cluster_file.exists() else ClusterFile("", None)
-        lab_brokers = self._lab_processes(_is_broker)
-        known = [e.pid for e in cluster.brokers if e.pid in lab_brokers]
+        lab_brokers = self._lab_processes(_is_broker)  # controllers too: `zkbroker server` on DIR/controller-N/...
+        known = [e.pid for e in [*cluster.brokers, *cluster.controllers] if e.pid in lab_brokers]
         for pid in known + [pid for pid in lab_brokers if pid not in known]:
             stop_process(pid, timeout_s=10.0)
         zookeepers = {cluster.zookeeper_pid, *(z.pid for z in cluster.zookeepers), *self._lab_processes(_is_zookeeper)}
@@ -361,6 +515,7 @@ class LabCluster:
 
     def _anything_running(self, cluster: ClusterFile) -> bool:
         pids = [b.pid for b in cluster.brokers] + [z.pid for z in cluster.zookeepers] + [cluster.zookeeper_pid]
+        pids += [c.pid for c in cluster.controllers]
         return any(pid is not None and process_state(pid) != "dead" for pid in pids)
 
     # ---- the lab network -------------------------------------------------------------------------------------
@@ -431,33 +586,35 @@ class LabCluster:
         return self._signal(broker_id, signal.SIGCONT)
 
     @_under_lock
-    def _signal(self, broker_id: int, sig: signal.Signals) -> BrokerEntry:
-        entry = self.load().broker(broker_id)
-        _send(f"Broker {broker_id}", entry.pid, sig)
-        self._record(_SIGNAL_EVENTS[sig], node=f"broker:{broker_id}", pid=entry.pid, signal=sig.name)
+    def _signal(self, broker_id: Member, sig: signal.Signals) -> BrokerEntry | ControllerEntry:
+        entry = self.load().member(broker_id)
+        _send(member_label(broker_id), entry.pid, sig)
+        self._record(_SIGNAL_EVENTS[sig], node=member_node(broker_id), pid=entry.pid, signal=sig.name)
         return entry
 
     @_under_lock
-    def stop(self, broker_id: int, timeout_s: float = 30.0) -> BrokerEntry:
-        """Stop one broker with SIGTERM: a clean (and, with the controller issue, controlled) shutdown."""
-        entry = self.load().broker(broker_id)
+    def stop(self, broker_id: Member, timeout_s: float = 30.0) -> BrokerEntry | ControllerEntry:
+        """Stop one broker with SIGTERM: a clean (and, with the controller issue, controlled) shutdown. A KRaft
+        controller that leads resigns first (EndQuorumEpoch)."""
+        entry = self.load().member(broker_id)
         if entry.pid is None or process_state(entry.pid) == "dead":
-            raise LabError(f"Broker {broker_id} is not running")
+            raise LabError(f"{member_label(broker_id)} is not running")
         stop_process(entry.pid, timeout_s=timeout_s)
-        self._record("process_stopped", node=f"broker:{broker_id}", pid=entry.pid, signal="SIGTERM")
+        self._record("process_stopped", node=member_node(broker_id), pid=entry.pid, signal="SIGTERM")
         return entry
 
     @_under_lock
-    def start(self, broker_id: int, timeout_s: float = 60.0, faults: list[dict] | tuple[dict, ...] = ()) -> BrokerEntry:
+    def start(self, broker_id: Member, timeout_s: float = 60.0,
+              faults: list[dict] | tuple[dict, ...] = ()) -> BrokerEntry | ControllerEntry:
         """Start a stopped or killed broker again from its server.properties; wait until it registers.
 
         `faults` ({"point": ..., params}, as `fault` takes them) are in force from the broker's first instant,
         with any that `fault` armed while it was down. A stop at its registration write ends the wait once the
         broker has stopped there instead."""
         cluster = self.load()
-        entry = cluster.broker(broker_id)
+        entry = cluster.member(broker_id)
         if entry.pid is not None and process_state(entry.pid) != "dead":
-            raise LabError(f"Broker {broker_id} is already running (pid {entry.pid})")
+            raise LabError(f"{member_label(broker_id)} is already running (pid {entry.pid})")
         added = []
         for spec in faults:
             params = {k: v for k, v in spec.items() if k != "point"}
@@ -470,12 +627,22 @@ class LabCluster:
         if added:
             self._faults_at_start(broker_id).write_text(json.dumps(pending))
         for request in added:
-            self._record("fault_applied", fault=request["point"], node=f"broker:{broker_id}", at_start=True,
+            self._record("fault_applied", fault=request["point"], node=member_node(broker_id), at_start=True,
                          **{k: v for k, v in request.items() if k not in ("command", "point")})
+        if isinstance(entry, ControllerEntry):
+            # A controller is back once it answers with its Raft state (it rejoins the quorum on its own).
+            entry.pid = self._spawn(entry, controller_node(entry.id))
+            self.save(cluster)
+            pid = entry.pid
+            if not wait_until(lambda: process_state(pid) != "running" or kraft_lab.raft_state(entry.control)
+                              is not None, timeout_s, interval_s=0.1) or process_state(pid) == "dead":
+                raise LabError(f"Controller {entry.id} did not come up: "
+                               f"{_last_line(Path(entry.config).parent / 'server.log')}")
+            return entry
         # A broker restarted within its session timeout finds the registration of its previous process still
         # there (KAFKA-1029): it counts only once the new process has registered under a new znode.
         previous = self._registration_czxid(cluster, broker_id)
-        entry.pid = self._spawn_broker(entry)
+        entry.pid = self._spawn(entry, broker_node(entry.id))
         self.save(cluster)
         if any(r.get("write") == "registration" for r in pending):
             pid = entry.pid
@@ -502,25 +669,27 @@ class LabCluster:
 
     # ---- the lab control interface: fault points and state (zkbroker/control_protocol.py) -----------------------
 
-    def control(self, broker_id: int, timeout_s: float = CONTROL_TIMEOUT_S) -> ControlClient:
-        """A client of the broker's control socket (which answers only while the broker runs)."""
-        entry = self.load().broker(broker_id)
+    def control(self, broker_id: Member, timeout_s: float = CONTROL_TIMEOUT_S) -> ControlClient:
+        """A client of the member's control socket (which answers only while it runs)."""
+        entry = self.load().member(broker_id)
+        label = member_label(broker_id)
         if entry.control is None:
-            raise LabError(f"Broker {broker_id} has no control socket in cluster.json (a lab started by an older "
+            raise LabError(f"{label} has no control socket in cluster.json (a lab started by an older "
                            f"zkbroker); start the lab again")
-        return ControlClient(entry.control, timeout_s, name=f"broker {broker_id}'s control socket")
+        return ControlClient(entry.control, timeout_s, name=f"{label.lower()}'s control socket")
 
-    def _running(self, broker_id: int) -> BrokerEntry:
-        entry = self.load().broker(broker_id)
+    def _running(self, broker_id: Member) -> BrokerEntry | ControllerEntry:
+        entry = self.load().member(broker_id)
         state = process_state(entry.pid) if entry.pid is not None else "dead"
         if state == "dead":
-            raise LabError(f"Broker {broker_id} is not running")
+            raise LabError(f"{member_label(broker_id)} is not running")
         if state == "paused":
-            raise LabError(f"Broker {broker_id} is paused and cannot answer; resume it first")
+            raise LabError(f"{member_label(broker_id)} is paused and cannot answer; resume it first")
         return entry
 
-    def broker_state(self, broker_id: int) -> dict:
-        """The broker's own view (its `state` answer: applied LeaderAndIsr, HW, LEO, session, ...)."""
+    def broker_state(self, broker_id: Member) -> dict:
+        """The member's own view (its `state` answer: a broker's applied LeaderAndIsr, HW, LEO, session, ...; a
+        controller's Raft state and metadata log offsets)."""
         self._running(broker_id)
         try:
             with self.control(broker_id) as client:
@@ -528,7 +697,7 @@ class LabCluster:
         except ControlError as e:
             raise LabError(str(e)) from None
 
-    def fault(self, broker_id: int, point: str, **params: object) -> list[dict]:
+    def fault(self, broker_id: Member, point: str, **params: object) -> list[dict]:
         """Put a fault point in force in a broker (zkbroker/fault_points.py); returns the points in force there.
         A broker that is not running gets it from the first instant of its next start (`start`)."""
         params = {k: v for k, v in params.items() if v is not None}
@@ -536,12 +705,12 @@ class LabCluster:
             fault_points.check(point, params)
         except fault_points.FaultPointError as e:
             raise LabError(str(e)) from None
-        entry = self.load().broker(broker_id)
+        entry = self.load().member(broker_id)
         if entry.pid is None or process_state(entry.pid) == "dead":
             with self.locked():
                 pending = self._pending_faults(broker_id) + [fault_request(point, **params)]
                 self._faults_at_start(broker_id).write_text(json.dumps(pending))
-            self._record("fault_applied", fault=point, node=f"broker:{broker_id}", at_start=True, **params)
+            self._record("fault_applied", fault=point, node=member_node(broker_id), at_start=True, **params)
             return [{k: v for k, v in r.items() if k != "command"} for r in pending]
         self._running(broker_id)
         try:
@@ -550,15 +719,15 @@ class LabCluster:
         except ControlError as e:
             raise LabError(str(e)) from None
         kind = "fault_healed" if point in fault_points.RELEASES else "fault_applied"
-        self._record(kind, fault=fault_points.RELEASES.get(point, point), node=f"broker:{broker_id}", **params)
+        self._record(kind, fault=fault_points.RELEASES.get(point, point), node=member_node(broker_id), **params)
         return in_force
 
-    def heal_faults(self, broker_id: int, point: str | None = None) -> list[dict]:
+    def heal_faults(self, broker_id: Member, point: str | None = None) -> list[dict]:
         """Heal one fault point of a broker, or all of them (those armed for its next start too); returns what
         is still in force."""
         if point is not None and point not in fault_points.POINTS:
             raise LabError(f"unknown fault point {point!r}; allowed: {', '.join(fault_points.POINTS)}")
-        entry = self.load().broker(broker_id)
+        entry = self.load().member(broker_id)
         pending = self._pending_faults(broker_id)
         kept = [r for r in pending if point is not None and r.get("point") != point]
         if len(kept) != len(pending):
@@ -575,13 +744,13 @@ class LabCluster:
                     in_force = client.heal(point)
             except ControlError as e:
                 raise LabError(str(e)) from None
-        self._record("fault_healed", fault=point or "all", node=f"broker:{broker_id}")
+        self._record("fault_healed", fault=point or "all", node=member_node(broker_id))
         return in_force
 
-    def _faults_at_start(self, broker_id: int) -> Path:
-        return self.dir / f"broker-{broker_id}" / FAULTS_AT_START_FILE
+    def _faults_at_start(self, broker_id: Member) -> Path:
+        return self.dir / member_node(broker_id).replace(":", "-") / FAULTS_AT_START_FILE
 
-    def _pending_faults(self, broker_id: int) -> list[dict]:
+    def _pending_faults(self, broker_id: Member) -> list[dict]:
         try:
             return json.loads(self._faults_at_start(broker_id).read_text())
         except (FileNotFoundError, json.JSONDecodeError):
@@ -698,13 +867,14 @@ class LabCluster:
         config.write_text("# written by `zkbroker lab up`\n" + "".join(f"{k}={v}\n" for k, v in props.items()))
         return BrokerEntry(broker_id, host, int(props["port"]), None, str(config), str(broker_dir / SOCKET_NAME))
 
-    def _spawn_broker(self, entry: BrokerEntry) -> int:
+    def _spawn(self, entry: BrokerEntry | ControllerEntry, node: str) -> int:
+        """Start a broker's or a controller's `zkbroker server` (in its namespace in a lab network)."""
         log_path = Path(entry.config).parent / "server.log"
         env = {**os.environ, timeline.ENV_VAR: str(self.timeline_file)}
         env.pop(FAULTS_ENV_VAR, None)
         if entry.control is not None:
             env[CONTROL_ENV_VAR] = entry.control
-            pending = self._faults_at_start(entry.id)
+            pending = self._faults_at_start(entry.id if node.startswith("broker:") else node)
             if pending.exists():  # fault points `lab fault` armed while the broker was down
                 env[FAULTS_ENV_VAR] = pending.read_text()
                 pending.unlink()
@@ -712,11 +882,10 @@ class LabCluster:
             env[JAAS_CONFIG_ENV] = str(self.dir / JAAS_FILE)
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [*self.network.wrapper(broker_node(entry.id)), sys.executable, "-m", "zkbroker", "server",
-                 entry.config],
+                [*self.network.wrapper(node), sys.executable, "-m", "zkbroker", "server", entry.config],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd=str(self.dir), env=env)
-        self._record("process_started", node=f"broker:{entry.id}", pid=proc.pid)
+        self._record("process_started", node=node, pid=proc.pid)
         return proc.pid
 
     def _wait_usable(self, cluster: ClusterFile, broker_ids: list[int], timeout_s: float,
@@ -752,6 +921,8 @@ class LabCluster:
         and each partition's leader/ISR. Without a ZooKeeper quorum only what the processes tell is known:
         `zookeeper_reachable` is false and `registered` null."""
         cluster = self.load()
+        if cluster.kraft:
+            return self._kraft_status(cluster)
         out: dict = {"zookeeper": cluster.zookeeper, "zookeeper_pid": cluster.zookeeper_pid,
                      "zookeepers": self._record_zookeeper_roles(cluster), "zookeeper_reachable": True,
                      "network": self._network_status(),
@@ -769,6 +940,18 @@ class LabCluster:
             row["faults_at_start"] = [{k: v for k, v in r.items() if k != "command"}
                                       for r in self._pending_faults(entry.id)]
         return out
+
+    def _kraft_status(self, cluster: ClusterFile) -> dict:
+        """A KRaft lab's status: each controller's process and Raft state, the quorum they see, the brokers."""
+        rows = [kraft_lab.controller_row(entry) for entry in cluster.controllers]
+        for entry, row in zip(cluster.controllers, rows):
+            row["faults"] = self._faults_in_force(entry)
+            row["faults_at_start"] = [{k: v for k, v in r.items() if k != "command"}
+                                      for r in self._pending_faults(controller_node(entry.id))]
+        quorum = kraft_lab.quorum_status(rows)
+        return {"mode": "kraft", "network": self._network_status(), "controller": quorum["leader"],
+                "controller_epoch": quorum["epoch"], "quorum": quorum, "controllers": rows,
+                "brokers": [_broker_row(entry, None) for entry in cluster.brokers], "topics": []}
 
     def _network_status(self) -> dict | None:
         state = self.network.load()
@@ -933,7 +1116,7 @@ def _choose_ports(count: int, base_port: int | None) -> list[int]:
 
 
 def _is_broker(argv: list[str]) -> bool:
-    """`python -m zkbroker server DIR/broker-N/server.properties`, as _spawn_broker runs it."""
+    """`python -m zkbroker server DIR/broker-N/server.properties` (or DIR/controller-N/...), as _spawn runs it."""
     return "zkbroker" in argv and "server" in argv and argv[-1].endswith(os.sep + "server.properties")
 
 

@@ -106,8 +106,9 @@ def _fault_fired(f: dict) -> str:
         return (f"Fault point {point}: the loading of offsets partition {_tp(f)} waits until released (its "
                 "groups answer COORDINATOR_LOAD_IN_PROGRESS)")
     kind, request = point.split("_next_", 1)
-    name = fault_points.REQUESTS.get(request, request)
-    what = f"dropped a {name} request" if kind == "drop" else f"holding a {name} request {f.get('ms')} ms"
+    name = (fault_points.REQUESTS[request] + " request" if request in fault_points.REQUESTS
+            else fault_points.RESPONSES.get(request, request))
+    what = f"dropped a {name}" if kind == "drop" else f"holding a {name} {f.get('ms')} ms"
     return f"Fault point {point}: {what} ({f.get('remaining', 0)} more to come)"
 
 

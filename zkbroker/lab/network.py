@@ -4,7 +4,8 @@ between nodes as packet-filter drop rules (Jepsen's method).
 Each node (a broker, a ZooKeeper server) gets a namespace with one veth whose other end hangs on the lab's
 bridge. The bridge has the subnet's first address in the root namespace, so everything outside the lab
 (clients, `lab status`) reaches the nodes' addresses through it: that is the node `clients`. Addresses
-tell the node: `zookeeper:N` is the subnet's host 10+N, `broker:ID` its host 100+ID, the bridge host 1.
+tell the node: `zookeeper:N` is the subnet's host 10+N, `broker:ID` its host 100+ID, a KRaft lab's
+`controller:ID` (3001...) its host 200+(ID-3000), the bridge host 1.
 
 A partition is a list of directed drops, "what SRC sends to DST is dropped". Each drop is an nftables rule in
 the receiving node's namespace (its input hook, matching the sender's address); a drop towards `clients`
@@ -53,7 +54,12 @@ def zookeeper_node(server_id: int) -> str:
     return f"zookeeper:{server_id}"
 
 
-def plan_addresses(subnet: str, zookeeper_ids: Iterable[int], broker_ids: Iterable[int]) -> dict[str, str]:
+def controller_node(node_id: int) -> str:
+    return f"controller:{node_id}"
+
+
+def plan_addresses(subnet: str, zookeeper_ids: Iterable[int], broker_ids: Iterable[int],
+                   controller_ids: Iterable[int] = ()) -> dict[str, str]:
     """{node: address} for every lab node, and `clients` (the bridge's address in the root namespace)."""
     try:
         network = ipaddress.ip_network(subnet)
@@ -70,6 +76,10 @@ def plan_addresses(subnet: str, zookeeper_ids: Iterable[int], broker_ids: Iterab
         if not 0 <= broker_id <= 150:
             raise NetworkError(f"Broker {broker_id} has no address in the lab network (ids 0-150)")
         addresses[broker_node(broker_id)] = str(network[100 + broker_id])
+    for node_id in controller_ids:
+        if not 3001 <= node_id <= 3050:
+            raise NetworkError(f"Controller {node_id} has no address in the lab network (ids 3001-3050)")
+        addresses[controller_node(node_id)] = str(network[200 + node_id - 3000])
     return addresses
 
 
@@ -208,7 +218,8 @@ class LabNetwork:
         tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
         tmp.replace(self.state_file)
 
-    def create(self, subnet: str | None, zookeeper_ids: list[int], broker_ids: list[int]) -> NetworkState:
+    def create(self, subnet: str | None, zookeeper_ids: list[int], broker_ids: list[int],
+               controller_ids: list[int] = ()) -> NetworkState:
         """The bridge and a namespace per node; recorded in network.json before each piece is made, so a
         failure half way is undone by :meth:`destroy`."""
         check_privilege()
@@ -217,7 +228,7 @@ class LabNetwork:
         with open(Path(tempfile.gettempdir()) / HOST_LOCK_FILE, "a") as host_lock:
             fcntl.flock(host_lock, fcntl.LOCK_EX)
             subnet = subnet or free_subnet()
-            addresses = plan_addresses(subnet, zookeeper_ids, broker_ids)
+            addresses = plan_addresses(subnet, zookeeper_ids, broker_ids, controller_ids)
             lab_id = secrets.token_hex(3)
             network = ipaddress.ip_network(subnet)
             nodes = [n for n in addresses if n != CLIENTS]

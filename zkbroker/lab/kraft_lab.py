@@ -1,0 +1,142 @@
+"""The KRaft parts of a lab (`lab up --kraft`, DESIGN §17): controller processes (process.roles=controller,
+node ids 3001..300N) written, formatted and started the way an operator does it (server.properties, `zkbroker
+storage random-uuid`, `storage format`, `zkbroker server`), the quorum's leader read from each controller's lab
+control socket, and the controllers' lines of `lab status`. No ZooKeeper anywhere.
+
+cluster.py keeps the lab's verbs (kill, pause, resume, stop, start, partition, heal, fault, state): a controller
+is a lab member as a broker is, named `controller:ID`. KRaft brokers (process.roles=broker) are added by
+`broker_properties` and LabCluster._start_kraft_brokers once they exist; until then a KRaft lab runs its
+controllers only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from zkbroker.control_protocol import ControlError
+from zkbroker.lab.control_client import ControlClient
+from zkbroker.lab.processes import process_state
+
+FIRST_CONTROLLER_ID = 3001
+QUORUM_SIZES = (1, 3, 5)
+#: In the lab network every controller has an address of its own, so all listen on this port.
+CONTROLLER_PORT = 9093
+CONTROLLER_LISTENER = "CONTROLLER"
+
+
+class KRaftLabError(RuntimeError):
+    """One sentence saying why (cluster.py turns it into a LabError)."""
+
+
+def controller_ids(count: int) -> list[int]:
+    return [FIRST_CONTROLLER_ID + i for i in range(count)]
+
+
+def voters_value(controllers: Iterable[tuple[int, str, int]]) -> str:
+    """controller.quorum.voters for (node id, host, port) of each controller."""
+    return ",".join(f"{node}@{host}:{port}" for node, host, port in controllers)
+
+
+def controller_properties(node_id: int, host: str, port: int, voters: str, data_dir: Path,
+                          overrides: dict[str, str] | None = None) -> str:
+    """A controller's server.properties, as Kafka 3.7's config/kraft/controller.properties has them."""
+    props = {"process.roles": "controller", "node.id": str(node_id), "controller.quorum.voters": voters,
+             "controller.listener.names": CONTROLLER_LISTENER, "listeners": f"{CONTROLLER_LISTENER}://{host}:{port}",
+             "log.dirs": str(data_dir)}
+    props.update(overrides or {})
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def zkbroker(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True,
+                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+def random_cluster_id() -> str:
+    done = zkbroker("storage", "random-uuid")
+    if done.returncode != 0:
+        raise KRaftLabError(f"storage random-uuid failed: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def format_storage(cluster_id: str, config: Path, what: str) -> None:
+    done = zkbroker("storage", "format", "-t", cluster_id, "-c", str(config))
+    if done.returncode != 0:
+        raise KRaftLabError(f"storage format failed for {what}: {done.stderr.strip() or done.stdout.strip()}")
+
+
+def raft_state(control: str | None, timeout_s: float = 1.0) -> dict | None:
+    """A controller's Raft state from its control socket (`state`'s "raft"), None when it does not answer."""
+    if control is None:
+        return None
+    try:
+        with ControlClient(control, timeout_s) as client:
+            return client.state().get("raft")
+    except ControlError:
+        return None
+
+
+def agreed_leader(states: Iterable[dict | None]) -> tuple[int, int] | None:
+    """(leader, epoch) when every controller that answers names the same leader, None otherwise."""
+    seen = {(s["leader"], s["epoch"]) for s in states if s is not None}
+    if len(seen) == 1:
+        leader, epoch = next(iter(seen))
+        if leader is not None:
+            return leader, epoch
+    return None
+
+
+def wait_for_leader(entries: list, timeout_s: float, above_epoch: int = -1) -> tuple[int, int]:
+    """(leader, epoch) once every running controller agrees on a leader (of an epoch above `above_epoch`);
+    KRaftLabError naming what went wrong otherwise. `entries`: cluster.json's controllers."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [e for e in entries if e.pid is not None and process_state(e.pid) == "running"]
+        for entry in entries:
+            if entry.pid is not None and process_state(entry.pid) == "dead":
+                log = Path(entry.config).parent / "server.log"
+                lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()] \
+                    if log.exists() else []
+                raise KRaftLabError(f"Controller {entry.id} exited: {lines[-1] if lines else 'no log written'}")
+        agreed = agreed_leader([raft_state(e.control) for e in running]) if running else None
+        if agreed is not None and agreed[1] > above_epoch:
+            return agreed
+        if time.monotonic() > deadline:
+            raise KRaftLabError(f"The controllers did not agree on a quorum leader within {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+def controller_row(entry) -> dict:
+    """A controller's line of `lab status` (and the dashboard's quorum strip): its process and Raft state."""
+    process = process_state(entry.pid) if entry.pid is not None else "dead"
+    raft = raft_state(entry.control) if process == "running" else None
+    return {"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid, "process": process,
+            "raft": raft}
+
+
+def quorum_status(rows: list[dict]) -> dict:
+    """The quorum as the controllers that answer see it: the leader and epoch the highest epoch names, its high
+    watermark, and each voter's state, log end and lag behind the leader's log end."""
+    answering = [r["raft"] for r in rows if r["raft"] is not None]
+    # The leader of the highest epoch a leader holds (a voter cut off may stand in higher epochs meanwhile)
+    leaders = [s for s in answering if s["state"] == "leader"]
+    top = max(leaders or answering, key=lambda s: s["epoch"], default=None)
+    leader = top["leader"] if top else None
+    leader_state = next((r["raft"] for r in rows if r["id"] == leader and r["raft"] is not None), None)
+    leader_end = leader_state["log_end_offset"] if leader_state else None
+    voters = []
+    for r in rows:
+        raft = r["raft"]
+        voters.append({"id": r["id"], "state": raft["state"] if raft else ("paused" if r["process"] == "paused"
+                                                                             else "down"),
+                       "epoch": raft["epoch"] if raft else None,
+                       "voted_for": raft["voted_for"] if raft else None,
+                       "log_end_offset": raft["log_end_offset"] if raft else None,
+                       "high_watermark": raft["high_watermark"] if raft else None,
+                       "lag": (leader_end - raft["log_end_offset"]) if raft and leader_end is not None else None})
+    return {"leader": leader, "epoch": top["epoch"] if top else None,
+            "high_watermark": leader_state["high_watermark"] if leader_state else None,
+            "voters": voters, "observers": []}
