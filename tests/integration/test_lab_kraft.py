@@ -1,0 +1,79 @@
+"""`lab up --kraft`: a KRaft lab of real controller processes in the lab network, with the lab's verbs on
+controllers (DESIGN §17): the active controller partitioned from the other voters resigns (check-quorum) and
+they elect another; killed, the quorum elects again and it rejoins when started; fault points and `state`
+answer through its control socket; `down` leaves nothing running."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.integration.harness import wait_for
+from tests.integration.lab_support import cluster_json, ok, status
+from zkbroker import timeline
+from zkbroker.lab.processes import process_state
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
+              pytest.mark.skipif(os.geteuid() != 0, reason="the lab network needs root (namespaces, nftables)")]
+
+
+def _quorum(lab_dir) -> dict:
+    return status(lab_dir)["quorum"]
+
+
+def _new_leader(lab_dir, old: int, above_epoch: int) -> tuple[int, int]:
+    def elected():
+        quorum = _quorum(lab_dir)
+        if quorum["leader"] not in (None, old) and quorum["epoch"] > above_epoch:
+            return quorum["leader"], quorum["epoch"]
+        return None
+    return wait_for(elected, 60, f"a leader other than {old} above epoch {above_epoch}", interval_s=0.3)
+
+
+def test_a_kraft_lab_partitions_kills_and_restarts_controllers_with_the_lab_verbs(lab_dir):
+    out = ok("up", "--dir", str(lab_dir), "--kraft", "--network")
+    assert "Quorum leader: controller 30" in out
+    cluster = cluster_json(lab_dir)
+    assert cluster["mode"] == "kraft" and "zookeeper" not in cluster and cluster["brokers"] == []
+    assert [c["id"] for c in cluster["controllers"]] == [3001, 3002, 3003]
+    quorum = _quorum(lab_dir)
+    leader, epoch = quorum["leader"], quorum["epoch"]
+    others = [c for c in (3001, 3002, 3003) if c != leader]
+
+    # Cut off from both other voters, the leader no longer hears a majority fetch: it resigns (check-quorum),
+    # and the two elect one of themselves in a higher epoch.
+    ok("partition", "--dir", str(lab_dir), f"controller:{leader}", "--from",
+       ",".join(f"controller:{c}" for c in others))
+    new, new_epoch = _new_leader(lab_dir, leader, epoch)
+    assert new in others
+    events = timeline.read(lab_dir / timeline.FILE_NAME)
+    assert any(e["kind"] == "raft_state" and e["node"] == leader and e["state"] == "resigned" for e in events)
+    ok("heal", "--dir", str(lab_dir))
+    wait_for(lambda: all(c["raft"] and c["raft"]["leader"] is not None for c in status(lab_dir)["controllers"]),
+             60, "every controller to know a leader after the heal")
+
+    # Killed, the active controller is replaced; started again, it rejoins as a follower.
+    quorum = _quorum(lab_dir)
+    out = ok("kill", "--dir", str(lab_dir), "--controller", "active")
+    assert f"Killed controller {quorum['leader']}" in out
+    newer, _ = _new_leader(lab_dir, quorum["leader"], quorum["epoch"])
+    ok("start", "--dir", str(lab_dir), "--controller", str(quorum["leader"]))
+    wait_for(lambda: json.loads(ok("state", "--dir", str(lab_dir), "--controller", str(quorum["leader"]),
+                                   "--json"))["raft"]["state"] == "follower", 60, "the restarted controller to follow")
+
+    follower = next(c for c in (3001, 3002, 3003) if c != newer)
+    in_force = json.loads(ok("fault", "--dir", str(lab_dir), "--controller", str(follower), "hold_fetchers",
+                             "--json"))
+    assert in_force == [{"point": "hold_fetchers"}]
+    assert "Fault point: controller" in ok("status", "--dir", str(lab_dir))
+    ok("fault", "--dir", str(lab_dir), "--controller", str(follower), "--heal")
+
+    network = json.loads((lab_dir / "network.json").read_text())
+    pids = [c["pid"] for c in cluster_json(lab_dir)["controllers"]]
+    ok("down", "--dir", str(lab_dir))
+    assert all(process_state(pid) == "dead" for pid in pids)
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in namespaces for ns in network["namespaces"].values())
