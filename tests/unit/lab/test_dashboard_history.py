@@ -81,7 +81,19 @@ def test_a_new_leader_epoch_for_the_same_leader_is_a_new_band():
 
 
 def test_an_empty_timeline_has_an_empty_history():
-    assert history([]) == {"start": None, "end": None, "controllers": [], "faults": [], "partitions": []}
+    assert history([]) == {"start": None, "end": None, "controllers": [], "quorum": [], "faults": [],
+                           "partitions": []}
+
+
+def test_the_quorums_leadership_epochs_are_bands_from_the_controllers_raft_states():
+    h = history([ev(0, "controller:3001", "raft_state", node=3001, state="candidate", epoch=1),
+                 ev(10, "controller:3001", "raft_state", node=3001, state="leader", epoch=1, leader=3001),
+                 ev(15, "controller:3002", "raft_state", node=3002, state="follower", epoch=1, leader=3001),
+                 ev(50, "controller:3002", "raft_state", node=3002, state="candidate", epoch=2),
+                 ev(60, "controller:3002", "raft_state", node=3002, state="leader", epoch=2, leader=3002),
+                 ev(70, "controller:3002", "raft_state", node=3002, state="resigned", epoch=2)])
+    assert h["quorum"] == [{"start": T + 10, "end": T + 50, "node": 3001, "epoch": 1},
+                           {"start": T + 60, "end": T + 70, "node": 3002, "epoch": 2}]
 
 
 def test_a_pause_band_ends_at_resume_and_a_partition_band_at_heal():

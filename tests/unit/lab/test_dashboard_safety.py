@@ -43,7 +43,7 @@ def test_fault_requests():
 
 @pytest.mark.parametrize("body,words", [
     ([], "JSON object"), ({"action": "explode"}, "Unknown action 'explode'"),
-    ({"action": "kill"}, "exactly one of broker or zookeeper"),
+    ({"action": "kill"}, "exactly one of broker, zookeeper or controller"),
     ({"action": "kill", "broker": 1, "zookeeper": 1}, "exactly one"),
     ({"action": "kill", "broker": "1"}, "integer"), ({"action": "kill", "broker": True}, "integer"),
     ({"action": "kill", "broker": 1, "signal": 9}, "unknown: signal"),

@@ -4,6 +4,7 @@ to ZooKeeper. The body is one JSON object:
 
     {"action": "kill", "broker": 1}        kill | pause | resume | start | stop, of a broker ...
     {"action": "stop", "zookeeper": 2}     ... or of a ZooKeeper server (its myid)
+    {"action": "kill", "controller": 3001} ... or of a KRaft lab's controller (its node id)
     {"action": "partition", "node": "broker:2", "from": ["zookeeper"], "one_way": false}
     {"action": "heal"}                     or {"action": "heal", "node": "broker:2"}
     {"action": "fault_point", "broker": 2, "point": "drop_next_leader_and_isr", "count": 1}
@@ -36,6 +37,7 @@ class FaultRequest:
     action: str
     broker: int | None = None
     zookeeper: int | None = None
+    controller: int | None = None
     node: str | None = None
     point: str | None = None
     params: tuple[tuple[str, object], ...] = ()  # a fault point's parameters, as fault_points names them
@@ -49,14 +51,14 @@ def parse(body: object) -> FaultRequest:
     action = body.get("action")
     if action not in ACTIONS:
         raise BadFaultRequest(f"Unknown action {action!r}; allowed: {', '.join(ACTIONS)}")
-    allowed = {"action", *(("broker", "zookeeper") if action in PROCESS_ACTIONS else _FIELDS[action])}
+    allowed = {"action", *(("broker", "zookeeper", "controller") if action in PROCESS_ACTIONS else _FIELDS[action])}
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise BadFaultRequest(f"{action} takes {', '.join(sorted(allowed))}; unknown: {', '.join(unknown)}")
     if action in PROCESS_ACTIONS:
-        which = [k for k in ("broker", "zookeeper") if k in body]
+        which = [k for k in ("broker", "zookeeper", "controller") if k in body]
         if len(which) != 1:
-            raise BadFaultRequest(f"{action} needs exactly one of broker or zookeeper")
+            raise BadFaultRequest(f"{action} needs exactly one of broker, zookeeper or controller")
         value = body[which[0]]
         if not isinstance(value, int) or isinstance(value, bool):
             raise BadFaultRequest(f"{which[0]} must be an integer id, got {value!r}")
@@ -124,6 +126,11 @@ def apply(lab: LabCluster, request: FaultRequest) -> str:
                     + ("it serves." if serving else "it waits for a majority of the ensemble to run."))
         z = getattr(lab, f"{a}_zookeeper")(request.zookeeper)
         return f"{_DONE[a]} ZooKeeper server {z.id} (pid {z.pid})."
+    if request.controller is not None:
+        c = getattr(lab, a)(f"controller:{request.controller}")
+        if a == "start":
+            return f"Started controller {c.id} (pid {c.pid}); it rejoins the quorum."
+        return f"{_DONE[a]} controller {c.id} (pid {c.pid})."
     b = getattr(lab, a)(request.broker)
     if a == "start":
         return f"Started broker {b.id} (pid {b.pid}); it is registered."

@@ -17,10 +17,13 @@ _PROCESS_FAULTS = {"process_killed": ("process_started",), "process_stopped": ("
 
 
 def history(events: Iterable[dict], ack_gap_ms: float = ACK_GAP_MS) -> dict:
-    """{"start", "end", "controllers": [bands], "faults": [bands], "partitions": [per partition]}."""
+    """{"start", "end", "controllers": [bands], "quorum": [bands], "faults": [bands], "partitions": [per
+    partition]}. `quorum` holds a KRaft lab's leadership epochs ({"start", "end", "node", "epoch"}, from the
+    controllers' raft_state events), as `controllers` holds ZooKeeper mode's controller epochs."""
     events = sorted((e for e in events if isinstance(e.get("ts"), (int, float))), key=lambda e: e["ts"])
     if not events:
-        return {"start": None, "end": None, "controllers": [], "faults": [], "partitions": []}
+        return {"start": None, "end": None, "controllers": [], "quorum": [], "faults": [], "partitions": []}
+    quorum = quorum_bands(events)
     start, end = events[0]["ts"], events[-1]["ts"]
     per_partition: dict[tuple[str, int], _PartitionHistory] = {}
     controllers: list[dict] = []
@@ -54,8 +57,26 @@ def history(events: Iterable[dict], ack_gap_ms: float = ACK_GAP_MS) -> dict:
             key = ("fault", e.get("fault"), e.get("node"), tuple(e.get("peers") or ()))
             if key in open_faults:
                 open_faults.pop(key)["end"] = e["ts"]
-    return {"start": start, "end": end, "controllers": controllers, "faults": faults,
+    return {"start": start, "end": end, "controllers": controllers, "quorum": quorum, "faults": faults,
             "partitions": [per_partition[tp].result(ack_gap_ms) for tp in sorted(per_partition)]}
+
+
+def quorum_bands(events: Iterable[dict]) -> list[dict]:
+    """The quorum's leadership epochs: a band opens when a controller reports itself leader of an epoch and
+    closes when it reports anything else, or when any controller reports a higher epoch (time-ordered events)."""
+    bands: list[dict] = []
+    for e in events:
+        if e.get("kind") != "raft_state" or not isinstance(e.get("epoch"), int):
+            continue
+        current = bands[-1] if bands and bands[-1]["end"] is None else None
+        if e.get("state") == "leader":
+            if current is not None and (current["node"], current["epoch"]) == (e.get("node"), e["epoch"]):
+                continue
+            _close(bands, e["ts"])
+            bands.append({"start": e["ts"], "end": None, "node": e.get("node"), "epoch": e["epoch"]})
+        elif current is not None and (e.get("node") == current["node"] or e["epoch"] > current["epoch"]):
+            _close(bands, e["ts"])
+    return bands
 
 
 def _close(bands: list[dict], ts: float) -> None:

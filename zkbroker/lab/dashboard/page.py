@@ -17,8 +17,50 @@ def _clock(ts_ms: int | float | None) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts_ms / 1000))
 
 
+def render_quorum_strip(cluster: dict) -> str:
+    """A KRaft lab's strip: the quorum's leader and epoch, its high watermark, each voter (state, epoch, log end
+    and lag, vote) and who voted for whom in the last election."""
+    q = cluster["quorum"]
+    if q["leader"] is None:
+        head = '<span class="controller none">No quorum leader known</span>'
+    else:
+        head = (f'<span class="controller">Quorum leader: controller <b id="quorum-leader">{q["leader"]}</b></span> '
+                f'<span class="epoch">epoch <b id="quorum-epoch">{q["epoch"]}</b></span> '
+                f'<span class="hw">high watermark <b id="quorum-hw">'
+                f'{"?" if q["high_watermark"] is None else q["high_watermark"]}</b></span>')
+    voters = "".join(_voter(v, q["leader"]) for v in q["voters"])
+    votes = ", ".join(f'{v["from"]} {"→" if v["granted"] else "✗"} {v["to"]}' for v in q["votes"])
+    votes_line = (f'<div class="votes" id="quorum-votes">Votes in epoch {q["epoch"]}: {escape(votes)}</div>'
+                  if votes else "")
+    return (f'<div class="strip-head">{head}</div>{votes_line}'
+            f'<ul class="brokers voters">{voters}</ul>'
+            + ('<p class="empty">No brokers: KRaft brokers do not exist yet; this lab is its quorum.</p>'
+               if not cluster["brokers"] else ""))
+
+
+def _voter(v: dict, leader: int | None) -> str:
+    classes = ["broker", "voter", f"state-{escape(str(v['process']))}", f"raft-{escape(str(v['state']))}"]
+    if v["id"] == leader:
+        classes.append("is-controller")
+    lag = "" if v["lag"] is None else f', lag {v["lag"]}'
+    lines = [f'<span class="name">Controller {v["id"]}</span>'
+             + (' <span class="badge">leader</span>' if v["id"] == leader else ""),
+             f'<span class="state raft-state">{escape(str(v["state"]))}</span>',
+             f'<span class="epoch-seen">epoch {"?" if v["epoch"] is None else v["epoch"]}</span>',
+             f'<span class="log-end">log end {"?" if v["log_end_offset"] is None else v["log_end_offset"]}{lag}</span>']
+    if v["voted_for"] is not None:
+        lines.append(f'<span class="voted">voted for {v["voted_for"]}</span>')
+    if v["cut_off_from"]:
+        lines.append(f'<span class="cut">cut off from {escape(", ".join(v["cut_off_from"]))}</span>')
+    if v["fault_points"]:
+        lines.append(f'<span class="cut">fault points: {escape("; ".join(v["fault_points"]))}</span>')
+    return f'<li class="{" ".join(classes)}" data-controller="{v["id"]}">{"".join(lines)}</li>'
+
+
 def render_strip(cluster: dict) -> str:
     """The cluster strip of a /api/cluster view, as HTML."""
+    if cluster.get("mode") == "kraft":
+        return render_quorum_strip(cluster)
     c = cluster["controller"]
     if not cluster.get("lab_running", True):
         head = ('<span class="controller none">No lab runs in this directory: start one with '

@@ -24,6 +24,7 @@ from aiohttp import web
 
 from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.lab import kraft_lab
 from zkbroker.lab.cluster import ClusterFile, LabCluster, LabError
 from zkbroker.lab.dashboard import faults, views
 from zkbroker.lab.dashboard.broker_state import query_state
@@ -123,6 +124,8 @@ class Dashboard:
         if cluster is None:
             zk = ZooKeeperSnapshot(reachable=False)
             return Observed(began, zk, [], {}, [], views.cluster_view(zk, [], {}, [], lab_running=False), [])
+        if cluster.kraft:
+            return await self._take_kraft(began, cluster)
         fresh = self.reader is None or self.reader.connect != cluster.zookeeper
         reader = self._reader_for(cluster.zookeeper)
         if fresh:  # give a new client a moment to connect before calling ZooKeeper unreachable
@@ -139,6 +142,28 @@ class Dashboard:
         return Observed(began, zk, processes, beliefs, zookeepers,
                         views.cluster_view(zk, processes, beliefs, zookeepers, described),
                         views.partitions_view(zk, beliefs))
+
+    async def _take_kraft(self, began: float, cluster: ClusterFile) -> Observed:
+        """A KRaft lab: the controllers' Raft states from their control sockets, the quorum they make, and the
+        last election's votes from the timeline; no ZooKeeper to read."""
+        def read() -> tuple[list[dict], list[dict]]:
+            rows = [kraft_lab.controller_row(entry) for entry in cluster.controllers]
+            for entry, row in zip(cluster.controllers, rows):
+                row["faults"] = self.lab._faults_in_force(entry)
+            return rows, self.events()
+        rows, events = await asyncio.to_thread(read)
+        quorum = kraft_lab.quorum_status(rows)
+        network = self.lab.network.load()
+        cut: dict[str, list[str]] = {}
+        if network is not None:
+            try:
+                cut = separated(network.partitions, network.addresses)
+            except NetworkError:
+                cut = {}
+        described = None if network is None else [p.describe() for p in network.partitions]
+        view = views.kraft_cluster_view(quorum, rows, cut, described,
+                                        views.last_election_votes(events, quorum["epoch"]))
+        return Observed(began, ZooKeeperSnapshot(reachable=False), [], {}, [], view, [])
 
     @staticmethod
     def _processes(cluster: ClusterFile, state: NetworkState | None) -> list[BrokerProcess]:

@@ -102,6 +102,49 @@ def cluster_view(zk: ZooKeeperSnapshot, processes: Iterable[BrokerProcess], beli
     }
 
 
+def last_election_votes(events: Iterable[dict], epoch: int | None) -> list[dict]:
+    """Who voted for whom in the election of `epoch` (the timeline's `vote` events, DESIGN §17): the latest
+    answer of each voter to each candidate."""
+    if epoch is None:
+        return []
+    votes: dict[tuple, dict] = {}
+    for e in events:
+        if e.get("kind") == "vote" and e.get("epoch") == epoch:
+            votes[(e.get("from"), e.get("to"))] = {"from": e.get("from"), "to": e.get("to"), "epoch": epoch,
+                                                   "granted": bool(e.get("granted"))}
+    return [votes[k] for k in sorted(votes, key=lambda k: (str(k[0]), str(k[1])))]
+
+
+def kraft_cluster_view(quorum: dict, rows: list[dict], cut_off: Mapping[str, list[str]],
+                       network: list[str] | None, votes: list[dict], brokers: list[dict] | None = None) -> dict:
+    """GET /api/cluster of a KRaft lab (DESIGN §17): the quorum (each voter's state, epoch, log end and lag,
+    the high watermark, the last election's votes) instead of ZooKeeper's /controller. `quorum` and `rows` are
+    kraft_lab.quorum_status's and controller_row's; `cut_off`: node -> the nodes a partition separates it from."""
+    by_id = {r["id"]: r for r in rows}
+    voters = []
+    for v in quorum["voters"]:
+        row = by_id.get(v["id"], {})
+        raft = row.get("raft") or {}
+        process = row.get("process", "dead")
+        cut = list(cut_off.get(f"controller:{v['id']}", ()))
+        voters.append({**v, "process": process, "pid": row.get("pid"), "host": row.get("host"),
+                       "port": row.get("port"), "cut_off_from": cut,
+                       "fault_points": [fault_points.describe(f) for f in row.get("faults") or []],
+                       "log_start_offset": raft.get("log_start_offset")})
+    return {
+        "mode": "kraft",
+        "controller": {"node": quorum["leader"], "epoch": quorum["epoch"]},
+        "quorum": {"leader": quorum["leader"], "epoch": quorum["epoch"],
+                   "high_watermark": quorum["high_watermark"], "voters": voters,
+                   "observers": quorum.get("observers", []), "votes": votes},
+        "zookeeper_reachable": True,
+        "lab_running": True,
+        "network": None if network is None else {"partitions": list(network)},
+        "brokers": brokers or [],
+        "zookeepers": [],
+    }
+
+
 # ---- truth beside the caches: GET /api/partitions --------------------------------------------------------
 
 

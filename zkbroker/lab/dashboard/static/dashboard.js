@@ -100,7 +100,48 @@ function faultButton(label, body, title) {
 
 const STATE_WORDS = { running: 'running', paused: 'paused', dead: 'dead', 'cut-off': 'cut off' };
 
+// A KRaft lab's strip (page.py's render_quorum_strip): the quorum's leader, epoch and high watermark, each
+// voter's Raft state, epoch, log end and lag, and who voted for whom in the last election.
+function renderQuorumStrip(cluster, replaying) {
+  const q = cluster.quorum;
+  const head = q.leader === null || q.leader === undefined
+    ? h('span', { class: 'controller none' }, 'No quorum leader known')
+    : [h('span', { class: 'controller' }, 'Quorum leader: controller ', h('b', { id: 'quorum-leader' }, q.leader)), ' ',
+      h('span', { class: 'epoch' }, 'epoch ', h('b', { id: 'quorum-epoch' }, dash(q.epoch))), ' ',
+      h('span', { class: 'hw' }, 'high watermark ', h('b', { id: 'quorum-hw' }, dash(q.high_watermark)))];
+  const votes = (q.votes || []).map((v) => `${v.from} ${v.granted ? '→' : '✗'} ${v.to}`).join(', ');
+  const voters = q.voters.map((v) => h('li', {
+    class: ['broker', 'voter', `state-${v.process}`, `raft-${v.state}`, v.id === q.leader ? 'is-controller' : ''].join(' ').trim(),
+    'data-controller': v.id,
+  },
+  h('span', { class: 'name' }, `Controller ${v.id}`, v.id === q.leader ? [' ', h('span', { class: 'badge' }, 'leader')] : null),
+  h('span', { class: 'state raft-state' }, v.state),
+  h('span', { class: 'epoch-seen' }, `epoch ${v.epoch === null ? '?' : v.epoch}`),
+  h('span', { class: 'log-end' }, `log end ${dash(v.log_end_offset)}${v.lag === null || v.lag === undefined ? '' : ', lag ' + v.lag}`),
+  v.voted_for !== null && v.voted_for !== undefined ? h('span', { class: 'voted' }, `voted for ${v.voted_for}`) : null,
+  v.cut_off_from && v.cut_off_from.length ? h('span', { class: 'cut' }, `cut off from ${v.cut_off_from.join(', ')}`) : null,
+  v.fault_points && v.fault_points.length ? h('span', { class: 'cut' }, `fault points: ${v.fault_points.join('; ')}`) : null,
+  replaying ? null : h('span', { class: 'buttons' },
+    v.process === 'dead'
+      ? faultButton('start', { action: 'start', controller: v.id }, 'start it again; it rejoins the quorum')
+      : [faultButton('kill', { action: 'kill', controller: v.id }, 'SIGKILL: the others elect after their fetch timeout'),
+        v.process === 'paused'
+          ? faultButton('resume', { action: 'resume', controller: v.id }, 'SIGCONT')
+          : faultButton('pause', { action: 'pause', controller: v.id }, 'SIGSTOP'),
+        faultButton('stop', { action: 'stop', controller: v.id }, 'SIGTERM: a leader resigns first')])));
+  const strip = document.getElementById('strip');
+  strip.replaceChildren(h('div', { class: 'strip-head' }, head),
+    votes ? h('div', { class: 'votes', id: 'quorum-votes' }, `Votes in epoch ${q.epoch}: ${votes}`) : null,
+    h('ul', { class: 'brokers voters' }, voters),
+    cluster.brokers.length ? null : h('p', { class: 'empty' }, 'No brokers: KRaft brokers do not exist yet; this lab is its quorum.'));
+  state.stripShown.push({
+    controller: q.leader, epoch: q.epoch, shownAt: Date.now(),
+    states: Object.fromEntries(q.voters.map((v) => [v.id, v.state])),
+  });
+}
+
 function renderStrip(cluster, replaying) {
+  if (cluster.mode === 'kraft') return renderQuorumStrip(cluster, replaying);
   const c = cluster.controller;
   let head;
   if (cluster.lab_running === false && !replaying) {
@@ -475,6 +516,8 @@ function controllerChart(hist, end) {
   const svg = s('svg', { viewBox: `0 0 ${W} ${height}`, class: 'chart', 'data-chart': 'controller' });
   svg.append(s('text', { x: 4, y: 22, class: 'lane' }, 'controller'));
   for (const c of hist.controllers) svg.append(band(x, c.start, c.end ?? end, 8, 20, color(c.broker), `broker ${c.broker} · epoch ${c.epoch}`));
+  // a KRaft lab's quorum: its leadership epochs in the same lane
+  for (const q of hist.quorum || []) svg.append(band(x, q.start, q.end ?? end, 8, 20, color(q.node), `controller ${q.node} · epoch ${q.epoch}`, 'quorum-epoch'));
   svg.append(s('text', { x: 4, y: 44, class: 'lane' }, 'faults'));
   hist.faults.forEach((f, i) => {
     const g = band(x, f.start, f.end ?? end, 32 + (i % 2) * 6, 6, '#f2b705', null);
@@ -598,8 +641,10 @@ async function showZnode(path) {
 function fillFaultForm() {
   const form = document.getElementById('partition-form');
   if (!state.cluster) return;
-  const nodes = [...state.cluster.brokers.map((b) => `broker:${b.id}`), 'zookeeper',
-    ...state.cluster.zookeepers.map((z) => `zookeeper:${z.id}`), 'clients'];
+  const nodes = state.cluster.mode === 'kraft'
+    ? [...state.cluster.quorum.voters.map((v) => `controller:${v.id}`), ...state.cluster.brokers.map((b) => `broker:${b.id}`), 'clients']
+    : [...state.cluster.brokers.map((b) => `broker:${b.id}`), 'zookeeper',
+      ...state.cluster.zookeepers.map((z) => `zookeeper:${z.id}`), 'clients'];
   for (const select of [form.elements.node, form.elements.from]) {
     if (select.options.length === nodes.length) continue;
     select.replaceChildren(...nodes.map((n) => h('option', { value: n }, n)));
