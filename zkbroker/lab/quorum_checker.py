@@ -8,9 +8,11 @@ The invariants are the ones Kafka's RaftEventSimulationTest checks, read here fr
 - **committed records are identical**: below the highest high watermark any voter reported (a high watermark
   is only ever learnt from the leader, so everything below it was committed by a majority), two voters that
   both hold an offset hold the same record in the same epoch there;
-- **no committed record is lost**: each `metadata_committed` event (offset: the last committed record's, epoch:
-  that record's), and everything below the highest high watermark, is still held, with its epoch, by a
-  majority of the voters (a voter whose snapshot covers the offset holds it in the snapshot).
+- **no committed record is lost**: each `metadata_committed` event (offset: the leader's high watermark, so
+  every record below it was committed; epoch: the leader's, which is that of the record just below it, since a
+  high watermark moves only within the leader's own epoch), and everything below the highest high watermark,
+  is still held (the record below each event's offset with its epoch) by a majority of the voters (a voter
+  whose snapshot covers the offset holds it in the snapshot).
 
 A voter's log is read from its log dir as the driver writes it: the segments of `__cluster_metadata-0` and the
 newest `.checkpoint` beside them (the offsets below a snapshot's end are covered, not compared)."""
@@ -105,6 +107,7 @@ def check_quorum(voters: Sequence[VoterLog], events: Sequence[Mapping] = ()) -> 
     """The violations of the three invariants, each named with the offsets, epochs and nodes involved."""
     violations = _leaders(voters, events)
     reported = [v.high_watermark for v in voters if v.high_watermark is not None]
+    reported += [e["offset"] for e in events if e.get("kind") == "metadata_committed"]
     committed_end = max(reported, default=0)
     violations += _divergences(voters, committed_end)
     violations += _losses(voters, events, committed_end)
@@ -139,8 +142,8 @@ def _losses(voters: Sequence[VoterLog], events: Sequence[Mapping], committed_end
     majority = len(voters) // 2 + 1
     wanted: dict[int, int | None] = {offset: None for offset in range(committed_end)}
     for event in events:
-        if event.get("kind") == "metadata_committed":
-            wanted[event["offset"]] = event["epoch"]
+        if event.get("kind") == "metadata_committed" and event["offset"] > 0:
+            wanted[event["offset"] - 1] = event["epoch"]
     found = []
     for offset, epoch in sorted(wanted.items()):
         holders = [v.node for v in voters if v.holds(offset, epoch)]

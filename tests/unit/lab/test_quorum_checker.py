@@ -47,7 +47,7 @@ def healthy(tmp_path, hw=3):
 def test_logs_read_from_disk_that_agree_are_ok_and_name_each_epochs_leader(tmp_path):
     voters = healthy(tmp_path)
     assert voters[0].leaders == {1: 1} and sorted(voters[0].entries) == [0, 1, 2]
-    report = check_quorum(voters, [{"kind": "metadata_committed", "offset": 2, "epoch": 1}])
+    report = check_quorum(voters, [{"kind": "metadata_committed", "offset": 3, "epoch": 1}])
     assert report.ok and report.committed_end == 3
 
 
@@ -77,7 +77,7 @@ def test_uncommitted_entries_may_differ(tmp_path):
 def test_a_committed_record_held_by_fewer_than_a_majority_is_lost():
     leader = voter_log(1, [(0, 1, "a"), (1, 1, "b")], high_watermark=1)
     others = [voter_log(2, [(0, 1, "a")]), voter_log(3, [])]
-    report = check_quorum([leader, *others], [{"kind": "metadata_committed", "offset": 1, "epoch": 1}])
+    report = check_quorum([leader, *others], [{"kind": "metadata_committed", "offset": 2, "epoch": 1}])
     (violation,) = report.violations
     assert violation.invariant == LOST
     assert violation.detail == "committed offset 1 in epoch 1 is held by 1 of 3 voters ([1]), fewer than a majority"
@@ -85,7 +85,7 @@ def test_a_committed_record_held_by_fewer_than_a_majority_is_lost():
 
 def test_a_committed_offset_held_in_another_epoch_counts_as_lost():
     voters = [voter_log(n, [(0, 2, "a")]) for n in (1, 2, 3)]
-    (violation,) = check_quorum(voters, [{"kind": "metadata_committed", "offset": 0, "epoch": 1}]).violations
+    (violation,) = check_quorum(voters, [{"kind": "metadata_committed", "offset": 1, "epoch": 1}]).violations
     assert violation.invariant == LOST and "in epoch 1" in violation.detail
 
 
