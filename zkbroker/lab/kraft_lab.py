@@ -140,3 +140,26 @@ def quorum_status(rows: list[dict]) -> dict:
     return {"leader": leader, "epoch": top["epoch"] if top else None,
             "high_watermark": leader_state["high_watermark"] if leader_state else None,
             "voters": voters, "observers": []}
+
+
+def quorum_bands(events: Iterable[dict]) -> list[dict]:
+    """The quorum's leadership epochs: a band opens when a controller reports itself leader of an epoch and
+    closes when it reports anything else, or when any controller reports a higher epoch (time-ordered events)."""
+    bands: list[dict] = []
+    for e in events:
+        if e.get("kind") != "raft_state" or not isinstance(e.get("epoch"), int):
+            continue
+        current = bands[-1] if bands and bands[-1]["end"] is None else None
+        if e.get("state") == "leader":
+            if current is not None and (current["node"], current["epoch"]) == (e.get("node"), e["epoch"]):
+                continue
+            _close_band(bands, e["ts"])
+            bands.append({"start": e["ts"], "end": None, "node": e.get("node"), "epoch": e["epoch"]})
+        elif current is not None and (e.get("node") == current["node"] or e["epoch"] > current["epoch"]):
+            _close_band(bands, e["ts"])
+    return bands
+
+
+def _close_band(bands: list[dict], ts: float) -> None:
+    if bands and bands[-1]["end"] is None:
+        bands[-1]["end"] = ts

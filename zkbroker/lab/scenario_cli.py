@@ -50,7 +50,10 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     torture.add_argument("--seed", type=int, default=0, metavar="S")
     torture.add_argument("--faults", default=None, metavar="KIND[,KIND...]",
                          help="of kill, pause, partition, zookeeper (default: all; partition needs root)")
-    torture.add_argument("--mode", choices=MODE_CHOICES, default="both")
+    torture.add_argument("--mode", choices=(*MODE_CHOICES, "kraft"), default="both",
+                         help="0.8, fixed, both (default), or kraft: faults on a KRaft lab's controllers, judged "
+                              "by the quorum checker's Raft invariants")
+    torture.add_argument("--kraft", action="store_true", help="short for --mode kraft")
     torture.add_argument("--json", action="store_true", help="print the totals as JSON (narration to stderr)")
     torture.set_defaults(run=_torture)
 
@@ -191,6 +194,8 @@ def _torture(args: argparse.Namespace) -> int:
 
     if args.runs < 1:
         raise ValueError("--runs takes a number of runs, at least 1")
+    if args.kraft or args.mode == "kraft":
+        return _kraft_torture(args)
     if args.faults is None:
         faults = tuple(k for k in FAULT_KINDS if k != "partition" or os.geteuid() == 0)
     else:
@@ -207,6 +212,38 @@ def _torture(args: argparse.Namespace) -> int:
         print(json.dumps(result.as_json()))
     else:
         print(format_torture(result))
+    return 0 if result.expected else 1
+
+
+def _kraft_torture(args: argparse.Namespace) -> int:
+    import os
+
+    from zkbroker.lab.kraft_torture import FAULT_KINDS, run_kraft_torture
+
+    faults = FAULT_KINDS if args.faults is None else tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    if set(faults) - set(FAULT_KINDS) or not faults:
+        raise ValueError("--mode kraft takes the fault kind controller (kill, pause or partition one controller); "
+                         "the broker faults need KRaft brokers, which do not exist yet")
+    out = sys.stderr if args.json else sys.stdout
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        result = run_kraft_torture(args.runs, args.seed, network=os.geteuid() == 0,
+                                   narrate=lambda line: print(line, file=out, flush=True))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        j = result.totals["kraft"].as_json()
+        print(f"\ntorture: {result.runs} runs, seed {result.seed}, mode kraft, faults controller")
+        print(f"verdicts {','.join(f'{v}:{n}' for v, n in j['verdicts'].items())}; {j['committed']} records committed; "
+              f"{len(j['raft_violations'])} Raft violations; without a quorum leader: median "
+              f"{j['leaderless_ms']['median']} ms, max {j['leaderless_ms']['max']} ms ({j['leaderless_ms']['faults']} "
+              "faults)")
+        for v in j["raft_violations"]:
+            print(f"  {v['run']}: {v['invariant']}: {v['detail']}")
+        for e in j["errors"]:
+            print(f"  {e['run']}: {e['why']}")
     return 0 if result.expected else 1
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from zkbroker.lab.dashboard.events import broker_of, partition_of
+from zkbroker.lab.kraft_lab import quorum_bands
 
 ACK_BUCKET_MS = 1000
 ACK_GAP_MS = 1000  # the checker's unavailability window: no acknowledgement for more than a second
@@ -59,24 +60,6 @@ def history(events: Iterable[dict], ack_gap_ms: float = ACK_GAP_MS) -> dict:
                 open_faults.pop(key)["end"] = e["ts"]
     return {"start": start, "end": end, "controllers": controllers, "quorum": quorum, "faults": faults,
             "partitions": [per_partition[tp].result(ack_gap_ms) for tp in sorted(per_partition)]}
-
-
-def quorum_bands(events: Iterable[dict]) -> list[dict]:
-    """The quorum's leadership epochs: a band opens when a controller reports itself leader of an epoch and
-    closes when it reports anything else, or when any controller reports a higher epoch (time-ordered events)."""
-    bands: list[dict] = []
-    for e in events:
-        if e.get("kind") != "raft_state" or not isinstance(e.get("epoch"), int):
-            continue
-        current = bands[-1] if bands and bands[-1]["end"] is None else None
-        if e.get("state") == "leader":
-            if current is not None and (current["node"], current["epoch"]) == (e.get("node"), e["epoch"]):
-                continue
-            _close(bands, e["ts"])
-            bands.append({"start": e["ts"], "end": None, "node": e.get("node"), "epoch": e["epoch"]})
-        elif current is not None and (e.get("node") == current["node"] or e["epoch"] > current["epoch"]):
-            _close(bands, e["ts"])
-    return bands
 
 
 def _close(bands: list[dict], ts: float) -> None:
