@@ -1,0 +1,102 @@
+"""A KRaft lab's pure parts (DESIGN §17): cluster.json's KRaft form, the controllers' addresses in the lab network,
+their server.properties, the quorum as `lab status` and the dashboard show it, the votes of the last election,
+and the KRaft torture's seeded plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zkbroker.config import KafkaConfig
+from zkbroker.lab.cluster import ClusterFile, ControllerEntry, LabCluster, LabError, member_label, member_node
+from zkbroker.lab.dashboard.views import kraft_cluster_view, last_election_votes
+from zkbroker.lab.kraft_lab import controller_properties, quorum_status, voters_value
+from zkbroker.lab.kraft_torture import plan
+from zkbroker.lab.network import NetworkError, plan_addresses
+
+
+def _entry(node: int) -> ControllerEntry:
+    return ControllerEntry(node, "127.0.0.1", 9090 + node - 3000, 100 + node,
+                           f"/lab/controller-{node}/server.properties", f"/lab/controller-{node}/control.sock")
+
+
+def test_cluster_json_of_a_kraft_lab_has_mode_and_controllers_and_no_zookeeper_keys(tmp_path):
+    lab = LabCluster(tmp_path)
+    lab.save(ClusterFile("", None, mode="kraft", controllers=[_entry(3001), _entry(3002)]))
+    raw = json.loads(lab.cluster_file.read_text())
+    assert raw["mode"] == "kraft" and not {"zookeeper", "zookeeper_pid", "zookeepers"} & set(raw)
+    assert raw["controllers"][0] == {"id": 3001, "host": "127.0.0.1", "port": 9091, "pid": 3101,
+                                     "config": "/lab/controller-3001/server.properties",
+                                     "control": "/lab/controller-3001/control.sock"}
+    loaded = lab.load()
+    assert loaded.kraft and loaded.member("controller:3002").id == 3002
+    lab.save(ClusterFile("127.0.0.1:2181/x", 1))
+    raw = json.loads(lab.cluster_file.read_text())
+    assert raw["mode"] == "zookeeper" and "controllers" not in raw and raw["zookeeper"] == "127.0.0.1:2181/x"
+
+
+def test_members_are_brokers_by_id_or_controllers_by_name():
+    cluster = ClusterFile("", None, mode="kraft", controllers=[_entry(3001)])
+    assert (member_node(2), member_node("controller:3001")) == ("broker:2", "controller:3001")
+    assert member_label("controller:3001") == "Controller 3001"
+    with pytest.raises(LabError, match="no controller 3009"):
+        cluster.member("controller:3009")
+    with pytest.raises(LabError, match="names no lab member"):
+        cluster.member("zookeeper:1")
+    with pytest.raises(LabError, match="ZooKeeper mode"):
+        ClusterFile("zk", None).member("controller:3001")
+
+
+def test_controllers_have_addresses_of_their_own_in_the_lab_network():
+    addresses = plan_addresses("10.213.7.0/24", [], [1], [3001, 3003])
+    assert addresses["controller:3001"] == "10.213.7.201" and addresses["controller:3003"] == "10.213.7.203"
+    assert addresses["broker:1"] == "10.213.7.101"
+    with pytest.raises(NetworkError, match="Controller 4000"):
+        plan_addresses("10.213.7.0/24", [], [], [4000])
+
+
+def test_a_controllers_properties_are_a_valid_kraft_controller_configuration(tmp_path):
+    voters = voters_value([(3001, "127.0.0.1", 9093), (3002, "127.0.0.1", 9094)])
+    text = controller_properties(3002, "127.0.0.1", 9094, voters, tmp_path / "data",
+                                 {"controller.quorum.pre.vote.enable": "true"})
+    config = KafkaConfig.from_props(dict(line.split("=", 1) for line in text.splitlines()))
+    assert config.node_id == 3002 and config.quorum_voters == {3001: ("127.0.0.1", 9093), 3002: ("127.0.0.1", 9094)}
+    assert config["controller.quorum.pre.vote.enable"] is True and (config.host, config.port) == ("127.0.0.1", 9094)
+
+
+def _row(node, process="running", **raft):
+    base = {"state": "follower", "epoch": 2, "leader": 3002, "voted_for": None, "log_end_offset": 10,
+            "high_watermark": 10, "log_start_offset": 0}
+    return {"id": node, "host": "h", "port": 1, "pid": node, "process": process,
+            "raft": None if process != "running" else {**base, **raft}}
+
+
+def test_the_quorum_is_the_leader_of_the_highest_epoch_a_leader_holds_with_each_voters_lag():
+    rows = [_row(3001, log_end_offset=7), _row(3002, state="leader", high_watermark=9),
+            _row(3003, state="candidate", epoch=5, leader=None, voted_for=3003, log_end_offset=4)]
+    quorum = quorum_status(rows)
+    assert (quorum["leader"], quorum["epoch"], quorum["high_watermark"]) == (3002, 2, 9)
+    assert [(v["id"], v["state"], v["lag"]) for v in quorum["voters"]] == [
+        (3001, "follower", 3), (3002, "leader", 0), (3003, "candidate", 6)]
+    down = quorum_status([_row(3001, process="dead"), _row(3002, process="paused")])
+    assert down["leader"] is None and [v["state"] for v in down["voters"]] == ["down", "paused"]
+
+
+def test_the_dashboards_kraft_view_is_designs_with_the_last_elections_votes():
+    rows = [_row(3001), _row(3002, state="leader")]
+    events = [{"kind": "vote", "from": 3001, "to": 3002, "epoch": 1, "granted": True},
+              {"kind": "vote", "from": 3001, "to": 3002, "epoch": 2, "granted": False},
+              {"kind": "vote", "from": 3001, "to": 3002, "epoch": 2, "granted": True}]
+    votes = last_election_votes(events, 2)
+    assert votes == [{"from": 3001, "to": 3002, "epoch": 2, "granted": True}]
+    view = kraft_cluster_view(quorum_status(rows), rows, {"controller:3001": ["controller:3002"]}, ["x"], votes)
+    assert view["mode"] == "kraft" and view["controller"] == {"node": 3002, "epoch": 2}
+    assert view["quorum"]["high_watermark"] == 10 and view["quorum"]["votes"] == votes
+    assert view["quorum"]["voters"][0]["cut_off_from"] == ["controller:3002"] and view["brokers"] == []
+
+
+def test_a_kraft_torture_plan_is_seeded_and_draws_partitions_only_in_a_lab_network():
+    assert plan(7, 3, True) == plan(7, 3, True) and plan(7, 3, True) != plan(7, 4, True)
+    assert all(f.action in ("kill", "pause") for run in range(20) for f in plan(1, run, False))
+    assert any(f.action == "partition" for run in range(20) for f in plan(1, run, True))
