@@ -1,8 +1,9 @@
 """A KRaft controller quorum on this machine, started the way an operator starts one (DESIGN §17): a
 server.properties per controller (node ids 3001...), `zkbroker storage random-uuid` and `storage format`, then
 `zkbroker server` on each; no ZooKeeper anywhere. Each controller's Raft state is read through its lab control
-socket (zkbroker/control_protocol.py). Controllers only: `make demo` tells the quorum's story with it, and `lab up
---kraft` (issue 26) is to grow from it once brokers run in KRaft mode."""
+socket (zkbroker/control_protocol.py). Controllers only, outside any lab directory: `make demo` tells the quorum's
+story with it. Its properties and formatting are the KRaft lab's (kraft_lab.py), which `lab up --kraft` runs as lab
+members with every lab verb."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
+from zkbroker.lab import kraft_lab
 from zkbroker.lab.control_client import ControlClient, ControlError
 
-FIRST_ID = 3001
+FIRST_ID = kraft_lab.FIRST_CONTROLLER_ID
 HOST = "127.0.0.1"
 
 
@@ -56,27 +58,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _zkbroker(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-
-
 class KRaftQuorum:
     def __init__(self, directory: Path, count: int = 3) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.controllers = [Controller(FIRST_ID + i, _free_port(), directory / f"controller-{FIRST_ID + i}")
                             for i in range(count)]
-        voters = ",".join(f"{c.node_id}@{HOST}:{c.port}" for c in self.controllers)
+        voters = kraft_lab.voters_value((c.node_id, HOST, c.port) for c in self.controllers)
         for c in self.controllers:
             c.directory.mkdir(parents=True, exist_ok=True)
-            c.config.write_text(f"process.roles=controller\nnode.id={c.node_id}\ncontroller.quorum.voters={voters}\n"
-                                f"controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{HOST}:{c.port}\n"
-                                f"log.dirs={c.directory / 'data'}\n")
-        self.cluster_id = _zkbroker("storage", "random-uuid").stdout.strip()
-        for c in self.controllers:
-            done = _zkbroker("storage", "format", "-t", self.cluster_id, "-c", str(c.config))
-            if done.returncode != 0:
-                raise RuntimeError(f"storage format failed for controller {c.node_id}: {done.stderr.strip()}")
+            c.config.write_text(kraft_lab.controller_properties(c.node_id, HOST, c.port, voters, c.directory / "data"))
+        try:
+            self.cluster_id = kraft_lab.random_cluster_id()
+            for c in self.controllers:
+                kraft_lab.format_storage(self.cluster_id, c.config, f"controller {c.node_id}")
+        except kraft_lab.KRaftLabError as e:
+            raise RuntimeError(str(e)) from None
 
     def start(self, controller: Controller) -> None:
         env = {**os.environ, CONTROL_ENV_VAR: str(controller.control)}
