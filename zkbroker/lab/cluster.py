@@ -376,7 +376,7 @@ class LabCluster:
                 self._record("network_created", subnet=self.network.load().subnet)
                 ports = [kraft_lab.CONTROLLER_PORT] * controllers
             else:
-                ports = _choose_ports(controllers, None)
+                ports = _choose_ports(controllers, 0)  # free ports: never 9092, which a ZooKeeper-mode lab may want
             hosts = [addresses.get(controller_node(node), HOST) for node in ids]
             voters = kraft_lab.voters_value(zip(ids, hosts, ports))
             cluster_id = kraft_lab.random_cluster_id()

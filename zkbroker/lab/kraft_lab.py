@@ -163,3 +163,47 @@ def quorum_bands(events: Iterable[dict]) -> list[dict]:
 def _close_band(bands: list[dict], ts: float) -> None:
     if bands and bands[-1]["end"] is None:
         bands[-1]["end"] = ts
+
+
+def leaderless_windows(events: Iterable[dict], voters: int, until: float | None = None) -> list[tuple[float, float]]:
+    """The spans (epoch ms) in which the quorum had no leader, from the controllers' raft_state events: it has
+    one while a node reports itself leader of an epoch and a majority of the `voters` (that node included) last
+    reported that epoch and that leader. A killed leader thus counts until its followers give up on it (their
+    fetch timeout), and a voter cut off alone that stands in higher epochs takes nothing away. Spans from the
+    first leader on; one still open ends at `until` (default: the last event)."""
+    last: dict[int, tuple[str, int, int | None]] = {}
+    majority = voters // 2 + 1
+    windows: list[tuple[float, float]] = []
+    began: float | None = None
+    seen_leader = False
+    ts = None
+    for e in sorted((e for e in events if e.get("kind") == "raft_state" and isinstance(e.get("ts"), (int, float))),
+                    key=lambda e: e["ts"]):
+        ts = e["ts"]
+        last[e.get("node")] = (e.get("state"), e.get("epoch"), e.get("leader"))
+        leaders = [(n, epoch) for n, (state, epoch, _) in last.items() if state == "leader"]
+        has_leader = any(sum(1 for state, epoch, leader in last.values() if epoch == le and leader == n) >= majority
+                         for n, le in leaders)
+        if has_leader:
+            seen_leader = True
+            if began is not None:
+                windows.append((began, ts))
+                began = None
+        elif seen_leader and began is None:
+            began = ts
+    if began is not None:
+        windows.append((began, until if until is not None else ts))
+    return windows
+
+
+def majority_leader(rows: list[dict]) -> tuple[int, int] | None:
+    """(leader, epoch) of a controller that reports itself leader and that a majority of the voters (it included)
+    follow in that epoch: the quorum has a leader, whatever a voter cut off from it believes."""
+    states = [r["raft"] for r in rows if r.get("raft") is not None]
+    majority = len(rows) // 2 + 1
+    for s in states:
+        if s["state"] == "leader":
+            following = sum(1 for o in states if o["epoch"] == s["epoch"] and o["leader"] == s["leader"])
+            if following >= majority:
+                return s["leader"], s["epoch"]
+    return None

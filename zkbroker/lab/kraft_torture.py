@@ -281,8 +281,6 @@ def _caught_up(lab: LabCluster) -> dict[int, dict | None]:
 
 
 def _leaderless(events: list[dict], windows: list[tuple[float, float]]) -> list[float]:
-    """For each fault span: the longest gap between quorum leadership bands that began within it."""
-    bands = kraft_lab.quorum_bands(sorted((e for e in events if isinstance(e.get("ts"), (int, float))),
-                                key=lambda e: e["ts"]))
-    gaps = [(a["end"], b["start"]) for a, b in zip(bands, bands[1:]) if a["end"] is not None]
+    """For each fault span: the longest time without a quorum leader that began within it."""
+    gaps = kraft_lab.leaderless_windows(events, CONTROLLERS)
     return [max((b - a for a, b in gaps if start <= a <= end), default=0.0) for start, end in windows]

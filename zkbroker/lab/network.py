@@ -83,15 +83,20 @@ def plan_addresses(subnet: str, zookeeper_ids: Iterable[int], broker_ids: Iterab
     return addresses
 
 
+#: The NODE names that stand for every node of their kind.
+GROUPS = ("zookeeper", "controller")
+
+
 def expand(name: str, nodes: Iterable[str]) -> list[str]:
-    """The nodes a NODE argument names: `zookeeper` is every ZooKeeper server; the rest name one node."""
+    """The nodes a NODE argument names: `zookeeper` is every ZooKeeper server, `controller` every controller of a
+    KRaft lab; the rest name one node."""
     nodes = list(nodes)
-    if name == "zookeeper":
-        chosen = [n for n in nodes if n.startswith("zookeeper:")]
+    if name in GROUPS:
+        chosen = [n for n in nodes if n.startswith(name + ":")]
     else:
         chosen = [n for n in nodes if n == name]
     if not chosen:
-        allowed = ", ".join(["zookeeper", *nodes])
+        allowed = ", ".join([*(g for g in GROUPS if any(n.startswith(g + ":") for n in nodes)), *nodes])
         raise NetworkError(f"There is no node {name!r} in this lab (nodes: {allowed})")
     return chosen
 
@@ -111,6 +116,8 @@ class Partition:
         for a in expand(self.node, nodes):
             for peer in self.peers:
                 for b in expand(peer, nodes):
+                    if a == b and peer in GROUPS:
+                        continue  # `controller:3001 --from controller`: from every other controller
                     if a == b:
                         raise NetworkError(f"{a} cannot be partitioned from itself")
                     pairs.add((a, b))

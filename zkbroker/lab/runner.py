@@ -34,14 +34,15 @@ from pathlib import Path
 from typing import Protocol
 
 from zkbroker import admin, fault_points, timeline
-from zkbroker.lab import recorder
+from zkbroker.lab import kraft_lab, recorder
 from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
 from zkbroker.lab.processes import process_state, signal_process
+from zkbroker.lab.quorum_checker import check_quorum, read_voter_log
 from zkbroker.lab.recorder import RecordingProducer
-from zkbroker.lab.scenario import Scenario, Step, fault_parameters
+from zkbroker.lab.scenario import KRAFT_MODES, Scenario, Step, fault_parameters
 from zkbroker.lab.spark_read import SparkRead
 from zkbroker.lab.spark_stream import SparkStream
 from zkbroker.topic_partition import TopicPartition
@@ -50,7 +51,7 @@ from zkbroker.topic_partition import TopicPartition
 GRAVITY = ("lost", "divergent", "duplicated", "stuck", "unavailable", "slow", "ok")
 DEFAULT_WAIT_MS = 30000
 # Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
-NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired",
+NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "raft_state",
                   "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started", "stream_batch",
                   "stream_stopped", "stream_failed")
 STREAM_STOP_MS = 120000  # how long a stream's running batch may take to finish once it is asked to stop
@@ -128,6 +129,8 @@ class RunResult:
     seconds: float = 0.0
     directory: Path | None = None
     step_times: list[tuple[Step, float, float]] = field(default_factory=list)  # each step, its start and end (ms)
+    # A KRaft mode's quorum verdicts: the Raft invariants broken, the longest time without a quorum leader
+    quorum: dict | None = None
 
     @property
     def expected(self) -> bool:
@@ -135,10 +138,14 @@ class RunResult:
 
     def as_json(self) -> dict:
         checked = self.report.as_json()
-        return {"mode": self.mode, "verdict": self.verdict, "expected": self.expected,
-                "acknowledged": checked["acknowledged"], "lost": checked["lost"],
-                "duplicated": checked["duplicated"], "divergent": checked["divergent"],
-                "unavailable_ms_max": checked["unavailable_ms_max"], "losses": checked["losses"]}
+        out = {"mode": self.mode, "verdict": self.verdict, "expected": self.expected,
+               "acknowledged": checked["acknowledged"], "lost": checked["lost"],
+               "duplicated": checked["duplicated"], "divergent": checked["divergent"],
+               "unavailable_ms_max": checked["unavailable_ms_max"], "losses": checked["losses"]}
+        if self.quorum is not None:  # the quorum's unavailability: the longest time without a leader
+            out["unavailable_ms_max"] = max(out["unavailable_ms_max"], round(self.quorum["leaderless_ms_max"]))
+            out["raft_violations"] = self.quorum["violations"]
+        return out
 
 
 Narrate = Callable[[str], None]
@@ -176,6 +183,7 @@ class ScenarioRun:
         self.streams: dict[str, SparkStream] = {}
         self.until_end: list[RecordingProducer] = []
         self.result = RunResult(scenario.name, mode, self.spec.expect, directory=directory)
+        self.kraft = mode in KRAFT_MODES
         self._timeline_seen = 0
         self._log_marks: dict[int, int] = {}
 
@@ -185,8 +193,9 @@ class ScenarioRun:
         started = time.monotonic()
         try:
             self._up()
-            self.observer = LabObserver(self.lab)
-            self._log_marks = {b.id: len(self.observer.server_log(b.id)) for b in self.observer.cluster.brokers}
+            if not self.kraft:  # a KRaft lab has no ZooKeeper to observe: its quorum is asked directly
+                self.observer = LabObserver(self.lab)
+                self._log_marks = {b.id: len(self.observer.server_log(b.id)) for b in self.observer.cluster.brokers}
             steps = [s for s in self.scenario.steps if s.mode in (None, self.mode)]
             for index, step in enumerate(steps):
                 if self.stepper is not None:
@@ -223,6 +232,13 @@ class ScenarioRun:
                  + (" in a lab network" if self.scenario.network else "") + f" in {self.directory}"
                  + (f" ({', '.join(f'{k}={v}' for k, v in self.spec.config.items())})" if self.spec.config else ""))
         # base_port=0: ports the kernel picks, so that labs run side by side never race for 9092
+        if self.kraft:
+            self.lab.up(kraft=True, controllers=self.scenario.controllers, brokers=self.scenario.brokers,
+                        network=self.scenario.network, subnet=self.subnet if self.scenario.network else None,
+                        config=[f"{k}={v}" for k, v in config.items()])
+            self._timeline_seen = len(timeline.read(self.lab.timeline_file))
+            self._check_cancelled()
+            return
         self.lab.up(brokers=self.scenario.brokers, zookeepers=self.scenario.zookeepers, network=self.scenario.network,
                     base_port=0, subnet=self.subnet if self.scenario.network else None,
                     config=[f"{k}={v}" for k, v in config.items()])
@@ -293,7 +309,12 @@ class ScenarioRun:
                                        for p, replicas_ in assignment.items()),
                            DEFAULT_WAIT_MS, f"{topic}'s partitions to have leaders and full ISRs", fail=True)
 
-    def _choose(self, step: Step, broker: int | str, **named) -> None:
+    def _choose(self, step: Step, broker: int | str | None = None, controller: int | str | None = None,
+                **named) -> None:
+        if controller is not None or (self.kraft and broker == "controller"):
+            self.names[named["as"]] = chosen = self._controller("active" if controller is None else controller)
+            self.say(f"[{self.label}]     {named['as']} is controller {chosen}")
+            return
         self.names[named["as"]] = chosen = self._broker(broker)
         self.say(f"[{self.label}]     {named['as']} is broker {chosen}")
 
@@ -436,6 +457,14 @@ class ScenarioRun:
             signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
                                          "resume": signal.SIGCONT}[action])
             return
+        if "controller" in target:
+            node = self._controller(target["controller"])
+            if "as" in target:
+                self.names[target["as"]] = node
+            method = {"kill": self.lab.kill, "pause": self.lab.pause, "resume": self.lab.resume,
+                      "start": self.lab.start, "stop": self.lab.stop}[action]
+            method(f"controller:{node}")
+            return
         if "zookeeper" in target:
             server = self._zookeeper(target["zookeeper"])
             method = {"kill": self.lab.kill_zookeeper, "pause": self.lab.pause_zookeeper,
@@ -457,7 +486,8 @@ class ScenarioRun:
             except LabError:
                 if action != "start" or target.get("wait", True):
                     raise
-        self.observer.reload()
+        if self.observer is not None:
+            self.observer.reload()
 
     def _partition(self, step: Step, node: str, **fields) -> None:
         peers = fields["from"] if isinstance(fields["from"], list) else [fields["from"]]
@@ -537,6 +567,8 @@ class ScenarioRun:
     # ---- conditions ----------------------------------------------------------------------------------------------
 
     def _holds(self, condition: str, args: dict) -> bool:
+        if self.kraft:
+            return self._holds_kraft(condition, args)
         o = self.observer
         broker = self._broker(args["broker"]) if "broker" in args and condition != "controller_changed" else None
         topic, partition = args.get("topic"), args.get("partition", 0)
@@ -657,6 +689,46 @@ class ScenarioRun:
             return None
         return next((p for p in state["partitions"] if (p["topic"], p["partition"]) == (topic, partition)), None)
 
+    def _quorum(self) -> dict:
+        rows = [kraft_lab.controller_row(entry) for entry in self.lab.load().controllers]
+        quorum = kraft_lab.quorum_status(rows)
+        agreed = kraft_lab.agreed_leader(r["raft"] for r in rows if r["process"] == "running")
+        return {**quorum, "agreed": agreed, "majority": kraft_lab.majority_leader(rows)}
+
+    def _holds_kraft(self, condition: str, args: dict) -> bool:
+        """The conditions a KRaft mode reads from the quorum (DESIGN §17): controller_elected (a controller leads
+        that a majority of the voters follow; `broker`: that one), controller_changed (such a leader other than
+        `broker`), controller_epoch (the leader's epoch is `size`)."""
+        quorum = self._quorum()
+        leader = quorum["majority"]
+        if condition == "controller_elected":
+            return leader is not None and ("broker" not in args or leader[0] == self._controller(args["broker"]))
+        if condition == "controller_changed":
+            return leader is not None and leader[0] != self._controller(args["broker"])
+        if condition == "controller_epoch":
+            return quorum["epoch"] == args["size"]
+        raise StepFailed(f"the condition {condition} has no KRaft form yet (KRaft brokers do not exist yet)")
+
+    def _controller(self, target: int | str) -> int:
+        """A controller's node id from an id, "active" / "controller" (the quorum's leader now), "follower" (the
+        lowest running voter that does not lead) or a name bound with `as`."""
+        if isinstance(target, int):
+            return target
+        if target in self.names:
+            return self.names[target]
+        rows = [kraft_lab.controller_row(entry) for entry in self.lab.load().controllers]
+        leader = kraft_lab.quorum_status(rows)["leader"]
+        if target in ("active", "controller"):
+            if leader is None:
+                raise StepFailed("the quorum has no leader now")
+            return leader
+        if target == "follower":
+            others = [r["id"] for r in rows if r["id"] != leader and r["process"] == "running"]
+            if not others:
+                raise StepFailed("no running controller follows now")
+            return others[0]
+        raise StepFailed(f"no controller is called {target!r}")
+
     # ---- targets ---------------------------------------------------------------------------------------------------
 
     def _broker(self, target: int | str) -> int:
@@ -700,11 +772,43 @@ class ScenarioRun:
         kind, _, rest = node.partition(":")
         if kind == "broker" and rest and not rest.isdigit():
             return f"broker:{self._broker(rest)}"
+        if kind == "controller" and rest and not rest.isdigit():
+            return f"controller:{self._controller(rest)}"
         return node
 
     # ---- the end of a run ---------------------------------------------------------------------------------------
 
+    def _finish_kraft(self) -> None:
+        """A KRaft mode's verdict: the quorum checker's Raft invariants on every voter's log dir, and the longest
+        time without a quorum leader (from the timeline's raft_state events) against max_unavailable_ms."""
+        self._wait_for(lambda: self._quorum()["agreed"] is not None, self.scenario.settle_ms, "a quorum leader",
+                       quiet=True)
+        controllers = self.lab.load().controllers
+        states = {c.id: kraft_lab.raft_state(c.control) for c in controllers}
+        events = timeline.read(self.lab.timeline_file)
+        voters = [read_voter_log(c.id, Path(c.config).parent / "data", (states.get(c.id) or {}).get("high_watermark"))
+                  for c in controllers if (Path(c.config).parent / "data" / "__cluster_metadata-0").exists()]
+        report = check_quorum(voters, events)
+        gaps = [b - a for a, b in kraft_lab.leaderless_windows(events, len(controllers), time.time() * 1000)]
+        self.result.quorum = {"violations": [{"invariant": v.invariant, "detail": v.detail}
+                                             for v in report.violations],
+                              "leaderless_ms_max": max(gaps, default=0.0)}
+        self.result.report = check([], [], events)
+        verdict = "ok"
+        if report.violations:
+            verdict = "divergent" if any(v.invariant == "committed-diverged" for v in report.violations) else "lost"
+        elif self.spec.max_unavailable_ms is not None and max(gaps, default=0.0) > self.spec.max_unavailable_ms:
+            verdict = "unavailable"
+        if self.result.stuck:
+            verdict = gravest(verdict, "stuck")
+        self.result.verdict = verdict
+        self.say(f"[{self.label}] the quorum: {len(report.violations)} Raft violations, the longest time without "
+                 f"a leader {max(gaps, default=0.0):.0f} ms")
+
     def _finish(self) -> None:
+        if self.kraft:
+            self._finish_kraft()
+            return
         if self.until_end:
             # The last step healed the last fault; a partition still recovering refuses writes for a moment. Stop
             # once each producer has had a write acknowledged again (or after settle_ms): ending sooner would judge
@@ -795,7 +899,8 @@ def describe_step(step: Step) -> str:
     f = step.fields
     if step.action in ("kill", "pause", "resume", "start", "stop"):
         target = (f"broker {f['broker']}" if "broker" in f else f"consumer {f['consumer']}" if "consumer" in f
-                  else f"stream {f['stream']}" if "stream" in f else f"ZooKeeper server {f['zookeeper']}")
+                  else f"stream {f['stream']}" if "stream" in f else f"controller {f['controller']}"
+                  if "controller" in f else f"ZooKeeper server {f['zookeeper']}")
         return f"{step.action} {target}"
     if step.action == "produce":
         how = " in the background" if f.get("background") else ""
@@ -829,7 +934,8 @@ def describe_step(step: Step) -> str:
         return (f"a Spark stream {f['as']} of {f['topic']} into Parquet "
                 f"({f.get('trigger', 'processing-time=500ms')}) in the background")
     if step.action == "choose":
-        return f"call broker {f['broker']} {f['as']}"
+        return (f"call controller {f['controller']} {f['as']}" if "controller" in f
+                else f"call broker {f['broker']} {f['as']}")
     if step.action == "cut_log":
         return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
     return step.action
@@ -914,9 +1020,16 @@ def _wait_through_interrupts(events) -> None:
 
 
 def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
-    """`both` is every mode the scenario has; a mode it lacks is an error that says why it lacks it."""
+    """`both` is the scenario's 0.8 and fixed modes, `all` every mode it has (DESIGN §17); a mode it lacks is an
+    error that says why it lacks it."""
+    if mode == "all":
+        return [m for m in ("0.8", "fixed", *KRAFT_MODES) if m in scenario.modes]
     if mode == "both":
-        return [m for m in ("0.8", "fixed") if m in scenario.modes]
+        both = [m for m in ("0.8", "fixed") if m in scenario.modes]
+        if not both:
+            raise LabError(f"Scenario {scenario.name} has no 0.8 or fixed mode; run it with --mode all "
+                           f"({', '.join(scenario.modes)})")
+        return both
     if mode not in scenario.modes:
         why = f": {scenario.why_one_mode}" if scenario.why_one_mode else ""
         raise LabError(f"Scenario {scenario.name} has no {mode} mode{why}")

@@ -48,7 +48,10 @@ if sys.version_info >= (3, 11):
 else:  # the same parser, before it joined the standard library
     import tomli as tomllib
 
-MODES = ("0.8", "fixed")
+MODES = ("0.8", "fixed", "kraft", "kraft-fixed")
+#: The modes run on a KRaft lab (DESIGN §17): Kafka 3.7's quorum, and with a later fix switched on.
+KRAFT_MODES = ("kraft", "kraft-fixed")
+QUORUM_SIZES = (1, 3, 5)
 VERDICTS = ("ok", "lost", "divergent", "duplicated", "stuck", "unavailable", "slow")
 ENSEMBLE_SIZES = (1, 3, 5)
 
@@ -119,9 +122,10 @@ _OF = {"acked": "produce", "refused": "produce", "read_tasks_running": "spark_re
 # The lab control interface's fault points (zkbroker/fault_points.py).
 FAULT_POINTS = POINTS
 
-_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "consumer": _STR, "as": _STR}
-_ONE_PROCESS = ("broker", "zookeeper", "consumer")
-_SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "as": _STR}  # start and stop: a consumer starts with its step
+_PROCESS = {"broker": _TARGET, "zookeeper": _TARGET, "controller": _TARGET, "consumer": _STR, "as": _STR}
+_ONE_PROCESS = ("broker", "zookeeper", "controller", "consumer")
+# start and stop: a consumer starts with its step
+_SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "controller": _TARGET, "as": _STR}
 # A spark_stream step's stream can be killed (SIGKILL), stopped (SIGTERM: its running batch finishes) and started
 # again on its checkpoint; `stream` names it.
 _STREAM = {"stream": _STR}
@@ -142,15 +146,15 @@ STEPS: dict[str, Shape] = {
                          "background": (bool,), "timeout_ms": _INT, "master": _STR, "as": _STR}, ("topic", "end")),
     "spark_stream": Shape({"topic": _STR, "trigger": _STR, "options": (dict,), "master": _STR, "as": _STR},
                           ("topic", "as")),
-    "choose": Shape({"broker": _TARGET, "as": _STR}, ("broker", "as")),
+    "choose": Shape({"broker": _TARGET, "controller": _TARGET, "as": _STR}, ("as",), ("broker", "controller")),
     "produce": Shape({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                       "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR},
                      ("topic", "count")),
     "kill": Shape({**_PROCESS, **_STREAM}, (), (*_ONE_PROCESS, "stream")),
     "pause": Shape(_PROCESS, (), _ONE_PROCESS),
     "resume": Shape(_PROCESS, (), _ONE_PROCESS),
-    "start": Shape({**_SERVER, **_STREAM, "wait": (bool,)}, (), (*_ONE_PROCESS[:2], "stream")),
-    "stop": Shape({**_SERVER, **_STREAM}, (), (*_ONE_PROCESS[:2], "stream")),
+    "start": Shape({**_SERVER, **_STREAM, "wait": (bool,)}, (), (*_ONE_PROCESS[:3], "stream")),
+    "stop": Shape({**_SERVER, **_STREAM}, (), (*_ONE_PROCESS[:3], "stream")),
     "partition": Shape({"node": _STR, "from": (str, list), "one_way": (bool,)}, ("node", "from")),
     "heal": Shape({"node": _STR}),
     "fault": Shape({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
@@ -164,7 +168,8 @@ STEPS: dict[str, Shape] = {
 
 _TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
-CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "network": (bool,), "config": (dict,), "settle_ms": _INT}
+CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "controllers": _INT, "network": (bool,), "config": (dict,),
+                  "settle_ms": _INT}
 _MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
 
 
@@ -173,7 +178,7 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
-             "spark-stream-during-failover")
+             "spark-stream-during-failover", "raft-check-quorum-resign", "raft-pre-vote-disruption")
 
 
 class ScenarioError(ValueError):
@@ -212,6 +217,7 @@ class Scenario:
     file: str = ""
     faithful: str | None = None  # where the run departs from what 0.8.2 did, said plainly
     settle_ms: int = 10000  # how long the end of a run waits for leaders and ISRs to settle before reading
+    controllers: int = 3  # the KRaft modes' quorum ([cluster] controllers, DESIGN §17)
 
     @property
     def fault_points(self) -> bool:
@@ -265,10 +271,13 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     zookeepers = cluster.get("zookeepers", 1)
     if zookeepers not in ENSEMBLE_SIZES:
         check.fail(("cluster",), "zookeepers", f"zookeepers must be one of {', '.join(map(str, ENSEMBLE_SIZES))}")
-    if cluster.get("brokers", 3) < 1:
-        check.fail(("cluster",), "brokers", "a scenario needs at least one broker")
-
     modes_doc = doc.get("modes", {})
+    kraft_only = bool(modes_doc) and all(m in KRAFT_MODES for m in modes_doc)
+    if cluster.get("brokers", 3) < (0 if kraft_only else 1):
+        check.fail(("cluster",), "brokers", "a scenario needs at least one broker (a KRaft-only one may have none)")
+    if cluster.get("controllers", 3) not in QUORUM_SIZES:
+        check.fail(("cluster",), "controllers", f"controllers must be one of {', '.join(map(str, QUORUM_SIZES))}")
+
     unknown = [m for m in modes_doc if m not in MODES]
     if unknown:
         check.fail(("modes", unknown[0]), None, f"unknown mode {unknown[0]!r}; allowed: {', '.join(MODES)}")
@@ -288,13 +297,15 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     steps = []
     names = Names(modes)
     for index, step in enumerate(doc.get("steps", [])):
-        steps.append(check_step(check, ("steps", index), step, modes, names, cluster.get("brokers", 3), zookeepers))
+        steps.append(check_step(check, ("steps", index), step, modes, names, cluster.get("brokers", 3), zookeepers,
+                                cluster.get("controllers", 3)))
     needs_network = [s for s in steps if s.action in ("partition", "heal")]
     if needs_network and not cluster.get("network", False):
         check.fail_at(needs_network[0].line, f"a {needs_network[0].action} step needs network = true in [cluster]")
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
                     cluster.get("network", False), server_settings(cluster.get("config", {})), modes, steps,
-                    doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000))
+                    doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000),
+                    cluster.get("controllers", 3))
 
 
 class Names:
@@ -316,7 +327,7 @@ class Names:
 
 
 def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpec], names: Names, brokers: int,
-               zookeepers: int) -> Step:
+               zookeepers: int, controllers: int = 3) -> Step:
     """One step checked against STEPS and CONDITIONS, its names against those given before it (`names` learns
     the ones it gives); `where` locates its table for the error's line."""
     if not isinstance(step, dict):
@@ -356,7 +367,7 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
             check_parameters(step["point"], fault_parameters(step))
         except FaultPointError as e:
             check.fail(where, "point", str(e))
-    _references(check, where, step, names, step_modes, brokers, zookeepers)
+    _references(check, where, step, names, step_modes, brokers, zookeepers, controllers)
     _give_names(check, where, step, names, step_modes)
     return Step(action, {k: v for k, v in step.items() if k not in _COMMON}, step.get("narrate", ""),
                 step.get("mode"), check.line(where, "action"))
@@ -374,7 +385,7 @@ def _shape(check: Checker, where: tuple, step: dict, shape: Shape, what: str) ->
 
 
 def _references(check: Checker, where: tuple, step: dict, names: Names, modes: frozenset[str], brokers: int,
-                zookeepers: int) -> None:
+                zookeepers: int, controllers: int = 3) -> None:
     """Every name a step uses is a broker or ZooKeeper server of the cluster, or was given by an earlier step that
     runs in each mode this one runs in."""
     def broker(key: str, target: Any) -> None:
@@ -399,6 +410,12 @@ def _references(check: Checker, where: tuple, step: dict, names: Names, modes: f
                                    or not 1 <= server <= zookeepers):
             check.fail(where, "zookeeper", f"zookeeper {server!r} is not a server of the ensemble (1 to {zookeepers}) "
                                            f"or \"leader\"")
+    if "controller" in step and not _controller_known(step["controller"], names, modes, controllers):
+        check.fail(where, "controller", f"controller {step['controller']!r} is not a controller of the quorum "
+                                        f"(3001 to {3000 + controllers}), \"active\", \"follower\" or a name "
+                                        f"given earlier with as = ...")
+    if "controller" in step and not modes <= frozenset(KRAFT_MODES):
+        check.fail(where, "controller", "a controller step runs in the KRaft modes only (mode = \"kraft\" ...)")
     if "consumer" in step and not names.known("consumer", step["consumer"], modes):
         check.fail(where, "consumer", f"no earlier consumer step is named {step['consumer']!r}"
                    + _only_in(names, "consumer", step["consumer"]))
@@ -416,9 +433,9 @@ def _references(check: Checker, where: tuple, step: dict, names: Names, modes: f
     for key in ("node", "from") if action in ("partition", "heal") else ():
         nodes = step.get(key, [])
         for node in nodes if isinstance(nodes, list) else [nodes]:
-            if not isinstance(node, str) or not _node_known(node, names, modes, brokers, zookeepers):
+            if not isinstance(node, str) or not _node_known(node, names, modes, brokers, zookeepers, controllers):
                 check.fail(where, key, f"{key} {node!r} is not a node: broker:ID, broker:NAME, zookeeper, "
-                                       f"zookeeper:N or clients")
+                                       f"zookeeper:N, controller:ID, controller:NAME or clients")
 
 
 def _only_in(names: Names, kind: str, name: str) -> str:
@@ -439,6 +456,8 @@ def _give_names(check: Checker, where: tuple, step: dict, names: Names, modes: f
             check.fail(where, "as", f"an earlier {action} step is named {step['as']!r} already")
     elif "broker" in step:  # choose, or a process step: the name is the broker's
         names.give("broker", step["as"], modes)
+    elif "controller" in step:
+        names.give("controller", step["as"], modes)
     else:
         check.fail(where, "as", f"as names a broker, a produce, a spark_read or a spark_stream; this {action} step "
                                 f"has none")
@@ -454,8 +473,24 @@ def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int
         or names.known("broker", target, modes)
 
 
-def _node_known(node: str, names: Names, modes: frozenset[str], brokers: int, zookeepers: int) -> bool:
+def _controller_known(target: Any, names: Names, modes: frozenset[str], controllers: int) -> bool:
+    """A controller by node id (3001...), "active" (the quorum's leader then), "follower" (a voter that does not
+    lead then), or a name given earlier with `as` (by a controller step, or a choose of broker "controller")."""
+    if isinstance(target, bool):
+        return False
+    if isinstance(target, int):
+        return 3001 <= target <= 3000 + controllers
+    return isinstance(target, str) and (target in ("active", "follower") or names.known("controller", target, modes)
+                                        or names.known("broker", target, modes))
+
+
+def _node_known(node: str, names: Names, modes: frozenset[str], brokers: int, zookeepers: int,
+                controllers: int = 3) -> bool:
     kind, colon, rest = node.partition(":")
+    if kind == "controller" and not colon:
+        return True  # every controller
+    if kind == "controller" and colon:
+        return _controller_known(int(rest) if rest.isdigit() else rest, names, modes, controllers)
     if kind in ("zookeeper", "clients") and not colon:
         return True
     if kind == "zookeeper":

@@ -18,6 +18,8 @@ from pathlib import Path
 from zkbroker.lab.scenario import Scenario, ScenarioError, catalogue, find_scenario, load_scenario
 
 MODE_CHOICES = ("0.8", "fixed", "both")
+#: `lab scenario run --mode`: a KRaft mode (DESIGN §17) or all of a scenario's modes too.
+RUN_MODE_CHOICES = ("0.8", "fixed", "kraft", "kraft-fixed", "both", "all")
 
 
 def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
@@ -36,7 +38,8 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     which = run.add_mutually_exclusive_group(required=True)
     which.add_argument("name", metavar="NAME", nargs="?", help="a catalogue scenario")
     which.add_argument("--file", metavar="F", help="a scenario file of your own")
-    run.add_argument("--mode", choices=MODE_CHOICES, default="both", help="0.8, fixed or both (default)")
+    run.add_argument("--mode", choices=RUN_MODE_CHOICES, default="both",
+                     help="0.8, fixed, kraft, kraft-fixed, both (0.8 and fixed, the default) or all")
     run.add_argument("--seed", type=int, default=0, metavar="N", help="names the records (and drives torture)")
     run.add_argument("--dir", metavar="DIR", help="where the lab goes (both modes: DIR/0.8 and DIR/fixed); "
                                                    "default: a temporary directory")

@@ -11,7 +11,7 @@ import pytest
 from zkbroker.config import KafkaConfig
 from zkbroker.lab.cluster import ClusterFile, ControllerEntry, LabCluster, LabError, member_label, member_node
 from zkbroker.lab.dashboard.views import kraft_cluster_view, last_election_votes
-from zkbroker.lab.kraft_lab import controller_properties, quorum_status, voters_value
+from zkbroker.lab.kraft_lab import controller_properties, leaderless_windows, quorum_status, voters_value
 from zkbroker.lab.kraft_torture import plan
 from zkbroker.lab.network import NetworkError, plan_addresses
 
@@ -100,3 +100,22 @@ def test_a_kraft_torture_plan_is_seeded_and_draws_partitions_only_in_a_lab_netwo
     assert plan(7, 3, True) == plan(7, 3, True) and plan(7, 3, True) != plan(7, 4, True)
     assert all(f.action in ("kill", "pause") for run in range(20) for f in plan(1, run, False))
     assert any(f.action == "partition" for run in range(20) for f in plan(1, run, True))
+
+
+def _rs(ts, node, state, epoch, leader=None):
+    return {"ts": ts, "kind": "raft_state", "node": node, "state": state, "epoch": epoch, "leader": leader}
+
+
+def test_the_quorum_is_leaderless_only_while_no_leader_has_a_majority_in_its_epoch():
+    elected = [_rs(0, 1, "candidate", 1), _rs(5, 1, "leader", 1, 1), _rs(6, 2, "follower", 1, 1),
+               _rs(7, 3, "follower", 1, 1)]
+    # a voter cut off alone stands in higher epochs: the leader keeps its majority
+    cut_off = [_rs(20, 3, "candidate", 2), _rs(30, 3, "candidate", 3)]
+    assert leaderless_windows(elected + cut_off, 3) == []
+    # back, its Vote request takes the leader's epoch away until the next election ends
+    disrupted = [_rs(40, 1, "unattached", 3), _rs(41, 2, "voted", 3), _rs(45, 3, "leader", 3, 3),
+                 _rs(46, 1, "follower", 3, 3)]
+    assert leaderless_windows(elected + cut_off + disrupted, 3) == [(40, 46)]
+    # a killed leader counts until a majority no longer follows it; still open at the end, until `until`
+    killed = [_rs(50, 2, "candidate", 2), _rs(52, 3, "voted", 2)]
+    assert leaderless_windows(elected + killed, 3, until=99) == [(52, 99)]

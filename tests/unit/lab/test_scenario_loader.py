@@ -100,13 +100,13 @@ def test_an_unknown_field_of_a_step_names_its_line_and_the_fields_of_that_step()
     message = fails(scenario_with_step('action = "kill"\nbroker = 1\nsignal = "SIGTERM"\n'),
                     "unknown field of a kill step 'signal'")
     assert message.startswith(f"s.toml:{KAFKA_1211.count(chr(10)) + 5}: ")
-    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper, consumer, as, stream")
+    assert message.endswith("allowed: action, narrate, mode, broker, zookeeper, controller, consumer, as, stream")
 
 
 def test_an_unknown_top_level_or_cluster_field_names_its_line():
     message = fails(KAFKA_1211.replace("brokers = 2", "brokers = 2\nbrokres = 3"), "unknown field 'brokres'")
     assert message.startswith("s.toml:7: ")
-    assert message.endswith("allowed: brokers, zookeepers, network, config, settle_ms")
+    assert message.endswith("allowed: brokers, zookeepers, controllers, network, config, settle_ms")
     message = fails("title = 'x'\n" + KAFKA_1211, "unknown field 'title'")
     assert message.startswith("s.toml:1: ") and "allowed: name, source, summary" in message
 
@@ -125,12 +125,27 @@ def test_unknown_modes_verdicts_conditions_and_fault_points_list_the_allowed_one
 def test_types_required_fields_and_one_process_are_checked():
     fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = "two"\n'), "count must be an integer")
     fails(scenario_with_step('action = "produce"\ntopic = "t"\n'), "a produce step needs 'count'")
-    fails(scenario_with_step('action = "kill"\n'), "a kill step names one of broker, zookeeper, consumer, stream$")
+    fails(scenario_with_step('action = "kill"\n'),
+          "a kill step names one of broker, zookeeper, controller, consumer, stream$")
     fails(scenario_with_step('action = "kill"\nbroker = 1\nzookeeper = 2\n'),
-          "names one of broker, zookeeper, consumer, stream \\(not broker and zookeeper\\)")
+          "names one of broker, zookeeper, controller, consumer, stream \\(not broker and zookeeper\\)")
     fails(scenario_with_step('action = "sleep"\nms = true\n'), "ms must be an integer")
     fails(scenario_with_step('action = "heal"\nmode = "fixed "\n'), "mode 'fixed ' is not one of")
     fails(KAFKA_1211.replace("brokers = 2", "zookeepers = 2"), "zookeepers must be one of 1, 3, 5")
+    fails(KAFKA_1211.replace("brokers = 2", "brokers = 0"), "needs at least one broker")
+    fails(KAFKA_1211.replace("brokers = 2", "controllers = 4"), "controllers must be one of 1, 3, 5")
+    fails(scenario_with_step('action = "kill"\ncontroller = 3001\n'), "runs in the KRaft modes only")
+
+
+def test_a_kraft_only_scenario_may_have_no_brokers_and_names_controllers_and_their_nodes():
+    text = ('name = "k"\nsource = "s"\nsummary = "x"\nwhy_one_mode = "y"\n[cluster]\nbrokers = 0\nnetwork = true\n'
+            '[modes.kraft]\nexpect = "ok"\nwhy = "z"\n[[steps]]\naction = "choose"\ncontroller = "follower"\n'
+            'as = "cut"\n[[steps]]\naction = "partition"\nnode = "controller:cut"\nfrom = ["controller"]\n'
+            '[[steps]]\naction = "kill"\ncontroller = "active"\n[[steps]]\naction = "start"\ncontroller = 3003\n')
+    scenario = parse_scenario(text, "k.toml")
+    assert scenario.brokers == 0 and scenario.controllers == 3 and list(scenario.modes) == ["kraft"]
+    fails(text.replace("controller = 3003", "controller = 3004"), "not a controller of the quorum")
+    fails(text.replace('"controller:cut"', '"controller:nobody"'), "is not a node")
 
 
 def test_one_mode_needs_a_reason_and_bad_toml_names_its_line():
