@@ -10,7 +10,7 @@ import pytest
 
 from zkbroker.config import KafkaConfig
 from zkbroker.lab.cluster import ClusterFile, ControllerEntry, LabCluster, LabError, member_label, member_node
-from zkbroker.lab.dashboard.views import kraft_cluster_view, last_election_votes
+from zkbroker.lab.dashboard.views import kraft_cluster_at, kraft_cluster_view, last_election_votes
 from zkbroker.lab.kraft_lab import controller_properties, leaderless_windows, quorum_status, voters_value
 from zkbroker.lab.kraft_torture import plan
 from zkbroker.lab.network import NetworkError, plan_addresses
@@ -119,3 +119,16 @@ def test_the_quorum_is_leaderless_only_while_no_leader_has_a_majority_in_its_epo
     # a killed leader counts until a majority no longer follows it; still open at the end, until `until`
     killed = [_rs(50, 2, "candidate", 2), _rs(52, 3, "voted", 2)]
     assert leaderless_windows(elected + killed, 3, until=99) == [(52, 99)]
+
+
+def test_a_kraft_strip_replayed_at_a_moment_shows_each_controllers_last_state_then():
+    rows = [_row(3001), _row(3002, state="leader"), _row(3003)]
+    now = kraft_cluster_view(quorum_status(rows), rows, {}, None, [])
+    events = [_rs(10, 3001, "leader", 1, 3001), _rs(11, 3002, "follower", 1, 3001), _rs(11, 3003, "follower", 1, 3001),
+              {"ts": 20, "kind": "process_killed", "node": "controller:3001"},
+              _rs(25, 3002, "leader", 2, 3002), _rs(26, 3003, "follower", 2, 3002)]
+    before = kraft_cluster_at(events, 15, now)
+    assert before["controller"] == {"node": 3001, "epoch": 1}
+    after = kraft_cluster_at(events, 30, now)
+    assert after["controller"] == {"node": 3002, "epoch": 2}
+    assert [v["state"] for v in after["quorum"]["voters"]] == ["down", "leader", "follower"]

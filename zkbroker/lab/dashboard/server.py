@@ -562,6 +562,8 @@ async def _replay(request: web.Request) -> web.Response:
         return _error(400, "replay needs at=<epoch milliseconds>")
     observed = await d.observe(max_age_s=5.0)
     events = await asyncio.to_thread(d.events)
+    if observed.cluster.get("mode") == "kraft":
+        return _json({"at": at, "cluster": views.kraft_cluster_at(events, at, observed.cluster), "partitions": []})
     assignments = {(p.topic, p.partition): p.replicas for p in observed.zk.partitions}
     state = d.lab.network.load()
     nodes = list(state.addresses) if state else []

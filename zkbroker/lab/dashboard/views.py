@@ -19,6 +19,7 @@ from zkbroker.lab.dashboard.snapshot import (
     ZooKeeperSnapshot,
     session_text,
 )
+from zkbroker.lab.kraft_lab import quorum_status
 
 NO_LEADER = -1
 
@@ -143,6 +144,36 @@ def kraft_cluster_view(quorum: dict, rows: list[dict], cut_off: Mapping[str, lis
         "brokers": brokers or [],
         "zookeepers": [],
     }
+
+
+def kraft_cluster_at(events: Iterable[dict], at: float, now: dict) -> dict:
+    """A KRaft lab's strip as the timeline tells it at `at` (epoch ms): each controller's last raft_state before
+    then, and whether it was killed, paused or stopped; the voters are those of `now` (the live view)."""
+    last: dict[int, dict] = {}
+    process: dict[int, str] = {}
+    for e in events:
+        if not isinstance(e.get("ts"), (int, float)) or e["ts"] > at:
+            continue
+        if e.get("kind") == "raft_state":
+            last[e.get("node")] = e
+        node = e.get("node")
+        if isinstance(node, str) and node.startswith("controller:") and node[11:].isdigit():
+            word = {"process_killed": "dead", "process_stopped": "dead", "process_paused": "paused",
+                    "process_resumed": "running", "process_started": "running"}.get(e.get("kind"))
+            if word:
+                process[int(node[11:])] = word
+    rows = []
+    for v in now["quorum"]["voters"]:
+        e = last.get(v["id"])
+        state = process.get(v["id"], "running")
+        raft = None if e is None or state != "running" else {
+            "state": e.get("state"), "epoch": e.get("epoch"), "leader": e.get("leader"),
+            "voted_for": e.get("voted_for"), "log_end_offset": None, "high_watermark": None, "log_start_offset": None}
+        rows.append({"id": v["id"], "host": v.get("host"), "port": v.get("port"), "pid": v.get("pid"),
+                     "process": state, "raft": raft})
+    quorum = quorum_status(rows)
+    return kraft_cluster_view(quorum, rows, {}, None, last_election_votes(
+        (e for e in events if isinstance(e.get("ts"), (int, float)) and e["ts"] <= at), quorum["epoch"]))
 
 
 # ---- truth beside the caches: GET /api/partitions --------------------------------------------------------
