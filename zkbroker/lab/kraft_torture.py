@@ -203,9 +203,10 @@ def _one_run(lab: LabCluster, label: str, faults: list[ControllerFault], network
                 node = _target(lab, fault.target, rng)
                 start = time.time() * 1000
                 _apply(lab, fault, node)
-                windows.append((start, time.time() * 1000))
                 done.append(fault.describe(node))
                 _settle(lab)
+                # until the quorum has settled after the heal: a healed voter's disruption belongs to its fault
+                windows.append((start, time.time() * 1000))
             time.sleep(1.0)
         states = _caught_up(lab)
     except (LabError, kraft_lab.KRaftLabError, TimeoutError) as e:
