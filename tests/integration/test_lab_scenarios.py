@@ -48,9 +48,12 @@ FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the fol
 # Run by a test file of their own, which also checks what else the run leaves behind.
 OWN_TESTS = {"spark-read-during-failover": "test_lab_spark_scenario.py",
              "spark-stream-during-failover": "test_lab_spark_stream_scenario.py"}
-# Not run here, to keep the suite short: what it shows is tested elsewhere with real controllers.
+# Not run here, to keep the suite short (each is about a minute on a loaded machine): what they show is tested
+# elsewhere with real controllers, and they are run with `lab scenario run NAME --mode all` (BENCHMARKS.md).
 ELSEWHERE = {"raft-check-quorum-resign": "test_lab_kraft.py partitions the active controller from the other two "
-                                         "and sees it resign and another elected (bench: lab scenario run)"}
+                                         "and sees it resign and another elected",
+             "raft-pre-vote-disruption": "test_kraft_pre_vote.py cuts a follower off its leader with and without "
+                                         "Pre-Vote between three controllers"}
 SCENARIOS = {s.name: s for s in catalogue()}
 
 
