@@ -270,6 +270,20 @@ class ProducerStateManager:
             firsts.append(next(iter(self.ongoing)))  # opened in offset order
         return min(firsts) if firsts else None
 
+    def earliest_unstable_offset(self) -> int | None:
+        """The first unstable offset as far as this state knows without a high watermark (the log cleaner's
+        bound): the smallest first offset of an open transaction or of a completed one not yet known to be below
+        the high watermark; None when there is none. Leaves the state as it is."""
+        firsts = [txn.first_offset for txn in tuple(self.unreplicated)]
+        firsts += tuple(self.ongoing)
+        return min(firsts) if firsts else None
+
+    def last_records(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (last offset of its last data batch, None if it has none in its epoch; its epoch), for
+        every producer known (Kafka's lastRecordsOfActiveProducers): what the log cleaner keeps a header of."""
+        return {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
+                for pid, e in tuple(self.producers.items())}
+
     def last_stable_offset(self, high_watermark: int) -> int:
         first = self.first_unstable_offset(high_watermark)
         return high_watermark if first is None or first >= high_watermark else first
