@@ -152,6 +152,9 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         # completed transactions whose marker the high watermark has not passed, in marker order
         self.unreplicated: collections.deque[CompletedTxn] = collections.deque()
+        # producer id -> the token of a KIP-890 verification under way (Kafka's VerificationGuard): the leader
+        # appends the verified batch only if no transactional batch or marker of the producer came meanwhile
+        self.verifying: dict[int, object] = {}
 
     # -- the leader's checks and everyone's updates ---------------------------------------------------------
 
@@ -233,6 +236,8 @@ class ProducerStateManager:
             entry = self.producers.get(batch.producer_id)
             if entry is None:
                 entry = self.producers[batch.producer_id] = ProducerEntry(batch.producer_id, batch.producer_epoch)
+            if batch.transactional and self.verifying:
+                self.verifying.pop(batch.producer_id, None)
             if batch.control:
                 txn = entry.end_txn(batch)
                 if txn is not None:

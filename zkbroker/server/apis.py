@@ -171,6 +171,7 @@ class KafkaApis:
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
         self.auth = RequestAuthorizer(authorizer, self.timeline_source)  # allows everything without an authorizer
+        self._verify_transactions = config["transaction.partition.verification.enable"]
         self.acl_manager = AclManager(zk, authorizer)
         self.quotas = quotas
 
@@ -299,6 +300,11 @@ class KafkaApis:
                     log.warning("Rejected a message set for [%s,%d] in Produce v%d from client %s: %s",
                                 topic_entry.topic, entry.partition, header.api_version, header.client_id, refused[1])
                     partitions.append({"partition": entry.partition, "error_code": refused[0], "base_offset": -1,
+                                       "log_append_time": -1, "log_start_offset": -1})
+                    continue
+                unverified = await self._verify_transaction(request, topic_entry.topic, entry)
+                if unverified is not None:
+                    partitions.append({"partition": entry.partition, "error_code": unverified, "base_offset": -1,
                                        "log_append_time": -1, "log_start_offset": -1})
                     continue
                 result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
@@ -625,6 +631,41 @@ class KafkaApis:
                              "end_offset": end_offset})
             topics.append({"topic": topic_entry.topic, "partitions": rows})
         return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
+
+    async def _verify_transaction(self, request: Any, topic: str, entry: Any) -> int | None:
+        """KIP-890 (transaction.partition.verification.enable): the produce's error if the coordinator does not
+        count this partition in the producer's ongoing transaction, for the producer's first batch of it here;
+        None to append (coordinator/transaction/verification.py). The append follows without an await, so a
+        marker of the producer appended meanwhile is seen through the verification token."""
+        transactional_id = getattr(request, "transactional_id", None)
+        if not self._verify_transactions or transactional_id is None or self.transaction_coordinator is None:
+            return None
+        producer = record_versions.transactional_producer(entry.records)
+        if producer is None:
+            return None
+        _, p = self.replica_manager.leader_partition(topic, entry.partition)
+        if p is None:
+            return None  # the append answers why
+        producer_id, producer_epoch = producer
+        state = p.log.producer_state
+
+        def in_transaction() -> bool:
+            current = state.producers.get(producer_id)
+            return current is not None and current.epoch == producer_epoch and current.current_txn_first_offset >= 0
+
+        if in_transaction():
+            return None
+        token = state.verifying.setdefault(producer_id, object())
+        error = await self.transaction_coordinator.verify(transactional_id, producer_id, producer_epoch,
+                                                          TopicPartition(topic, entry.partition))
+        if error == ErrorCode.NONE and not in_transaction() and state.verifying.get(producer_id) is not token:
+            error = ErrorCode.INVALID_TXN_STATE  # the transaction ended while we asked
+        if error != ErrorCode.NONE:
+            log.info("Refused producer %d's transactional batch for [%s,%d] (transactional id %r): its coordinator "
+                     "does not count the partition in an ongoing transaction of epoch %d (error %d)", producer_id,
+                     topic, entry.partition, transactional_id, producer_epoch, error)
+            return error
+        return None
 
     def _producer_authorization_error(self, request: Any) -> int | None:
         """Kafka 2.x's check of a whole Produce request by its producer: transactional batches need Write on the

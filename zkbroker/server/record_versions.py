@@ -75,6 +75,19 @@ def producer_kinds(records: Any) -> tuple[bool, bool]:
     return transactional, idempotent
 
 
+def transactional_producer(records: Any) -> tuple[int, int] | None:
+    """(producer id, epoch) of the first transactional data batch of a partition's records, or None."""
+    if records is None:
+        return None
+    view = memoryview(records).cast("B")
+    for pos in entry_starts(view):
+        if view[pos + _MAGIC_AT] == 2 and len(view) >= pos + BATCH_OVERHEAD:
+            header = read_header(view, pos)
+            if header.is_transactional and not header.is_control:
+                return header.producer_id, header.producer_epoch
+    return None
+
+
 def produce_times(partition: Partition | None, info: Any) -> dict[str, int]:
     """Produce v2+'s log_append_time (-1 unless the topic stamps LogAppendTime) and v5+'s log_start_offset."""
     if partition is None:

@@ -221,3 +221,18 @@ def test_a_set_completing_a_transaction_and_opening_the_producers_next_leaves_th
         if name.endswith(".snapshot"):
             os.remove(os.path.join(follower.dir, name))
     assert new_log(tmp_path / "follower").last_stable_offset(5) == 3
+
+
+def test_a_transactional_append_or_marker_of_a_producer_ends_its_verification(tmp_path):
+    # KIP-890's token: a leader appends a verified batch only if its token is still there
+    log = new_log(tmp_path)
+    state = log.producer_state
+    state.verifying[7] = token = object()
+    state.verifying[8] = object()
+    log.append(data(8, 0, transactional=False))  # another producer's plain batch: nothing to do with 7
+    assert state.verifying[7] is token
+    log.append(data(7, 0))
+    assert 7 not in state.verifying
+    state.verifying[7] = object()
+    log.append(marker(7, ABORT), coordinator=True)  # the transaction ended while a verification was under way
+    assert 7 not in state.verifying
