@@ -678,6 +678,11 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("transaction.max.timeout.ms", _INT, 900_000,
               "Largest transaction timeout a producer may ask for (InitProducerId); above it "
               "INVALID_TRANSACTION_TIMEOUT.", _AT_LEAST_1),
+    ConfigKey("transaction.partition.verification.enable", _BOOLEAN, False,
+              "KIP-890 (Kafka 3.6, where it is on by default): a partition leader asks the transaction coordinator "
+              "whether a partition is in the producer's ongoing transaction before it takes the producer's first "
+              "batch of it, so that a produce delayed past its transaction's end is refused (INVALID_TXN_STATE) "
+              "instead of leaving a hanging transaction (KAFKA-12671). Off: the ZooKeeper-era brokers' behaviour."),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _INT, 10_000,
               "How often the coordinator looks for transactions open past their timeout, and aborts them.",
               _AT_LEAST_1),
