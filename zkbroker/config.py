@@ -359,8 +359,9 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
 
     # KRaft mode (Kafka 3.7, KIP-500/595; DESIGN §17): set process.roles and ZooKeeper is not used at all
     ConfigKey("process.roles", _LIST, (),
-              "KRaft mode (Kafka 3.7): controller (a voter of the metadata quorum; broker and broker,controller "
-              "come with issue 24's part 2). Empty: ZooKeeper mode.", _process_roles),
+              "KRaft mode (Kafka 3.7): controller (a voter of the metadata quorum) or broker (serves clients, "
+              "fetches the metadata log from the quorum); broker,controller is not supported yet. Empty: "
+              "ZooKeeper mode.", _process_roles),
     ConfigKey("node.id", _INT, -1, "KRaft mode: this node's id, unique among brokers and controllers.",
               _AT_LEAST_0_OR_UNSET),
     ConfigKey("controller.quorum.voters", _LIST, (),
@@ -906,6 +907,11 @@ class KafkaConfig:
         return bool(self["process.roles"])
 
     @property
+    def is_kraft_broker(self) -> bool:
+        """KRaft mode with the broker role: clients served, metadata fetched from the quorum (DESIGN §17)."""
+        return "broker" in self["process.roles"]
+
+    @property
     def node_id(self) -> int:
         return self["node.id"]
 
@@ -950,9 +956,9 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
     roles = SERVER_CONFIGS["process.roles"].coerce(originals.get("process.roles", ""))
     if not roles:
         return None
-    if "broker" in roles:
-        raise _invalid("process.roles", originals["process.roles"], "the broker role comes with the quorum "
-                       "controller (issue 24, part 2); this version runs process.roles=controller")
+    if "broker" in roles and "controller" in roles:
+        raise _invalid("process.roles", originals["process.roles"], "a combined node is not supported yet: run "
+                       "process.roles=broker and process.roles=controller as separate processes")
     if "zookeeper.connect" in originals:
         raise ConfigError("zookeeper.connect must not be set with process.roles: a KRaft node uses no ZooKeeper.")
     if "node.id" not in originals:
@@ -965,7 +971,11 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
     voters = parse_quorum_voters(originals.get("controller.quorum.voters", ""))
     if not voters:
         raise ConfigError("controller.quorum.voters must name the metadata quorum's voters (ID@HOST:PORT,...).")
-    if node_id not in voters:
+    broker = "broker" in roles
+    if broker and node_id in voters:
+        raise ConfigError(f"node.id {node_id} is one of controller.quorum.voters: a broker's node.id must differ "
+                          f"from every controller's.")
+    if not broker and node_id not in voters:
         raise ConfigError(f"controller.quorum.voters must include this controller's node.id {node_id} "
                           f"(process.roles=controller makes it a voter).")
     names = SERVER_CONFIGS["controller.listener.names"].coerce(originals.get("controller.listener.names", ""))
@@ -982,11 +992,16 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
             raise _invalid("listeners", raw, f"listener {name} has no security protocol: only PLAINTEXT and the "
                            f"controller.listener.names ({', '.join(names)}, plaintext) are supported")
         found[name] = (m["host"].strip("[]"), m["port"])
-    if names[0] not in found:
-        raise ConfigError(f"listeners must include the controller listener {names[0]} named by "
-                          f"controller.listener.names (e.g. {names[0]}://localhost:9093).")
+    # A broker serves clients on its PLAINTEXT listener and reaches the controllers at their voter addresses; a
+    # controller serves the quorum on the first controller listener.
+    served = "PLAINTEXT" if broker else names[0]
+    if served not in found:
+        example = "PLAINTEXT://localhost:9092" if broker else f"{names[0]}://localhost:9093"
+        what = "a PLAINTEXT listener for clients" if broker else \
+            f"the controller listener {names[0]} named by controller.listener.names"
+        raise ConfigError(f"listeners must include {what} (e.g. {example}).")
     given = {name: value for name, value in originals.items() if name != "listeners"}
-    given["host.name"], given["port"] = found[names[0]]
+    given["host.name"], given["port"] = found[served]
     given["broker.id"] = str(node_id)
     given["zookeeper.connect"] = ""
     return given, []

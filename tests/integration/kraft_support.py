@@ -68,3 +68,39 @@ def leader_of(controllers: list[Controller], timeout_s: float = 60.0, above_epoc
         return None
 
     return wait_for(agreed, timeout_s, "the controllers to agree on a leader", interval_s=0.2)
+
+
+class KRaftBroker(Broker):
+    """One `zkbroker server` with process.roles=broker: clients on its PLAINTEXT listener, metadata from the
+    quorum of `voters` ({id: port})."""
+
+    def __init__(self, root: Path, node_id: int, voters: dict[int, int], **overrides: object) -> None:
+        self.id = node_id
+        self.dir = root / f"broker-{node_id}"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.control_path = None
+        self.host, self.port = "127.0.0.1", free_port()
+        props = {"process.roles": "broker", "node.id": node_id,
+                 "controller.quorum.voters": ",".join(f"{n}@127.0.0.1:{p}" for n, p in sorted(voters.items())),
+                 "controller.listener.names": "CONTROLLER", "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                 "log.dirs": self.dir / "data"}
+        props.update({k.replace("_", "."): v for k, v in overrides.items()})
+        self.config = self.dir / "server.properties"
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.log_path = self.dir / "server.log"
+        self.proc = None
+
+
+def make_kraft_cluster(root: Path, controllers: int = 3, brokers: int = 3, controller_overrides: dict | None = None,
+                       **broker_overrides: object) -> tuple[list[Controller], list[KRaftBroker]]:
+    """`controllers` controllers (ids 3001...) and `brokers` brokers (ids 1...), all formatted with one cluster id,
+    none started."""
+    quorum = make_quorum(root, controllers, **(controller_overrides or {}))
+    voters = {c.id: c.port for c in quorum}
+    members = [KRaftBroker(root, node, voters, **broker_overrides) for node in range(1, brokers + 1)]
+    cluster_id = next(line.split("=", 1)[1] for line in (quorum[0].dir / "data" / "meta.properties").read_text()
+                      .splitlines() if line.startswith("cluster.id="))
+    for broker in members:
+        done = cli("storage", "format", "-t", cluster_id, "-c", str(broker.config))
+        assert done.returncode == 0, done.stderr
+    return quorum, members
