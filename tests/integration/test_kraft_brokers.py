@@ -2,7 +2,8 @@
 three controllers and three brokers serve confluent-kafka (an AdminClient creates the topic, a producer writes with
 acks=all, a subscribe() group reads it back) and kafka-python; the brokers keep serving when the active controller
 is killed and register with the new one; a killed broker is fenced after broker.session.timeout.ms, its
-leaderships move, and once restarted it catches up from its local metadata log and is unfenced."""
+leaderships move, and once restarted it starts from its own metadata snapshot and log, catches up, is unfenced
+and rejoins the ISR."""
 
 from __future__ import annotations
 
@@ -17,13 +18,15 @@ pytestmark = pytest.mark.integration
 SESSION_MS = 4000  # broker.session.timeout.ms (the controllers fence by it)
 HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms
 TIMEOUT_S = 60
+SNAPSHOT_BYTES = 512  # brokers snapshot their image often, so a restart starts from one
 
 
 @pytest.fixture
 def cluster(tmp_path):
     controllers, brokers = make_kraft_cluster(
         tmp_path, controller_overrides={"broker_session_timeout_ms": SESSION_MS},
-        broker_heartbeat_interval_ms=HEARTBEAT_MS, broker_session_timeout_ms=SESSION_MS)
+        broker_heartbeat_interval_ms=HEARTBEAT_MS, broker_session_timeout_ms=SESSION_MS,
+        metadata_log_max_record_bytes_between_snapshots=SNAPSHOT_BYTES)
     for node in (*controllers, *brokers):
         node.start()
     yield controllers, brokers
@@ -41,6 +44,12 @@ def _metadata(broker, topic: str | None = None):
         response = conn.send(ApiKey.METADATA, 1, {"topics": [topic] if topic else []})
     leaders = {p.partition: p.leader for t in response.topics if t.topic == topic for p in t.partitions}
     return {b.node_id for b in response.brokers}, leaders
+
+
+def _isr_members(broker, topic: str) -> set[int]:
+    with broker.connection(timeout_s=5.0) as conn:
+        response = conn.send(ApiKey.METADATA, 1, {"topics": [topic]})
+    return {r for t in response.topics for p in t.partitions for r in p.isr}
 
 
 def _serving(brokers, count: int) -> None:
@@ -149,7 +158,12 @@ def test_a_killed_broker_is_fenced_after_its_session_its_leaderships_move_and_a_
     wait_for(fenced_and_moved, TIMEOUT_S, f"broker {victim.id} fenced and its leaderships moved")
     _produce(_bootstrap(brokers), "kraft-fenced", range(300, 400))
 
+    assert victim.log_lines("Wrote a snapshot of the metadata image")
     victim.start()
     wait_for(lambda: victim.id in _metadata(witness, "kraft-fenced")[0], TIMEOUT_S,
              f"broker {victim.id} unfenced after its restart")
-    assert victim.log_lines("Registered with the controller") and victim.log_lines("Unfenced: serving")
+    assert victim.log_lines("Starting from snapshot")  # its own, in its metadata log dir; the log after it
+    assert len(victim.log_lines("Registered with the controller")) == 2
+    assert len(victim.log_lines("Unfenced: serving")) == 2
+    wait_for(lambda: victim.id in _isr_members(witness, "kraft-fenced"), TIMEOUT_S,
+             f"broker {victim.id} back in an ISR")

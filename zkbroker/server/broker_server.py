@@ -32,6 +32,7 @@ from zkbroker.protocol.errors import ErrorCode
 from zkbroker.raft.config import QuorumConfig
 from zkbroker.raft.metadata_log import MetadataLog
 from zkbroker.raft.raft_manager import RaftManager, wall_clock_ms
+from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server import meta_properties
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.broker_lifecycle import BrokerLifecycle, BrokerState, Listener
@@ -39,7 +40,13 @@ from zkbroker.server.controller_channel import ControllerChannel
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.kraft_apis import KRaftApis
 from zkbroker.server.metadata_cache import MetadataCache
-from zkbroker.server.metadata_publisher import BrokerMetadataListener, cluster_snapshot, leader_and_isr, stop_replica
+from zkbroker.server.metadata_publisher import (
+    BrokerMetadataListener,
+    BrokerSnapshotWriter,
+    cluster_snapshot,
+    leader_and_isr,
+    stop_replica,
+)
 from zkbroker.server.network import ConnectionLimits, SocketServer
 from zkbroker.server.partition import Partition
 from zkbroker.server.producer_id_manager import ControllerProducerIdManager
@@ -126,6 +133,9 @@ class BrokerServer:
             self.raft.start()
             self.listener = BrokerMetadataListener(self._publish)
             self.raft.register(self.listener)
+            policy = SnapshotPolicy(config["metadata.log.max.record.bytes.between.snapshots"],
+                                    config["metadata.log.max.snapshot.interval.ms"])
+            self.raft.register(BrokerSnapshotWriter(self.listener, policy, self._write_snapshot, wall_clock_ms))
             await self.socket_server.start()
             self._start_duties()
             self.lifecycle = BrokerLifecycle(
@@ -317,6 +327,10 @@ class BrokerServer:
             self.transaction_coordinator.on_leadership_change()
         if self._timeline_source is not None:
             timeline.emit(self._timeline_source, "metadata_applied", broker=self.broker_id, offset=image.offset)
+
+    def _write_snapshot(self, end_offset: int, epoch: int, records: list) -> None:
+        self.raft.create_snapshot(end_offset, epoch, records)
+        log.info("%sWrote a snapshot of the metadata image ending at offset %d", self.prefix, end_offset)
 
     def _topic_overrides(self, topic: str) -> dict[str, str]:
         image = self.listener.image if self.listener is not None else MetadataImage()

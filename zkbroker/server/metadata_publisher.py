@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from zkbroker.metadata.delta import LocalReplicaChanges, MetadataDelta
 from zkbroker.metadata.image import MetadataImage
 from zkbroker.metadata.partition import PartitionRegistration
+from zkbroker.protocol.metadata_records import encode_frame
 from zkbroker.raft.listener import MetadataRecord
+from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server.metadata_cache import ClusterSnapshot, PartitionStateInfo
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk.znodes import BrokerRegistration as ZkBrokerRegistration
@@ -163,3 +165,29 @@ class BrokerMetadataListener:
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader = (leader_id, epoch)
+
+
+@dataclass
+class BrokerSnapshotWriter:
+    """A second listener of the metadata log on a broker, after the image's: when the SnapshotPolicy says so
+    (metadata.log.max.record.bytes.between.snapshots, or the interval), the image goes to the broker's own
+    metadata log dir as a snapshot (`write(end_offset, epoch, records)`, the RaftClient's create_snapshot), so a
+    restart loads it and replays only the log after it; the segments below it are deleted."""
+
+    listener: BrokerMetadataListener
+    policy: SnapshotPolicy
+    write: Callable[[int, int, list[MetadataRecord]], None]
+    clock: Callable[[], int]
+
+    def handle_commit(self, base_offset: int, last_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
+        nbytes = sum(len(encode_frame(*item)) for item in records)
+        if self.policy.committed(nbytes, self.clock()):
+            image = self.listener.image
+            self.write(image.offset + 1, image.epoch, image.to_records())
+            self.policy.taken(self.clock())
+
+    def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
+        self.policy.taken(self.clock())
+
+    def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        pass

@@ -5,14 +5,27 @@ Metadata snapshot without fenced brokers); and the APIs it advertises."""
 
 from __future__ import annotations
 
-from tests.unit.controller.quorum.helpers import active_controller, create_topics, heartbeat, register_brokers, run
-from zkbroker.metadata.delta import MetadataDelta
+from tests.unit.controller.quorum.helpers import (
+    active_controller,
+    create_topics,
+    heartbeat,
+    register_brokers,
+    run,
+    wire,
+)
+from zkbroker.metadata.delta import MetadataDelta, image_from_records
 from zkbroker.metadata.image import MetadataImage
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
+from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server.broker_lifecycle import BrokerLifecycle, BrokerState, Listener
 from zkbroker.server.kraft_apis import kraft_versions
-from zkbroker.server.metadata_publisher import BrokerMetadataListener, cluster_snapshot, leader_and_isr
+from zkbroker.server.metadata_publisher import (
+    BrokerMetadataListener,
+    BrokerSnapshotWriter,
+    cluster_snapshot,
+    leader_and_isr,
+)
 
 # ---- the lifecycle ---------------------------------------------------------------------------------------------
 
@@ -136,3 +149,22 @@ def test_a_kraft_broker_advertises_no_zookeeper_only_api_and_forwards_at_version
         assert key not in versions
     assert versions[ApiKey.CREATE_TOPICS] == (0, 6) and versions[ApiKey.OFFSET_COMMIT][0] == 1
     assert ApiKey.PRODUCE in versions and ApiKey.API_VERSIONS in versions
+
+
+def test_a_broker_snapshot_of_its_image_replays_into_the_same_image_once_the_policy_says_so():
+    log, controller = active_controller()
+    epochs = register_brokers(log, controller, 1, 2)
+    run(log, controller, controller.create_topics(create_topics(("t", 2, 2), configs={"retention.ms": "7"})))
+    run(log, controller, controller.allocate_producer_ids(wire(67, 0, broker_id=1, broker_epoch=epochs[1])))
+    listener = BrokerMetadataListener(lambda image, delta: None)
+    written = []
+    writer = BrokerSnapshotWriter(listener, SnapshotPolicy(max_bytes=1, max_interval_ms=0),
+                                  lambda end, epoch, records: written.append((end, epoch, records)), lambda: 0)
+    for offset, epoch, records in log.committed_records():
+        listener.handle_commit(offset, offset + len(records) - 1, epoch, records)
+        writer.handle_commit(offset, offset + len(records) - 1, epoch, records)
+    end, epoch, records = written[-1]
+    assert (end, epoch) == (listener.image.offset + 1, listener.image.epoch)
+    again = image_from_records(records, end - 1, epoch)
+    for name in ("features", "brokers", "topics_by_name", "configs", "next_producer_id"):
+        assert getattr(again, name) == getattr(listener.image, name), name
