@@ -180,7 +180,15 @@ class ReplicaManager:
                 counts["leader"] += 1
             else:
                 source = next((b for b in request.live_leaders if b.broker_id == state.leader), None)
-                if source is None:
+                if source is None and state.leader < 0:
+                    # KRaft mode's metadata names partitions without a leader (their whole ISR fenced or shut
+                    # down): we stop leading or fetching, a follower of nobody until the controller elects one.
+                    self.fetcher_manager.remove_partition(tp)
+                    partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr),
+                                            tuple(state.replicas), state.zk_version, state.controller_epoch)
+                    role = "follower without a leader"
+                    counts["follower"] += 1
+                elif source is None:
                     # 0.8.2's makeFollowers: a leader the request does not list as live is an error for this
                     # partition, which is left as it was (its replica created), so that the next LeaderAndIsr
                     # naming that leader, once live, still starts the fetcher.
@@ -190,13 +198,14 @@ class ReplicaManager:
                         request.controller_id, request.controller_epoch, *tp, state.leader)
                     results.append((*tp, ErrorCode.NONE))
                     continue
-                leader_changed = current is None or partition.leader_id != state.leader
-                partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
-                                        state.zk_version, state.controller_epoch)
-                if leader_changed:
-                    self._follow(partition, source)
-                role = f"follower of broker {state.leader}"
-                counts["follower"] += 1
+                else:
+                    leader_changed = current is None or partition.leader_id != state.leader
+                    partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr),
+                                            tuple(state.replicas), state.zk_version, state.controller_epoch)
+                    if leader_changed:
+                        self._follow(partition, source)
+                    role = f"follower of broker {state.leader}"
+                    counts["follower"] += 1
             state_change_log.log(
                 info, "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
                 "controller %d epoch %d", self.broker_id, role, *tp, state.leader_epoch,
