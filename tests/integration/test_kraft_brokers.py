@@ -167,3 +167,46 @@ def test_a_killed_broker_is_fenced_after_its_session_its_leaderships_move_and_a_
     assert len(victim.log_lines("Unfenced: serving")) == 2
     wait_for(lambda: victim.id in _isr_members(witness, "kraft-fenced"), TIMEOUT_S,
              f"broker {victim.id} back in an ISR")
+
+
+@pytest.fixture
+def small_cluster(tmp_path):
+    controllers, brokers = make_kraft_cluster(tmp_path, controllers=1, brokers=1)
+    for node in (*controllers, *brokers):
+        node.start()
+    yield controllers, brokers
+    for node in (*brokers, *controllers):
+        node.cleanup()
+
+
+def test_the_tools_work_through_a_kraft_broker_and_the_zookeeper_ways_refuse_in_one_sentence(small_cluster):
+    from tests.integration.admin_support import tool
+
+    controllers, (broker,) = small_cluster
+    leader_of(controllers)
+    _serving([broker], 1)
+    bs = ("--bootstrap-server", broker.bootstrap)
+    assert tool("topics", *bs, "--create", "--topic", "kraft-tools", "--partitions", "2", "--replication-factor",
+                "1", "--config", "retention.ms=1234") == (0, "Created topic kraft-tools.\n", "")
+    wait_for(lambda: set(_metadata(broker, "kraft-tools")[1].values()) == {broker.id}, TIMEOUT_S, "the leaders")
+    code, out, _ = tool("topics", *bs, "--describe", "--topic", "kraft-tools")
+    assert code == 0 and "PartitionCount: 2" in out and "Configs: retention.ms=1234" in out
+    assert tool("configs", *bs, "--alter", "--entity-type", "topics", "--entity-name", "kraft-tools",
+                "--add-config", "retention.ms=999")[0] == 0
+    wait_for(lambda: "retention.ms=999 " in tool("configs", *bs, "--describe", "--entity-type", "topics",
+                                                  "--entity-name", "kraft-tools")[1], TIMEOUT_S, "the new config")
+    code, out, err = tool("metadata-quorum", *bs, "describe", "--status")
+    assert (code, err) == (0, "")
+    assert f"LeaderId:               {controllers[0].id}\n" in out and "CurrentObservers:       [1]\n" in out
+    code, out, err = tool("consumer-groups", *bs, "--list")
+    assert (code, err) == (0, "")
+
+    sentence = (f"{broker.bootstrap} is a node of a KRaft cluster, which has no ZooKeeper: use --bootstrap-server "
+                f"with one of its brokers instead of --zookeeper.")
+    for argv in (("topics", "--zookeeper", broker.bootstrap, "--list"),
+                 ("console-consumer", "--zookeeper", broker.bootstrap, "--topic", "kraft-tools"),
+                 ("consumer-offset-checker", "--zookeeper", broker.bootstrap, "--group", "g")):
+        code, out, err = tool(*argv)
+        assert (code, out) == (1, "") and err.strip().endswith(sentence), argv
+    code, _, err = tool("topics", "--zookeeper", f"127.0.0.1:{controllers[0].port}", "--list")
+    assert code == 1 and "is a node of a KRaft cluster" in err

@@ -34,9 +34,11 @@ from zkbroker.raft.metadata_log import MetadataLog
 from zkbroker.raft.raft_manager import RaftManager, wall_clock_ms
 from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server import meta_properties
+from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.broker_lifecycle import BrokerLifecycle, BrokerState, Listener
 from zkbroker.server.controller_channel import ControllerChannel
+from zkbroker.server.dynamic_config import DynamicBrokerConfig
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.kraft_apis import KRaftApis
 from zkbroker.server.metadata_cache import MetadataCache
@@ -114,9 +116,11 @@ class BrokerServer:
                                                        lambda: self.lifecycle.broker_epoch)
             self.transaction_coordinator = TransactionCoordinatorDriver(
                 config, self.metadata_cache, self.replica_manager, topic_creator, producer_ids)
+            admin_manager = AdminManager(DynamicBrokerConfig(config), self.metadata_cache, None, lambda: False,
+                                         topic_overrides=self._described_topic)
             apis = KRaftApis(config, self.metadata_cache, self.replica_manager, bridge, topic_creator,
                              self.forwarding_channel, self.group_coordinator, self.transaction_coordinator,
-                             producer_ids)
+                             producer_ids, admin_manager)
             self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, apis,
                                               config["socket.request.max.bytes"], ConnectionLimits.from_config(config))
             self._changes = asyncio.Queue()
@@ -331,6 +335,10 @@ class BrokerServer:
     def _write_snapshot(self, end_offset: int, epoch: int, records: list) -> None:
         self.raft.create_snapshot(end_offset, epoch, records)
         log.info("%sWrote a snapshot of the metadata image ending at offset %d", self.prefix, end_offset)
+
+    def _described_topic(self, topic: str) -> dict[str, str] | None:
+        image = self.listener.image if self.listener is not None else MetadataImage()
+        return None if image.topic(topic) is None else image.topic_config(topic)
 
     def _topic_overrides(self, topic: str) -> dict[str, str]:
         image = self.listener.image if self.listener is not None else MetadataImage()

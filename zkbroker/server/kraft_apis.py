@@ -9,9 +9,11 @@ the differences are all in what is advertised:
   through heartbeats (DESIGN §17);
 * the admin requests the quorum controller answers (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
   IncrementalAlterConfigs, ElectLeaders) are forwarded to the active controller (KIP-590) at the client's
-  version, within the versions both sides speak, and its answer is the client's;
+  version, within the versions both sides speak, and its answer is the client's; DescribeQuorum too (what
+  `metadata-quorum --bootstrap-server BROKER` asks);
+* DescribeConfigs is answered here, topics' overrides from the metadata image, brokers' from this broker;
 * what ZooKeeper mode keeps in ZooKeeper (ACLs, client quotas, SCRAM credentials, offsets of OffsetCommit and
-  OffsetFetch v0) is not advertised: the quorum controller does not keep them yet.
+  OffsetFetch v0) and partition reassignments are not advertised: the quorum controller does not keep them yet.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from zkbroker.protocol.api import ApiKey, advertised_versions, encode_response
 from zkbroker.protocol.errors import ErrorCode, RemoteProtocolError
 from zkbroker.protocol.headers import RequestHeader
 from zkbroker.server.apis import KafkaApis, _log_admin_request
+from zkbroker.server.controller_apis import CONTROLLER_VERSIONS
 from zkbroker.server.controller_channel import ControllerChannel
 
 log = logging.getLogger("zkbroker.server.KafkaApis")
@@ -33,6 +36,7 @@ NOT_IN_KRAFT = frozenset({
     ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA, ApiKey.CONTROLLED_SHUTDOWN,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.DESCRIBE_CLIENT_QUOTAS,
     ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
 })
 FORWARDED = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
@@ -55,23 +59,22 @@ def kraft_versions(handled: set[int]) -> dict[int, tuple[int, int]]:
             low = max(low, 1)
         if low <= high:
             versions[key] = (low, high)
-    return versions
+    # DescribeQuorum (55): forwarded to the active controller, as Kafka 3.7's brokers do (metadata-quorum)
+    versions[ApiKey.DESCRIBE_QUORUM] = CONTROLLER_VERSIONS[ApiKey.DESCRIBE_QUORUM]
+    return dict(sorted(versions.items()))
 
 
 class KRaftApis(KafkaApis):
     def __init__(self, config: Any, metadata_cache: Any, replica_manager: Any, bridge: Any, topic_creator: Any,
                  channel: ControllerChannel, group_coordinator: Any, transaction_coordinator: Any,
-                 producer_ids: Any) -> None:
+                 producer_ids: Any, admin_manager: Any) -> None:
         super().__init__(config, metadata_cache, replica_manager, None, bridge, topic_creator, None,
-                         group_coordinator, None, transaction_coordinator, producer_ids)
+                         group_coordinator, admin_manager, transaction_coordinator, producer_ids)
         self.channel = channel
         for key in NOT_IN_KRAFT:
             self._handlers.pop(key, None)
-        for key in FORWARDED:
+        for key in (*FORWARDED, ApiKey.DESCRIBE_QUORUM):
             self._handlers[key] = self.handle_forwarded
-        self._handlers[ApiKey.DESCRIBE_CLUSTER] = self.handle_describe_cluster
-        self._handlers[ApiKey.DESCRIBE_LOG_DIRS] = self.handle_describe_log_dirs
-        self._handlers[ApiKey.DELETE_RECORDS] = self.handle_delete_records
         self.versions = kraft_versions(set(self._handlers))
 
     async def handle_forwarded(self, header: RequestHeader, request: Any) -> bytes:
