@@ -102,10 +102,8 @@ def make_kraft_cluster(root: Path, controllers: int = 3, brokers: int = 3, contr
                        **broker_overrides: object) -> tuple[list[Controller], list[KRaftBroker]]:
     """`controllers` controllers (ids 3001...) and `brokers` brokers (ids 1...), all formatted with one cluster id,
     none started."""
-    quorum = make_quorum(root, controllers, **(controller_overrides or {}))
-    voters = {c.id: c.port for c in quorum}
+    voters = {FIRST_ID + i: free_port() for i in range(controllers)}
+    quorum = [Controller(root, node, voters, **(controller_overrides or {})) for node in voters]
     members = [KRaftBroker(root, node, voters, **broker_overrides) for node in range(1, brokers + 1)]
-    cluster_id = next(line.split("=", 1)[1] for line in (quorum[0].dir / "data" / "meta.properties").read_text()
-                      .splitlines() if line.startswith("cluster.id="))
-    format_nodes(cluster_id, [b.config for b in members])
+    format_nodes(cli("storage", "random-uuid").stdout.strip(), [n.config for n in (*quorum, *members)])
     return quorum, members

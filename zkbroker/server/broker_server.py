@@ -24,6 +24,7 @@ from collections.abc import Callable
 from zkbroker import timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.log.cleaner import CleanerConfig
+from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
 from zkbroker.metadata.delta import MetadataDelta
 from zkbroker.metadata.image import MetadataImage
@@ -55,6 +56,7 @@ from zkbroker.server.producer_id_manager import ControllerProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import ControllerTopicCreator
 from zkbroker.server.transaction_coordinator import TransactionCoordinatorDriver
+from zkbroker.zk.znodes import EntityConfig
 
 log = logging.getLogger("zkbroker.server.BrokerServer")
 
@@ -301,6 +303,10 @@ class BrokerServer:
     def _publish(self, image: MetadataImage, delta: MetadataDelta) -> None:
         """On the loop, after each committed run of records: the cache at once, the replicas in order."""
         self.metadata_cache.publish(cluster_snapshot(image, self.broker_id))
+        changed = delta.changed_topic_configs
+        if changed and self.log_manager is not None:  # the logs already open take a topic's new overrides
+            self.log_manager.update_configs(self.config.topic_config({}), {
+                topic: topic_log_config(self.config, topic, self._topic_znode(image, topic)) for topic in changed})
         self._changes.put_nowait((image, delta.local_changes(self.broker_id)))
 
     async def _apply_changes(self) -> None:
@@ -339,6 +345,12 @@ class BrokerServer:
     def _described_topic(self, topic: str) -> dict[str, str] | None:
         image = self.listener.image if self.listener is not None else MetadataImage()
         return None if image.topic(topic) is None else image.topic_config(topic)
+
+    @staticmethod
+    def _topic_znode(image: MetadataImage, topic: str) -> bytes | None:
+        """A topic's overrides as topic_log_config reads them (its checks, one home with ZooKeeper mode)."""
+        overrides = image.topic_config(topic)
+        return EntityConfig(overrides).encode() if overrides else None
 
     def _topic_overrides(self, topic: str) -> dict[str, str]:
         image = self.listener.image if self.listener is not None else MetadataImage()
