@@ -107,3 +107,16 @@ def make_kraft_cluster(root: Path, controllers: int = 3, brokers: int = 3, contr
     members = [KRaftBroker(root, node, voters, **broker_overrides) for node in range(1, brokers + 1)]
     format_nodes(cli("storage", "random-uuid").stdout.strip(), [n.config for n in (*quorum, *members)])
     return quorum, members
+
+
+def make_combined_node(root: Path, node_id: int = 1) -> KRaftBroker:
+    """One node with process.roles=broker,controller, the quorum's only voter, formatted, not started."""
+    controller_port = free_port()
+    node = KRaftBroker(root, node_id, {node_id: controller_port})
+    props = node.config.read_text().replace("process.roles=broker\n", "process.roles=broker,controller\n")
+    props = props.replace(f"listeners=PLAINTEXT://127.0.0.1:{node.port}\n",
+                          f"listeners=PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{controller_port}\n")
+    node.config.write_text(props)
+    node.controller_port = controller_port
+    format_nodes(cli("storage", "random-uuid").stdout.strip(), [node.config])
+    return node

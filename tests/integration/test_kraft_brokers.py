@@ -1,14 +1,16 @@
 """KRaft brokers (process.roles=broker) on real processes started from the CLI alone, with no ZooKeeper anywhere:
 three controllers and three brokers serve confluent-kafka (an AdminClient creates the topic, a producer writes with
-acks=all, a subscribe() group reads it back), kafka-python and kcat; the brokers keep serving when the active controller
-is killed and register with the new one; a killed broker is fenced after broker.session.timeout.ms, its
+acks=all, a subscribe() group reads it back), kafka-python and kcat; the brokers keep serving when the active
+controller is killed and register with the new one; a killed broker is fenced after broker.session.timeout.ms, its
 leaderships move, and once restarted it starts from its own metadata snapshot and log, catches up, is unfenced
-and rejoins the ISR."""
+and rejoins the ISR. The tools work through a broker and the ZooKeeper ways refuse; one combined node
+(process.roles=broker,controller) serves clients alone."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.integration.admin_support import tool as tool_run
 from tests.integration.harness import wait_for
 from tests.integration.kraft_support import leader_of, make_kraft_cluster
 from tests.integration.test_real_clients import kcat_read_all
@@ -187,25 +189,23 @@ def small_cluster(tmp_path):
 
 
 def test_the_tools_work_through_a_kraft_broker_and_the_zookeeper_ways_refuse_in_one_sentence(small_cluster):
-    from tests.integration.admin_support import tool
-
     controllers, (broker,) = small_cluster
     leader_of(controllers)
     _serving([broker], 1)
     bs = ("--bootstrap-server", broker.bootstrap)
-    assert tool("topics", *bs, "--create", "--topic", "kraft-tools", "--partitions", "2", "--replication-factor",
+    assert tool_run("topics", *bs, "--create", "--topic", "kraft-tools", "--partitions", "2", "--replication-factor",
                 "1", "--config", "retention.ms=1234") == (0, "Created topic kraft-tools.\n", "")
     wait_for(lambda: set(_metadata(broker, "kraft-tools")[1].values()) == {broker.id}, TIMEOUT_S, "the leaders")
-    code, out, _ = tool("topics", *bs, "--describe", "--topic", "kraft-tools")
+    code, out, _ = tool_run("topics", *bs, "--describe", "--topic", "kraft-tools")
     assert code == 0 and "PartitionCount: 2" in out and "Configs: retention.ms=1234" in out
-    assert tool("configs", *bs, "--alter", "--entity-type", "topics", "--entity-name", "kraft-tools",
+    assert tool_run("configs", *bs, "--alter", "--entity-type", "topics", "--entity-name", "kraft-tools",
                 "--add-config", "retention.ms=999")[0] == 0
-    wait_for(lambda: "retention.ms=999 " in tool("configs", *bs, "--describe", "--entity-type", "topics",
+    wait_for(lambda: "retention.ms=999 " in tool_run("configs", *bs, "--describe", "--entity-type", "topics",
                                                   "--entity-name", "kraft-tools")[1], TIMEOUT_S, "the new config")
-    code, out, err = tool("metadata-quorum", *bs, "describe", "--status")
+    code, out, err = tool_run("metadata-quorum", *bs, "describe", "--status")
     assert (code, err) == (0, "")
     assert f"LeaderId:               {controllers[0].id}\n" in out and "CurrentObservers:       [1]\n" in out
-    code, out, err = tool("consumer-groups", *bs, "--list")
+    code, out, err = tool_run("consumer-groups", *bs, "--list")
     assert (code, err) == (0, "")
 
     sentence = (f"{broker.bootstrap} is a node of a KRaft cluster, which has no ZooKeeper: use --bootstrap-server "
@@ -213,7 +213,31 @@ def test_the_tools_work_through_a_kraft_broker_and_the_zookeeper_ways_refuse_in_
     for argv in (("topics", "--zookeeper", broker.bootstrap, "--list"),
                  ("console-consumer", "--zookeeper", broker.bootstrap, "--topic", "kraft-tools"),
                  ("consumer-offset-checker", "--zookeeper", broker.bootstrap, "--group", "g")):
-        code, out, err = tool(*argv)
+        code, out, err = tool_run(*argv)
         assert (code, out) == (1, "") and err.strip().endswith(sentence), argv
-    code, _, err = tool("topics", "--zookeeper", f"127.0.0.1:{controllers[0].port}", "--list")
+    code, _, err = tool_run("topics", "--zookeeper", f"127.0.0.1:{controllers[0].port}", "--list")
     assert code == 1 and "is a node of a KRaft cluster" in err
+
+
+def test_a_combined_broker_and_controller_node_serves_clients_alone(tmp_path):
+    from confluent_kafka import Consumer
+
+    from tests.integration.kraft_support import make_combined_node
+
+    node = make_combined_node(tmp_path).start()
+    try:
+        _serving([node], 1)
+        _create_topic(node.bootstrap, "kraft-combined", 2, 1)
+        _produce(node.bootstrap, "kraft-combined", range(500))
+        consumer = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "kraft-combined-group",
+                             "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["kraft-combined"])
+            assert sorted(_consume(consumer, 500)) == list(range(500))
+        finally:
+            consumer.close()
+        code, out, err = tool_run("metadata-quorum", "--bootstrap-server", node.bootstrap, "describe", "--status")
+        assert (code, err) == (0, "") and "CurrentVoters:          [1]\n" in out
+    finally:
+        node.cleanup()
+    assert node.log_lines("Unfenced: serving") and node.log_lines(r"\[ControllerServer id=1\] started")

@@ -85,6 +85,7 @@ class BrokerServer:
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
+        self._own_raft = True
         self._timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None
 
     # ---- start and stop -----------------------------------------------------------------------------------
@@ -93,6 +94,16 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
+        await self.start()
+        await self._stop.wait()
+        await self._shutdown()
+        if self._failure is not None:
+            raise self._failure
+
+    async def start(self, raft: RaftManager | None = None) -> None:
+        """Everything but waiting. `raft`: a combined node's controller's Raft manager (a voter), whose log this
+        broker reads instead of running an observer of its own (the controller writes the snapshots then)."""
+        loop = asyncio.get_running_loop()
         config = self.config
         directories = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
         cluster_id = meta_properties.check(directories, self.broker_id)
@@ -134,14 +145,19 @@ class BrokerServer:
                 fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
                 request_timeout_ms=config["controller.quorum.request.timeout.ms"],
                 retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
-            metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
-            self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
-            self.raft.start()
+            self._own_raft = raft is None
+            if raft is None:
+                metadata_log = MetadataLog(config.metadata_log_dir,
+                                           segment_bytes=config["metadata.log.segment.bytes"])
+                raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
+                raft.start()
+            self.raft = raft
             self.listener = BrokerMetadataListener(self._publish)
             self.raft.register(self.listener)
-            policy = SnapshotPolicy(config["metadata.log.max.record.bytes.between.snapshots"],
-                                    config["metadata.log.max.snapshot.interval.ms"])
-            self.raft.register(BrokerSnapshotWriter(self.listener, policy, self._write_snapshot, wall_clock_ms))
+            if self._own_raft:
+                policy = SnapshotPolicy(config["metadata.log.max.record.bytes.between.snapshots"],
+                                        config["metadata.log.max.snapshot.interval.ms"])
+                self.raft.register(BrokerSnapshotWriter(self.listener, policy, self._write_snapshot, wall_clock_ms))
             await self.socket_server.start()
             self._start_duties()
             self.lifecycle = BrokerLifecycle(
@@ -153,10 +169,6 @@ class BrokerServer:
             raise
         log.info("%sstarted (registering with the quorum %s)", self.prefix,
                  ",".join(f"{n}@{h}:{p}" for n, (h, p) in sorted(voters.items())))
-        await self._stop.wait()
-        await self._shutdown()
-        if self._failure is not None:
-            raise self._failure
 
     def stop(self) -> None:
         self._stop.set()
@@ -222,7 +234,7 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         if self.log_manager is not None:
             await loop.run_in_executor(None, self.log_manager.shutdown)
-        if self.raft is not None and self.raft.node is not None:
+        if self.raft is not None and self.raft.node is not None and self._own_raft:
             await self.raft.shutdown()
         for channel in (self.lifecycle_channel, self.forwarding_channel):
             if channel is not None:
