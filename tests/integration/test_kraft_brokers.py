@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 SESSION_MS = 4000  # broker.session.timeout.ms (the controllers fence by it)
 HEARTBEAT_MS = 500  # broker.heartbeat.interval.ms
-TIMEOUT_S = 60
+TIMEOUT_S = 90
 SNAPSHOT_BYTES = 512  # brokers snapshot their image often, so a restart starts from one
 
 
@@ -31,11 +31,21 @@ def cluster(tmp_path):
         tmp_path, controller_overrides={"broker_session_timeout_ms": SESSION_MS},
         broker_heartbeat_interval_ms=HEARTBEAT_MS, broker_session_timeout_ms=SESSION_MS,
         metadata_log_max_record_bytes_between_snapshots=SNAPSHOT_BYTES)
-    for node in (*controllers, *brokers):
-        node.start()
-    yield controllers, brokers
-    for node in (*brokers, *controllers):
-        node.cleanup()
+    try:
+        for node in (*controllers, *brokers):
+            node.start()
+        _started(controllers, brokers)
+        yield controllers, brokers
+    finally:
+        for node in (*brokers, *controllers):
+            node.cleanup()
+
+
+def _started(controllers, brokers) -> None:
+    """Every process has logged its start (a loaded machine may take long to start Python processes)."""
+    for node, server in [*((c, "ControllerServer") for c in controllers), *((b, "BrokerServer") for b in brokers)]:
+        wait_for(lambda n=node, s=server: n.log_lines(rf"\[{s} id={n.id}\] started"), TIMEOUT_S,
+                 f"{server} {node.id} to start", interval_s=0.2)
 
 
 def _bootstrap(brokers) -> str:
@@ -181,11 +191,14 @@ def test_a_killed_broker_is_fenced_after_its_session_its_leaderships_move_and_a_
 @pytest.fixture
 def small_cluster(tmp_path):
     controllers, brokers = make_kraft_cluster(tmp_path, controllers=1, brokers=1)
-    for node in (*controllers, *brokers):
-        node.start()
-    yield controllers, brokers
-    for node in (*brokers, *controllers):
-        node.cleanup()
+    try:
+        for node in (*controllers, *brokers):
+            node.start()
+        _started(controllers, brokers)
+        yield controllers, brokers
+    finally:
+        for node in (*brokers, *controllers):
+            node.cleanup()
 
 
 def test_the_tools_work_through_a_kraft_broker_and_the_zookeeper_ways_refuse_in_one_sentence(small_cluster):

@@ -19,7 +19,6 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Callable
 
 from zkbroker import timeline
 from zkbroker.config import KafkaConfig
@@ -39,6 +38,7 @@ from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.broker_lifecycle import BrokerLifecycle, BrokerState, Listener
 from zkbroker.server.controller_channel import ControllerChannel
+from zkbroker.server.duties import Duties, log_scheduler
 from zkbroker.server.dynamic_config import DynamicBrokerConfig
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.kraft_apis import KRaftApis
@@ -83,6 +83,7 @@ class BrokerServer:
         self.forwarding_channel: ControllerChannel | None = None
         self._changes: asyncio.Queue | None = None
         self._tasks: list[asyncio.Task] = []
+        self.duties = Duties(self.prefix)
         self._stop = asyncio.Event()
         self._failure: BaseException | None = None
         self._own_raft = True
@@ -113,7 +114,7 @@ class BrokerServer:
             log.warning("%s", warning)
         voters = config.quorum_voters
         try:
-            bridge = LoopBridge(loop)
+            bridge = self.bridge = LoopBridge(loop)
             self.log_manager = await loop.run_in_executor(None, self._open_logs)
             self.lifecycle_channel = ControllerChannel(voters, self._active_controller, f"broker-{self.broker_id}")
             self.forwarding_channel = ControllerChannel(voters, self._active_controller,
@@ -159,7 +160,8 @@ class BrokerServer:
                                         config["metadata.log.max.snapshot.interval.ms"])
                 self.raft.register(BrokerSnapshotWriter(self.listener, policy, self._write_snapshot, wall_clock_ms))
             await self.socket_server.start()
-            self._start_duties()
+            self.duties.start(config, self.log_manager, self.replica_manager, self.group_coordinator,
+                              self.transaction_coordinator)
             self.lifecycle = BrokerLifecycle(
                 self.broker_id, cluster_id, (Listener("PLAINTEXT", config.host or "localhost", config.port),),
                 heartbeat_interval_ms=config["broker.heartbeat.interval.ms"])
@@ -182,45 +184,14 @@ class BrokerServer:
 
     def _open_logs(self) -> LogManager:
         """Every log, with the broker's defaults; a topic's overrides reach its logs once the image names them."""
-        return LogManager(self.config.log_dirs, self.config.topic_config({}), {},
+        return LogManager(self.config.log_dirs, self.config.topic_config({}), {}, schedule=log_scheduler(self.bridge),
                           cleaner_config=CleanerConfig.from_broker(self.config))
-
-    def _start_duties(self) -> None:
-        lm, rm = self.log_manager, self.replica_manager
-        lm.start_cleaner()
-        self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs)
-        self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lm.checkpoint_recovery_points)
-        self._every(self.config["replica.high.watermark.checkpoint.interval.ms"], rm.checkpoint_high_watermarks)
-        self._every_async(self.config["replica.lag.check.interval.ms"], rm.maybe_shrink_isr)
-        self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
-
-    def _every(self, interval_ms: int, duty: Callable[[], object]) -> None:
-        if interval_ms >= 2**62:
-            return
-
-        async def repeat() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    duty()
-                except Exception:
-                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
-        self._spawn(repeat())
-
-    def _every_async(self, interval_ms: int, duty) -> None:
-        async def repeat() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000)
-                try:
-                    await duty()
-                except Exception:
-                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
-        self._spawn(repeat())
 
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
         if self.lifecycle is not None and self.lifecycle.begin_controlled_shutdown(wall_clock_ms()):
             await self._controlled_shutdown()
+        self.duties.cancel()
         for task in self._tasks:
             task.cancel()
         if self.socket_server is not None:
