@@ -120,3 +120,15 @@ def make_combined_node(root: Path, node_id: int = 1) -> KRaftBroker:
     node.controller_port = controller_port
     format_nodes(cli("storage", "random-uuid").stdout.strip(), [node.config])
     return node
+
+
+def stop_all(nodes) -> None:
+    """SIGTERM to every live node at once, then each reaped (SIGKILL after 5 s): brokers' controlled shutdowns run
+    side by side instead of one after another."""
+    import signal as signals
+
+    for node in nodes:
+        if node.proc is not None and node.alive():
+            node.signal(signals.SIGTERM)
+    for node in nodes:
+        node.cleanup()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.admin_support import tool as tool_run
 from tests.integration.harness import wait_for
-from tests.integration.kraft_support import leader_of, make_kraft_cluster
+from tests.integration.kraft_support import leader_of, make_kraft_cluster, stop_all
 from tests.integration.test_real_clients import kcat_read_all
 from tests.real_tools import require
 from zkbroker.protocol.api import ApiKey
@@ -37,8 +37,8 @@ def cluster(tmp_path):
         _started(controllers, brokers)
         yield controllers, brokers
     finally:
-        for node in (*brokers, *controllers):
-            node.cleanup()
+        stop_all(brokers)
+        stop_all(controllers)
 
 
 def _started(controllers, brokers) -> None:
@@ -197,8 +197,8 @@ def small_cluster(tmp_path):
         _started(controllers, brokers)
         yield controllers, brokers
     finally:
-        for node in (*brokers, *controllers):
-            node.cleanup()
+        stop_all(brokers)
+        stop_all(controllers)
 
 
 def test_the_tools_work_through_a_kraft_broker_and_the_zookeeper_ways_refuse_in_one_sentence(small_cluster):
