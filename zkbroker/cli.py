@@ -20,7 +20,13 @@ def _server(args: argparse.Namespace) -> int:
 
     config = KafkaConfig.load(args.config, args.override or ())
     logconfig.configure("DEBUG" if args.verbose else "INFO")
-    if config.is_kraft:
+    if config.is_kraft_broker and config.is_kraft_controller:
+        from zkbroker.server.kraft_server import KafkaRaftServer
+        _event_loop_runner()(KafkaRaftServer(config).run())
+    elif config.is_kraft_broker:
+        from zkbroker.server.broker_server import BrokerServer
+        _event_loop_runner()(BrokerServer(config).run())
+    elif config.is_kraft:
         from zkbroker.server.controller_server import ControllerServer
         _event_loop_runner()(ControllerServer(config).run())
     else:
