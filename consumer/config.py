@@ -1,4 +1,4 @@
-"""The consumer's configuration: 0.8.2's ConsumerConfig, key for key, plus three documented extensions.
+"""The consumer's configuration: 0.8.2's ConsumerConfig, key for key, plus documented extensions.
 
 The 0.8.2 keys keep their 0.8.2 defaults, so a group behaves as a 0.8.2 group did. The extensions are off by
 default and each fixes a known problem of 0.8's ZooKeeper consumer:
@@ -12,6 +12,11 @@ default and each fixes a known problem of 0.8's ZooKeeper consumer:
 * ``rebalance.owner.wait.ms`` -- when a partition's owner znode still exists, wait up to this long for its
   owner to release it instead of failing the whole attempt at once (0.8.2) and sleeping
   ``rebalance.backoff.ms``; every consumer releases before it claims, so the wait is usually milliseconds.
+
+And one key from Kafka 0.11's consumer, for transactions (KIP-98): ``isolation.level`` -- ``read_uncommitted``
+(the default, as Kafka's) or ``read_committed``: fetch up to the last stable offset and leave out the records of
+aborted transactions (consumer/read_committed.py); ``auto.offset.reset=largest`` then starts at the last stable
+offset.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ CONSUMER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for 
     ConfigKey("fetch.min.bytes", _INT, 1, "Bytes a fetch waits for at the broker.", _AT_LEAST_0),
     ConfigKey("fetch.wait.max.ms", _INT, 100, "Longest a fetch waits at the broker for fetch.min.bytes.",
               _AT_LEAST_0),
+    ConfigKey("isolation.level", _STRING, "read_uncommitted", "Kafka 0.11's: read_committed reads only what "
+              "committed transactions (and plain producers) wrote, up to the last stable offset; read_uncommitted "
+              "everything up to the high watermark.", OneOf(("read_uncommitted", "read_committed"))),
     ConfigKey("rebalance.backoff.ms", _INT, None, "Pause between rebalance attempts; defaults to "
               "zookeeper.sync.time.ms.", _AT_LEAST_0, fallback="zookeeper.sync.time.ms"),
     ConfigKey("refresh.leader.backoff.ms", _INT, 200, "Pause before looking again for a partition's leader.",

@@ -9,6 +9,10 @@ blocks when the consumer is `queued.max.message.chunks` behind. A partition whos
 which looks again every `refresh.leader.backoff.ms` -- so consumers follow leader moves without a rebalance,
 as in 0.8.2. OFFSET_OUT_OF_RANGE, and a partition without a committed offset, start over where
 `auto.offset.reset` says (smallest: the log start; largest: the high watermark).
+
+With `isolation.level=read_committed` (Kafka 0.11's key) a fetch reads up to the last stable offset, the records
+of the aborted transactions it lists are dropped before they reach the stream (consumer/read_committed.py), and
+`largest` is the last stable offset; a fetch of markers or aborted records alone moves the fetch offset past them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ZnodeFormatError
 
 from .decode import last_offset
+from .read_committed import committed_records
 from .stream import ChunkQueue, FetchedChunk, MessageSizeTooLarge
 
 __all__ = ["EARLIEST", "LATEST", "ConsumerFetcherManager", "PartitionTopicInfo", "live_brokers"]
@@ -221,6 +226,7 @@ class ConsumerFetcherThread(threading.Thread):
         self._max_wait_ms = config["fetch.wait.max.ms"]
         self._min_bytes = config["fetch.min.bytes"]
         self._reset = config["auto.offset.reset"]
+        self._isolation_level = 1 if config["isolation.level"] == "read_committed" else 0
         self._conn = BrokerConnection(broker.host, broker.port, manager.client_id,
                                       config["socket.timeout.ms"] / 1000.0)
         self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
@@ -270,7 +276,7 @@ class ConsumerFetcherThread(threading.Thread):
             # beyond 0.8.2's; session 0 at epoch -1: no fetch session (KIP-227)
             response = self._conn.send(ApiKey.FETCH, 10, {
                 "replica_id": -1, "max_wait_ms": self._max_wait_ms, "min_bytes": self._min_bytes,
-                "max_bytes": 2**31 - 1, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                "max_bytes": 2**31 - 1, "isolation_level": self._isolation_level, "session_id": 0, "session_epoch": -1,
                 "forgotten_topics": [], "topics": [{"topic": t, "partitions": p} for t, p in topics.items()]})
         except (OSError, ProtocolError) as e:
             self._conn.close()
@@ -289,7 +295,13 @@ class ConsumerFetcherThread(threading.Thread):
                     if self._partitions.get(tp) is not info:
                         continue  # removed meanwhile
                 if row.error_code == ErrorCode.NONE:
-                    if not self._enqueue(info, row.records):
+                    records, end = row.records, None
+                    if self._isolation_level and records is not None and len(records):
+                        aborted = [(a.producer_id, a.first_offset) for a in row.aborted_transactions or ()]
+                        kept, walked_end = committed_records(records, aborted)
+                        if walked_end >= 0:
+                            records, end = kept, walked_end
+                    if not self._enqueue(info, records, end):
                         return
                 elif row.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     try:
@@ -314,12 +326,16 @@ class ConsumerFetcherThread(threading.Thread):
                 self._partitions.pop(tp, None)
         self.manager.add_partitions_with_error(tps)
 
-    def _enqueue(self, info: PartitionTopicInfo, records) -> bool:
-        """Put a fetched message set on the stream's queue; False if shut down while waiting for room."""
+    def _enqueue(self, info: PartitionTopicInfo, records, end: int | None = None) -> bool:
+        """Put a fetched message set on the stream's queue; False if shut down while waiting for room. `end`: where
+        the fetched set ended before read_committed left entries out (the next fetch starts there)."""
+        fetch_offset = info.fetched_offset
+        last = None if records is None or not len(records) else last_offset(records)
+        if end is not None and end > fetch_offset and (last is None or last < fetch_offset):
+            info.fetched_offset = end  # markers or aborted records only: nothing for the stream
+            return True
         if records is None or not len(records):
             return True
-        fetch_offset = info.fetched_offset
-        last = last_offset(records)
         if last is None:
             chunk = FetchedChunk(info, [], MessageSizeTooLarge(
                 f"Found a message larger than the maximum fetch size of this consumer on topic {info.topic} "
@@ -330,7 +346,7 @@ class ConsumerFetcherThread(threading.Thread):
             return True
         else:
             chunk = FetchedChunk(info, [], None, bytes(records), fetch_offset)  # decoded by the iterator
-            next_offset = last + 1
+            next_offset = max(last + 1, end or 0)
         while self._running:
             if not info.chunks.put(chunk, _PUT_POLL_S):
                 continue
@@ -349,6 +365,15 @@ class ConsumerFetcherThread(threading.Thread):
         """Look up the earliest or latest offset (auto.offset.reset, or what a listener asked for)."""
         if wanted is None:
             wanted = EARLIEST if self._reset == "smallest" else LATEST
+        if wanted == LATEST and self._isolation_level:  # ListOffsets v2: the last stable offset
+            response = self._conn.send(ApiKey.LIST_OFFSETS, 2, {"replica_id": -1, "isolation_level": 1, "topics": [
+                {"topic": info.topic, "partitions": [{"partition": info.partition, "timestamp": wanted}]}]})
+            row = response.topics[0].partitions[0]
+            if row.error_code != ErrorCode.NONE:
+                raise ProtocolError(f"ListOffsets for [{info.topic},{info.partition}] answered error "
+                                    f"{row.error_code}")
+            info.fetched_offset = info.consumed_offset = row.offset
+            return
         response = self._conn.send(ApiKey.LIST_OFFSETS, 0, {"replica_id": -1, "topics": [
             {"topic": info.topic, "partitions": [{"partition": info.partition, "timestamp": wanted,
                                                   "max_num_offsets": 1}]}]})

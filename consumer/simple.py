@@ -13,6 +13,11 @@ and notice leader changes: NOT_LEADER_FOR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION,
 lost connection refresh the metadata and retry (`max_retries`, `retry_backoff_ms` apart). Offsets are the
 caller's to keep (the point of this API: they can live with the data, e.g. in Spark's checkpoints).
 OFFSET_OUT_OF_RANGE is raised, since only the caller knows what it wants instead.
+
+`isolation_level` (of `fetch` and `iter_messages`; READ_UNCOMMITTED by default, as Kafka's consumers):
+READ_COMMITTED reads up to the last stable offset instead of the high watermark and leaves out the records
+of aborted transactions (consumer/read_committed.py); control records (transaction markers) are never
+returned, and a fetch that met only those moves `next_offset` past them.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from zkbroker.protocol.message_set import InflationBoundError, Message, iter_mes
 from zkbroker.zk.client import ZkClient
 
 from .fetcher import live_brokers
+from .read_committed import committed_records
 from .stream import MessageSizeTooLarge
 
 __all__ = ["FetchResult", "LeaderNotFound", "SimpleConsumer"]
@@ -59,7 +65,7 @@ class FetchResult:
     """One fetch of one partition: messages at or after the offset asked for, in order."""
 
     messages: list[Message]
-    high_watermark: int
+    high_watermark: int  # the last stable offset, for a read_committed fetch: where such a read ends
     next_offset: int  # where the next fetch should start
 
 
@@ -186,22 +192,29 @@ class SimpleConsumer:
         return (row.records if row.records is not None else b""), row.last_stable_offset, aborted
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int | None = None, max_wait_ms: int = 0,
-              min_bytes: int = 0) -> FetchResult:
-        """Messages of a partition from `offset` (up to max_bytes of them), following leader moves."""
+              min_bytes: int = 0, isolation_level: int = READ_UNCOMMITTED) -> FetchResult:
+        """Messages of a partition from `offset` (up to max_bytes of them), following leader moves; with
+        READ_COMMITTED, those of committed transactions (and plain ones) below the last stable offset."""
         max_bytes = max_bytes or self.fetch_size
-        records, high_watermark = self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms, min_bytes)
+        aborted: list = []
+        if isolation_level == READ_COMMITTED:
+            records, end, aborted = self.fetch_committed(topic, partition, offset, max_bytes, max_wait_ms,
+                                                         min_bytes)
+        else:
+            records, end = self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms, min_bytes)
         if not len(records):
-            return FetchResult([], high_watermark, offset)
-        try:
-            every = list(iter_messages(records, max_inflated_bytes=read_inflation_bound(max_bytes)))
-        except InflationBoundError as e:
-            raise e.in_partition(topic, partition) from None
-        if not every:
+            return FetchResult([], end, offset)
+        kept, walked_end = committed_records(records, aborted)  # control batches out; aborted data too
+        if walked_end < 0:
             raise MessageSizeTooLarge(
                 f"The message at offset {offset} of [{topic},{partition}] is larger than the fetch size "
                 f"{max_bytes}; fetch it with a larger max_bytes")
+        try:
+            every = list(iter_messages(kept, max_inflated_bytes=read_inflation_bound(max_bytes)))
+        except InflationBoundError as e:
+            raise e.in_partition(topic, partition) from None
         messages = [m for m in every if m.offset >= offset]
-        return FetchResult(messages, high_watermark, messages[-1].offset + 1 if messages else offset)
+        return FetchResult(messages, end, max(offset, walked_end))
 
     def _offset(self, topic: str, partition: int, time_ms: int) -> int:
         def request(conn: BrokerConnection) -> int:
@@ -251,17 +264,21 @@ class SimpleConsumer:
         return self._with_leader(topic, partition, request)
 
     def iter_messages(self, topic: str, partition: int, start: int, end: int | None = None,
-                      max_bytes: int | None = None) -> Iterator[Message]:
-        """Messages with start <= offset < end (end None: up to the high watermark at the first fetch)."""
+                      max_bytes: int | None = None, isolation_level: int = READ_UNCOMMITTED) -> Iterator[Message]:
+        """Messages with start <= offset < end (end None: up to the high watermark at the first fetch, or the
+        last stable offset with READ_COMMITTED)."""
         offset = start
         while end is None or offset < end:
-            result = self.fetch(topic, partition, offset, max_bytes)
+            result = self.fetch(topic, partition, offset, max_bytes, isolation_level=isolation_level)
             if end is None:
                 end = result.high_watermark
             for message in result.messages:
                 if message.offset >= end:
                     return
                 yield message
+            if not result.messages and result.next_offset > offset:
+                offset = result.next_offset  # only markers or aborted records: past them
+                continue
             if not result.messages:
                 if offset >= result.high_watermark:
                     return  # nothing more committed (end may lie beyond the log: truncated or deleted)

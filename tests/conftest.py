@@ -3,11 +3,19 @@ would have skipped. Only the Docker backend may skip, since a CI machine need no
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.real_tools import ci_is_set
+from zkbroker.lab.spark_cluster import QUICK_JVM_OPTS
 
 pytest_plugins = ["tests.side_by_side"]
+
+# Every Spark driver the tests start (the `spark` fixture, spark-ingest commands, the demo) is short-lived and
+# reads little: C1 only and the serial collector halve its CPU, and the suite is CPU-bound on two cores.
+# spark-submit reads SPARK_SUBMIT_OPTS; users' own runs keep the JVM's defaults.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM_OPTS)
 
 # The one skip CI allows: tests/integration/test_zookeeper_launcher.py's Docker backend, with no daemon.
 ALLOWED_SKIP = "no Docker daemon answers"

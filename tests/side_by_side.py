@@ -27,13 +27,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import resource
 import shutil
 import socket
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.cpu_account import CpuAccount
 
 # fixture -> the group of every test that uses it
 SHARED_FIXTURES = {"spark": "spark-local", "spark_cluster": "spark-processes"}
@@ -59,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(RunSummary(config.stash[SHARED_DIR]), "side-by-side-summary")
     if controller and config.getoption("store_durations"):
         config.pluginmanager.register(DurationRecorder(), "side-by-side-durations")
+    if not controller:
+        config.stash[CPU] = CpuAccount(config.workerinput["workerid"])
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -68,10 +71,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     held = config.stash.get(LAB_PORT, None)
     if held is not None:
         held.close()
+    account = config.stash.get(CPU, None)
+    if account is not None:
+        account.close()
 
 
 SHARED_DIR = pytest.StashKey[Path]()
 LAB_PORT = pytest.StashKey["socket.socket | None"]()
+CPU = pytest.StashKey[CpuAccount]()
 
 
 def hold_lab_port() -> socket.socket | None:
@@ -107,15 +114,18 @@ class DurationRecorder:
 
 class RunSummary:
     """(controller) After a side-by-side run, each worker's busy time, the longest groups' times, and the CPU the
-    tests used (each test's own process and the processes it started and reaped: brokers, clients, tools): the
-    figures to balance the next run by. A run lasts at least as long as its longest group, and, on a machine
-    with fewer cores than workers, at least as long as its CPU seconds over the cores."""
+    tests used (each test's own process and the processes it started -- brokers, clients, tools, JVMs --, with a
+    share of what its worker's session fixtures use meanwhile; see tests/cpu_account.py), per test and per file:
+    the figures to balance the next run by, and to find where the CPU goes. A run lasts at least as long as its
+    longest group, and, on a machine with fewer cores than workers, at least as long as its CPU seconds over the
+    cores."""
 
     def __init__(self, shared: Path) -> None:
         self.shared = shared
         self.busy: dict[str, float] = {}
         self.seconds: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.cpu_exact = True
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node = getattr(report, "node", None)  # the worker that ran it (pytest-xdist sets it)
@@ -127,6 +137,8 @@ class RunSummary:
         for name, value in report.user_properties:
             if name == CPU_PROPERTY:
                 self.cpu[report.nodeid] = value
+            elif name == CPU_EXACT_PROPERTY:
+                self.cpu_exact = self.cpu_exact and value
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.busy:
@@ -146,24 +158,34 @@ class RunSummary:
         if self.cpu:
             cores = os.cpu_count() or 1
             total = sum(self.cpu.values())
-            terminalreporter.write_line(f"CPU used by the tests: {total / 60:.1f} min, {total / 60 / cores:.1f} min "
-                                        f"of wall time on {cores} cores at the least; the most:")
+            how = "every process of the run" if self.cpu_exact else "processes reaped by the tests only: a lower bound"
+            terminalreporter.write_line(f"CPU used by the tests ({how}): {total / 60:.1f} min, {total / 60 / cores:.1f}"
+                                        f" min of wall time on {cores} cores at the least; the most:")
             for nodeid, seconds in sorted(self.cpu.items(), key=lambda c: -c[1])[:10]:
                 terminalreporter.write_line(f"  {seconds:7.1f} s  {nodeid}")
+            files: dict[str, float] = {}
+            for nodeid, seconds in self.cpu.items():
+                files[nodeid.split("::")[0]] = files.get(nodeid.split("::")[0], 0.0) + seconds
+            terminalreporter.write_line("CPU per file, the most:")
+            for path, seconds in sorted(files.items(), key=lambda f: -f[1])[:15]:
+                terminalreporter.write_line(f"  {seconds:7.1f} s  {path}")
 
 
 CPU_PROPERTY = "side_by_side_cpu_s"
+CPU_EXACT_PROPERTY = "side_by_side_cpu_exact"
 _CPU_AT_SETUP = pytest.StashKey[float]()
 
 
-def _cpu_seconds() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def _cpu_seconds(item: pytest.Item) -> float | None:
+    account = item.config.stash.get(CPU, None)
+    return None if account is None else account.seconds()
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item):
-    item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+    started = _cpu_seconds(item)
+    if started is not None:
+        item.stash[_CPU_AT_SETUP] = started
     yield
 
 
@@ -172,8 +194,9 @@ def pytest_runtest_teardown(item: pytest.Item):
     yield
     # Before the teardown's report is made, which carries the item's properties to the controller.
     started = item.stash.get(_CPU_AT_SETUP, None)
-    if started is not None and hasattr(item.config, "workerinput"):
-        item.user_properties.append((CPU_PROPERTY, round(_cpu_seconds() - started, 2)))
+    if started is not None:
+        item.user_properties.append((CPU_PROPERTY, round(_cpu_seconds(item) - started, 2)))
+        item.user_properties.append((CPU_EXACT_PROPERTY, item.config.stash[CPU].exact))
 
 
 @pytest.hookimpl(optionalhook=True)

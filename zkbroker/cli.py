@@ -20,7 +20,13 @@ def _server(args: argparse.Namespace) -> int:
 
     config = KafkaConfig.load(args.config, args.override or ())
     logconfig.configure("DEBUG" if args.verbose else "INFO")
-    if config.is_kraft:
+    if config.is_kraft_broker and config.is_kraft_controller:
+        from zkbroker.server.kraft_server import KafkaRaftServer
+        _event_loop_runner()(KafkaRaftServer(config).run())
+    elif config.is_kraft_broker:
+        from zkbroker.server.broker_server import BrokerServer
+        _event_loop_runner()(BrokerServer(config).run())
+    elif config.is_kraft:
         from zkbroker.server.controller_server import ControllerServer
         _event_loop_runner()(ControllerServer(config).run())
     else:
@@ -49,7 +55,9 @@ def _dump_log(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; with `only` set to "server", just the built-in commands: a broker process then
+    imports none of the tools (a third of a broker's start-up CPU, and tests and labs start many brokers)."""
     parser = argparse.ArgumentParser(prog="zkbroker", description=__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -74,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="decode __cluster_metadata records and snapshots (Kafka 3.7's layout; implies "
                                "--print-data-log)")
     dump_log.set_defaults(run=_dump_log)
+    if only == "server":
+        return parser
 
     from zkbroker.tools import (
         acls,
@@ -117,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only="server" if command == "server" else None)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

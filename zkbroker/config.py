@@ -359,8 +359,9 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
 
     # KRaft mode (Kafka 3.7, KIP-500/595; DESIGN §17): set process.roles and ZooKeeper is not used at all
     ConfigKey("process.roles", _LIST, (),
-              "KRaft mode (Kafka 3.7): controller (a voter of the metadata quorum; broker and broker,controller "
-              "come with issue 24's part 2). Empty: ZooKeeper mode.", _process_roles),
+              "KRaft mode (Kafka 3.7): controller (a voter of the metadata quorum), broker (serves clients, "
+              "fetches the metadata log from the quorum) or broker,controller (both in one process). Empty: "
+              "ZooKeeper mode.", _process_roles),
     ConfigKey("node.id", _INT, -1, "KRaft mode: this node's id, unique among brokers and controllers.",
               _AT_LEAST_0_OR_UNSET),
     ConfigKey("controller.quorum.voters", _LIST, (),
@@ -685,6 +686,11 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
     ConfigKey("transaction.max.timeout.ms", _INT, 900_000,
               "Largest transaction timeout a producer may ask for (InitProducerId); above it "
               "INVALID_TRANSACTION_TIMEOUT.", _AT_LEAST_1),
+    ConfigKey("transaction.partition.verification.enable", _BOOLEAN, False,
+              "KIP-890 (Kafka 3.6, where it is on by default): a partition leader asks the transaction coordinator "
+              "whether a partition is in the producer's ongoing transaction before it takes the producer's first "
+              "batch of it, so that a produce delayed past its transaction's end is refused (INVALID_TXN_STATE) "
+              "instead of leaving a hanging transaction (KAFKA-12671). Off: the ZooKeeper-era brokers' behaviour."),
     ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", _INT, 10_000,
               "How often the coordinator looks for transactions open past their timeout, and aborts them.",
               _AT_LEAST_1),
@@ -913,6 +919,23 @@ class KafkaConfig:
         return bool(self["process.roles"])
 
     @property
+    def is_kraft_broker(self) -> bool:
+        """KRaft mode with the broker role: clients served, metadata fetched from the quorum (DESIGN §17)."""
+        return "broker" in self["process.roles"]
+
+    @property
+    def is_kraft_controller(self) -> bool:
+        return "controller" in self["process.roles"]
+
+    @property
+    def controller_endpoint(self) -> tuple[str, int]:
+        """Where a KRaft controller (or a combined node's controller) serves the quorum: its first controller
+        listener."""
+        name = self["controller.listener.names"][0]
+        host, port = kraft_listeners(self.originals)[name]
+        return host, int(port)
+
+    @property
     def node_id(self) -> int:
         return self["node.id"]
 
@@ -970,31 +993,8 @@ def parse_voter_directories(raw: str) -> dict[int, str] | None:
     return found
 
 
-def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] | None:
-    """KRaft mode's keys checked as Kafka 3.7 checks them, and the 0.8 keys the rest of the code reads derived
-    from them (broker.id from node.id, host.name and port from the controller listener); None in ZooKeeper mode.
-    """
-    roles = SERVER_CONFIGS["process.roles"].coerce(originals.get("process.roles", ""))
-    if not roles:
-        return None
-    if "broker" in roles:
-        raise _invalid("process.roles", originals["process.roles"], "the broker role comes with the quorum "
-                       "controller (issue 24, part 2); this version runs process.roles=controller")
-    if "zookeeper.connect" in originals:
-        raise ConfigError("zookeeper.connect must not be set with process.roles: a KRaft node uses no ZooKeeper.")
-    if "node.id" not in originals:
-        raise ConfigError('Missing required configuration "node.id" which has no default value.')
-    node_id = SERVER_CONFIGS["node.id"].coerce(originals["node.id"])
-    if node_id < 0:
-        raise _invalid("node.id", node_id, "must be at least 0")
-    if "broker.id" in originals and originals["broker.id"].strip() != str(node_id):
-        raise ConfigError(f"broker.id ({originals['broker.id']}) must equal node.id ({node_id}) in KRaft mode.")
-    voters = parse_quorum_voters(originals.get("controller.quorum.voters", ""))
-    if not voters:
-        raise ConfigError("controller.quorum.voters must name the metadata quorum's voters (ID@HOST:PORT,...).")
-    if node_id not in voters:
-        raise ConfigError(f"controller.quorum.voters must include this controller's node.id {node_id} "
-                          f"(process.roles=controller makes it a voter).")
+def kraft_listeners(originals: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """KRaft mode's `listeners` (NAME://host:port: PLAINTEXT and the controller.listener.names) by name."""
     names = SERVER_CONFIGS["controller.listener.names"].coerce(originals.get("controller.listener.names", ""))
     if not names:
         raise ConfigError("controller.listener.names must name the listener the controller serves, e.g. CONTROLLER.")
@@ -1009,11 +1009,47 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
             raise _invalid("listeners", raw, f"listener {name} has no security protocol: only PLAINTEXT and the "
                            f"controller.listener.names ({', '.join(names)}, plaintext) are supported")
         found[name] = (m["host"].strip("[]"), m["port"])
-    if names[0] not in found:
-        raise ConfigError(f"listeners must include the controller listener {names[0]} named by "
-                          f"controller.listener.names (e.g. {names[0]}://localhost:9093).")
+    return found
+
+
+def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] | None:
+    """KRaft mode's keys checked as Kafka 3.7 checks them, and the 0.8 keys the rest of the code reads derived
+    from them (broker.id from node.id, host.name and port from the controller listener); None in ZooKeeper mode.
+    """
+    roles = SERVER_CONFIGS["process.roles"].coerce(originals.get("process.roles", ""))
+    if not roles:
+        return None
+    if "zookeeper.connect" in originals:
+        raise ConfigError("zookeeper.connect must not be set with process.roles: a KRaft node uses no ZooKeeper.")
+    if "node.id" not in originals:
+        raise ConfigError('Missing required configuration "node.id" which has no default value.')
+    node_id = SERVER_CONFIGS["node.id"].coerce(originals["node.id"])
+    if node_id < 0:
+        raise _invalid("node.id", node_id, "must be at least 0")
+    if "broker.id" in originals and originals["broker.id"].strip() != str(node_id):
+        raise ConfigError(f"broker.id ({originals['broker.id']}) must equal node.id ({node_id}) in KRaft mode.")
+    voters = parse_quorum_voters(originals.get("controller.quorum.voters", ""))
+    if not voters:
+        raise ConfigError("controller.quorum.voters must name the metadata quorum's voters (ID@HOST:PORT,...).")
+    broker, controller = "broker" in roles, "controller" in roles
+    if broker and not controller and node_id in voters:
+        raise ConfigError(f"node.id {node_id} is one of controller.quorum.voters: a broker's node.id must differ "
+                          f"from every controller's.")
+    if controller and node_id not in voters:
+        raise ConfigError(f"controller.quorum.voters must include this controller's node.id {node_id} "
+                          f"(process.roles=controller makes it a voter).")
+    found = kraft_listeners(originals)
+    names = SERVER_CONFIGS["controller.listener.names"].coerce(originals.get("controller.listener.names", ""))
+    # A broker serves clients on its PLAINTEXT listener and reaches the controllers at their voter addresses; a
+    # controller serves the quorum on the first controller listener; a combined node both.
+    for served in (["PLAINTEXT"] if broker else []) + ([names[0]] if controller else []):
+        if served not in found:
+            example = "PLAINTEXT://localhost:9092" if served == "PLAINTEXT" else f"{names[0]}://localhost:9093"
+            what = "a PLAINTEXT listener for clients" if served == "PLAINTEXT" else \
+                f"the controller listener {names[0]} named by controller.listener.names"
+            raise ConfigError(f"listeners must include {what} (e.g. {example}).")
     given = {name: value for name, value in originals.items() if name != "listeners"}
-    given["host.name"], given["port"] = found[names[0]]
+    given["host.name"], given["port"] = found["PLAINTEXT" if broker else names[0]]
     given["broker.id"] = str(node_id)
     given["zookeeper.connect"] = ""
     return given, []

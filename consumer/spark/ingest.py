@@ -2,7 +2,7 @@
 
     zkbroker spark-ingest --zookeeper ZK (--topic T | --whitelist RE) --group G --output PATH
                           [--format parquet] [--master local[2]|spark://HOST:PORT|yarn] [--conf key=value ...]
-                          [--fail-on-data-loss true|false]
+                          [--fail-on-data-loss true|false] [--isolation-level read_uncommitted|read_committed]
 
 The job joins group G through the high-level consumer (`consumer/connector.py`): it registers under
 `/consumers/G/ids`, takes part in the range rebalance and owns its partitions through ephemeral
@@ -29,6 +29,11 @@ the Spark job before this member releases its partitions; the job then plans aga
 step 2 the job checks, with a round trip to ZooKeeper, that its session still owns every partition of the
 batch. (A member frozen between that check and the rename, past its session timeout, could still write a
 manifest for partitions another member took over; the window is the time of one rename.)
+
+`--isolation-level read_committed` (DESIGN §18; read_uncommitted by default, as Spark's source) plans each
+partition up to its last stable offset instead of its high watermark and reads it with zkkafka's
+`kafka.isolation.level=read_committed`: only what committed transactions and plain producers wrote lands in the
+output, and the offsets committed move past the aborted records and the markers.
 
 Spark runs on `--master` (local[N], a standalone master, YARN, Kubernetes) with the `--conf` settings given; its
 executors need only pyspark and pyarrow, since the session ships our code to them (`session.py`, `pyfiles.py`).
@@ -99,6 +104,7 @@ class IngestConfig:
     master: str = "local[2]"
     conf: tuple[tuple[str, str], ...] = ()  # Spark settings, as spark-submit's --conf key=value
     fail_on_data_loss: bool = True
+    isolation_level: str = "read_uncommitted"  # or read_committed: up to the last stable offset, committed only
     session_timeout_ms: int = 6000
     progress: bool | None = None  # None: when stderr is a terminal
 
@@ -300,7 +306,7 @@ class IngestJob:
     def _plan(self, owned: list[TopicPartition]) -> tuple[list[list], list[list]]:
         """[topic, partition, start, end] per owned partition with records to read, and the ranges lost."""
         from consumer.fetcher import live_brokers
-        from consumer.simple import SimpleConsumer
+        from consumer.simple import READ_COMMITTED, READ_UNCOMMITTED, SimpleConsumer
 
         if not owned:
             return [], []
@@ -309,10 +315,11 @@ class IngestJob:
         if not brokers:
             raise IngestError(f"no broker is registered in {self.config.zookeeper}")
         ranges, lost = [], []
+        isolation = READ_COMMITTED if self.config.isolation_level == "read_committed" else READ_UNCOMMITTED
         with SimpleConsumer(brokers, client_id="zkbroker-spark-ingest") as consumer:
             for tp in owned:
                 earliest = consumer.earliest_offset(tp.topic, tp.partition)
-                end = consumer.latest_offset(tp.topic, tp.partition)
+                end = consumer.latest_offset(tp.topic, tp.partition, isolation)
                 start = committed.get(tp)
                 start = earliest if start is None else start
                 if start < earliest:
@@ -349,6 +356,7 @@ class IngestJob:
               .option("startingOffsets", json.dumps(starting))
               .option("endingOffsets", json.dumps(ending))
               .option("failOnDataLoss", str(self.config.fail_on_data_loss).lower())
+              .option("kafka.isolation.level", self.config.isolation_level)
               .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
               .option("maxRecordsPerPartition", str(RECORDS_PER_TASK))
               .option("fetch.message.max.bytes", str(FETCH_BYTES))
@@ -495,7 +503,8 @@ def _run(args: argparse.Namespace) -> int:
             raise SystemExit(f"zkbroker spark-ingest: {flag} goes with --stream")
     config = IngestConfig(zookeeper=args.zookeeper, group=args.group, output=Path(args.output), topic=args.topic,
                           whitelist=args.whitelist, format=args.format, master=args.master,
-                          conf=tuple(args.conf), fail_on_data_loss=args.fail_on_data_loss)
+                          conf=tuple(args.conf), fail_on_data_loss=args.fail_on_data_loss,
+                          isolation_level=args.isolation_level)
     result = run_ingest(config)
     print(result.summary(), flush=True)
     return 0
@@ -515,7 +524,8 @@ def _run_stream(args: argparse.Namespace) -> int:
                                 checkpoint=Path(args.checkpoint), topic=args.topic, whitelist=args.whitelist,
                                 format=args.format, master=args.master, conf=tuple(args.conf),
                                 fail_on_data_loss=args.fail_on_data_loss, trigger=trigger,
-                                max_offsets_per_trigger=args.max_offsets_per_trigger)
+                                max_offsets_per_trigger=args.max_offsets_per_trigger,
+                                source_options=(("kafka.isolation.level", args.isolation_level),))
     result = run_stream_ingest(config)
     print(result.summary(), flush=True)
     return 0
@@ -545,6 +555,10 @@ def add_command(commands) -> None:
     parser.add_argument("--fail-on-data-loss", default=True, type=_boolean, metavar="true|false",
                         help="fail when offsets to ingest were deleted by retention (default true); false skips "
                              "them with a warning")
+    parser.add_argument("--isolation-level", default="read_uncommitted",
+                        choices=("read_uncommitted", "read_committed"),
+                        help="read_committed ingests only what committed transactions (and plain producers) wrote, "
+                             "up to the last stable offset (default read_uncommitted, as Spark's source)")
     parser.add_argument("--stream", action="store_true",
                         help="run as a Structured Streaming query that keeps ingesting (needs --checkpoint)")
     parser.add_argument("--checkpoint", metavar="DIR", help="with --stream: the query's checkpoint directory")

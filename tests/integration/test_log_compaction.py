@@ -2,9 +2,13 @@
 cleanup.policy=compact topic with small segments, keyed records (plain and gzip) from unmodified kafka-python,
 and an unmodified consumer that then reads from offset 0 exactly one record per key -- the last one sent, at
 the offset the producer was acknowledged with. Also after a SIGKILL in the middle of a swap, where the lab's
-fault point hold_cleaner_at stopped the cleaner."""
+fault point hold_cleaner_at stopped the cleaner; and a topic written by confluent-kafka's transactional producer
+(record batches, committed and aborted transactions), whose aborted records the cleaner removes."""
 
 from __future__ import annotations
+
+import os
+import uuid
 
 import pytest
 
@@ -16,8 +20,8 @@ from zkbroker.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
 
-# Pinned to 0.10.1's API versions, so it writes message sets of format 1 (gzip wrappers included): the cleaner
-# compacts formats 0 and 1 and leaves a log holding record batches (magic 2) whole for now (README).
+# Pinned to 0.10.1's API versions, so it writes message sets of format 1 (gzip wrappers included); the
+# transactional test below writes record batches (magic 2).
 KAFKA_PYTHON = ClientConfig("kafka-python-0.10.1", "kafka-python", {"api_version": (0, 10, 1)})
 CONFLUENT = ClientConfig("confluent-kafka", "confluent-kafka", {})
 KEYS = 40
@@ -93,3 +97,50 @@ def test_a_broker_killed_in_the_middle_of_a_swap_recovers_it_and_loses_nothing(b
     broker.start()
     wait_until_cleaned_and_read_back(broker, topic, last, first_filler)
     assert not [p for p in broker.partition_dir(topic, 0).iterdir() if p.name.endswith((".swap", ".cleaned"))]
+
+
+def test_a_transactional_compacted_topic_keeps_the_last_committed_value_and_loses_aborted_records(brokers, zk_connect):
+    """confluent-kafka's transactional producer writes rounds of the same keys, each committed round followed by an
+    aborted one, then unique keys in small transactions: once cleaned, read_committed and read_uncommitted
+    consumers alike read one record per key, the last committed -- the aborted records are gone from the log,
+    not just hidden."""
+    from confluent_kafka import Producer
+
+    (broker,) = brokers(1, log_cleaner_enable="true", log_cleaner_backoff_ms=100,
+                        transaction_state_log_num_partitions=1, offsets_topic_num_partitions=1)
+    topic = "compacted-txn"
+    create_topic(zk_connect, topic, 1, 1, [broker],
+                 config={"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}",
+                         "linger.ms": 5, "compression.type": "gzip"})
+    producer.init_transactions(60)
+
+    def transaction(records, commit):
+        producer.begin_transaction()
+        for key, value in records:
+            producer.produce(topic, key=key, value=value, partition=0)
+        assert producer.flush(60) == 0
+        (producer.commit_transaction if commit else producer.abort_transaction)(60)
+
+    last = {}
+    for n in range(8):
+        committed = [(f"key-{k}".encode(), f"round-{n}-of-{k}".encode()) for k in range(20)]
+        transaction(committed, commit=True)
+        last |= dict(committed)
+        transaction([(key, b"aborted-" + value) for key, value in committed], commit=False)
+    for start in range(0, 240, 40):  # unique keys, below segment.bytes a transaction: the active segment's
+        fillers = [(f"filler-{i}".encode(), os.urandom(40)) for i in range(start, start + 40)]  # incompressible
+        transaction(fillers, commit=True)
+        last |= dict(fillers)
+    end_of_rounds = 8 * 2 * 21  # 20 records and a marker a transaction
+
+    checkpoint = OffsetCheckpoint(str(broker.dir / "data" / "cleaner-offset-checkpoint"))
+    wait_for(lambda: checkpoint.read().get(TopicPartition(topic, 0), -1) >= end_of_rounds, 60,
+             "the cleaner to clean past the committed and aborted rounds")
+    for isolation in ("read_committed", "read_uncommitted"):
+        client = ClientConfig("confluent-kafka", "confluent-kafka", {"isolation.level": isolation})
+        received = client.consume(broker.bootstrap, topic, {0: 0}, count=len(last), timeout_s=60)
+        assert {r.key: r.value for r in received} == last, isolation
+        assert len(received) == len(last), isolation
+        assert not any(r.value.startswith(b"aborted-") for r in received), isolation
+    assert broker.log_lines(r"Log cleaner finished cleaning log compacted-txn-0")

@@ -574,6 +574,22 @@ def test_the_later_raft_fixes_are_off_as_in_kafka_37_and_switched_on_by_their_ke
         _ = half.quorum_voter_directories
 
 
+def test_a_kraft_broker_serves_clients_on_its_plaintext_listener():
+    config = KafkaConfig.from_props({**_KRAFT, "process.roles": "broker", "node.id": "1",
+                                     "listeners": "PLAINTEXT://127.0.0.1:9092"})
+    assert config.is_kraft and config.is_kraft_broker and config.broker_id == 1
+    assert (config.host, config.port) == ("127.0.0.1", 9092)
+    assert not KafkaConfig.from_props(_KRAFT).is_kraft_broker
+
+
+def test_a_combined_node_serves_clients_on_plaintext_and_the_quorum_on_its_controller_listener():
+    config = KafkaConfig.from_props({**_KRAFT, "process.roles": "broker,controller",
+                                     "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://localhost:9093"})
+    assert config.is_kraft_broker and config.is_kraft_controller and config.node_id == 3001
+    assert (config.host, config.port) == ("127.0.0.1", 9092)
+    assert config.controller_endpoint == ("localhost", 9093)
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"node.id": None}, 'required configuration "node.id"'),
     ({"zookeeper.connect": "zk:2181"}, "zookeeper.connect must not be set"),
@@ -581,7 +597,9 @@ def test_the_later_raft_fixes_are_off_as_in_kafka_37_and_switched_on_by_their_ke
     ({"controller.quorum.voters": "3002@localhost:9094"}, "must include this controller's node.id 3001"),
     ({"controller.listener.names": None}, "controller.listener.names must name"),
     ({"listeners": "PLAINTEXT://localhost:9092"}, "listeners must include the controller listener CONTROLLER"),
-    ({"process.roles": "broker"}, "process.roles"),
+    ({"process.roles": "broker,controller"}, "listeners must include a PLAINTEXT listener"),
+    ({"process.roles": "broker"}, "node.id 3001 is one of controller.quorum.voters"),
+    ({"process.roles": "broker", "node.id": "1", "broker.id": "1"}, "listeners must include a PLAINTEXT listener"),
     ({"process.roles": "controller,zookeeper"}, "process.roles"),
     ({"broker.id": "7"}, "broker.id (7) must equal node.id"),
 ])

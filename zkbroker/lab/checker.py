@@ -20,7 +20,12 @@ its bytes wherever it ended up. The report names:
   committed batches cover: rows the sink holds that the log does not hold there, rows it holds twice (a batch
   written again after a kill), and acknowledged records of the log that the stream went past without writing.
 
-The verdict is `ok` or the gravest anomaly: lost, divergent, duplicated, stuck, unavailable.
+- for transactions (DESIGN §18; Jepsen's Kafka workload terms), judged on the reads made at read_committed: an
+  *aborted read* is a record of a transaction that did not commit (aborted, or failed: a fenced zombie's) among
+  what such a reader returned; a *torn* transaction is a committed one the reader saw in part -- some of its
+  records, not all.
+
+The verdict is `ok` or the gravest anomaly: lost, aborted_read, torn, divergent, duplicated, stuck, unavailable.
 """
 
 from __future__ import annotations
@@ -122,6 +127,36 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Transaction:
+    """A transactional produce step's records (one transaction on one partition) and how it ended: committed,
+    aborted, failed: ERROR (a fenced zombie's), or unfinished."""
+
+    name: str
+    topic: str
+    partition: int
+    values: tuple[bytes, ...]
+    outcome: str
+
+
+@dataclass(frozen=True)
+class TransactionAnomaly:
+    """An aborted read (a reader at read_committed returned records of a transaction that did not commit) or a
+    torn one (it returned a committed transaction in part)."""
+
+    kind: str  # "aborted_read" or "torn"
+    read: str
+    transaction: str
+    seen: int  # how many of the transaction's records the read returned
+    total: int
+
+    def describe(self) -> str:
+        if self.kind == "aborted_read":
+            return (f"{self.read} read {self.seen} record(s) of transaction {self.transaction}, which did not "
+                    f"commit")
+        return f"{self.read} read {self.seen} of the {self.total} records of committed transaction {self.transaction}"
+
+
+@dataclass(frozen=True)
 class Read:
     """What a batch reader returned: the offsets [start, end) it asked for, per partition, and its rows
     (topic, partition, offset, value). A read that failed returned nothing to judge (its error says why).
@@ -132,6 +167,7 @@ class Read:
     rows: Sequence[tuple[str, int, int, bytes | None]]
     error: str | None = None
     sink: bool = False
+    isolation_level: str = "read_uncommitted"  # a `read` step's; Spark's reads and sinks read uncommitted
 
 
 @dataclass(frozen=True)
@@ -156,6 +192,8 @@ class Report:
     windows: list[Window] = field(default_factory=list)
     leaderless: list[TopicPartition] = field(default_factory=list)
     read_divergences: list[ReadDivergence] = field(default_factory=list)
+    aborted_reads: list[TransactionAnomaly] = field(default_factory=list)
+    torn: list[TransactionAnomaly] = field(default_factory=list)
     run_end: float = 0.0
 
     @property
@@ -165,6 +203,10 @@ class Report:
     def verdict(self, max_unavailable_ms: float | None = None) -> str:
         if self.losses:
             return "lost"
+        if self.aborted_reads:
+            return "aborted_read"
+        if self.torn:
+            return "torn"
         if self.divergences or self.read_divergences:
             return "divergent"
         if self.duplicates:
@@ -192,9 +234,10 @@ class Report:
 
 
 def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], events: Sequence[dict] = (),
-          gap_ms: float = 1000.0, reads: Sequence[Read] = ()) -> Report:
+          gap_ms: float = 1000.0, reads: Sequence[Read] = (), transactions: Sequence[Transaction] = ()) -> Report:
     """Check one run. `gap_ms`: a pause between acknowledgements shorter than this is not unavailability.
-    `reads`: batch reads made during the run, each judged against the final log (`check_read`)."""
+    `reads`: batch reads made during the run, each judged against the final log (`check_read`), and those at
+    read_committed against the run's `transactions` (`check_transactions`)."""
     states = {state.tp: state for state in partitions}
     run_end = max([a.sent_at for a in attempts] + [a.acked_at or a.failed_at or 0 for a in attempts]
                   + [e["ts"] for e in events], default=0.0)
@@ -229,7 +272,29 @@ def check(attempts: Sequence[Attempt], partitions: Iterable[PartitionState], eve
         report.losses += losses
         report.duplicates += duplicates
         report.read_divergences += divergences
+    for anomaly in check_transactions(reads, transactions):
+        (report.aborted_reads if anomaly.kind == "aborted_read" else report.torn).append(anomaly)
     return report
+
+
+def check_transactions(reads: Sequence[Read], transactions: Sequence[Transaction]) -> list[TransactionAnomaly]:
+    """What each read at read_committed returned of each transaction of its partitions: records of one that did
+    not commit (aborted_read), or part of a committed one (torn)."""
+    anomalies = []
+    for read in reads:
+        if read.error is not None or read.isolation_level != "read_committed":
+            continue
+        for txn in transactions:
+            if TopicPartition(txn.topic, txn.partition) not in read.ranges or not txn.values:
+                continue
+            returned = {value for topic, partition, _, value in read.rows
+                        if (topic, partition) == (txn.topic, txn.partition)}
+            seen = sum(1 for value in txn.values if value in returned)
+            if txn.outcome != "committed" and seen:
+                anomalies.append(TransactionAnomaly("aborted_read", read.name, txn.name, seen, len(txn.values)))
+            elif txn.outcome == "committed" and 0 < seen < len(txn.values):
+                anomalies.append(TransactionAnomaly("torn", read.name, txn.name, seen, len(txn.values)))
+    return anomalies
 
 
 def check_read(read: Read, attempts: Sequence[Attempt], partitions: Iterable[PartitionState],

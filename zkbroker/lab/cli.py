@@ -34,7 +34,7 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     up = action("up", "start ZooKeeper and brokers (or, with --kraft, a controller quorum); return when the "
                 "cluster is usable", _up)
     up.add_argument("--brokers", type=int, default=None, metavar="N",
-                    help="how many brokers (default 3; with --kraft 0, since KRaft brokers do not exist yet)")
+                    help="how many brokers (default 3; with --kraft 0, since KRaft brokers are not in the lab yet)")
     up.add_argument("--kraft", action="store_true",
                     help="KRaft mode (DESIGN §17): controller processes 3001.. elect a quorum leader; no ZooKeeper")
     up.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5), metavar="1|3|5",
@@ -124,7 +124,7 @@ def _up(args: argparse.Namespace) -> int:
         quorum = status["quorum"]
         print(f"Quorum leader: controller {quorum['leader']} at epoch {quorum['epoch']}")
         if not cluster.brokers:
-            print("No brokers: KRaft brokers (process.roles=broker) do not exist yet; this lab is its quorum.")
+            print("No brokers: KRaft brokers (process.roles=broker) are not in the lab yet; this lab is its quorum.")
         if status["network"]:
             print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']}")
         print(f"Cluster description: {lab.cluster_file}")
@@ -186,7 +186,7 @@ def format_kraft_status(status: dict) -> str:
                        for k in ("state", "epoch", "leader", "voted_for", "log_end_offset", "high_watermark"))))
     lines += [""] + _table(rows)
     if not status["brokers"]:
-        lines += ["", "Brokers: none (KRaft brokers do not exist yet)"]
+        lines += ["", "Brokers: none (KRaft brokers are not in the lab yet)"]
     faults = [f"controller {c['id']}: " + "; ".join(map(fault_points.describe, c["faults"]))
               for c in status["controllers"] if c.get("faults")]
     faults += [f"controller {c['id']} (at its next start): "

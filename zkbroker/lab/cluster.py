@@ -409,11 +409,11 @@ class LabCluster:
         """The hook for KRaft brokers (process.roles=broker, ids 1..count): write each one's server.properties
         (process.roles=broker, node.id, controller.quorum.voters=`voters`, controller.listener.names, listeners),
         `storage format` it with `cluster_id`, append a BrokerEntry, spawn it with self._spawn(entry,
-        broker_node(id)) and wait until the active controller has it registered and unfenced. Until brokers run
-        in KRaft mode a KRaft lab has its controllers only."""
+        broker_node(id)) and wait until the active controller has it registered and unfenced. Until this is written,
+        a KRaft lab has its controllers only."""
         if count:
-            raise kraft_lab.KRaftLabError("KRaft brokers (process.roles=broker) do not exist yet: a KRaft lab runs "
-                                          "its controllers only (lab up --kraft --brokers 0)")
+            raise kraft_lab.KRaftLabError("KRaft brokers (process.roles=broker) are not in the lab yet: a KRaft lab "
+                                          "runs its controllers only (lab up --kraft --brokers 0)")
 
     def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
         return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")

@@ -6,6 +6,12 @@ Every value is unique within a run, so the checker can find a record by its byte
 producer does not retry (`retries=0`): a retried request whose first answer was lost would store a record
 twice, a duplicate the producer made rather than the cluster; the checker is after the cluster's anomalies.
 A record whose partition has no leader waits in the producer until `message.timeout.ms` ends it.
+
+With a transactional id (DESIGN §18) the values are one transaction of librdkafka's transactional producer
+(idempotent, so with its own retries), committed or aborted as the step says: a value counts as acknowledged only
+once its transaction committed, and the producer keeps a `Transaction` for the checker. A producer fenced by a
+newer one of its id (a zombie) ends with its transaction failed. `ConsumerRead` is a `read` step: what a consumer
+of one partition reads at an isolation level, through our simple consumer.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from zkbroker.lab.checker import Attempt
+from zkbroker.lab.checker import Attempt, Read, Transaction
+from zkbroker.topic_partition import TopicPartition
 
 _QUIET = logging.getLogger("zkbroker.lab.recorder.librdkafka")  # refused connections are expected in a lab
 _QUIET.addHandler(logging.NullHandler())
@@ -32,7 +39,12 @@ class RecordingProducer:
     (and a grace period for the answer), or when `cancelled` is set."""
 
     def __init__(self, bootstrap: str, topic: str, partition: int, values: list[bytes], acks: int | str = "all",
-                 timeout_ms: int = 10000, interval_ms: int = 0, cancelled: threading.Event | None = None) -> None:
+                 timeout_ms: int = 10000, interval_ms: int = 0, cancelled: threading.Event | None = None,
+                 transactional_id: str | None = None, transaction: str | None = None, name: str = "") -> None:
+        self.name = name
+        self.transactional_id = transactional_id
+        self.transaction = transaction  # "commit" or "abort" with a transactional id
+        self.outcome: str | None = None  # the transaction's: committed, aborted, or failed: ERROR
         self.topic = topic
         self.partition = partition
         self.values = values
@@ -71,6 +83,9 @@ class RecordingProducer:
     def run(self) -> None:
         from confluent_kafka import Producer
 
+        if self.transactional_id is not None:
+            self._run_transaction()
+            return
         producer = Producer(self.config)
         try:
             for value in self.values:
@@ -88,6 +103,70 @@ class RecordingProducer:
             producer.purge()  # what is still queued is given up on, unanswered
             producer.poll(0)
             self.done.set()
+
+    def _run_transaction(self) -> None:
+        """The values as one transaction: delivered records wait for the commit to count as acknowledged."""
+        from confluent_kafka import KafkaException, Producer
+
+        config = {k: v for k, v in self.config.items()
+                  if k not in ("acks", "retries", "enable.idempotence", "max.in.flight.requests.per.connection")}
+        producer = Producer({**config, "transactional.id": self.transactional_id})
+        delivered: dict[bytes, int] = {}
+        timeout_s = self.timeout_ms / 1000
+
+        def report(error, message) -> None:
+            if error is None:
+                delivered[message.value()] = message.offset()
+
+        try:
+            producer.init_transactions(timeout_s)
+            producer.begin_transaction()
+            for value in self.values:
+                if self.cancelled.is_set():
+                    break
+                self._sent[value] = _now_ms()
+                producer.produce(self.topic, value, partition=self.partition, on_delivery=report)
+                producer.poll(0)
+                if self.interval_ms:
+                    self._poll_for(producer, self.interval_ms / 1000)
+            producer.flush(timeout_s)
+            if self.transaction == "commit" and not self.cancelled.is_set():
+                producer.commit_transaction(timeout_s)
+                self._end("committed", None, delivered)
+            else:
+                producer.abort_transaction(timeout_s)
+                self._end("aborted", "ABORTED", delivered)
+        except KafkaException as e:
+            error = e.args[0]
+            self._end(f"failed: {error.name()}", error.name(), delivered)
+            if error.txn_requires_abort():
+                try:
+                    producer.abort_transaction(timeout_s)
+                except KafkaException:
+                    pass
+        finally:
+            producer.purge()
+            producer.poll(0)
+            self.done.set()
+
+    def _end(self, outcome: str, error: str | None, delivered: dict[bytes, int]) -> None:
+        now = _now_ms()
+        with self._lock:
+            self.outcome = outcome
+            for value, sent_at in self._sent.items():
+                if error is None:
+                    self._answers[value] = Attempt(self.topic, self.partition, value, sent_at, acked_at=now,
+                                                   offset=delivered.get(value), acks=-1)
+                else:
+                    self._answers[value] = Attempt(self.topic, self.partition, value, sent_at, failed_at=now,
+                                                   error=error, acks=-1)
+            self._answered = len(self._sent)
+
+    def transaction_record(self) -> Transaction | None:
+        """What the checker needs of a transactional step: its values and how the transaction ended."""
+        if self.transactional_id is None:
+            return None
+        return Transaction(self.name, self.topic, self.partition, tuple(self._sent), self.outcome or "unfinished")
 
     def _poll_for(self, producer, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -124,3 +203,42 @@ def background(producer: RecordingProducer, on_error: Callable[[BaseException], 
     thread = threading.Thread(target=run, name=f"produce-{producer.topic}-{producer.partition}", daemon=True)
     thread.start()
     return thread
+
+
+class ConsumerRead:
+    """A `read` step (DESIGN §18): what a consumer of one partition reads, from the log start to the end it sees
+    (the last stable offset for read_committed, the high watermark otherwise), through the simple consumer. It
+    runs within its step; `result()` is the checker's Read."""
+
+    def __init__(self, name: str, bootstrap: str, topic: str, partition: int, isolation_level: str) -> None:
+        self.name = name
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partition = partition
+        self.isolation_level = isolation_level
+        self.start = self.end = 0
+        self._rows: list[tuple[str, int, int, bytes | None]] = []
+        self._error: str | None = None
+
+    def run(self) -> None:
+        from consumer.simple import READ_COMMITTED, READ_UNCOMMITTED, SimpleConsumer
+
+        level = READ_COMMITTED if self.isolation_level == "read_committed" else READ_UNCOMMITTED
+        try:
+            with SimpleConsumer(self.bootstrap, client_id=f"lab-read-{self.name}") as consumer:
+                self.start = consumer.earliest_offset(self.topic, self.partition)
+                self.end = consumer.latest_offset(self.topic, self.partition, level)
+                self._rows = [(self.topic, self.partition, m.offset, m.value) for m in consumer.iter_messages(
+                    self.topic, self.partition, self.start, self.end, isolation_level=level)]
+        except Exception as e:  # the checker judges a failed read by nothing; the run reports why
+            self._error = f"{type(e).__name__}: {e}"
+
+    def running(self) -> bool:
+        return False
+
+    def kill(self, reason: str) -> None:
+        """Nothing to stop: a read ends within its step."""
+
+    def result(self) -> Read:
+        return Read(self.name, {TopicPartition(self.topic, self.partition): (self.start, self.end)}, self._rows,
+                    self._error, isolation_level=self.isolation_level)

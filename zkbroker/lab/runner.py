@@ -48,7 +48,7 @@ from zkbroker.lab.spark_stream import SparkStream
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
-GRAVITY = ("lost", "divergent", "duplicated", "stuck", "unavailable", "slow", "ok")
+GRAVITY = ("lost", "aborted_read", "torn", "divergent", "duplicated", "stuck", "unavailable", "slow", "ok")
 DEFAULT_WAIT_MS = 30000
 # Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
 NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "raft_state",
@@ -178,7 +178,7 @@ class ScenarioRun:
         self.topics: set[str] = set()
         self.consumers: dict[str, subprocess.Popen] = {}
         self.coordinator_groups: set[str] = set()  # groups whose consumers the group coordinator manages
-        self.reads: dict[str, SparkRead] = {}
+        self.reads: dict[str, SparkRead | recorder.ConsumerRead] = {}
         self._reads_done: set[str] = set()
         self.streams: dict[str, SparkStream] = {}
         self.until_end: list[RecordingProducer] = []
@@ -407,10 +407,11 @@ class ScenarioRun:
 
     def _produce(self, step: Step, topic: str, count: int, partition: int = 0, acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, until_end: bool = False,
-                 **named) -> None:
+                 transactional_id: str | None = None, transaction: str | None = None, **named) -> None:
         name = named.get("as") or f"step{self.scenario.steps.index(step) + 1}"
         values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
-        producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms)
+        producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms,
+                                     transactional_id=transactional_id, transaction=transaction, name=name)
         self.producers[name] = producer
         self.all_producers.append(producer)
         self.topics.add(topic)
@@ -427,8 +428,25 @@ class ScenarioRun:
                 raise Cancelled()
         acked = producer.acknowledged()
         errors = sorted({a.error for a in producer.attempts() if a.error})
+        if transactional_id is not None:
+            self.say(f"[{self.label}]     transaction {producer.outcome}: {acked} of {count} acknowledged")
+            return
         self.say(f"[{self.label}]     {acked} of {count} acknowledged"
                  + (f"; errors: {', '.join(errors)}" if errors else ""))
+
+    def _read(self, step: Step, topic: str, partition: int = 0, isolation_level: str = "read_committed",
+              **named) -> None:
+        """What a consumer reads of the partition at the isolation level, now: judged at the end (checker)."""
+        name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
+        read = recorder.ConsumerRead(name, self._bootstrap(), topic, partition, isolation_level)
+        read.run()
+        self.reads[name] = read
+        self._reads_done.add(name)
+        self.topics.add(topic)
+        result = read.result()
+        self.say(f"[{self.label}]     {name} " + (f"failed: {result.error}" if result.error else
+                 f"read {len(result.rows)} records of {topic}-{partition} offsets [{read.start}, {read.end}) at "
+                 f"{isolation_level}"))
 
     def _bootstrap(self) -> str:
         return ",".join(f"{b.host}:{b.port}" for b in self.observer.reload().brokers)
@@ -707,7 +725,7 @@ class ScenarioRun:
             return leader is not None and leader[0] != self._controller(args["broker"])
         if condition == "controller_epoch":
             return quorum["epoch"] == args["size"]
-        raise StepFailed(f"the condition {condition} has no KRaft form yet (KRaft brokers do not exist yet)")
+        raise StepFailed(f"the condition {condition} has no KRaft form yet (KRaft brokers are not in the lab yet)")
 
     def _controller(self, target: int | str) -> int:
         """A controller's node id from an id, "active" / "controller" (the quorum's leader now), "follower" (the
@@ -839,7 +857,8 @@ class ScenarioRun:
         attempts: list[Attempt] = [a for p in self.all_producers for a in p.attempts()]
         states = [self.observer.final_state(tp) for tp in tps]
         events = timeline.read(self.lab.timeline_file)
-        self.result.report = check(attempts, states, events, reads=reads)
+        transactions = [t for p in self.all_producers if (t := p.transaction_record()) is not None]
+        self.result.report = check(attempts, states, events, reads=reads, transactions=transactions)
         verdict = self.result.report.verdict(self.spec.max_unavailable_ms)
         if self.result.stuck:
             verdict = gravest(verdict, "stuck")
@@ -848,9 +867,13 @@ class ScenarioRun:
         self.result.verdict = verdict
         for error in self.errors:
             self.result.failures.append(f"a producer failed: {error}")
-        self.result.failures += [f"the Spark read {r.name} failed: {r.error}" for r in reads if r.error]
+        self.result.failures += [f"the read {r.name} failed: {r.error}" if r.name in self._consumer_reads()
+                                 else f"the Spark read {r.name} failed: {r.error}" for r in reads if r.error]
         self.result.failures += [f"the Spark stream {s.name} failed: {s.error()}" for s in self.streams.values()
                                  if s.error()]
+
+    def _consumer_reads(self) -> set[str]:
+        return {name for name, read in self.reads.items() if isinstance(read, recorder.ConsumerRead)}
 
     def _partitions(self) -> list[TopicPartition]:
         """The partitions the run wrote to, of the topics that still exist."""
@@ -904,8 +927,14 @@ def describe_step(step: Step) -> str:
         return f"{step.action} {target}"
     if step.action == "produce":
         how = " in the background" if f.get("background") else ""
+        if "transactional_id" in f:
+            return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-"
+                    f"{f.get('partition', 0)} in a transaction of {f['transactional_id']}, then "
+                    f"{f['transaction']} it{how}")
         return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-{f.get('partition', 0)} "
                 f"(acks={f.get('acks', 'all')}){how}")
+    if step.action == "read":
+        return f"read {f['topic']}-{f.get('partition', 0)} at {f.get('isolation_level', 'read_committed')}"
     if step.action == "partition":
         peers = f["from"] if isinstance(f["from"], list) else [f["from"]]
         return f"cut {f['node']} off from {', '.join(peers)}" + (" (one way)" if f.get("one_way") else "")

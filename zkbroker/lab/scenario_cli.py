@@ -226,7 +226,7 @@ def _kraft_torture(args: argparse.Namespace) -> int:
     faults = FAULT_KINDS if args.faults is None else tuple(k.strip() for k in args.faults.split(",") if k.strip())
     if set(faults) - set(FAULT_KINDS) or not faults:
         raise ValueError("--mode kraft takes the fault kind controller (kill, pause or partition one controller); "
-                         "the broker faults need KRaft brokers, which do not exist yet")
+                         "the broker faults need KRaft brokers in the lab, which are not there yet")
     out = sys.stderr if args.json else sys.stdout
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -40,9 +40,11 @@ WORKER_PACKAGES = ("pyspark", "pyarrow")
 NOT_ON_WORKERS = ("zkbroker", "consumer", "controller", "cramjam", "lz4", "isal", "kazoo")
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-# The daemons only keep books: a small heap, and the JIT and collector that start fastest.
+# The JIT and collector that start fastest (C1 only, serial GC): for JVMs that live briefly or only keep books.
+QUICK_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData"
+# The daemons only keep books: a small heap, and the quick JVM.
 DAEMON_MEMORY = "256m"
-DAEMON_JAVA_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData"
+DAEMON_JAVA_OPTS = QUICK_JVM_OPTS
 _LOG4J = """rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console

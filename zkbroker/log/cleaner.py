@@ -1,16 +1,19 @@
-"""Cleaner: compacts one log (Kafka 0.8.2's kafka.log.Cleaner): the file work around `compaction.py`'s
-decisions.
+"""Cleaner: compacts one log (Kafka 0.8.2's kafka.log.Cleaner, with Kafka 2.x's record batches and
+transactions): the file work around `compaction.py`'s decisions.
 
 `clean(log, first_dirty_offset)`:
 1. Build the offset map: read the dirty segments, from the first dirty offset up to the active segment
-   (which is never cleaned), whole segments at a time while the map has room for them; the map's end offset
-   is the base offset of the first segment left out.
+   (which is never cleaned) or the segment holding the first offset of an open transaction, whole segments
+   at a time while the map has room for them; the map's end offset is the base offset of the first segment
+   left out. The keys of aborted transactions' batches (the `.txnindex` files say which) stay out of it.
 2. Compute the delete horizon from the last clean segment's modification time.
 3. Group every segment below the map's end (the clean section too: it is rewritten with the new map) by
    size, and clean each group into one new segment: read its segments chunk by chunk
    (log.cleaner.io.buffer.size shared by the threads, half to read; doubled up to message.max.bytes for a
-   larger message), keep what `compaction.clean_chunk` keeps, and append that to `<base>.log.cleaned` with
-   an index entry every index.interval.bytes, as appends to a live segment get. Compressed sets are opened,
+   larger message), keep what `compaction.clean_chunk` keeps (record batches first decided whole by
+   `compaction.batch_retention_rule`), and append that to `<base>.log.cleaned` with
+   an index entry every index.interval.bytes, as appends to a live segment get, and the `.txnindex` entries of
+   the ABORT markers kept to `<base>.txnindex.cleaned`. Compressed sets are opened,
    and those that lose messages are recompressed with their codec. Offsets are kept, so a compacted log has
    gaps. The cleaned segment takes the last modification time of its group's last segment (the delete
    horizon of later cleanings goes by it), is flushed, and `Log.replace_segments` swaps it in.
@@ -41,7 +44,7 @@ from zkbroker.config import KafkaConfig
 from zkbroker.protocol.message_set import LOG_OVERHEAD, inflation_bound
 
 from . import compaction
-from .compaction import SegmentSpan
+from .compaction import CleanedTransactions, LastRecord, SegmentSpan
 from .log import Log, SegmentsChangedError
 from .offset_map import OffsetMap
 from .segment import CLEANED_SUFFIX, Clock, LogSegment
@@ -195,15 +198,15 @@ class Cleaner:
             segments = log.segments
             if not segments:  # deleted
                 raise CleaningAbortedError(f"Log {log.name} was deleted.")
-            upper_bound = log.active_segment.base_offset
+            upper_bound = compaction.first_uncleanable_offset(
+                [s.base_offset for s in segments], log.active_segment.base_offset,
+                log.producer_state.earliest_unstable_offset(),
+            )
+            last_records = {pid: LastRecord(*last) for pid, last in log.producer_state.last_records().items()}
             self._modified = {segment.base_offset: segment.last_modified for segment in segments}
-        if any(s.format[0] >= 2 for s in segments if s.base_offset < upper_bound):
-            # The offset map and the rewrite walk messages of format 0 and 1; a record batch (magic 2) would
-            # have to be rebuilt record by record. Until then such a log is left whole and marked clean, so
-            # the cleaner does not pick it again until new segments close.
-            logger.warning("Log %s holds record batches (magic 2), which this log cleaner does not compact yet: "
-                           "left as it is up to offset %d.", log.name, upper_bound)
-            return upper_bound
+        if upper_bound <= first_dirty_offset:  # a transaction open since the clean section: nothing to clean yet
+            logger.info("Log %s has nothing to clean below its first unstable offset.", log.name)
+            return first_dirty_offset
         logger.info("Building offset map for %s...", log.name)
         end_offset = self.build_offset_map(log, segments, first_dirty_offset, upper_bound)
         self.stats.map_done_s = time.monotonic()
@@ -215,8 +218,10 @@ class Cleaner:
         )
         logger.info("Cleaning log %s (discarding tombstones prior to %s)...", log.name, _date(horizon))
         below_end = [s for s in segments if s.base_offset < end_offset]
+        # one walk through the transactions for every group, in offset order: a transaction may span groups
+        transactions = CleanedTransactions(self._aborted_transactions(log, segments[0].base_offset, end_offset))
         for group in self._groups(below_end, end_offset, log):
-            self.clean_segments(log, group, horizon, truncations)
+            self.clean_segments(log, group, horizon, truncations, transactions, last_records)
         self.stats.end_s = time.monotonic()
         logger.info("%s", self.stats.summary(log.name, self.offset_map.utilization, end_offset))
         return end_offset
@@ -228,6 +233,7 @@ class Cleaner:
         is the same offset where the dirty section has no gaps."""
         self.offset_map.clear()
         dirty = [(i, s) for i, s in enumerate(segments) if start <= s.base_offset < end]
+        transactions = CleanedTransactions(self._aborted_transactions(log, start, end))
         for i, segment in dirty:
             self._check_done(log)
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else end
@@ -242,16 +248,22 @@ class Cleaner:
                 )
             if self.offset_map.size + messages > self.max_map_entries:
                 return segment.base_offset
-            self._index_segment(log, segment)
+            self._index_segment(log, segment, transactions)
         return end
 
-    def _index_segment(self, log: Log, segment: LogSegment) -> None:
+    @staticmethod
+    def _aborted_transactions(log: Log, start: int, end: int) -> list:
+        with log.lock:
+            return log.collect_aborted_transactions(start, end)
+
+    def _index_segment(self, log: Log, segment: LogSegment, transactions: CleanedTransactions) -> None:
         where = f"log segment {segment.log_path}"
         bound = inflation_bound(log.config.max_message_bytes)
 
         def index(chunk: memoryview) -> int:
             walked, messages = compaction.index_keys(
-                chunk, self.offset_map, discard_keyless=self.discard_keyless, where=where, max_inflated_bytes=bound
+                chunk, self.offset_map, discard_keyless=self.discard_keyless, where=where, max_inflated_bytes=bound,
+                transactions=transactions,
             )
             self.stats.map_bytes_read += walked
             self.stats.map_messages_read += messages
@@ -271,8 +283,19 @@ class Cleaner:
 
     # -- one group ----------------------------------------------------------------------------------------
 
-    def clean_segments(self, log: Log, group: list[LogSegment], delete_horizon_ms: int, truncations: int) -> None:
-        """Clean `group` into one segment and swap it in."""
+    def clean_segments(
+        self,
+        log: Log,
+        group: list[LogSegment],
+        delete_horizon_ms: int,
+        truncations: int,
+        transactions: CleanedTransactions | None = None,
+        last_records: dict[int, LastRecord] | None = None,
+    ) -> None:
+        """Clean `group` into one segment and swap it in. `transactions` has walked the log up to the group;
+        `last_records` are the producers whose last batch keeps its header (see compaction)."""
+        transactions = transactions if transactions is not None else CleanedTransactions()
+        last_records = last_records or {}
         base = group[0].base_offset
         try:
             for leftover in (group[0].log_path + CLEANED_SUFFIX, group[0].index.path + CLEANED_SUFFIX):
@@ -292,7 +315,11 @@ class Cleaner:
                     "Cleaning segment %d in log %s (last modified %s) into %d, %s deletes.",
                     old.base_offset, log.name, _date(modified), base, "retaining" if retain_deletes else "discarding",
                 )
-                self.clean_into(log, old, cleaned, retain_deletes)
+                rule = compaction.batch_retention_rule(transactions, last_records, retain_deletes)
+                self.clean_into(log, old, cleaned, retain_deletes, rule)
+            for txn in transactions.retained_aborted:  # the ABORT markers kept are in this group
+                cleaned.txn_index.append(txn)
+            transactions.retained_aborted.clear()
             cleaned.index.trim_to_valid_size()
             cleaned.flush()
             cleaned.set_last_modified(self._modified[group[-1].base_offset])
@@ -307,9 +334,12 @@ class Cleaner:
             raise CleaningAbortedError(str(e)) from e
         # any other error may come after the swap was committed: its files stay for the next load to finish
 
-    def clean_into(self, log: Log, source: LogSegment, dest: LogSegment, retain_deletes: bool) -> None:
+    def clean_into(
+        self, log: Log, source: LogSegment, dest: LogSegment, retain_deletes: bool,
+        batch_retention: compaction.BatchCheck | None = None,
+    ) -> None:
         """Append to `dest` what compaction keeps of `source`, in pieces of about index.interval.bytes so that
-        the index gets its usual density."""
+        the index gets its usual density; `batch_retention` decides record batches whole first."""
         where = f"log segment {source.log_path}"
         bound = inflation_bound(log.config.max_message_bytes)
         interval = max(dest.index_interval_bytes, 1)
@@ -317,7 +347,7 @@ class Cleaner:
         def clean(chunk: memoryview) -> int:
             retained = compaction.clean_chunk(
                 chunk, self.offset_map, retain_deletes, discard_keyless=self.discard_keyless, where=where,
-                max_inflated_bytes=bound,
+                max_inflated_bytes=bound, batch_retention=batch_retention,
             )
             records, entries = memoryview(retained.records), retained.entries
             first = 0

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from zkbroker.topic_partition import TopicPartition
 
 from .checkpoint import OffsetCheckpoint
-from .compaction import LogToClean, filthiest
+from .compaction import LogToClean, filthiest, first_uncleanable_offset
 from .log import Log
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,9 @@ class LogCleanerManager:
                 segments = [(s.base_offset, s.size) for s in log.segments]
                 if not segments:  # deleted since the logs were listed
                     continue
-                active_base = log.active_segment.base_offset
+                # the dirty section ends at the active segment, or before an open transaction's first segment
+                active_base = first_uncleanable_offset([base for base, _ in segments], log.active_segment.base_offset,
+                                                       log.producer_state.earliest_unstable_offset())
             log_start = segments[0][0]
             first_dirty = last_clean.get(topic_partition, log_start)
             if first_dirty < log_start:

@@ -20,6 +20,23 @@ the active segment, which the cleaner never touches.
 - A message without a key, in 0.8.2, fails the cleaner's `require(message.hasKey)`, which ends the cleaner
   thread (KAFKA-1755); `discard_keyless` is 0.9's answer, dropping such messages (see LogCleaner).
 
+Record batches (magic 2) and transactions, as Kafka 2.x's cleaner (kafka.log.Cleaner, CleanedTransactionMetadata):
+- A batch is rewritten record by record and keeps its header: base offset, last offset (so the producer's last
+  sequence stays), producer id, epoch and base sequence (record_batch.rebuild_batch). A batch left without
+  records goes -- unless it is the last data batch of a producer the log still knows, or, for a producer whose
+  last entry is a marker, that marker of its current epoch: then its empty header stays
+  (record_batch.build_empty_batch), so that a rebuilt producer state keeps its epoch and sequence
+  (`batch_retention_rule`, `LastRecord`).
+- The cleaner never passes the first unstable offset: it stops at the segment holding the first offset of a
+  transaction still open (`first_uncleanable_offset`).
+- `CleanedTransactions` follows the transactions through the log in offset order, from the aborted
+  transactions of the `.txnindex` files: a batch of an aborted transaction puts no key in the offset map and
+  goes whole; an ABORT marker stays while any batch of its transaction was met in this cleaning (and its
+  `.txnindex` entry moves to the cleaned segment), a COMMIT marker while any of its batches was; a marker
+  whose transaction has nothing left goes once its segment is past the delete horizon, as tombstones do
+  (delete.retention.ms: a reader meanwhile still sees it). An empty control batch goes as soon as it is met.
+  Control records are never keys of the map, and never judged as keyed data.
+
 Where we deviate from 0.8.2, on purpose:
 - Compressed sets are compacted: opened, and rewritten with their survivors in their codec, as from Kafka
   0.9 (KAFKA-1374). 0.8.2's documentation listed compressed topics among compaction's limitations.
@@ -29,14 +46,28 @@ Where we deviate from 0.8.2, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import bisect
+import heapq
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from zkbroker.protocol.message_set import LOG_OVERHEAD, Retained, entry_starts, iter_keys, retain_messages
+from zkbroker.protocol.message_set import (
+    DELETE,
+    DELETE_EMPTY,
+    LOG_OVERHEAD,
+    RETAIN_EMPTY,
+    BatchCheck,
+    Retained,
+    entry_starts,
+    iter_keys,
+    retain_messages,
+)
+from zkbroker.protocol.record_batch import BatchHeader, ControlRecordType, EndTxnMarker
 from zkbroker.topic_partition import TopicPartition
 
 from .offset_map import OffsetMap
+from .transaction_index import AbortedTxn
 
 _INT32_MAX = 2**31 - 1
 
@@ -99,12 +130,12 @@ def _keyless(offset: int, where: str) -> KeylessMessageError:
 
 def index_keys(
     chunk: bytes | memoryview, offset_map: OffsetMap, *, discard_keyless: bool, where: str,
-    max_inflated_bytes: int | None = None,
+    max_inflated_bytes: int | None = None, transactions: CleanedTransactions | None = None,
 ) -> tuple[int, int]:
     """Put the key of every message in the complete entries of `chunk` into the map with its offset (a later
     message's offset replaces an earlier one's). Returns how many bytes held complete entries and how many
     messages they held. A keyless message raises KeylessMessageError naming `where` (0.8.2) unless
-    `discard_keyless`."""
+    `discard_keyless`. With `transactions`, the batches of aborted transactions put no key in the map."""
     starts = entry_starts(chunk)
     if not starts:
         return 0, 0
@@ -113,7 +144,8 @@ def index_keys(
     walked = last + LOG_OVERHEAD + int.from_bytes(view[last + 8 : last + 12], "big", signed=True)
     count = 0
     put = offset_map.put
-    for offset, key, _ in iter_keys(view[:walked], max_inflated_bytes=max_inflated_bytes):
+    has_keys = None if transactions is None else transactions.batch_has_keys
+    for offset, key, _ in iter_keys(view[:walked], max_inflated_bytes=max_inflated_bytes, batch_has_keys=has_keys):
         if key is not None:
             put(key, offset)
         elif not discard_keyless:
@@ -144,11 +176,126 @@ def retention_rule(
 
 def clean_chunk(
     chunk: bytes | memoryview, offset_map: OffsetMap, retain_deletes: bool, *, discard_keyless: bool, where: str,
-    max_inflated_bytes: int | None = None,
+    max_inflated_bytes: int | None = None, batch_retention: BatchCheck | None = None,
 ) -> Retained:
-    """The complete entries of `chunk` with only the messages compaction keeps (see `retain_messages`)."""
+    """The complete entries of `chunk` with only the messages compaction keeps (see `retain_messages`);
+    `batch_retention` decides record batches as a whole first (see `batch_retention_rule`)."""
     keep = retention_rule(offset_map, retain_deletes, discard_keyless=discard_keyless, where=where)
-    return retain_messages(chunk, keep, max_inflated_bytes=max_inflated_bytes)
+    return retain_messages(chunk, keep, max_inflated_bytes=max_inflated_bytes, batch_retention=batch_retention)
+
+
+# -- transactions -------------------------------------------------------------------------------------------
+
+
+class LastRecord(NamedTuple):
+    """What the cleaner must keep of a producer the log still knows (Kafka's LastRecord): the last offset of its
+    last data batch (None when its last entry is a marker), and its epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+class CleanedTransactions:
+    """The transactions met while walking a log in offset order (Kafka's CleanedTransactionMetadata), from the
+    aborted transactions of its `.txnindex` files that end at or after where the walk starts. Stateful: show it
+    every batch once, in order. `retained_aborted` collects the index entries of the ABORT markers kept, for the
+    cleaned segment's `.txnindex` (the caller takes them after each segment group)."""
+
+    def __init__(self, aborted: Iterable[AbortedTxn] = ()) -> None:
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []  # (first offset, order, txn): a min-heap
+        self._seen: set[tuple[int, int]] = set()
+        self._ongoing_committed: set[int] = set()
+        # producer id -> [its aborted transaction, last offset of its last batch met (None: none yet)]
+        self._ongoing_aborted: dict[int, list] = {}
+        self.retained_aborted: list[AbortedTxn] = []
+        self.add_aborted(aborted)
+
+    def add_aborted(self, aborted: Iterable[AbortedTxn]) -> None:
+        for txn in aborted:
+            if (txn.producer_id, txn.first_offset) not in self._seen:
+                self._seen.add((txn.producer_id, txn.first_offset))
+                heapq.heappush(self._aborted, (txn.first_offset, len(self._seen), txn))
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0][0] <= offset:
+            txn = heapq.heappop(self._aborted)[2]
+            self._ongoing_aborted.setdefault(txn.producer_id, [txn, None])
+
+    def on_batch(self, header: BatchHeader) -> bool:
+        """A data batch met: True if it belongs to an aborted transaction (it may go whole)."""
+        self._consume_aborted_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        aborted = self._ongoing_aborted.get(header.producer_id)
+        if aborted is not None:
+            aborted[1] = header.last_offset
+            return True
+        self._ongoing_committed.add(header.producer_id)
+        return False
+
+    def on_control_batch(self, header: BatchHeader, marker: EndTxnMarker | None) -> bool:
+        """A control batch met: True if nothing of its transaction was met in this walk (it may go, its delete
+        horizon permitting). An ABORT marker kept has its index entry added to `retained_aborted`."""
+        self._consume_aborted_up_to(header.last_offset)
+        if marker is None:
+            return True  # an empty control batch: an earlier cleaning removed its transaction
+        pid = header.producer_id
+        if marker.control_type == ControlRecordType.ABORT:
+            aborted = self._ongoing_aborted.pop(pid, None)
+            if aborted is not None and aborted[1] is not None:
+                self.retained_aborted.append(aborted[0])
+                return False
+            return True
+        if marker.control_type == ControlRecordType.COMMIT:
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def batch_has_keys(self, header: BatchHeader, marker: EndTxnMarker | None) -> bool:
+        """For the offset map (message_set.iter_keys): whether the batch's keys count -- not an aborted one's."""
+        if header.is_control:
+            self.on_control_batch(header, marker)
+            return False
+        return not self.on_batch(header)
+
+
+def batch_retention_rule(
+    transactions: CleanedTransactions, last_records: Mapping[int, LastRecord], retain_markers: bool
+) -> BatchCheck:
+    """What the cleaner does with each record batch of a segment (Kafka's logCleanerFilter.checkBatchRetention),
+    as message_set.retain_messages asks: `(retention, discard_records)`. A batch of an aborted transaction, and a
+    marker with nothing of its transaction left (unless `retain_markers`: its segment is within the delete
+    horizon), go; the last data batch of a producer in `last_records` (or its last marker, when it has no data
+    batch left in its epoch) keeps at least its header; any other batch keeps what the offset map keeps."""
+
+    def decide(header: BatchHeader, marker: EndTxnMarker | None) -> tuple[str, bool]:
+        if header.is_control:
+            discard = transactions.on_control_batch(header, marker) and not retain_markers
+        else:
+            discard = transactions.on_batch(header)
+        last = last_records.get(header.producer_id) if header.producer_id >= 0 else None
+        if last is not None and (
+            header.last_offset == last.last_data_offset
+            if last.last_data_offset is not None
+            else header.is_control and header.producer_epoch == last.producer_epoch
+        ):
+            return RETAIN_EMPTY, discard
+        return (DELETE if discard else DELETE_EMPTY), discard
+
+    return decide
+
+
+def first_uncleanable_offset(segment_bases: Sequence[int], active_base: int, first_unstable: int | None) -> int:
+    """Where the cleanable part of a log ends (Kafka's firstUncleanableDirtyOffset, in whole segments): the
+    active segment's base, or the base of the segment holding the first unstable offset (the first offset of a
+    transaction not yet complete) if that is lower -- the cleaner must not decide on records whose transaction
+    may still abort."""
+    if first_unstable is None or first_unstable >= active_base:
+        return active_base
+    at = bisect.bisect_right(segment_bases, first_unstable) - 1
+    return segment_bases[max(at, 0)]
 
 
 class SegmentSpan(NamedTuple):

@@ -371,6 +371,12 @@ class Log:
         `high_watermark`, and never above it."""
         return self.producer_state.last_stable_offset(high_watermark)
 
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's high watermark moved up (Kafka's onHighWatermarkIncremented): transactions whose markers
+        it passed are stable, for the log cleaner's bound too (which has no high watermark of its own)."""
+        with self._lock:
+            self.producer_state.first_unstable_offset(high_watermark)
+
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start_offset, upper_bound_offset), for a read_committed fetch:
         from the transaction indexes of the segment holding `start_offset` and the later ones, until an entry's

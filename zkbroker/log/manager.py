@@ -42,6 +42,7 @@ from .segment import Clock
 logger = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
+METADATA_LOG_DIR_NAME = "__cluster_metadata-0"  # KRaft mode (DESIGN §17), beside the topics' logs
 
 ConfigLike = LogConfig | Mapping[str, Any]
 
@@ -143,8 +144,8 @@ class LogManager:
             loaded: dict[TopicPartition, Log] = {}
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
-                if not os.path.isdir(path):
-                    continue
+                if not os.path.isdir(path) or name == METADATA_LOG_DIR_NAME:
+                    continue  # a KRaft broker's metadata log is the Raft driver's (raft/metadata_log.py)
                 try:
                     topic_partition = parse_topic_partition_name(name)
                 except ValueError:

@@ -147,10 +147,14 @@ class ProducerStateManager:
     def __init__(self, directory: str) -> None:
         self.dir = directory
         self.producers: dict[int, ProducerEntry] = {}
-        # producer id -> first offset of its open transaction, in offset order
+        # first offset of each open transaction -> its producer id, in offset order (keyed by the offset, as
+        # Kafka's ongoingTxns: one set of batches may complete a producer's transaction and open its next)
         self.ongoing: dict[int, int] = {}
         # completed transactions whose marker the high watermark has not passed, in marker order
         self.unreplicated: collections.deque[CompletedTxn] = collections.deque()
+        # producer id -> the token of a KIP-890 verification under way (Kafka's VerificationGuard): the leader
+        # appends the verified batch only if no transactional batch or marker of the producer came meanwhile
+        self.verifying: dict[int, object] = {}
 
     # -- the leader's checks and everyone's updates ---------------------------------------------------------
 
@@ -232,6 +236,8 @@ class ProducerStateManager:
             entry = self.producers.get(batch.producer_id)
             if entry is None:
                 entry = self.producers[batch.producer_id] = ProducerEntry(batch.producer_id, batch.producer_epoch)
+            if batch.transactional and self.verifying:
+                self.verifying.pop(batch.producer_id, None)
             if batch.control:
                 txn = entry.end_txn(batch)
                 if txn is not None:
@@ -240,20 +246,20 @@ class ProducerStateManager:
             entry.add(batch)
             if batch.transactional and entry.current_txn_first_offset < 0:
                 entry.current_txn_first_offset = batch.base_offset
-                self.ongoing[batch.producer_id] = batch.base_offset
+                self.ongoing[batch.base_offset] = batch.producer_id
         return completed
 
     def last_stable_offset_after(self, txn: CompletedTxn) -> int:
         """The LSO once `txn` is complete, as far as open transactions go (Kafka's lastStableOffset(completedTxn)):
         the first offset of the earliest other open transaction, or the offset after the marker."""
-        for pid, first_offset in self.ongoing.items():
-            if pid != txn.producer_id:
+        for first_offset in self.ongoing:
+            if first_offset != txn.first_offset:
                 return first_offset
         return txn.last_offset + 1
 
     def complete_txn(self, txn: CompletedTxn) -> None:
         """The transaction is no longer open; it stays unstable until the high watermark passes its marker."""
-        self.ongoing.pop(txn.producer_id, None)
+        self.ongoing.pop(txn.first_offset, None)
         self.unreplicated.append(txn)
 
     def first_unstable_offset(self, high_watermark: int) -> int | None:
@@ -266,8 +272,22 @@ class ProducerStateManager:
             unreplicated.popleft()  # markers are appended in offset order
         firsts = [txn.first_offset for txn in unreplicated]
         if self.ongoing:
-            firsts.append(next(iter(self.ongoing.values())))  # opened in offset order
+            firsts.append(next(iter(self.ongoing)))  # opened in offset order
         return min(firsts) if firsts else None
+
+    def earliest_unstable_offset(self) -> int | None:
+        """The first unstable offset as far as this state knows without a high watermark (the log cleaner's
+        bound): the smallest first offset of an open transaction or of a completed one not yet known to be below
+        the high watermark; None when there is none. Leaves the state as it is."""
+        firsts = [txn.first_offset for txn in tuple(self.unreplicated)]
+        firsts += tuple(self.ongoing)
+        return min(firsts) if firsts else None
+
+    def last_records(self) -> dict[int, tuple[int | None, int]]:
+        """Producer id -> (last offset of its last data batch, None if it has none in its epoch; its epoch), for
+        every producer known (Kafka's lastRecordsOfActiveProducers): what the log cleaner keeps a header of."""
+        return {pid: (e.batches[-1].last_offset if e.batches else None, e.epoch)
+                for pid, e in tuple(self.producers.items())}
 
     def last_stable_offset(self, high_watermark: int) -> int:
         first = self.first_unstable_offset(high_watermark)
@@ -288,9 +308,9 @@ class ProducerStateManager:
         gone = [pid for pid, e in self.producers.items() if e.batches and e.batches[-1].last_offset < log_start_offset]
         for pid in gone:
             del self.producers[pid]
-        for pid, first_offset in list(self.ongoing.items()):
+        for first_offset, pid in list(self.ongoing.items()):
             if first_offset < log_start_offset or pid not in self.producers:
-                del self.ongoing[pid]
+                del self.ongoing[first_offset]
                 if pid in self.producers:
                     self.producers[pid].current_txn_first_offset = -1
         while self.unreplicated and self.unreplicated[0].last_offset < log_start_offset:
@@ -337,7 +357,7 @@ class ProducerStateManager:
             self.delete_snapshots(lambda o: o == offset)
             return False
         self.producers = producers
-        self.ongoing = {e.producer_id: e.current_txn_first_offset
+        self.ongoing = {e.current_txn_first_offset: e.producer_id
                         for e in sorted(producers.values(), key=lambda e: e.current_txn_first_offset)
                         if e.current_txn_first_offset >= 0}
         self.unreplicated.clear()

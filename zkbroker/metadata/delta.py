@@ -109,6 +109,11 @@ class MetadataDelta:
         elif api_key == PRODUCER_IDS:
             self._next_producer_id = rec.next_producer_id
 
+    @property
+    def changed_topic_configs(self) -> set[str]:
+        """The topics whose configs this delta changes (a broker's open logs take them)."""
+        return {name for rtype, name in self._configs if rtype == TOPIC_RESOURCE}
+
     def _broker(self, broker_id: int) -> BrokerRegistration | None:
         if broker_id in self._brokers:
             return self._brokers[broker_id]

@@ -15,7 +15,7 @@ from typing import Any
 
 from .broker import BrokerRegistration
 from .partition import PartitionRegistration
-from .records import METADATA_VERSION, TOPIC_RESOURCE
+from .records import CONFIG, FEATURE_LEVEL, METADATA_VERSION, PRODUCER_IDS, TOPIC, TOPIC_RESOURCE, record
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -62,3 +62,20 @@ class MetadataImage:
 
     def is_empty(self) -> bool:
         return self.offset < 0
+
+    def to_records(self) -> list[tuple]:
+        """The image as records a fresh image replays into the same one (a KRaft broker's own snapshot): features
+        (metadata.version first), brokers, topics with their partitions, configs, the next producer id."""
+        names = sorted(self.features, key=lambda name: (name != METADATA_VERSION, name))
+        out = [record(FEATURE_LEVEL, name=name, feature_level=self.features[name]) for name in names]
+        out += [self.brokers[broker_id].to_record() for broker_id in sorted(self.brokers)]
+        for name in sorted(self.topics_by_name):
+            topic = self.topics_by_name[name]
+            out.append(record(TOPIC, name=name, topic_id=topic.id))
+            out += [topic.partitions[p].to_record(topic.id, p) for p in sorted(topic.partitions)]
+        for (rtype, rname), props in sorted(self.configs.items()):
+            out += [record(CONFIG, resource_type=rtype, resource_name=rname, name=k, value=v)
+                    for k, v in sorted(props.items())]
+        if self.next_producer_id:
+            out.append(record(PRODUCER_IDS, broker_id=-1, broker_epoch=-1, next_producer_id=self.next_producer_id))
+        return out

@@ -36,7 +36,8 @@ reader goes through it:
   and :func:`build_message_set` writes sets (:func:`record_batch.build_record_batch` writes batches);
 * the log cleaner: :func:`iter_keys` -- offset, key and whether the value is null, of every
   message -- and :func:`retain_messages` -- the set with only the messages it keeps, offsets
-  unchanged, compressed wrappers that lose some rebuilt with their codec.
+  unchanged, compressed wrappers and record batches that lose some rebuilt with their codec (a batch
+  decided record by record and, for transactions, batch by batch: see its docstring).
 
 A message set cut short (Fetch responses may end mid-message; a produce request may carry a torn
 tail) ends at its last complete message: readers stop there, and ``valid_bytes`` says where.
@@ -911,12 +912,34 @@ def _inner_keys(inner: _Inner, offset: int, magic: int) -> Iterator[tuple[int, b
         yield base + inner_offset, key, null, at, inner_end
 
 
+BatchCheck = Callable[[BatchHeader, "EndTxnMarker | None"], Any]
+
+
+def _batch_record_list(
+    view: memoryview, pos: int, end: int, header: BatchHeader, max_inflated: int
+) -> list[record_batch.Record]:
+    records = _batch_records(view, pos, end, header, max_inflated)
+    try:
+        return list(record_batch.iter_records(header, records))
+    except CorruptRecordError as exc:
+        raise InvalidMessageError(str(exc), pos) from None
+
+
 def iter_keys(
-    buf: Buffer, *, verify_crc: bool = True, max_inflated_bytes: int | None = None
+    buf: Buffer,
+    *,
+    verify_crc: bool = True,
+    max_inflated_bytes: int | None = None,
+    batch_has_keys: BatchCheck | None = None,
 ) -> Iterator[tuple[int, bytes | None, bool]]:
-    """(offset, key, whether the value is null) of every message of a set, compressed wrappers
-    opened, without copying values: what the log cleaner's offset map needs. Stops at a torn tail;
-    raises :class:`InvalidMessageError` as :func:`iter_messages` does."""
+    """(offset, key, whether the value is null) of every message of a set, compressed wrappers and record
+    batches opened, without copying values: what the log cleaner's offset map needs. Stops at a torn tail;
+    raises :class:`InvalidMessageError` as :func:`iter_messages` does.
+
+    The records of a control batch are not keyed data and never come out. Every other batch is first shown
+    to ``batch_has_keys(header, None)`` (the cleaner's transaction bookkeeping: a batch of an aborted
+    transaction puts no key in the map), and its records come out unless it answers false; control batches
+    are shown to it with their end-transaction marker."""
     if max_inflated_bytes is None:
         max_inflated_bytes = inflation_bound()
     view = _as_view(buf)
@@ -924,6 +947,16 @@ def iter_keys(
     pos = 0
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
+        if magic == 2:
+            header = read_header(view, pos)
+            if header.is_control:
+                if batch_has_keys is not None:
+                    batch_has_keys(header, control_marker(view, pos, end, header))
+            elif batch_has_keys is None or batch_has_keys(header, None):
+                for record in _batch_record_list(view, pos, end, header, max_inflated_bytes):
+                    yield record.offset, record.key, record.value is None
+            pos = end
+            continue
         codec = attributes & CODEC_MASK
         if codec == CODEC_NONE:
             key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
@@ -933,6 +966,12 @@ def iter_keys(
             for inner_offset, key, null, _, _ in _inner_keys(inner, offset, magic):
                 yield inner_offset, key, null
         pos = end
+
+
+#: What the log cleaner does with a record batch (Kafka's RecordFilter.BatchRetention): drop it whole without
+#: looking at its records; keep the records it keeps, dropping the batch if none is left; or keep at least
+#: its header (a producer's last batch: its producer id, epoch and sequences must survive).
+DELETE, DELETE_EMPTY, RETAIN_EMPTY = "delete", "delete-empty", "retain-empty"
 
 
 @dataclass(frozen=True, slots=True)
@@ -958,6 +997,7 @@ def retain_messages(
     *,
     verify_crc: bool = True,
     max_inflated_bytes: int | None = None,
+    batch_retention: BatchCheck | None = None,
 ) -> Retained:
     """The set with only the messages for which ``keep(offset, key, value is null)`` is true, every
     offset unchanged (gaps where messages went), as Kafka's log cleaner rewrites a segment; stops at
@@ -969,6 +1009,15 @@ def retain_messages(
     that magic wants it); its key, attributes and timestamp stay, its offset becomes its last kept
     message's. Inner offsets stay as they were: absolute for magic 0, and for magic 1 relative ones
     that, with the new wrapper offset, still give every message its absolute offset.
+
+    A record batch is first shown to ``batch_retention(header, marker)`` (``marker``: a control batch's
+    end-transaction marker, else None), which answers ``(retention, discard_records)``: :data:`DELETE` drops
+    it unread; otherwise its records stay if ``keep`` keeps them (a control batch's, which are no keyed
+    data, all stay) unless ``discard_records``, and a batch left without records goes, or with
+    :data:`RETAIN_EMPTY` keeps its header (:func:`record_batch.build_empty_batch`). A batch keeping every
+    record is copied as it is; one that lost some is rebuilt (:func:`record_batch.rebuild_batch`: same base
+    offset, last offset and producer fields). Without ``batch_retention`` a batch is ``(DELETE_EMPTY,
+    False)``. An entry of a kept batch is indexed at its base offset, as appends index it.
     Raises :class:`InvalidMessageError` for a malformed entry.
     """
     if max_inflated_bytes is None:
@@ -981,6 +1030,16 @@ def retain_messages(
     pos = 0
     while (head := _entry_head(view, pos, n, None, verify_crc)) is not None:
         offset, end, magic, attributes = head
+        if magic == 2:
+            batch, stayed, went = _retain_batch(view, pos, end, keep, batch_retention, max_inflated_bytes)
+            kept += stayed
+            dropped += went
+            if batch:
+                entries.append((written, offset))
+                pieces.append(batch)
+                written += len(batch)
+            pos = end
+            continue
         codec = attributes & CODEC_MASK
         if codec == CODEC_NONE:
             key, null = _key_and_null(view, pos + LOG_OVERHEAD, end, magic)
@@ -1020,6 +1079,36 @@ def retain_messages(
             written += len(entry)
         pos = end
     return Retained(b"".join(pieces), entries, pos, kept, dropped)
+
+
+def _retain_batch(
+    view: memoryview,
+    pos: int,
+    end: int,
+    keep: Callable[[int, bytes | None, bool], bool],
+    batch_retention: BatchCheck | None,
+    max_inflated: int,
+) -> tuple[Buffer, int, int]:
+    """What stays of the batch at ``pos`` (see :func:`retain_messages`): its bytes (empty if it goes), and how
+    many of its records stayed and went."""
+    header = read_header(view, pos)
+    marker = control_marker(view, pos, end, header) if header.is_control else None
+    retention, discard = (DELETE_EMPTY, False) if batch_retention is None else batch_retention(header, marker)
+    if retention == DELETE:
+        return b"", 0, header.record_count
+    records = _batch_record_list(view, pos, end, header, max_inflated)
+    if discard:
+        stay = []
+    elif header.is_control:
+        stay = records
+    else:
+        stay = [r for r in records if keep(r.offset, r.key, r.value is None)]
+    went = len(records) - len(stay)
+    if not went and (stay or retention == RETAIN_EMPTY):
+        return view[pos:end], len(stay), 0  # whole (or already empty, and kept so)
+    if stay or retention == RETAIN_EMPTY:
+        return record_batch.rebuild_batch(header, stay), len(stay), went
+    return b"", 0, went
 
 
 # -- writing --------------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ ABORT, 1 COMMIT), value ``version int16 (0) | coordinatorEpoch int32`` (Kafka's 
 carries the producer id and epoch of the transaction it ends, baseSequence -1.
 
 Pure and sans-I/O: :func:`read_header`, :func:`check_records` (the produce path's validation of a
-batch's records in one loop, no object per record), :func:`iter_records`, :func:`build_record_batch`.
+batch's records in one loop, no object per record), :func:`iter_records`, :func:`build_record_batch`, and for
+the log cleaner :func:`rebuild_batch` and :func:`build_empty_batch`.
 Malformed records raise :class:`CorruptRecordError` (CORRUPT_MESSAGE); :mod:`message_set` says where.
 
 CRC-32C comes from the ``crc32c`` package (hardware CRC where the CPU has it). A Spark executor with only
@@ -64,6 +65,7 @@ __all__ = [
     "NO_SEQUENCE",
     "Record",
     "batch_crc",
+    "build_empty_batch",
     "build_end_txn_marker_batch",
     "build_record_batch",
     "check_records",
@@ -73,6 +75,7 @@ __all__ = [
     "last_sequence",
     "parse_end_txn_marker",
     "read_header",
+    "rebuild_batch",
     "records_start",
 ]
 
@@ -551,6 +554,26 @@ def build_record_batch(
         body = compress(codec, body, magic=MAGIC)
     attributes = codec | (LOG_APPEND_TIME if log_append_time else 0) | (TRANSACTIONAL if transactional else 0)
     attributes |= CONTROL if control else 0
+    return _assemble(
+        base_offset, partition_leader_epoch, attributes, len(items) - 1, first_timestamp, max(timestamps),
+        producer_id, producer_epoch, base_sequence, len(items), body,
+    )
+
+
+def _assemble(
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+    body: bytes,
+) -> bytes:
+    """A batch from its header fields and its (compressed) records section, its CRC-32C computed."""
     header = bytearray(
         _HEADER.pack(
             base_offset,
@@ -559,18 +582,55 @@ def build_record_batch(
             MAGIC,
             0,
             attributes,
-            len(items) - 1,
+            last_offset_delta,
             first_timestamp,
-            max(timestamps),
+            max_timestamp,
             producer_id,
             producer_epoch,
             base_sequence,
-            len(items),
+            record_count,
         )
     )
     crc = _crc32c()(body, _crc32c()(memoryview(header)[ATTRIBUTES_AT:]))
     _UINT32.pack_into(header, CRC_AT, crc)
     return bytes(header) + body
+
+
+def rebuild_batch(header: BatchHeader, records: Sequence[Record]) -> bytes:
+    """The batch ``header`` heads with only ``records`` (some of its own, in order), as Kafka's log cleaner
+    rebuilds a batch that lost records (MemoryRecords.buildRetainedRecordsInto): the base offset, the last
+    offset delta (so that the producer's last sequence stays where it was), the producer id, epoch and base
+    sequence, the partition leader epoch and the attributes (codec, timestamp type, transactional, control)
+    are the original's; the records are written again with offset deltas from the same base and timestamp
+    deltas from the first one left, and the max timestamp is theirs (a LogAppendTime batch keeps its own).
+    No records: :func:`build_empty_batch`."""
+    if not records:
+        return build_empty_batch(header)
+    base = header.base_offset
+    first_timestamp = records[0].timestamp
+    body = b"".join(
+        encode_record(r.offset - base, r.timestamp - first_timestamp, r.key, r.value, r.headers) for r in records
+    )
+    if header.codec != CODEC_NONE:
+        body = compress(header.codec, body, magic=MAGIC)
+    max_timestamp = header.max_timestamp if header.log_append_time else max(r.timestamp for r in records)
+    return _assemble(
+        base, header.partition_leader_epoch, header.attributes, header.last_offset_delta, first_timestamp,
+        max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence, len(records), body,
+    )
+
+
+def build_empty_batch(header: BatchHeader) -> bytes:
+    """The header of the batch ``header`` heads without its records (Kafka's DefaultRecordBatch.writeEmptyHeader):
+    what the log cleaner keeps of a producer's last batch whose records all went, so that its producer id, epoch
+    and sequences survive. No codec, no first timestamp (-1), no records; the base offset, last offset delta,
+    max timestamp, timestamp type, producer fields, partition leader epoch and the transactional and control
+    attributes are the original's."""
+    attributes = header.attributes & (LOG_APPEND_TIME | TRANSACTIONAL | CONTROL)
+    return _assemble(
+        header.base_offset, header.partition_leader_epoch, attributes, header.last_offset_delta, -1,
+        header.max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence, 0, b"",
+    )
 
 
 def set_log_append_time(buf: bytearray | memoryview, pos: int, end: int, timestamp: int) -> None:

@@ -55,9 +55,13 @@ _NOT_CONTROLLER: Result = (ErrorCode.NOT_CONTROLLER, "This is not the correct co
 
 
 class AdminManager:
-    def __init__(self, dynamic: DynamicBrokerConfig, metadata_cache: MetadataCache, zk: ZkClient,
-                 is_controller: Callable[[], bool], controller: KafkaController | None = None) -> None:
+    def __init__(self, dynamic: DynamicBrokerConfig, metadata_cache: MetadataCache, zk: ZkClient | None,
+                 is_controller: Callable[[], bool], controller: KafkaController | None = None, *,
+                 topic_overrides: Callable[[str], dict[str, str] | None] | None = None) -> None:
         self.dynamic = dynamic
+        # KRaft mode: a topic's overrides from the metadata image (None: no such topic); only DescribeConfigs is
+        # answered here then, the rest goes to the quorum controller (server/kraft_apis.py)
+        self.topic_overrides = topic_overrides
         # This broker's ZooKeeper controller, for what has no znode (unclean elections, API reassignments): asked
         # through its event queue, it answers on its event thread.
         self.controller = controller
@@ -470,6 +474,11 @@ class AdminManager:
 
     def _topic_entries(self, topic: str, include_synonyms: bool, include_documentation: bool) -> list[dict]:
         checks.check_topic_name(topic)
+        if self.topic_overrides is not None:
+            overrides = self.topic_overrides(topic)
+            if overrides is None:
+                raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist.")
+            return self._topic_config_entries(overrides, include_synonyms, include_documentation)
         if not self._exists(paths.topic_path(topic)):
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist.")
         return self._topic_config_entries(admin.fetch_entity_config(self.zk, "topics", topic), include_synonyms,

@@ -171,6 +171,7 @@ class KafkaApis:
                          if key in self._handlers or key == ApiKey.API_VERSIONS}
         self.timeline_source = f"broker:{self.broker_id}" if timeline.enabled() else None  # None outside a lab
         self.auth = RequestAuthorizer(authorizer, self.timeline_source)  # allows everything without an authorizer
+        self._verify_transactions = config["transaction.partition.verification.enable"]
         self.acl_manager = AclManager(zk, authorizer)
         self.quotas = quotas
 
@@ -279,8 +280,14 @@ class KafkaApis:
         waits = []
         appended = [] if self.timeline_source is not None else None  # in a lab: produce_appended/_acked events
         denied = self.auth.denied_topics(acl.WRITE, (t.topic for t in request.topics))
+        refused_all = self._producer_authorization_error(request)
         for topic_entry in request.topics:
             partitions = []
+            if refused_all is not None:
+                results.append({"topic": topic_entry.topic, "partitions": [
+                    {"partition": e.partition, "error_code": refused_all, "base_offset": -1,
+                     "log_append_time": -1, "log_start_offset": -1} for e in topic_entry.partitions]})
+                continue
             if topic_entry.topic in denied:
                 results.append({"topic": topic_entry.topic, "partitions": [
                     {"partition": e.partition, "error_code": acl.TOPIC_AUTHORIZATION_FAILED, "base_offset": -1,
@@ -293,6 +300,11 @@ class KafkaApis:
                     log.warning("Rejected a message set for [%s,%d] in Produce v%d from client %s: %s",
                                 topic_entry.topic, entry.partition, header.api_version, header.client_id, refused[1])
                     partitions.append({"partition": entry.partition, "error_code": refused[0], "base_offset": -1,
+                                       "log_append_time": -1, "log_start_offset": -1})
+                    continue
+                unverified = await self._verify_transaction(request, topic_entry.topic, entry)
+                if unverified is not None:
+                    partitions.append({"partition": entry.partition, "error_code": unverified, "base_offset": -1,
                                        "log_append_time": -1, "log_start_offset": -1})
                     continue
                 result = self.replica_manager.append_to_leader(topic_entry.topic, entry.partition, entry.records,
@@ -620,12 +632,70 @@ class KafkaApis:
             topics.append({"topic": topic_entry.topic, "partitions": rows})
         return encode_response(header, {"topics": topics, "throttle_time_ms": 0})
 
+    async def _verify_transaction(self, request: Any, topic: str, entry: Any) -> int | None:
+        """KIP-890 (transaction.partition.verification.enable): the produce's error if the coordinator does not
+        count this partition in the producer's ongoing transaction, for the producer's first batch of it here;
+        None to append (coordinator/transaction/verification.py). The append follows without an await, so a
+        marker of the producer appended meanwhile is seen through the verification token."""
+        transactional_id = getattr(request, "transactional_id", None)
+        if not self._verify_transactions or transactional_id is None or self.transaction_coordinator is None:
+            return None
+        producer = record_versions.transactional_producer(entry.records)
+        if producer is None:
+            return None
+        _, p = self.replica_manager.leader_partition(topic, entry.partition)
+        if p is None:
+            return None  # the append answers why
+        producer_id, producer_epoch = producer
+        state = p.log.producer_state
+
+        def in_transaction() -> bool:
+            current = state.producers.get(producer_id)
+            return current is not None and current.epoch == producer_epoch and current.current_txn_first_offset >= 0
+
+        if in_transaction():
+            return None
+        token = state.verifying.setdefault(producer_id, object())
+        error = await self.transaction_coordinator.verify(transactional_id, producer_id, producer_epoch,
+                                                          TopicPartition(topic, entry.partition))
+        if error == ErrorCode.NONE and not in_transaction() and state.verifying.get(producer_id) is not token:
+            error = ErrorCode.INVALID_TXN_STATE  # the transaction ended while we asked
+        if error != ErrorCode.NONE:
+            log.info("Refused producer %d's transactional batch for [%s,%d] (transactional id %r): its coordinator "
+                     "does not count the partition in an ongoing transaction of epoch %d (error %d)", producer_id,
+                     topic, entry.partition, transactional_id, producer_epoch, error)
+            return error
+        return None
+
+    def _producer_authorization_error(self, request: Any) -> int | None:
+        """Kafka 2.x's check of a whole Produce request by its producer: transactional batches need Write on the
+        request's TransactionalId (53), an idempotent producer's IdempotentWrite on the cluster (31)."""
+        if not self.auth.enabled:
+            return None
+        transactional = idempotent = False
+        for topic_entry in request.topics:
+            for entry in topic_entry.partitions:
+                kinds = record_versions.producer_kinds(entry.records)
+                transactional, idempotent = transactional or kinds[0], idempotent or kinds[1]
+        transactional_id = getattr(request, "transactional_id", None)
+        if transactional:
+            if transactional_id is None or not self.auth.transactional_id(acl.WRITE, transactional_id):
+                return acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif idempotent and not self.auth.cluster(acl.IDEMPOTENT_WRITE):
+            return acl.CLUSTER_AUTHORIZATION_FAILED
+        return None
+
     async def handle_init_producer_id(self, header: RequestHeader, request: Any) -> bytes:
         """InitProducerId (KIP-98): a null transactional id is an idempotent producer's -- a new producer id,
         epoch 0; a transactional id goes to its transaction coordinator, which bumps the epoch (fencing the id's
         previous producer) and, from v3, lets a producer naming its current id and epoch recover (KIP-360)."""
         if request.transactional_id is None and not self.auth.cluster(acl.IDEMPOTENT_WRITE):
             return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.CLUSTER_AUTHORIZATION_FAILED,
+                                            "producer_id": -1, "producer_epoch": -1})
+        if request.transactional_id is not None and not self.auth.transactional_id(acl.WRITE,
+                                                                                  request.transactional_id):
+            return encode_response(header, {"throttle_time_ms": 0,
+                                            "error_code": acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                             "producer_id": -1, "producer_epoch": -1})
         producer_id, epoch = -1, -1
         if request.transactional_id is not None and self.transaction_coordinator is not None:
@@ -651,21 +721,30 @@ class KafkaApis:
     # ---- transactions (KIP-98; DESIGN §18): the coordinator's APIs and the leaders' markers --------------------
 
     async def handle_add_partitions_to_txn(self, header: RequestHeader, request: Any) -> bytes:
-        """Partitions of unknown topics answer UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED,
-        nothing added (Kafka's check before the coordinator); otherwise every partition gets the coordinator's
-        answer."""
+        """Without Write on the TransactionalId every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+        Partitions of topics without Write (internal ones never have it) answer TOPIC_AUTHORIZATION_FAILED, of
+        unknown topics UNKNOWN_TOPIC_OR_PARTITION, and the others then OPERATION_NOT_ATTEMPTED, nothing added
+        (Kafka's checks before the coordinator); otherwise every partition gets the coordinator's answer."""
         snapshot = self.metadata_cache.snapshot
         wanted = [(t.name, p) for t in request.topics for p in t.partitions]
-        unknown = {tp for tp in wanted if tp[1] not in snapshot.partitions.get(tp[0], {})}
-        if unknown:
-            errors = {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                      for tp in wanted}
+        if not self.auth.transactional_id(acl.WRITE, request.transactional_id):
+            errors = {tp: acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
         else:
-            error = await self.transaction_coordinator.add_partitions(
-                request.transactional_id, request.producer_id, request.producer_epoch,
-                [TopicPartition(topic, partition) for topic, partition in wanted])
-            error = _fenced_error(error, header.api_version >= 2)
-            errors = {tp: error for tp in wanted}
+            denied: set[str] = set()
+            if self.auth.enabled:
+                denied = self.auth.denied_topics(acl.WRITE, {t for t, _ in wanted})
+                denied |= {t for t, _ in wanted if t in admin.INTERNAL_TOPICS}
+            unknown = {tp for tp in wanted if tp[0] not in denied and tp[1] not in snapshot.partitions.get(tp[0], {})}
+            if unknown or denied:
+                errors = {tp: acl.TOPIC_AUTHORIZATION_FAILED if tp[0] in denied else
+                          ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                          for tp in wanted}
+            else:
+                error = await self.transaction_coordinator.add_partitions(
+                    request.transactional_id, request.producer_id, request.producer_epoch,
+                    [TopicPartition(topic, partition) for topic, partition in wanted])
+                error = _fenced_error(error, header.api_version >= 2)
+                errors = {tp: error for tp in wanted}
         results: dict[str, list] = {}
         for (topic, partition), error in errors.items():
             results.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
@@ -673,7 +752,15 @@ class KafkaApis:
             {"name": topic, "partitions": rows} for topic, rows in results.items()]})
 
     async def handle_add_offsets_to_txn(self, header: RequestHeader, request: Any) -> bytes:
-        """The group's `__consumer_offsets` partition joins the transaction (its TxnOffsetCommit follows)."""
+        """The group's `__consumer_offsets` partition joins the transaction (its TxnOffsetCommit follows); the
+        producer needs Write on its TransactionalId and Read on the group."""
+        refused = None
+        if not self.auth.transactional_id(acl.WRITE, request.transactional_id):
+            refused = acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not self.auth.group(acl.READ, request.group_id):
+            refused = acl.GROUP_AUTHORIZATION_FAILED
+        if refused is not None:
+            return encode_response(header, {"throttle_time_ms": 0, "error_code": refused})
         offsets_partition = TopicPartition(admin.OFFSETS_TOPIC,
                                            self.group_coordinator.machine.partition_for(request.group_id))
         error = await self.transaction_coordinator.add_partitions(
@@ -682,6 +769,9 @@ class KafkaApis:
                                         "error_code": _fenced_error(error, header.api_version >= 2)})
 
     async def handle_end_txn(self, header: RequestHeader, request: Any) -> bytes:
+        if not self.auth.transactional_id(acl.WRITE, request.transactional_id):
+            return encode_response(header, {"throttle_time_ms": 0,
+                                            "error_code": acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
         error = await self.transaction_coordinator.end_txn(request.transactional_id, request.producer_id,
                                                            request.producer_epoch, request.committed)
         return encode_response(header, {"throttle_time_ms": 0,
@@ -693,6 +783,13 @@ class KafkaApis:
         settles the transaction's pending offsets there (the group coordinator's handleTxnCompletion)."""
         now = _now_ms()
         answers = []
+        if not self.auth.cluster(acl.CLUSTER_ACTION):  # the coordinators' inter-broker request
+            refused = acl.CLUSTER_AUTHORIZATION_FAILED
+            return encode_response(header, {"markers": [
+                {"producer_id": m.producer_id, "topics": [
+                    {"name": t.name, "partitions": [{"partition_index": p, "error_code": refused}
+                                                    for p in t.partition_indexes]} for t in m.topics]}
+                for m in request.markers]})
         for marker in request.markers:
             rows: dict[str, list] = {}
             waits = []
@@ -727,10 +824,25 @@ class KafkaApis:
         return encode_response(header, {"markers": answers})
 
     async def handle_txn_offset_commit(self, header: RequestHeader, request: Any) -> bytes:
-        snapshot = self.metadata_cache.snapshot
-        unknown = {t.name for t in request.topics if t.name not in snapshot.partitions}
-        body = await self.group_coordinator.commit_txn_offsets(request, unknown)
-        return encode_response(header, {"throttle_time_ms": 0, **body})
+        """Write on the TransactionalId, then Read on the group (each refusal answered for every partition), then
+        Read on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions, the others committed), as Kafka 2.x."""
+        refused = None
+        if not self.auth.transactional_id(acl.WRITE, request.transactional_id):
+            refused = acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not self.auth.group(acl.READ, request.group_id):
+            refused = acl.GROUP_AUTHORIZATION_FAILED
+        denied = set() if refused is not None else self.auth.denied_topics(acl.READ, (t.name for t in request.topics))
+        rows = [{"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": refused
+                                                 if refused is not None else acl.TOPIC_AUTHORIZATION_FAILED}
+                                                for p in t.partitions]}
+                for t in request.topics if refused is not None or t.name in denied]
+        allowed = [] if refused is not None else [t for t in request.topics if t.name not in denied]
+        body: dict = {"topics": []}
+        if allowed:
+            snapshot = self.metadata_cache.snapshot
+            unknown = {t.name for t in allowed if t.name not in snapshot.partitions}
+            body = await self.group_coordinator.commit_txn_offsets(request._replace(topics=allowed), unknown)
+        return encode_response(header, {"throttle_time_ms": 0, "topics": [*body["topics"], *rows]})
 
     # ---- the transactions' tools (KIP-664) -------------------------------------------------------------------
 
@@ -738,11 +850,14 @@ class KafkaApis:
         """The active producers of partitions this broker holds (leader or follower, as Kafka 3.0 answers), from
         their logs' producer state."""
         topics = []
+        denied = self.auth.denied_topics(acl.READ, (t.name for t in request.topics))
         for topic_entry in request.topics:
             rows = []
             for partition in topic_entry.partition_indexes:
                 p = self.replica_manager.partitions.get((topic_entry.name, partition))
                 error = ErrorCode.NONE if p is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if topic_entry.name in denied:
+                    p, error = None, acl.TOPIC_AUTHORIZATION_FAILED
                 producers = []
                 if p is not None:
                     producers = [{"producer_id": e.producer_id, "producer_epoch": e.epoch,
@@ -759,7 +874,10 @@ class KafkaApis:
     async def handle_describe_transactions(self, header: RequestHeader, request: Any) -> bytes:
         states = []
         for transactional_id in request.transactional_ids:
-            error, m = self.transaction_coordinator.describe(transactional_id)
+            if self.auth.transactional_id(acl.DESCRIBE, transactional_id):
+                error, m = self.transaction_coordinator.describe(transactional_id)
+            else:
+                error, m = acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
             topics: dict[str, list[int]] = {}
             for tp in sorted(m.topic_partitions) if m is not None else ():
                 topics.setdefault(tp.topic, []).append(tp.partition)
@@ -773,7 +891,8 @@ class KafkaApis:
         return encode_response(header, {"throttle_time_ms": 0, "transaction_states": states})
 
     async def handle_list_transactions(self, header: RequestHeader, request: Any) -> bytes:
-        """The transactional ids this broker coordinates, by state name and producer id (empty filters: all)."""
+        """The transactional ids this broker coordinates, by state name and producer id (empty filters: all), of
+        those the principal may Describe."""
         known = {s.kafka_name for s in TransactionState}
         states = set(request.state_filters)
         producers = set(request.producer_id_filters)
@@ -781,7 +900,8 @@ class KafkaApis:
         rows = [{"transactional_id": m.transactional_id, "producer_id": m.producer_id,
                  "transaction_state": m.state.kafka_name}
                 for m in sorted(found, key=lambda m: m.transactional_id)
-                if (not states or m.state.kafka_name in states) and (not producers or m.producer_id in producers)]
+                if (not states or m.state.kafka_name in states) and (not producers or m.producer_id in producers)
+                and self.auth.transactional_id(acl.DESCRIBE, m.transactional_id)]
         return encode_response(header, {"throttle_time_ms": 0, "error_code": error,
                                         "unknown_state_filters": sorted(states - known), "transaction_states": rows})
 
@@ -890,6 +1010,11 @@ class KafkaApis:
             group_id, key_type = request.coordinator_key, request.coordinator_type
         if key_type == find_coordinator.COORDINATOR_TYPE_GROUP and not self.auth.group(acl.DESCRIBE, group_id):
             return encode_response(header, {"throttle_time_ms": 0, "error_code": acl.GROUP_AUTHORIZATION_FAILED,
+                                            "error_message": None, "node_id": -1, "host": "", "port": -1})
+        if key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION and not self.auth.transactional_id(
+                acl.DESCRIBE, group_id):
+            return encode_response(header, {"throttle_time_ms": 0,
+                                            "error_code": acl.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                             "error_message": None, "node_id": -1, "host": "", "port": -1})
         if key_type == find_coordinator.COORDINATOR_TYPE_TRANSACTION and self.transaction_coordinator is not None:
             body = await self.transaction_coordinator.find_coordinator(group_id)

@@ -54,6 +54,15 @@ class ControllerServer:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
+        await self.start()
+        await self._stop.wait()
+        await self._shutdown()
+        if self._failure is not None:
+            raise self._failure
+
+    async def start(self) -> None:
+        """Everything but waiting: a combined node (server/kraft_server.py) starts its broker on our Raft manager
+        next."""
         config = self.config
         directories = list(dict.fromkeys([*config.log_dirs, config.metadata_log_dir]))
         cluster_id = meta_properties.check(directories, self.node_id)
@@ -82,8 +91,9 @@ class ControllerServer:
             default_replication_factor=config["default.replication.factor"], unclean_leader_election_enable=unclean)
         self.quorum = QuorumControllerDriver(QuorumController(controller_config, self.raft), wall_clock_ms)
         apis = ControllerApis(self.node_id, cluster_id, voters, self.raft, self.quorum)
-        self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, apis,
-                                          config["socket.request.max.bytes"], ConnectionLimits.from_config(config))
+        host, port = config.controller_endpoint
+        self.socket_server = SocketServer(host or "0.0.0.0", port, apis, config["socket.request.max.bytes"],
+                                          ConnectionLimits.from_config(config))
         try:
             self.lab_control = self._lab_control()
             if self.lab_control is not None:
@@ -99,10 +109,6 @@ class ControllerServer:
             await self._shutdown()
             raise
         log.info("%sstarted (voters %s)", self.prefix, ",".join(str(v) for v in sorted(voters)))
-        await self._stop.wait()
-        await self._shutdown()
-        if self._failure is not None:
-            raise self._failure
 
     def stop(self) -> None:
         self._stop.set()

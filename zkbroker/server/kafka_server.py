@@ -22,7 +22,6 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
 
 from kazoo.exceptions import NodeExistsError
 
@@ -44,6 +43,7 @@ from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.channel_builders import build_listeners
 from zkbroker.server.client_quotas import ClientQuotas
+from zkbroker.server.duties import Duties, log_scheduler
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.lab_control import BrokerState, LabControlServer
@@ -59,8 +59,6 @@ from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import BrokerRegistration, ClusterId, ConfigChange, ControllerRegistration
 
 log = logging.getLogger("zkbroker.server.KafkaServer")
-
-HW_REPORT_INTERVAL_MS = 200  # in a lab: how often the HW moves go to the timeline (ReplicaManager.report_...)
 
 
 def _authorizer(config: KafkaConfig) -> AclAuthorizer | None:
@@ -110,7 +108,7 @@ class KafkaServer:
         self._stopping = False
         self._started = False
         self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task] = []
+        self.duties = Duties(self.prefix)
         self.lab_control = self._lab_control()
 
     def _lab_control(self) -> LabControlServer | None:
@@ -163,17 +161,8 @@ class KafkaServer:
                                               ConnectionLimits.from_config(self.config),
                                               build_listeners(self.config, self.zk, bridge, apis.handle_api_versions))
             await self.socket_server.start()
-            self._start_log_duties()
-            self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
-                              self._checkpoint_high_watermarks)
-            self._every_async(self.config["replica.lag.check.interval.ms"], self.replica_manager.maybe_shrink_isr)
-            self._every_async(self.config["offsets.retention.check.interval.ms"], self.group_coordinator.expire_offsets)
-            self._every_async(self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                              self.transaction_coordinator.abort_timed_out_transactions)
-            self._every_async(self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
-                              self.transaction_coordinator.remove_expired_transactional_ids)
-            if self.replica_manager.timeline_source is not None:
-                self._every(HW_REPORT_INTERVAL_MS, self.replica_manager.report_high_watermarks, off_loop=False)
+            self.duties.start(self.config, self.log_manager, self.replica_manager, self.group_coordinator,
+                              self.transaction_coordinator)
             await loop.run_in_executor(None, self._start_cluster_membership)
         except BaseException:
             await self._shutdown()
@@ -220,60 +209,8 @@ class KafkaServer:
         topic_configs = {topic: topic_log_config(config, topic, self.zk.get(paths.topic_config_path(topic))[0])
                          for topic in self.zk.get_children(paths.CONFIG_TOPICS)}
         return LogManager(self.config.log_dirs, config.topic_config({}), topic_configs,
-                          schedule=self._scheduler(bridge), cleaner_config=CleanerConfig.from_broker(self.config),
+                          schedule=log_scheduler(bridge), cleaner_config=CleanerConfig.from_broker(self.config),
                           cleaner_phase=FAULTS.at_cleaner_phase)
-
-    @staticmethod
-    def _scheduler(bridge: LoopBridge) -> Callable[[str, Callable[[], object], int], None]:
-        """The logs' one-off tasks (flush after a roll, deleting old segment files) run later, off the loop."""
-        def schedule(name: str, task: Callable[[], object], delay_ms: int) -> None:
-            def start() -> None:
-                bridge.loop.run_in_executor(None, task)
-            bridge.call_soon(lambda: bridge.loop.call_later(max(delay_ms, 0) / 1000.0, start))
-        return schedule
-
-    def _start_log_duties(self) -> None:
-        """LogManager's periodic duties (0.8.2 ran them on its scheduler thread), and the log cleaner's threads."""
-        lm = self.log_manager
-        lm.start_cleaner()
-        self._every(self.config["log.retention.check.interval.ms"], lm.cleanup_logs, off_loop=False)
-        # Kafka 0.11's producer id expiration check, every 10 minutes (producer.id.expiration.check.interval.ms)
-        self._every(600_000, lambda: lm.remove_expired_producers(self.config["transactional.id.expiration.ms"]),
-                    off_loop=False)
-        self._every(self.config["log.flush.scheduler.interval.ms"], lm.flush_dirty_logs, off_loop=True)
-        self._every(self.config["log.flush.offset.checkpoint.interval.ms"], lm.checkpoint_recovery_points,
-                    off_loop=True)
-
-    def _every(self, interval_ms: int, duty: Callable[[], object], off_loop: bool) -> None:
-        if interval_ms >= 2**62:
-            return  # 0.8.2's "never" (Long.MaxValue), e.g. log.flush.scheduler.interval.ms by default
-        async def repeat() -> None:
-            loop = asyncio.get_running_loop()
-            while True:
-                await asyncio.sleep(interval_ms / 1000.0)
-                try:
-                    if off_loop:
-                        await loop.run_in_executor(None, duty)
-                    else:
-                        duty()
-                except Exception:
-                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
-        self._tasks.append(asyncio.get_running_loop().create_task(repeat()))
-
-    async def _checkpoint_high_watermarks(self) -> None:
-        # The HWs are read on the loop; the file is written (and fsynced) off it.
-        write = self.replica_manager.high_watermarks_writer()
-        await asyncio.get_running_loop().run_in_executor(None, write)
-
-    def _every_async(self, interval_ms: int, duty: Callable[[], Awaitable[object]]) -> None:
-        async def repeat() -> None:
-            while True:
-                await asyncio.sleep(interval_ms / 1000.0)
-                try:
-                    await duty()
-                except Exception:
-                    log.exception("%s%s failed", self.prefix, getattr(duty, "__name__", duty))
-        self._tasks.append(asyncio.get_running_loop().create_task(repeat()))
 
     def _start_cluster_membership(self) -> None:
         self.controller.startup()
@@ -379,8 +316,7 @@ class KafkaServer:
         if self._started and self.config["controlled.shutdown.enable"]:
             await loop.run_in_executor(None, self._controlled_shutdown)
         self._stopping = True
-        for task in self._tasks:
-            task.cancel()
+        self.duties.cancel()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.group_coordinator is not None:

@@ -1,7 +1,8 @@
 """The broker's view of cluster metadata, as served in Metadata responses.
 
 Live brokers come from `/brokers/ids` and the controller id from `/controller`, both watched in ZooKeeper;
-partition leadership arrives from the controller's UpdateMetadata requests. The cache publishes immutable
+partition leadership arrives from the controller's UpdateMetadata requests. In KRaft mode the metadata image
+replaces the whole snapshot instead (``publish``). The cache publishes immutable
 snapshots: ZooKeeper's event thread and the UpdateMetadata handler swap in new ones, and request handlers
 on the network thread read whichever is current without locks.
 """
@@ -41,7 +42,7 @@ class ClusterSnapshot:
 
 
 class MetadataCache:
-    def __init__(self, zk: ZkClient) -> None:
+    def __init__(self, zk: ZkClient | None) -> None:
         self.zk = zk
         self.snapshot = ClusterSnapshot()
         self.cluster_id: str | None = None  # /cluster/id, read once at start (KafkaServer)
@@ -78,6 +79,16 @@ class MetadataCache:
         """Apply an UpdateMetadata request's partition states (on the network thread)."""
         with self._write_lock:
             self._update_partitions(states)
+        waiters, self._waiters = self._waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    def publish(self, snapshot: ClusterSnapshot) -> None:
+        """KRaft mode: the whole snapshot, made from a new metadata image (server/metadata_publisher.py), on the
+        event loop; requests waiting for an outcome look again."""
+        with self._write_lock:
+            self.snapshot = snapshot
         waiters, self._waiters = self._waiters, []
         for future in waiters:
             if not future.done():

@@ -286,6 +286,7 @@ class Partition:
         new_hw = min(leos)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+            self.log.on_high_watermark(new_hw)
             return True
         return False
 

@@ -13,6 +13,7 @@ import logging
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from zkbroker.protocol.api import ApiKey
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
@@ -77,3 +78,27 @@ class ProducerIdManager:
             log.info("Broker %d acquired producer id block %d-%d", self.broker_id, block.block_start,
                      block.block_end)
             return block
+
+
+class ControllerProducerIdManager(ProducerIdManager):
+    """KRaft mode: blocks come from the quorum controller (AllocateProducerIds, 67; ProducerIdsRecord), named
+    by this broker's id and epoch."""
+
+    def __init__(self, broker_id: int, channel, broker_epoch, retry_backoff_s: float = 0.5) -> None:
+        super().__init__(broker_id, None, None)
+        self.channel = channel
+        self.broker_epoch = broker_epoch  # () -> the epoch of our registration
+        self.retry_backoff_s = retry_backoff_s
+
+    async def _take_block(self) -> ProducerIdBlock:
+        while True:
+            response = await self.channel.send(ApiKey.ALLOCATE_PRODUCER_IDS, 0,
+                                               {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch()})
+            if response is not None and response.error_code == 0:
+                start = response.producer_id_start
+                log.info("Broker %d acquired producer id block %d-%d from the controller", self.broker_id, start,
+                         start + response.producer_id_len - 1)
+                return ProducerIdBlock(self.broker_id, start, start + response.producer_id_len - 1)
+            log.info("Broker %d could not get a producer id block from the controller (%s); trying again",
+                     self.broker_id, "no answer" if response is None else f"error {response.error_code}")
+            await asyncio.sleep(self.retry_backoff_s)

@@ -30,7 +30,7 @@ from zkbroker.protocol.conversion import ConversionError, down_convert, highest_
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.fetch_response import FileRange
 from zkbroker.protocol.message_set import InvalidMessageError, entry_starts
-from zkbroker.protocol.record_batch import TRANSACTIONAL
+from zkbroker.protocol.record_batch import BATCH_OVERHEAD, TRANSACTIONAL, read_header
 from zkbroker.server.partition import Partition
 
 _MAGIC_AT = 16
@@ -57,6 +57,34 @@ def produce_error(version: int, records: Any, transactional_id: str | None = Non
         # hold every read_committed consumer's LSO for good
         return (ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                 "a transactional batch in a Produce request without a transactional id")
+    return None
+
+
+def producer_kinds(records: Any) -> tuple[bool, bool]:
+    """(whether a partition's records hold a transactional batch, whether they hold an idempotent producer's
+    batch): what a Produce request is authorized by (Kafka's hasTransactionalRecords, hasIdempotentRecords)."""
+    if records is None:
+        return False, False
+    view = memoryview(records).cast("B")
+    transactional = idempotent = False
+    for pos in entry_starts(view):
+        if view[pos + _MAGIC_AT] == 2 and len(view) >= pos + BATCH_OVERHEAD:
+            header = read_header(view, pos)
+            transactional = transactional or header.is_transactional
+            idempotent = idempotent or header.producer_id >= 0
+    return transactional, idempotent
+
+
+def transactional_producer(records: Any) -> tuple[int, int] | None:
+    """(producer id, epoch) of the first transactional data batch of a partition's records, or None."""
+    if records is None:
+        return None
+    view = memoryview(records).cast("B")
+    for pos in entry_starts(view):
+        if view[pos + _MAGIC_AT] == 2 and len(view) >= pos + BATCH_OVERHEAD:
+            header = read_header(view, pos)
+            if header.is_transactional and not header.is_control:
+                return header.producer_id, header.producer_epoch
     return None
 
 

@@ -150,6 +150,7 @@ class ReplicaFetcher:
         high_watermark = min(partition.log.log_end_offset, entry.high_watermark)
         if high_watermark > partition.high_watermark:
             partition.high_watermark = high_watermark
+            partition.log.on_high_watermark(high_watermark)
         # DeleteRecords on the leader: the follower drops the same records (capped at its own log end)
         partition.log.maybe_increment_log_start_offset(entry.log_start_offset)
 

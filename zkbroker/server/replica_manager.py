@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NoNodeError
@@ -41,7 +41,7 @@ from zkbroker.server.replica_fetcher import ReplicaFetcherManager, SourceBroker
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
-from zkbroker.zk.znodes import LeaderIsrState
+from zkbroker.zk.znodes import EntityConfig, LeaderIsrState
 
 log = logging.getLogger("zkbroker.server.ReplicaManager")
 state_change_log = logging.getLogger("state.change.logger")
@@ -80,12 +80,20 @@ class ReadResult:
 
 
 class ReplicaManager:
-    def __init__(self, config: KafkaConfig, log_manager: LogManager, zk: ZkClient, bridge: LoopBridge) -> None:
+    def __init__(self, config: KafkaConfig, log_manager: LogManager, zk: ZkClient | None, bridge: LoopBridge, *,
+                 topic_overrides: Callable[[str], dict[str, str]] | None = None,
+                 alter_partition: Callable[[Partition, tuple[int, ...]], Awaitable[int | None]] | None = None
+                 ) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.log_manager = log_manager
         self.zk = zk
         self.bridge = bridge
+        # KRaft mode (server/broker_server.py): topic overrides come from the metadata image, and an ISR change
+        # goes to the controller as AlterPartition (its answer: the new partition epoch, or None if refused)
+        # instead of a conditional write of the `state` znode. None: ZooKeeper mode.
+        self.topic_overrides = topic_overrides
+        self.alter_partition = alter_partition
         self.controller_epoch = 0
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetcher_manager = ReplicaFetcherManager(config)
@@ -172,7 +180,15 @@ class ReplicaManager:
                 counts["leader"] += 1
             else:
                 source = next((b for b in request.live_leaders if b.broker_id == state.leader), None)
-                if source is None:
+                if source is None and state.leader < 0:
+                    # KRaft mode's metadata names partitions without a leader (their whole ISR fenced or shut
+                    # down): we stop leading or fetching, a follower of nobody until the controller elects one.
+                    self.fetcher_manager.remove_partition(tp)
+                    partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr),
+                                            tuple(state.replicas), state.zk_version, state.controller_epoch)
+                    role = "follower without a leader"
+                    counts["follower"] += 1
+                elif source is None:
                     # 0.8.2's makeFollowers: a leader the request does not list as live is an error for this
                     # partition, which is left as it was (its replica created), so that the next LeaderAndIsr
                     # naming that leader, once live, still starts the fetcher.
@@ -182,13 +198,14 @@ class ReplicaManager:
                         request.controller_id, request.controller_epoch, *tp, state.leader)
                     results.append((*tp, ErrorCode.NONE))
                     continue
-                leader_changed = current is None or partition.leader_id != state.leader
-                partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr), tuple(state.replicas),
-                                        state.zk_version, state.controller_epoch)
-                if leader_changed:
-                    self._follow(partition, source)
-                role = f"follower of broker {state.leader}"
-                counts["follower"] += 1
+                else:
+                    leader_changed = current is None or partition.leader_id != state.leader
+                    partition.make_follower(state.leader, state.leader_epoch, tuple(state.isr),
+                                            tuple(state.replicas), state.zk_version, state.controller_epoch)
+                    if leader_changed:
+                        self._follow(partition, source)
+                    role = f"follower of broker {state.leader}"
+                    counts["follower"] += 1
             state_change_log.log(
                 info, "Broker %d became %s for partition [%s,%d] with leader epoch %d, ISR %s, per LeaderAndIsr from "
                 "controller %d epoch %d", self.broker_id, role, *tp, state.leader_epoch,
@@ -284,6 +301,9 @@ class ReplicaManager:
         return {t: topic_log_config(self.config, t, znode) for t, znode in zip(ordered, znodes)}
 
     async def _topic_config_znode(self, topic: str) -> bytes | None:
+        if self.topic_overrides is not None:
+            overrides = self.topic_overrides(topic)
+            return EntityConfig(overrides).encode() if overrides else None
         try:
             data, _ = await self.bridge.wait_for(self.zk.kazoo.get_async(paths.topic_config_path(topic)))
         except NoNodeError:
@@ -484,6 +504,11 @@ class ReplicaManager:
         """Write the new ISR to the `state` znode conditionally on our cached zkVersion, keeping the leader
         epoch and the deciding controller's epoch; on a mismatch give up, as 0.8.2 did (it never re-reads)."""
         p.isr_update_in_flight = True
+        if self.alter_partition is not None:
+            try:
+                return await self._alter_partition(p, new_isr)
+            finally:
+                p.isr_update_in_flight = False
         try:
             state = LeaderIsrState(self.broker_id, p.leader_epoch, p.controller_epoch, new_isr)
             path = paths.partition_state_path(p.topic, p.partition)
@@ -507,6 +532,32 @@ class ReplicaManager:
             return adopted
         finally:
             p.isr_update_in_flight = False
+
+    async def _alter_partition(self, p: Partition, new_isr: tuple[int, ...]) -> bool:
+        """KRaft mode: the ISR change asked of the controller (AlterPartition, KIP-497), adopted once accepted."""
+        version = p.zk_version
+        old_isr = p.isr
+        new_epoch = await self.alter_partition(p, new_isr)
+        if new_epoch is None:
+            return False
+        adopted = p.apply_isr_change(new_isr, version, new_epoch)
+        if adopted and self.timeline_source is not None:
+            timeline.emit(self.timeline_source, "isr_changed", topic=p.topic, partition=p.partition,
+                          broker=self.broker_id, isr=list(new_isr), **{"from": list(old_isr)},
+                          leader_epoch=p.leader_epoch, zk_version=new_epoch)
+        return adopted
+
+    def update_partition_epochs(self, updates: dict) -> None:
+        """KRaft mode: partitions whose leader and leader epoch stay but whose ISR (or replicas) and partition
+        epoch changed (metadata_publisher.IsrUpdate), e.g. the controller took a fenced follower out of the ISR
+        or accepted our AlterPartition. A leader's HW may move with a smaller ISR."""
+        for tp, update in updates.items():
+            p = self.partitions.get(tp)
+            if p is None or update.partition_epoch < p.zk_version:
+                continue
+            p.isr, p.replicas, p.zk_version = tuple(update.isr), tuple(update.replicas), update.partition_epoch
+            if p.is_leader and p.maybe_increment_high_watermark():
+                p.wake_waiters()
 
     def report_high_watermarks(self) -> None:
         """In a lab, a few times a second: a `hw_moved` event for each partition whose HW moved since the last

@@ -13,6 +13,7 @@ import logging
 
 from zkbroker import admin
 from zkbroker.config import KafkaConfig
+from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.zk.client import ZkClient
 
@@ -90,4 +91,49 @@ class TopicAutoCreator:
             return ErrorCode.LEADER_NOT_AVAILABLE
         log.info("Created the internal topic %s with %d partitions and replication factor %d", topic, partitions,
                  replication)
+        return ErrorCode.LEADER_NOT_AVAILABLE
+
+
+class ControllerTopicCreator(TopicAutoCreator):
+    """KRaft mode: topics are created by the quorum controller only (DESIGN §17), so auto-creation and the
+    internal topics (`__consumer_offsets`, `__transaction_state`) are a CreateTopics sent to the active
+    controller, with the same sizes and configs as ZooKeeper mode's; the replication factor of an internal topic
+    is capped to the live (unfenced) brokers the metadata image names."""
+
+    def __init__(self, config: KafkaConfig, channel, live_brokers) -> None:
+        super().__init__(config, None)
+        self.channel = channel
+        self.live_brokers = live_brokers  # () -> the number of unfenced brokers
+
+    async def create(self, topic: str) -> int:
+        if topic in (admin.OFFSETS_TOPIC, admin.TRANSACTION_STATE_TOPIC):
+            return await super().create(topic)
+        return await self._create(topic, self.config["num.partitions"], self.config["default.replication.factor"],
+                                  {}, auto=True)
+
+    async def _create_internal(self, topic: str, partitions: int, wanted_replication: int, config: dict[str, str],
+                               min_isr: int | None) -> int:
+        replication = max(1, min(wanted_replication, self.live_brokers()))
+        topic_config = dict(config)
+        if min_isr is not None:
+            topic_config["min.insync.replicas"] = str(min(min_isr, replication))
+        return await self._create(topic, partitions, replication, topic_config, auto=False)
+
+    async def _create(self, topic: str, partitions: int, replication: int, config: dict[str, str],
+                      auto: bool) -> int:
+        request = {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": replication,
+                               "assignments": [], "configs": [{"name": k, "value": v} for k, v in config.items()]}],
+                   "timeout_ms": 10_000, "validate_only": False}
+        response = await self.channel.send(ApiKey.CREATE_TOPICS, 5, request, 15.0)
+        if response is None:
+            log.warning("Could not create topic %s: no active controller answered", topic)
+            return ErrorCode.LEADER_NOT_AVAILABLE
+        result = response.topics[0]
+        if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            log.warning("Could not create topic %s: %s (%s)", topic, ErrorCode(result.error_code).name,
+                        result.error_message)
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if auto else ErrorCode.LEADER_NOT_AVAILABLE
+        if result.error_code == ErrorCode.NONE:
+            log.info("Created topic %s through the controller with %d partitions and replication factor %d", topic,
+                     partitions, replication)
         return ErrorCode.LEADER_NOT_AVAILABLE

@@ -15,6 +15,10 @@ I/O half): drives the pure decisions of zkbroker/coordinator/transaction/ from r
   one is loaded (its log read from the start; its ids answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), and the
   transactions the log leaves between prepare and complete are completed: markers sent again, then the
   completion written. One it no longer leads is unloaded; its marker deliveries stop.
+- KIP-890's verification (`verify`, when transaction.partition.verification.enable): a partition leader asks
+  the id's coordinator -- itself, or another broker with DescribeTransactions -- whether a partition is in the
+  producer's ongoing transaction before it takes the producer's first batch of it (coordinator/transaction/
+  verification.py).
 - Timers: every transaction.abort.timed.out.transaction.cleanup.interval.ms, transactions open past their
   timeout are aborted (their producer fenced by an epoch bump); every
   transaction.remove.expired.transaction.cleanup.interval.ms, ids idle past transactional.id.expiration.ms are
@@ -31,19 +35,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkbroker import admin
+from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.config import KafkaConfig
 from zkbroker.coordinator.transaction import decisions, loading
 from zkbroker.coordinator.transaction.log_format import encode_key, encode_value, partition_for
 from zkbroker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
 from zkbroker.coordinator.transaction.state import TransactionState
+from zkbroker.coordinator.transaction.verification import verification_error
 from zkbroker.log.log import Log
-from zkbroker.protocol.errors import ErrorCode
+from zkbroker.protocol.api import ApiKey
+from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.protocol.message_set import build_message_set, iter_messages
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
 from zkbroker.server.topic_creation import TopicAutoCreator
-from zkbroker.server.transaction_markers import RETRY_BACKOFF_MS, TransactionMarkerChannel
+from zkbroker.server.transaction_markers import REQUEST_TIMEOUT_S, RETRY_BACKOFF_MS, TransactionMarkerChannel
 from zkbroker.topic_partition import TopicPartition
 
 log = logging.getLogger("zkbroker.server.TransactionCoordinator")
@@ -61,6 +68,9 @@ _WRITE_ERRORS = {
     ErrorCode.NOT_LEADER_FOR_PARTITION: ErrorCode.NOT_COORDINATOR,
     ErrorCode.KAFKA_STORAGE: ErrorCode.NOT_COORDINATOR,
 }
+
+
+_STATES = {state.kafka_name: state for state in TransactionState}
 
 
 def _now_ms() -> int:
@@ -91,6 +101,7 @@ class TransactionCoordinatorDriver:
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.partitions: dict[int, TxnStatePartition] = {}
         self.markers = TransactionMarkerChannel(self.broker_id, metadata_cache)
+        self._verifiers: dict[int, AsyncBrokerConnection] = {}  # coordinator broker id -> connection (KIP-890)
         self._loads: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -115,6 +126,41 @@ class TransactionCoordinatorDriver:
         if broker is None:
             return unavailable
         return {"error_code": ErrorCode.NONE, "node_id": broker.broker_id, "host": broker.host, "port": broker.port}
+
+    async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition) -> int:
+        """KIP-890: may this partition's leader take the producer's first batch of its transaction at `tp`? The
+        answer for the produce (see coordinator/transaction/verification.py), from the id's coordinator."""
+        snapshot = self.metadata_cache.snapshot
+        state = snapshot.partitions.get(TOPIC, {}).get(self.partition_for(transactional_id))
+        broker = None if state is None else snapshot.brokers.get(state.leader)
+        if broker is None:
+            return verification_error(ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, None, -1, -1, (), producer_id,
+                                      producer_epoch, tp)
+        if broker.broker_id == self.broker_id:
+            error, m = self.describe(transactional_id)
+            if m is None:
+                return verification_error(error, None, -1, -1, (), producer_id, producer_epoch, tp)
+            return verification_error(error, m.state, m.producer_id, m.producer_epoch, m.topic_partitions,
+                                      producer_id, producer_epoch, tp)
+        connection = self._verifiers.get(broker.broker_id)
+        if connection is None or (connection.host, connection.port) != (broker.host, broker.port):
+            if connection is not None:
+                connection.close()
+            connection = self._verifiers[broker.broker_id] = AsyncBrokerConnection(
+                broker.host, broker.port, f"broker-{self.broker_id}-txn-verification", REQUEST_TIMEOUT_S)
+        try:
+            response = await connection.send(ApiKey.DESCRIBE_TRANSACTIONS, 0,
+                                             {"transactional_ids": [transactional_id]})
+        except (ConnectionError, OSError, ProtocolError) as e:
+            log.info("Could not verify the transaction of %r with broker %d: %s", transactional_id,
+                     broker.broker_id, e)
+            return verification_error(ErrorCode.GROUP_COORDINATOR_NOT_AVAILABLE, None, -1, -1, (), producer_id,
+                                      producer_epoch, tp)
+        described = response.transaction_states[0]
+        partitions = [TopicPartition(t.topic, p) for t in described.topics for p in t.partitions]
+        return verification_error(described.error_code, _STATES.get(described.transaction_state),
+                                  described.producer_id, described.producer_epoch, partitions, producer_id,
+                                  producer_epoch, tp)
 
     def _owner(self, transactional_id: str) -> tuple[int, TxnStatePartition | None]:
         if not transactional_id:
@@ -391,3 +437,5 @@ class TransactionCoordinatorDriver:
         for task in [*self._loads.values(), *self._tasks]:
             task.cancel()
         self.markers.close()
+        for connection in self._verifiers.values():
+            connection.close()

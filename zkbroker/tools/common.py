@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import json
 import re
+import socket
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -25,6 +26,45 @@ class ToolError(Exception):
     """Bad input or a refused operation: the message is the one sentence the user sees."""
 
 
+PROBE_TIMEOUT_S = 2.0
+
+
+def _answers_as_zookeeper(host: str, port: int) -> bool:
+    """Whether the server answers ZooKeeper's `srvr` four-letter word (allowed by default since ZooKeeper 3.5; a
+    server that does not allow it still answers, saying so). A Kafka listener reads the four letters as a
+    request size far above its limit and closes the connection without a word."""
+    try:
+        with socket.create_connection((host, port), PROBE_TIMEOUT_S) as sock:
+            sock.settimeout(PROBE_TIMEOUT_S)
+            sock.sendall(b"srvr")
+            return bool(sock.recv(64))
+    except OSError:
+        return False
+
+
+def refuse_kafka_node(connect: str) -> None:
+    """ToolError when the first host of a ZooKeeper connect string is not ZooKeeper but answers Kafka's
+    ApiVersions: a KRaft node (a broker without LeaderAndIsr, or a controller) or a ZooKeeper-mode broker."""
+    from zkbroker.client.connection import BrokerConnection
+    from zkbroker.protocol.api import ApiKey
+    from zkbroker.protocol.errors import ProtocolError
+
+    first = connect.split("/", 1)[0].split(",")[0].strip()
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit() or _answers_as_zookeeper(host.strip("[]"), int(port)):
+        return
+    try:
+        with BrokerConnection(host.strip("[]"), int(port), "admin-tool", timeout_s=2.0).connect() as conn:
+            keys = {k.api_key for k in conn.send(ApiKey.API_VERSIONS, 0, {}).api_keys}
+    except (OSError, ProtocolError):
+        return  # not a Kafka node either: the ZooKeeper error stands
+    if ApiKey.LEADER_AND_ISR not in keys:
+        raise ToolError(f"{first} is a node of a KRaft cluster, which has no ZooKeeper: use --bootstrap-server "
+                        f"with one of its brokers instead of --zookeeper.")
+    raise ToolError(f"{first} is a Kafka broker, not ZooKeeper: give --zookeeper the cluster's zookeeper.connect, "
+                    f"or use --bootstrap-server {first}.")
+
+
 def integer(args: argparse.Namespace, name: str, flag: str | None = None) -> int | None:
     """The integer option `name` (its argparse dest), None if not given; Kafka's message, naming `flag` (the dest
     with dashes unless given), if not a number."""
@@ -40,6 +80,9 @@ def integer(args: argparse.Namespace, name: str, flag: str | None = None) -> int
 
 @contextlib.contextmanager
 def zookeeper(connect: str) -> Iterator[ZkClient]:
+    """The tool's ZooKeeper session. A connect string that names a node of a KRaft cluster (which has no
+    ZooKeeper, DESIGN §17) is refused with one sentence at once, instead of 30 s of retries."""
+    refuse_kafka_node(connect)
     zk = ZkClient(connect, TOOL_ZK_TIMEOUT_MS, TOOL_ZK_TIMEOUT_MS, name="admin-tool")
     zk.start()
     try:

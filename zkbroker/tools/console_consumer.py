@@ -10,7 +10,9 @@ As 0.8.2: without a group.id (`--group`, or `--consumer.config FILE` holding one
 smallest (otherwise largest), and refuses to run for a group that already has offsets unless
 `--delete-consumer-offsets` deletes the group's znodes first. `--max-messages N` stops after N messages.
 `--timeout-ms` (0.9's flag) stops after that long without a message. SIGTERM and Ctrl-C shut the consumer
-down cleanly (offsets committed with auto-commit, the group left at once).
+down cleanly (offsets committed with auto-commit, the group left at once). `--isolation-level read_committed`
+(Kafka 0.11's flag; isolation.level in the consumer config too) prints only what committed transactions and
+plain producers wrote, up to the last stable offset.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ def add_command(commands) -> None:
                    help="If specified, the consumer path in zookeeper is deleted when starting up")
     p.add_argument("--skip-message-on-error", action="store_true",
                    help="If there is an error when processing a message, skip it instead of halt.")
+    p.add_argument("--isolation-level", metavar="LEVEL",
+                   help="Set to read_committed in order to filter out transactional messages which are not "
+                        "committed. Set to read_uncommitted to read all messages. (default: read_uncommitted)")
     p.add_argument("--formatter", default=DEFAULT_FORMATTER, metavar="CLASS",
                    help="Only the default, kafka.tools.DefaultMessageFormatter, is supported.")
     p.set_defaults(run=run)
@@ -105,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     config["zookeeper.connect"] = args.zookeeper
     if timeout_ms is not None:
         config["consumer.timeout.ms"] = timeout_ms
+    if args.isolation_level is not None:
+        config["isolation.level"] = args.isolation_level
 
     try:
         consumer_config = ConsumerConfig(config)  # bad values fail here, before ZooKeeper is contacted

@@ -3,8 +3,9 @@
     zkbroker metadata-quorum --bootstrap-server HOST:PORT[,HOST:PORT...] describe --status
     zkbroker metadata-quorum --bootstrap-server HOST:PORT describe --replication [--human-readable]
 
-The bootstrap server is any controller here (any broker once KRaft brokers exist): DescribeCluster names the
-cluster and the active controller, which answers DescribeQuorum. The output is Kafka 3.7's: `--status` labels
+The bootstrap server is any controller or any KRaft broker: a controller's DescribeCluster names the cluster and
+the active controller, which answers DescribeQuorum; a broker forwards DescribeQuorum to the active controller
+(a ZooKeeper-mode broker is refused with one sentence). The output is Kafka 3.7's: `--status` labels
 padded to column 24, `--replication` a table whose every cell is padded to its column's width and followed by
 a tab (Kafka's ToolsUtils.prettyPrintTable), rows Leader, then Followers, then Observers.
 """
@@ -23,7 +24,7 @@ from zkbroker.tools.common import ToolError
 
 DESCRIBE_QUORUM_VERSION = 1
 DESCRIBE_CLUSTER_VERSION = 1
-ENDPOINT_CONTROLLERS = 2
+ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 REPLICATION_HEADERS = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
 
 
@@ -63,36 +64,46 @@ def _address(server: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _describe_cluster(bootstrap: str):
-    """DescribeCluster from the first server of the comma-separated list that answers (as Kafka's tools take
-    --bootstrap-server)."""
+def _describe_cluster(bootstrap: str, endpoint_type: int = ENDPOINT_CONTROLLERS):
+    """(server, DescribeCluster) from the first server of the comma-separated list that answers (as Kafka's tools
+    take --bootstrap-server)."""
     failures = []
     for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
         host, port = _address(server)
         try:
             with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0).connect() as conn:
-                return conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
-                                 {"include_cluster_authorized_operations": False,
-                                  "endpoint_type": ENDPOINT_CONTROLLERS})
+                return (host, port), conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
+                                               {"include_cluster_authorized_operations": False,
+                                                "endpoint_type": endpoint_type})
         except OSError as exc:
             failures.append(f"{server} ({exc.strerror or exc})")
     raise ToolError(f"Cannot reach {', '.join(failures) or bootstrap}")
 
 
 def describe(bootstrap: str) -> tuple[str, m.DescribeQuorumResponse]:
-    """The cluster id, and the active controller's DescribeQuorum answer."""
-    cluster = _describe_cluster(bootstrap)
-    if cluster.error_code:
+    """The cluster id, and the active controller's DescribeQuorum answer: asked of the active controller when the
+    bootstrap server is a controller, or of the broker, which forwards it (KIP-590), when it is a broker."""
+    server, cluster = _describe_cluster(bootstrap)
+    if cluster.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE:  # a broker: it names no controllers
+        target, what = server, f"broker at {server[0]}:{server[1]}"
+        cluster = _describe_cluster(f"{server[0]}:{server[1]}", ENDPOINT_BROKERS)[1]
+    elif cluster.error_code:
         raise ToolError(f"DescribeCluster failed with {ErrorCode(cluster.error_code).name}")
-    endpoints = {b.broker_id: (b.host, b.port) for b in cluster.brokers}
-    if cluster.controller_id < 0 or cluster.controller_id not in endpoints:
-        raise ToolError("The metadata quorum has no leader yet: try again once an election is over")
+    else:
+        endpoints = {b.broker_id: (b.host, b.port) for b in cluster.brokers}
+        if cluster.controller_id < 0 or cluster.controller_id not in endpoints:
+            raise ToolError("The metadata quorum has no leader yet: try again once an election is over")
+        target, what = endpoints[cluster.controller_id], f"the active controller {cluster.controller_id}"
     try:
-        with BrokerConnection(*endpoints[cluster.controller_id], "metadata-quorum", timeout_s=15.0).connect() as conn:
+        with BrokerConnection(*target, "metadata-quorum", timeout_s=15.0).connect() as conn:
+            if target == server and cluster.controller_id >= 0 and ApiKey.DESCRIBE_QUORUM not in {
+                    k.api_key for k in conn.send(ApiKey.API_VERSIONS, 0, {}).api_keys}:
+                raise ToolError(f"The {what} runs in ZooKeeper mode: there is no metadata quorum to describe (give "
+                                f"--bootstrap-server a broker or controller of a KRaft cluster)")
             body = conn.send(ApiKey.DESCRIBE_QUORUM, DESCRIBE_QUORUM_VERSION,
                              wire.to_body(m.DescribeQuorumRequest(), DESCRIBE_QUORUM_VERSION))
     except OSError as exc:
-        raise ToolError(f"Cannot reach the active controller {cluster.controller_id}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot reach {what}: {exc.strerror or exc}") from None
     quorum = wire.from_body(ApiKey.DESCRIBE_QUORUM, DESCRIBE_QUORUM_VERSION, False, body)
     if quorum.error_code:
         raise ToolError(f"DescribeQuorum failed with {ErrorCode(quorum.error_code).name} (the leader changed; "

@@ -18,16 +18,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-#: Every driver's Spark settings on the test cluster: small executors, one per worker.
+#: Every driver's Spark settings on the test cluster: small executors, one per worker, whose JVMs start as quickly
+#: as the drivers' (tests/conftest.py sets SPARK_SUBMIT_OPTS, which reaches the drivers through driver_env).
 CLUSTER_CONF = {"spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
-                "spark.driver.memory": "512m"}
+                "spark.driver.memory": "512m",
+                "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", "")}
 _CLI = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from zkbroker.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def driver_env(cluster, **extra: str) -> dict[str, str]:
     """A driver machine's environment: PySpark's interpreter is the workers' (only pyspark and pyarrow; it also
     runs the data source's planning on this side), Spark bound to 127.0.0.1, and no PYTHONPATH."""
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME") if k in os.environ}
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR", "JAVA_HOME", "SPARK_SUBMIT_OPTS")
+           if k in os.environ}
     env.update(PYSPARK_PYTHON=str(cluster.python), SPARK_LOCAL_IP="127.0.0.1", **extra)
     return env
 

@@ -182,3 +182,19 @@ def test_the_isr_change_counts_are_conditions_of_wait_and_expect_steps():
         assert scenario.steps[-1].fields == {"condition": condition, "topic": "t", "size": 3}
     fails(scenario_with_step('action = "expect"\ncondition = "isr_shrinks"\ntopic = "t"\nsize = "many"\n'),
           "size must be an integer")
+
+
+def test_transactional_produce_and_read_steps_are_checked():
+    good = scenario_with_step('action = "produce"\ntopic = "t"\ncount = 3\ntransactional_id = "tx"\n'
+                              'transaction = "abort"\nas = "aborted"\n') + \
+        '\n[[steps]]\naction = "read"\ntopic = "t"\nisolation_level = "read_committed"\nas = "reader"\n'
+    steps = parse_scenario(good, "s.toml").steps
+    assert [s.action for s in steps[-2:]] == ["produce", "read"]
+    assert steps[-2].fields["transaction"] == "abort" and steps[-1].fields["isolation_level"] == "read_committed"
+    fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = 3\ntransaction = "commit"\n'),
+          "s.toml:\\d+: a transactional produce names both transactional_id and transaction")
+    fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = 3\ntransactional_id = "tx"\n'
+                             'transaction = "rollback"\n'), "transaction must be one of commit, abort, not 'rollback'")
+    fails(scenario_with_step('action = "read"\ntopic = "t"\nisolation_level = "serializable"\n'),
+          "isolation_level must be one of read_committed, read_uncommitted")
+    fails(KAFKA_1211.replace('expect = "lost"', 'expect = "torn-apart"'), "unknown verdict")

@@ -204,3 +204,35 @@ def test_an_index_rebuilt_after_a_clean_shutdown_keeps_the_segments_aborted_tran
     os.remove(os.path.join(log.dir, f"{0:020d}.index"))
     reopened = Log(log.dir, clock=lambda: T0)
     assert reopened.collect_aborted_transactions(0, 3) == [AbortedTxn(7, 0, 2, 3)]
+
+
+def test_a_set_completing_a_transaction_and_opening_the_producers_next_leaves_the_next_open(tmp_path):
+    # a follower fetches a marker and the same producer's next transactional batch in one set; recovery replays
+    # them together too: the completed transaction must not close the one opened after it
+    leader = new_log(tmp_path / "leader")
+    leader.append(data(7, 0))  # 0-1
+    leader.append(marker(7, COMMIT), coordinator=True)  # 2
+    leader.append(data(7, 2))  # 3-4: the next transaction
+    follower = new_log(tmp_path / "follower")
+    follower.append(leader.read(0, 1 << 20).read_bytes(), assign_offsets=False)
+    assert follower.last_stable_offset(5) == leader.last_stable_offset(5) == 3
+    follower.close()
+    for name in os.listdir(follower.dir):
+        if name.endswith(".snapshot"):
+            os.remove(os.path.join(follower.dir, name))
+    assert new_log(tmp_path / "follower").last_stable_offset(5) == 3
+
+
+def test_a_transactional_append_or_marker_of_a_producer_ends_its_verification(tmp_path):
+    # KIP-890's token: a leader appends a verified batch only if its token is still there
+    log = new_log(tmp_path)
+    state = log.producer_state
+    state.verifying[7] = token = object()
+    state.verifying[8] = object()
+    log.append(data(8, 0, transactional=False))  # another producer's plain batch: nothing to do with 7
+    assert state.verifying[7] is token
+    log.append(data(7, 0))
+    assert 7 not in state.verifying
+    state.verifying[7] = object()
+    log.append(marker(7, ABORT), coordinator=True)  # the transaction ended while a verification was under way
+    assert 7 not in state.verifying

@@ -103,3 +103,15 @@ def test_a_fetch_too_small_for_the_first_batch_gets_its_partial_bytes_as_0_8_2_d
     cut = p.read(0, 100, from_follower=False)  # a fetch size below the batch
     assert cut.size == 100
     assert record_versions.records_for_fetch(p.log, cut, 0, 0, 100) == (ErrorCode.NONE, cut)
+
+
+def test_a_produce_request_is_authorized_by_its_transactional_and_idempotent_batches():
+    plain = build_record_batch([(None, b"v", T)])
+    idempotent = build_record_batch([(None, b"v", T)], producer_id=4, producer_epoch=0, base_sequence=0)
+    transactional = build_record_batch([(None, b"v", T)], producer_id=4, producer_epoch=0, base_sequence=1,
+                                       transactional=True)
+    assert record_versions.producer_kinds(None) == (False, False)
+    assert record_versions.producer_kinds(build_message_set([(b"k", b"v")])) == (False, False)
+    assert record_versions.producer_kinds(plain) == (False, False)
+    assert record_versions.producer_kinds(idempotent) == (False, True)
+    assert record_versions.producer_kinds(plain + transactional) == (True, True)

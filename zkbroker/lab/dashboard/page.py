@@ -34,7 +34,7 @@ def render_quorum_strip(cluster: dict) -> str:
                   if votes else "")
     return (f'<div class="strip-head">{head}</div>{votes_line}'
             f'<ul class="brokers voters">{voters}</ul>'
-            + ('<p class="empty">No brokers: KRaft brokers do not exist yet; this lab is its quorum.</p>'
+            + ('<p class="empty">No brokers: KRaft brokers are not in the lab yet; this lab is its quorum.</p>'
                if not cluster["brokers"] else ""))
 
 

@@ -133,7 +133,7 @@ function renderQuorumStrip(cluster, replaying) {
   strip.replaceChildren(h('div', { class: 'strip-head' }, head),
     votes ? h('div', { class: 'votes', id: 'quorum-votes' }, `Votes in epoch ${q.epoch}: ${votes}`) : null,
     h('ul', { class: 'brokers voters' }, voters),
-    cluster.brokers.length ? null : h('p', { class: 'empty' }, 'No brokers: KRaft brokers do not exist yet; this lab is its quorum.'));
+    cluster.brokers.length ? null : h('p', { class: 'empty' }, 'No brokers: KRaft brokers are not in the lab yet; this lab is its quorum.'));
   state.stripShown.push({
     controller: q.leader, epoch: q.epoch, shownAt: Date.now(),
     states: Object.fromEntries(q.voters.map((v) => [v.id, v.state])),
