@@ -76,6 +76,7 @@ from zkbroker.gc_pause import gc_paused
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import ErrorCode
+from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.broker_ids import read_broker_registrations
@@ -458,7 +459,8 @@ class KafkaController(SessionListener):
                       "states)", timing.label, timing.elapsed_ms(), len(ctx.all_topics), len(ctx.assignments),
                       len(ctx.leadership))
         # (4) the channel manager
-        self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"])
+        self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"],
+                                                inter_broker_security(self.config))
         for broker in ctx.live_brokers.values():
             self.channel.add_broker(broker)
         self._initialize_preferred_replica_election(preferred_data)

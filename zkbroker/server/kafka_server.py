@@ -42,7 +42,7 @@ from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.channel_builders import build_listeners
+from zkbroker.server.channel_builders import build_listeners, inter_broker_security
 from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
@@ -90,6 +90,7 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.prefix = f"[Kafka Server {self.broker_id}], "
+        self.inter_broker_security = inter_broker_security(config)  # checked before anything starts
         self.zk = ZkClient(config.zk_connect, config.zk_session_timeout_ms, config.zk_connection_timeout_ms,
                            name=f"broker-{self.broker_id}", secure_acls=config["zookeeper.set.acl"])
         self.metadata_cache = MetadataCache(self.zk)
@@ -327,7 +328,7 @@ class KafkaServer:
                         connection.close()
                     controller = found
                     connection = BrokerConnection(found.host, found.port, client_id=f"broker-{self.broker_id}",
-                                                  timeout_s=timeout_s).connect()
+                                                  timeout_s=timeout_s, security=self.inter_broker_security).connect()
                 if connection is not None:
                     try:
                         response = connection.send(ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": self.broker_id})

@@ -39,6 +39,7 @@ from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.log.log import Log
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.message_set import build_message_set, iter_messages
+from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
@@ -90,7 +91,7 @@ class TransactionCoordinatorDriver:
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.partitions: dict[int, TxnStatePartition] = {}
-        self.markers = TransactionMarkerChannel(self.broker_id, metadata_cache)
+        self.markers = TransactionMarkerChannel(self.broker_id, metadata_cache, inter_broker_security(config))
         self._loads: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
 
