@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from zkbroker import admin
+from zkbroker.client.security import ClientSecurity
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import TopicAssignment, ZnodeFormatError
@@ -23,6 +24,18 @@ TOOL_ZK_TIMEOUT_MS = 30000
 
 class ToolError(Exception):
     """Bad input or a refused operation: the message is the one sentence the user sees."""
+
+
+def add_command_config(p: argparse.ArgumentParser) -> None:
+    """`--command-config FILE`, for every tool that reaches brokers with --bootstrap-server (DESIGN §19)."""
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties for a secured --bootstrap-server, as Kafka's tools take them "
+                        "(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...)")
+
+
+def command_config(args: argparse.Namespace) -> ClientSecurity | None:
+    """The security of the `--command-config` file (None without one: PLAINTEXT)."""
+    return ClientSecurity.from_file(getattr(args, "command_config", None))
 
 
 def integer(args: argparse.Namespace, name: str, flag: str | None = None) -> int | None:

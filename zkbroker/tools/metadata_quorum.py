@@ -15,11 +15,12 @@ import argparse
 import time
 
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.raft import messages as m
 from zkbroker.raft import wire
-from zkbroker.tools.common import ToolError
+from zkbroker.tools.common import ToolError, add_command_config, command_config
 
 DESCRIBE_QUORUM_VERSION = 1
 DESCRIBE_CLUSTER_VERSION = 1
@@ -32,6 +33,7 @@ def add_command(commands) -> None:
                             description="This tool describes kraft metadata quorum status.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
                    help="a host:port pair to use for establishing the connection to the Kafka cluster")
+    add_command_config(p)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     describe = verbs.add_parser("describe", help="Describe the metadata quorum info")
     describe.add_argument("--status", action="store_true", help="a short summary of the quorum status")
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError("One of --status or --replication must be specified with describe sub-command")
     if args.status and args.human_readable:
         raise ToolError("The option --human-readable is only supported along with --replication")
-    cluster_id, quorum = describe(args.bootstrap_server)
+    cluster_id, quorum = describe(args.bootstrap_server, command_config(args))
     if args.status:
         print(format_status(cluster_id, quorum))
     else:
@@ -63,14 +65,14 @@ def _address(server: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _describe_cluster(bootstrap: str):
+def _describe_cluster(bootstrap: str, security: ClientSecurity | None):
     """DescribeCluster from the first server of the comma-separated list that answers (as Kafka's tools take
     --bootstrap-server)."""
     failures = []
     for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
         host, port = _address(server)
         try:
-            with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0).connect() as conn:
+            with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0, security=security).connect() as conn:
                 return conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
                                  {"include_cluster_authorized_operations": False,
                                   "endpoint_type": ENDPOINT_CONTROLLERS})
@@ -79,16 +81,17 @@ def _describe_cluster(bootstrap: str):
     raise ToolError(f"Cannot reach {', '.join(failures) or bootstrap}")
 
 
-def describe(bootstrap: str) -> tuple[str, m.DescribeQuorumResponse]:
+def describe(bootstrap: str, security: ClientSecurity | None = None) -> tuple[str, m.DescribeQuorumResponse]:
     """The cluster id, and the active controller's DescribeQuorum answer."""
-    cluster = _describe_cluster(bootstrap)
+    cluster = _describe_cluster(bootstrap, security)
     if cluster.error_code:
         raise ToolError(f"DescribeCluster failed with {ErrorCode(cluster.error_code).name}")
     endpoints = {b.broker_id: (b.host, b.port) for b in cluster.brokers}
     if cluster.controller_id < 0 or cluster.controller_id not in endpoints:
         raise ToolError("The metadata quorum has no leader yet: try again once an election is over")
     try:
-        with BrokerConnection(*endpoints[cluster.controller_id], "metadata-quorum", timeout_s=15.0).connect() as conn:
+        with BrokerConnection(*endpoints[cluster.controller_id], "metadata-quorum", timeout_s=15.0,
+                              security=security).connect() as conn:
             body = conn.send(ApiKey.DESCRIBE_QUORUM, DESCRIBE_QUORUM_VERSION,
                              wire.to_body(m.DescribeQuorumRequest(), DESCRIBE_QUORUM_VERSION))
     except OSError as exc:
