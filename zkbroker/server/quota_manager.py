@@ -11,7 +11,9 @@ still holds each user to it separately).
 How much: the rate is measured over `quota.window.num` samples of `quota.window.size.seconds` (11 of 1 s) as
 Kafka's Rate does -- the bytes in the samples over the time they span, at least the span of all but one
 sample -- and a rate above the bound is throttled for `(rate - bound) / bound * span`: the time after which
-the same bytes would have kept the entity within its quota.
+the same bytes would have kept the entity within its quota. A request-time quota (`request_percentage`,
+KIP-124: percent of one request handler thread) is measured the same way, on the time each request held the
+broker's event loop, and its throttle is capped at one window, as Kafka's ClientRequestQuotaManager caps it.
 """
 
 from __future__ import annotations
@@ -90,16 +92,20 @@ class Rate:
 class ClientQuotaManager:
     """One quota type's usage and throttling (Kafka has one each for produce, fetch and request time)."""
 
-    def __init__(self, quota_type: str, samples: int = 11, window_s: float = 1.0) -> None:
+    def __init__(self, quota_type: str, samples: int = 11, window_s: float = 1.0,
+                 max_throttle_ms: int | None = None) -> None:
         self.quota_type = quota_type
         self.samples = samples
         self.window_s = window_s
+        self.max_throttle_ms = max_throttle_ms  # request-time quotas: at most one window (Kafka's cap)
         self.configs: Mapping[QuotaEntity, Mapping[str, str]] = {}
+        self.active = False  # whether any entity has a quota of this type (the broker skips measuring otherwise)
         self._rates: dict[QuotaEntity, Rate] = {}
 
     def update(self, configs: Mapping[QuotaEntity, Mapping[str, str]]) -> None:
         """The quota znodes' configs now (replaced whole on a change)."""
         self.configs = configs
+        self.active = any(self.quota_type in config for config in configs.values())
 
     def record(self, user: str, client_id: str, value: float, now: float) -> int:
         """Count `value` (bytes, or request time in percent of a thread) for the entity; the throttle time in
@@ -114,7 +120,9 @@ class ClientQuotaManager:
         rate.record(value, now)
         measured = rate.measure(now)
         if bound <= 0:
-            return int(rate.span(now) * 1000)
-        if measured <= bound:
+            throttle_ms = int(rate.span(now) * 1000)
+        elif measured <= bound:
             return 0
-        return int((measured - bound) / bound * rate.span(now) * 1000)
+        else:
+            throttle_ms = int((measured - bound) / bound * rate.span(now) * 1000)
+        return throttle_ms if self.max_throttle_ms is None else min(throttle_ms, self.max_throttle_ms)
