@@ -59,6 +59,11 @@ class ClientQuotas:
         if configs:
             log.info("Client quotas in force: %s", {f"{u or ''}/{c or ''}": q for (u, c), q in configs.items()})
 
+    def usage(self) -> list[dict]:
+        """Every quota entity in use, per quota type (ClientQuotaManager.usage)."""
+        now = self.clock()
+        return [row for manager in (self.produce, self.fetch, self.request) for row in manager.usage(now)]
+
     def record_produce(self, principal: str, client_id: str | None, size: int) -> int:
         return self.produce.record(_user(principal), client_id or "", size, self.clock())
 

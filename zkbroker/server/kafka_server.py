@@ -122,7 +122,8 @@ class KafkaServer:
             return None
         FAULTS.source = f"broker:{self.broker_id}"
         handler = control.ControlHandler(FAULTS, BrokerState(self.broker_id, self.zk, self.metadata_cache,
-                                                             self.controller, lambda: self.replica_manager, FAULTS))
+                                                             self.controller, lambda: self.replica_manager, FAULTS,
+                                                             self.quotas))
         for request in control.initial_faults(os.environ.get(control.FAULTS_ENV_VAR)):
             answer = handler.handle(request)
             if not answer["ok"]:

@@ -101,6 +101,8 @@ class ClientQuotaManager:
         self.configs: Mapping[QuotaEntity, Mapping[str, str]] = {}
         self.active = False  # whether any entity has a quota of this type (the broker skips measuring otherwise)
         self._rates: dict[QuotaEntity, Rate] = {}
+        self._bounds: dict[QuotaEntity, float] = {}
+        self._throttles: dict[QuotaEntity, tuple[int, float]] = {}  # the last throttle (ms) and when
 
     def update(self, configs: Mapping[QuotaEntity, Mapping[str, str]]) -> None:
         """The quota znodes' configs now (replaced whole on a change)."""
@@ -117,6 +119,7 @@ class ClientQuotaManager:
         rate = self._rates.get(key)
         if rate is None:
             rate = self._rates[key] = Rate(self.samples, self.window_s)
+        self._bounds[key] = bound
         rate.record(value, now)
         measured = rate.measure(now)
         if bound <= 0:
@@ -125,4 +128,18 @@ class ClientQuotaManager:
             return 0
         else:
             throttle_ms = int((measured - bound) / bound * rate.span(now) * 1000)
-        return throttle_ms if self.max_throttle_ms is None else min(throttle_ms, self.max_throttle_ms)
+        if self.max_throttle_ms is not None:
+            throttle_ms = min(throttle_ms, self.max_throttle_ms)
+        self._throttles[key] = (throttle_ms, now)
+        return throttle_ms
+
+    def usage(self, now: float) -> list[dict]:
+        """Each quota entity in use: its bound, the rate the broker measures now (Kafka's per-entity byte-rate or
+        request-time metric, which Kafka's quota test reads) and its last throttle -- for the lab's `state`."""
+        rows = []
+        for (user, client_id), rate in sorted(self._rates.items(), key=lambda kv: str(kv[0])):
+            throttle_ms, at = self._throttles.get((user, client_id), (0, None))
+            rows.append({"quota": self.quota_type, "user": user, "client_id": client_id,
+                         "bound": self._bounds[(user, client_id)], "rate": round(rate.measure(now), 3),
+                         "throttle_ms": throttle_ms, "throttled_s_ago": None if at is None else round(now - at, 3)})
+        return rows

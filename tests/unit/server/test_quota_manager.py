@@ -39,3 +39,14 @@ def test_a_rate_above_the_bound_is_throttled_for_the_time_that_brings_it_back():
     # 3000 bytes over the 1 s minimum span: 3x the bound, throttled (3000-1000)/1000 * 1 s
     assert manager.record("alice", "app", 2500, now=0.5) == 2000
     assert manager.record("bob", "app", 10**6, now=0.5) == 0  # no quota for bob
+
+
+def test_usage_reports_each_entitys_bound_measured_rate_and_last_throttle():
+    manager = ClientQuotaManager(PRODUCE, samples=2, window_s=1.0)
+    manager.update({("alice", None): {PRODUCE: "1000"}})
+    manager.record("alice", "app", 500, now=0.0)
+    assert manager.usage(now=0.5) == [{"quota": PRODUCE, "user": "alice", "client_id": None, "bound": 1000.0,
+                                       "rate": 500.0, "throttle_ms": 0, "throttled_s_ago": None}]
+    manager.record("alice", "app", 2500, now=0.5)
+    [row] = manager.usage(now=1.0)
+    assert (row["rate"], row["throttle_ms"], row["throttled_s_ago"]) == (3000.0, 2000, 0.5)
