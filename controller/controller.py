@@ -70,13 +70,13 @@ from controller.replica_state import ReplicaState
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker import timeline
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.logconfig import per_partition_level
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
 from zkbroker.zk.broker_ids import read_broker_registrations

@@ -902,6 +902,11 @@ class KafkaConfig:
             advertised.append(listeners.EndPoint(inter, self.advertised_host, self.advertised_port, protocol))
         return listeners.advertised_endpoints(self.endpoints, advertised, self.advertised_host)
 
+    def listener_jaas_config(self, listener_name: str, mechanism: str) -> str:
+        """`listener.name.<listener>.<mechanism>.sasl.jaas.config` (lower case, as Kafka), else `sasl.jaas.config`."""
+        key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        return self.originals.get(key, self["sasl.jaas.config"])
+
     @property
     def inter_broker_listener_name(self) -> str:
         return self.inter_broker_endpoint.listener_name

@@ -2,7 +2,9 @@
 (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config` or `sasl.username`/`sasl.password`,
 `ssl.truststore.location`, `ssl.keystore.location`, `ssl.endpoint.identification.algorithm`), and the
 handshake a BrokerConnection runs once connected: TLS, then SaslHandshake v1 and SaslAuthenticate v1 with
-PLAIN or SCRAM-SHA-256/512 (scramp's client, as the broker uses scramp's server).
+PLAIN or SCRAM-SHA-256/512 (scramp's client, as the broker uses scramp's server); and `inter_broker_security`,
+the same client side for a broker reaching the others' inter-broker listener (the controller's channel, replica
+fetchers, transaction markers, controlled shutdown).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zkbroker.config import ConfigError, parse_properties
+from zkbroker.config import ConfigError, KafkaConfig, parse_properties
 from zkbroker.protocol.api import ApiKey
 from zkbroker.security.listeners import SecurityProtocol
 
@@ -119,3 +121,27 @@ class ClientSecurity:
         if response.error_code:
             raise AuthenticationError(response.error_message or f"SASL error {response.error_code}")
         return response.auth_bytes
+
+
+def inter_broker_security(config: KafkaConfig) -> ClientSecurity | None:
+    """How this broker reaches the others' inter-broker listener; None when it is PLAINTEXT. TLS with the
+    broker's own key store as its client certificate and its trust store; SASL with
+    `sasl.mechanism.inter.broker.protocol` and the username and password of that mechanism's JAAS config (the
+    listener's override, else `sasl.jaas.config`), as Kafka's brokers log in."""
+    endpoint = config.inter_broker_endpoint
+    protocol = endpoint.security_protocol
+    if not protocol.uses_tls and not protocol.uses_sasl:
+        return None
+    mechanism = config["sasl.mechanism.inter.broker.protocol"].upper()
+    username = password = ""
+    if protocol.uses_sasl:
+        key = f"listener.name.{endpoint.listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        options = jaas_options(config.listener_jaas_config(endpoint.listener_name, mechanism))
+        username, password = options.get("username", ""), options.get("password", "")
+        if not username:
+            raise ConfigError(f"Invalid value for configuration {key} (or sasl.jaas.config): a SASL inter-broker "
+                              f"listener needs the broker's username=\"...\" password=\"...\" for {mechanism}")
+    return ClientSecurity(protocol, mechanism, username, password, config["ssl.truststore.location"] or None,
+                          config["ssl.keystore.location"] or None,
+                          config["ssl.endpoint.identification.algorithm"].lower() == "https",
+                          config["ssl.key.password"])

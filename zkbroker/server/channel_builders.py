@@ -2,9 +2,8 @@
 TLS context of SSL and SASL_SSL listeners (PEM key and trust stores, KIP-651; `ssl.client.auth`), and the SASL
 authenticator of SASL_PLAINTEXT and SASL_SSL ones (`sasl.enabled.mechanisms`; PLAIN's users from
 `sasl.jaas.config`, SCRAM's credentials from `/config/users/<user>`, read at each authentication so that a user
-added or changed with `zkbroker configs` is in force at once, without waiting for `/config/changes`) -- and the
-client side a broker uses on the inter-broker listener (`inter_broker_security`): the controller's channel,
-replica fetchers, transaction markers and controlled shutdown authenticate as any client does."""
+added or changed with `zkbroker configs` is in force at once, without waiting for `/config/changes`). The
+client side a broker uses on the inter-broker listener is client/security.py's `inter_broker_security`."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from collections.abc import Callable
 
 from kazoo.exceptions import NoNodeError
 
-from zkbroker.client.security import ClientSecurity, jaas_options
-from zkbroker.config import ConfigError, KafkaConfig
+from zkbroker.config import KafkaConfig
 from zkbroker.protocol.headers import RequestHeader
 from zkbroker.security.listeners import EndPoint
 from zkbroker.security.plain import plain_users
@@ -54,36 +52,6 @@ def ssl_server_context(config: KafkaConfig) -> ssl.SSLContext:
     return context
 
 
-def jaas_config(config: KafkaConfig, listener_name: str, mechanism: str) -> str:
-    """`listener.name.<listener>.<mechanism>.sasl.jaas.config` (lower case, as Kafka), else `sasl.jaas.config`."""
-    key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-    return config.originals.get(key, config["sasl.jaas.config"])
-
-
-def inter_broker_security(config: KafkaConfig) -> ClientSecurity | None:
-    """How this broker reaches the others' inter-broker listener; None when it is PLAINTEXT. TLS with the
-    broker's own key store as its client certificate and its trust store; SASL with
-    `sasl.mechanism.inter.broker.protocol` and the username and password of that mechanism's JAAS config (the
-    listener's override, else `sasl.jaas.config`), as Kafka's brokers log in."""
-    endpoint = config.inter_broker_endpoint
-    protocol = endpoint.security_protocol
-    if not protocol.uses_tls and not protocol.uses_sasl:
-        return None
-    mechanism = config["sasl.mechanism.inter.broker.protocol"].upper()
-    username = password = ""
-    if protocol.uses_sasl:
-        key = f"listener.name.{endpoint.listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-        options = jaas_options(jaas_config(config, endpoint.listener_name, mechanism))
-        username, password = options.get("username", ""), options.get("password", "")
-        if not username:
-            raise ConfigError(f"Invalid value for configuration {key} (or sasl.jaas.config): a SASL inter-broker "
-                              f"listener needs the broker's username=\"...\" password=\"...\" for {mechanism}")
-    return ClientSecurity(protocol, mechanism, username, password, config["ssl.truststore.location"] or None,
-                          config["ssl.keystore.location"] or None,
-                          config["ssl.endpoint.identification.algorithm"].lower() == "https",
-                          config["ssl.key.password"])
-
-
 def scram_lookup(zk: ZkClient, bridge: LoopBridge) -> Callable:
     async def lookup(mechanism: str, user: str) -> ScramCredential | None:
         if not user or "/" in user or user in (".", ".."):
@@ -115,7 +83,9 @@ def _listener(config: KafkaConfig, endpoint: EndPoint, context: ssl.SSLContext |
     authenticator = None
     if protocol.uses_sasl:
         mechanisms = tuple(config["sasl.enabled.mechanisms"])
-        users = plain_users(jaas_config(config, endpoint.listener_name, "PLAIN")) if "PLAIN" in mechanisms else {}
+        users = {}
+        if "PLAIN" in mechanisms:
+            users = plain_users(config.listener_jaas_config(endpoint.listener_name, "PLAIN"))
 
         def authenticator() -> SaslServerAuthenticator:
             return SaslServerAuthenticator(mechanisms, users, lookup, api_versions)

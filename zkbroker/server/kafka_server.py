@@ -30,6 +30,7 @@ from controller.controller import KafkaController
 from zkbroker import control_protocol as control
 from zkbroker import timeline
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.log.cleaner import CleanerConfig
@@ -42,7 +43,7 @@ from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.channel_builders import build_listeners, inter_broker_security
+from zkbroker.server.channel_builders import build_listeners
 from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver

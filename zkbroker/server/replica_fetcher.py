@@ -19,14 +19,13 @@ import logging
 from dataclasses import dataclass
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
-from zkbroker.client.security import AuthenticationError, ClientSecurity
+from zkbroker.client.security import AuthenticationError, ClientSecurity, inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 from zkbroker.server import offset_out_of_range
-from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.server.partition import Partition
 from zkbroker.topic_partition import TopicPartition
 

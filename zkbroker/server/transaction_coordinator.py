@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkbroker import admin
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.coordinator.transaction import decisions, loading
 from zkbroker.coordinator.transaction.log_format import encode_key, encode_value, partition_for
@@ -39,7 +40,6 @@ from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.log.log import Log
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.message_set import build_message_set, iter_messages
-from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager

@@ -6,12 +6,11 @@ import asyncio
 
 import pytest
 
-from zkbroker.client.security import AuthenticationError, ClientSecurity
+from zkbroker.client.security import AuthenticationError, ClientSecurity, inter_broker_security
 from zkbroker.config import ConfigError, KafkaConfig
 from zkbroker.protocol.api import decode_response, encode_request
 from zkbroker.security.listeners import SecurityProtocol
 from zkbroker.security.scram import make_credential
-from zkbroker.server.channel_builders import inter_broker_security
 from zkbroker.server.sasl_authenticator import AuthenticationFailed, SaslServerAuthenticator
 
 CREDENTIALS = {("SCRAM-SHA-512", "broker"): make_credential("SCRAM-SHA-512", "broker-secret")}
