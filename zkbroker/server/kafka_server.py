@@ -43,7 +43,7 @@ from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.channel_builders import build_listeners
+from zkbroker.server.channel_builders import CredentialCache, build_listeners
 from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
@@ -143,9 +143,15 @@ class KafkaServer:
             if self.lab_control is not None:
                 await self.lab_control.start()
             bridge = LoopBridge(loop)
+            credentials = CredentialCache(self.zk, bridge)
+
+            def users_or_clients_changed() -> None:  # their quotas, and users' SCRAM credentials
+                self.quotas.reload()
+                credentials.clear()
+
             self.config_manager = DynamicConfigManager(
                 self.zk, self.dynamic_config, self._local_topics,
-                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), self.quotas.reload)
+                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), users_or_clients_changed)
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.dynamic_config.current, self.log_manager, self.zk, bridge)
@@ -164,7 +170,7 @@ class KafkaServer:
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config),
-                                              build_listeners(self.config, self.zk, bridge, apis.handle_api_versions))
+                                              build_listeners(self.config, credentials, apis.handle_api_versions))
             await self.socket_server.start()
             self._start_log_duties()
             self._every_async(self.config["replica.high.watermark.checkpoint.interval.ms"],
