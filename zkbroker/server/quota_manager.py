@@ -9,9 +9,9 @@ quota entity, named by the real user and client id at the level the quota was fo
 still holds each user to it separately).
 
 How much: the rate is measured over `quota.window.num` samples of `quota.window.size.seconds` (11 of 1 s) as
-Kafka's Rate does -- the bytes in the samples over the time they span, at least the span of all but one
-sample -- and a rate above the bound is throttled for `(rate - bound) / bound * span`: the time after which
-the same bytes would have kept the entity within its quota. A request-time quota (`request_percentage`,
+Kafka's Rate does -- the bytes in the samples over the time they span, with the full windows missing from the
+first (samples - 1) added -- and a rate above the bound is throttled for `(rate - bound) / bound * span`: the
+time after which the same bytes would have kept the entity within its quota. A request-time quota (`request_percentage`,
 KIP-124: percent of one request handler thread) is measured the same way, on the time each request held the
 broker's event loop, and its throttle is capped at one window, as Kafka's ClientRequestQuotaManager caps it.
 """
@@ -78,11 +78,16 @@ class Rate:
         self._samples[-1].value += value
 
     def span(self, now: float) -> float:
-        """The time the samples cover, at least (samples - 1) windows (Rate.windowSize)."""
+        """The time the samples cover, as Kafka's Rate.windowSize counts it: with fewer than (samples - 1) full
+        windows elapsed, the missing full windows are added to the time elapsed (its fraction of a window kept),
+        so the span never falls below (samples - 1) windows and does not step down when the oldest sample leaves."""
         while self._samples and now - self._samples[0].start >= self.samples * self.window_s:
             self._samples.popleft()
         elapsed = now - self._samples[0].start if self._samples else 0.0
-        return max(elapsed, (self.samples - 1) * self.window_s)
+        full_windows = int(elapsed // self.window_s)
+        if full_windows < self.samples - 1:
+            elapsed += (self.samples - 1 - full_windows) * self.window_s
+        return elapsed
 
     def measure(self, now: float) -> float:
         span = self.span(now)
