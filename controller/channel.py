@@ -14,6 +14,7 @@ import functools
 import logging
 import queue
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from typing import Any
 from controller.context import LeaderIsrAndZkVersion
 from zkbroker import timeline
 from zkbroker.client.connection import receive_response
+from zkbroker.client.security import AuthenticationError, ClientSecurity
 from zkbroker.protocol.api import ApiKey, request_schema
 from zkbroker.protocol.client_codec import ClientCodec
 from zkbroker.protocol.errors import ProtocolError
@@ -70,12 +72,15 @@ class _RequestSendThread(threading.Thread):
     on a new one, every 300 ms until the broker answers or is removed. 0.8.2 had one request in flight per
     broker: a batch's UpdateMetadata then waited for its LeaderAndIsr's answer to come back first."""
 
-    def __init__(self, controller_id: int, broker: BrokerRegistration, timeout_s: float) -> None:
+    def __init__(self, controller_id: int, broker: BrokerRegistration, timeout_s: float,
+                 security: ClientSecurity | None = None) -> None:
         super().__init__(name=f"Controller-{controller_id}-to-broker-{broker.broker_id}-send-thread", daemon=True)
         self.controller_id = controller_id
         self.broker = broker
         self.queue: queue.Queue[_Request | None] = queue.Queue()
         self.timeout_s = timeout_s
+        self.security = security  # the inter-broker listener's TLS and SASL; None: PLAINTEXT
+        self._refused = False  # the broker refused our credentials (logged once until a connection succeeds)
         self._client_id = f"controller-{controller_id}"
         self._stopped = threading.Event()
         self._sock: socket.socket | None = None
@@ -102,6 +107,11 @@ class _RequestSendThread(threading.Thread):
                 except (OSError, ProtocolError) as e:
                     if self._stopped.is_set():
                         return
+                    if isinstance(e, (AuthenticationError, ssl.SSLError)) and not self._refused:
+                        self._refused = True
+                        log.error("[Controller %d]: Authentication with broker %d at %s:%d failed; its %s waits "
+                                  "until it succeeds: %s", self.controller_id, self.broker.broker_id,
+                                  self.broker.host, self.broker.port, ApiKey(pending[0].payload.api_key).name, e)
                     log.debug("Controller %d failed to send %s to broker %d (%r); retrying", self.controller_id,
                               ApiKey(pending[0].payload.api_key).name, self.broker.broker_id, e)
                     self._close()
@@ -151,8 +161,19 @@ class _RequestSendThread(threading.Thread):
         if self._sock is None:
             sock = socket.create_connection((self.broker.host, self.broker.port), timeout=self.timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            codec = ClientCodec(self._client_id)
+            if self.security is not None:
+                try:
+                    sock = self.security.secure(sock, self.broker.host, functools.partial(_exchange, codec=codec))
+                except BaseException:
+                    sock.close()
+                    raise
+                if self._refused:
+                    log.info("[Controller %d]: Authenticated with broker %d", self.controller_id,
+                             self.broker.broker_id)
+                    self._refused = False
             self._sock = sock
-            self._codec = ClientCodec(self._client_id)
+            self._codec = codec
             if self._stopped.is_set():
                 self._close()
                 raise ConnectionError("the send thread is stopping")
@@ -164,16 +185,24 @@ class _RequestSendThread(threading.Thread):
             sock.close()
 
 
+def _exchange(sock: socket.socket, api_key: int, api_version: int, body: Any, codec: ClientCodec) -> Any:
+    """One request and its answer while a connection authenticates (before any queued request is written)."""
+    sock.sendall(codec.send(api_key, api_version, body))
+    return receive_response(sock, codec, "broker").body
+
+
 class ControllerChannelManager:
-    def __init__(self, controller_id: int, socket_timeout_ms: int = 30000) -> None:
+    def __init__(self, controller_id: int, socket_timeout_ms: int = 30000,
+                 security: ClientSecurity | None = None) -> None:
         self.controller_id = controller_id
         self.timeout_s = socket_timeout_ms / 1000.0
+        self.security = security
         self._threads: dict[int, _RequestSendThread] = {}
 
     def add_broker(self, broker: BrokerRegistration) -> None:
         if broker.broker_id in self._threads:
             return
-        thread = _RequestSendThread(self.controller_id, broker, self.timeout_s)
+        thread = _RequestSendThread(self.controller_id, broker, self.timeout_s, self.security)
         self._threads[broker.broker_id] = thread
         thread.start()
 

@@ -70,6 +70,7 @@ from controller.replica_state import ReplicaState
 from controller.replica_state_machine import ReplicaStateMachine
 from controller.zk_writes import FencedWriter
 from zkbroker import timeline
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.gc_pause import gc_paused
@@ -458,7 +459,8 @@ class KafkaController(SessionListener):
                       "states)", timing.label, timing.elapsed_ms(), len(ctx.all_topics), len(ctx.assignments),
                       len(ctx.leadership))
         # (4) the channel manager
-        self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"])
+        self.channel = ControllerChannelManager(self.broker_id, self.config["controller.socket.timeout.ms"],
+                                                inter_broker_security(self.config))
         for broker in ctx.live_brokers.values():
             self.channel.add_broker(broker)
         self._initialize_preferred_replica_election(preferred_data)

@@ -438,9 +438,19 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for ke
               "LISTENER_NAME:SECURITY_PROTOCOL pairs (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); unset: each "
               "protocol's name stands for itself."),
     ConfigKey("inter.broker.listener.name", _STRING, "",
-              "The listener brokers reach each other on; unset: PLAINTEXT (security.inter.broker.protocol's "
-              "default), or the only listener. Must be a PLAINTEXT listener here (secured inter-broker "
-              "connections are not built yet)."),
+              "The listener brokers reach each other on (controller requests, replica fetches, transaction markers, "
+              "controlled shutdown); unset: the one named by security.inter.broker.protocol, else PLAINTEXT, else "
+              "the only listener. On SSL or SASL listeners brokers authenticate as clients do."),
+    ConfigKey("security.inter.broker.protocol", _STRING, "",
+              "The inter-broker listener named by its protocol (the listener of that name); Kafka's older key. "
+              "Setting it and inter.broker.listener.name both is an error."),
+    ConfigKey("sasl.mechanism.inter.broker.protocol", _STRING, "GSSAPI",
+              "The SASL mechanism a broker authenticates with on a SASL inter-broker listener (one of "
+              "sasl.enabled.mechanisms); its username and password are the ones in "
+              "listener.name.<listener>.<mechanism>.sasl.jaas.config, else sasl.jaas.config."),
+    ConfigKey("ssl.endpoint.identification.algorithm", _STRING, "https",
+              "https: a broker reaching another over TLS checks the certificate names that broker's host (Kafka "
+              "2.0's default); empty: it does not."),
     ConfigKey("ssl.keystore.type", _STRING, "PEM",
               "PEM only (KIP-651): ssl.keystore.location is a PEM file holding the certificate chain and the "
               "private key. Kafka's JKS and PKCS12 stores convert with keytool and openssl.", OneOf(("PEM",))),
@@ -905,9 +915,19 @@ class KafkaConfig:
             advertised.append(listeners.EndPoint(inter, self.advertised_host, self.advertised_port, protocol))
         return listeners.advertised_endpoints(self.endpoints, advertised, self.advertised_host)
 
+    def listener_jaas_config(self, listener_name: str, mechanism: str) -> str:
+        """`listener.name.<listener>.<mechanism>.sasl.jaas.config` (lower case, as Kafka), else `sasl.jaas.config`."""
+        key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        return self.originals.get(key, self["sasl.jaas.config"])
+
     @property
     def inter_broker_listener_name(self) -> str:
-        return listeners.inter_broker_listener(self.endpoints, self["inter.broker.listener.name"]).listener_name
+        return self.inter_broker_endpoint.listener_name
+
+    @property
+    def inter_broker_endpoint(self) -> listeners.EndPoint:
+        """The listener brokers reach each other on (bound form), with its security protocol."""
+        return listeners.inter_broker_listener(self.endpoints, _inter_broker_name(self._values))
 
     @property
     def log_dirs(self) -> tuple[str, ...]:
@@ -1100,17 +1120,28 @@ def _listener_part(name: str, originals: Mapping[str, str], parse: Callable[[tup
         raise _invalid(name, raw, str(e)) from None
 
 
+def _inter_broker_name(values: Mapping[str, str]) -> str:
+    """inter.broker.listener.name, else the listener security.inter.broker.protocol names (Kafka: not both)."""
+    name, protocol = values.get("inter.broker.listener.name", ""), values.get("security.inter.broker.protocol", "")
+    if name and protocol:
+        raise _invalid("security.inter.broker.protocol", protocol,
+                       "only one of inter.broker.listener.name and security.inter.broker.protocol may be set")
+    if protocol:
+        try:
+            return listeners.SecurityProtocol.parse(protocol).value
+        except ValueError as e:
+            raise _invalid("security.inter.broker.protocol", protocol, str(e)) from None
+    return name
+
+
 def _inter_broker(originals: Mapping[str, str], bound: list[listeners.EndPoint]) -> listeners.EndPoint:
-    name = originals.get("inter.broker.listener.name", "")
+    name = _inter_broker_name(originals)
+    key = "security.inter.broker.protocol" if originals.get("security.inter.broker.protocol") else \
+        "inter.broker.listener.name"
     try:
-        inter = listeners.inter_broker_listener(bound, name)
+        return listeners.inter_broker_listener(bound, name)
     except ValueError as e:
-        raise _invalid("inter.broker.listener.name", name, str(e)) from None
-    if inter.security_protocol is not listeners.SecurityProtocol.PLAINTEXT:
-        raise _invalid("inter.broker.listener.name", name or inter.listener_name,
-                       f"listener {inter.listener_name} is {inter.security_protocol.value}; brokers reach each other "
-                       "over a PLAINTEXT listener only (secured inter-broker connections are not built yet)")
-    return inter
+        raise _invalid(key, name, str(e)) from None
 
 
 def _check_security(values: Mapping[str, Any]) -> None:
@@ -1129,6 +1160,22 @@ def _check_security(values: Mapping[str, Any]) -> None:
         parse_super_users(values["super.users"])
     except ValueError as e:
         raise _invalid("super.users", values["super.users"], str(e)) from None
+    _check_inter_broker_sasl(values)
+
+
+def _check_inter_broker_sasl(values: Mapping[str, Any]) -> None:
+    """A SASL inter-broker listener: the broker's mechanism is enabled (Kafka's rule) and its credentials given."""
+    name = _inter_broker_name(values)
+    try:
+        inter = listeners.inter_broker_listener(_endpoints(values), name)
+    except ValueError:  # a KRaft controller's listeners, checked where they are read
+        return
+    if not inter.security_protocol.uses_sasl:
+        return
+    mechanism = values["sasl.mechanism.inter.broker.protocol"].upper()
+    if mechanism not in values["sasl.enabled.mechanisms"]:
+        raise _invalid("sasl.mechanism.inter.broker.protocol", mechanism,
+                       "must be one of sasl.enabled.mechanisms when SASL is used for inter-broker communication")
 
 
 def _endpoints(values: Mapping[str, Any]) -> list[listeners.EndPoint]:

@@ -40,7 +40,10 @@ The fault points and their parameters are zkbroker/fault_points.py's. `state` is
      "controller": null,                      # or, on the controller: {"epoch": 3, "epoch_zk_version": 2,
                                               #  "live_brokers": [...], "shutting_down": [...], "queue_held": false,
                                               #  "queued_events": 0, "partitions": [{..., "zk_version": 7}]}
-     "faults": [{"point": "hold_fetchers"}]}
+     "faults": [{"point": "hold_fetchers"}],
+     "quotas": [{"quota": "producer_byte_rate", "user": "alice", "client_id": null,   # each quota entity in use:
+                 "bound": 1048576.0, "rate": 1046201.5,                              # the broker's windowed rate
+                 "throttle_ms": 312, "throttled_s_ago": 0.4}]}                       # the last throttle
 
 A KRaft controller's `state` (DESIGN §17) is instead:
 

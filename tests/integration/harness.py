@@ -57,7 +57,8 @@ class Broker:
                  "zookeeper.connect": zk_connect, "zookeeper.session.timeout.ms": SESSION_TIMEOUT_MS,
                  # A controlled shutdown that cannot move leadership (the last broker of a test) retries quickly.
                  "controlled.shutdown.retry.backoff.ms": CONTROLLED_SHUTDOWN_BACKOFF_MS}
-        props.update({k.replace("_", "."): v for k, v in overrides.items()})
+        # log_retention_ms=... as a keyword; a key given with its dots keeps its underscores (listener.name.sasl_ssl...)
+        props.update({k if "." in k else k.replace("_", "."): v for k, v in overrides.items()})
         self.host = str(props["host.name"])  # where the broker listens (a loopback alias in cross-host tests)
         self.config = self.dir / "server.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -243,12 +243,28 @@ def test_our_tools_reach_secured_listeners_with_a_command_config(secure_broker, 
                                "topics", "--entity-name", "secure-tools"], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, (listener, done.stderr)
         assert done.stdout.startswith("Dynamic configs for topic secure-tools are:"), (listener, done.stdout)
+    # every other tool that reaches brokers, through the one --command-config reader (tools/common.py)
+    for argv, expected in ((["topics", "--describe", "--topic", "secure-tools"], "Topic: secure-tools"),
+                           (["consumer-groups", "--list"], ""),
+                           (["transactions", "list"], "TransactionalId"),
+                           (["delete-records", "--offset-json-file", str(_offsets_file(sb.broker.dir))],
+                            "partition: secure-tools-0\tlow_watermark: 0")):
+        done = subprocess.run([sys.executable, "-m", "zkbroker", argv[0], "--bootstrap-server",
+                               sb.bootstrap("SASL_SSL"), "--command-config", str(sb.broker.dir / "SASL_SSL.properties"),
+                               *argv[1:]], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and expected in done.stdout, (argv, done.stdout, done.stderr)
     path = sb.broker.dir / "wrong.properties"
     path.write_text(configs["SASL_PLAINTEXT"].replace(ALICE[1], "wrong"))
     done = subprocess.run([sys.executable, "-m", "zkbroker", "configs", "--bootstrap-server",
                            sb.bootstrap("SASL_PLAINTEXT"), "--command-config", str(path), "--describe",
                            "--entity-type", "topics"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "invalid credentials" in done.stderr, done.stderr
+
+
+def _offsets_file(directory):
+    path = directory / "offsets.json"
+    path.write_text('{"version":1,"partitions":[{"topic":"secure-tools","partition":0,"offset":0}]}')
+    return path
 
 
 def test_an_admin_client_creates_a_scram_user_who_then_authenticates(secure_broker):

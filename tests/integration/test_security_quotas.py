@@ -1,5 +1,6 @@
 """Client quotas with a real client (issue 28): a user's producer_byte_rate, set with `zkbroker configs` while the
-broker runs, holds librdkafka near the quota by KIP-219's throttling (throttle_time_ms, then the connection muted).
+broker runs, holds librdkafka near the quota by KIP-219's throttling (throttle_time_ms, then the connection muted);
+a client id's request_percentage (KIP-124) throttles a librdkafka producer that keeps the broker busy.
 The bound checked is loose -- a loaded machine only makes the client slower; bench/security.py measures the rate
 against the 5% Kafka's own quota test allows."""
 
@@ -72,5 +73,20 @@ def test_a_users_producer_byte_rate_throttles_librdkafka_without_a_restart(tmp_p
         assert configs("--describe", "--entity-type", "clients") == (
             "Quota configs for default client-id are consumer_byte_rate=1000.0\n")
         wait_for(lambda: sb.broker.log_lines("Processed quota config change for clients/<default>"), 30, "the change")
+        # a request-time quota (KIP-124): 0.01% of a handler thread, which a client sending one Produce after
+        # another soon exceeds; librdkafka hears throttle_time_ms in its answers
+        assert configs("--alter", "--entity-type", "clients", "--entity-name", "busy", "--add-config",
+                       "request_percentage=0.01") == "Completed updating config for client-id 'busy'.\n"
+        wait_for(lambda: sb.broker.log_lines("Processed quota config change for clients/busy"), 30, "the change")
+        request_throttles = []
+        busy = ck.Producer({"bootstrap.servers": sb.bootstrap("PLAINTEXT"), "client.id": "busy", "linger.ms": 0,
+                            "throttle_cb": lambda event: request_throttles.append(event.throttle_time)})
+        deadline = time.monotonic() + 30
+        while not request_throttles and time.monotonic() < deadline:
+            busy.produce("metered", b"small")
+            busy.flush(10)
+        assert request_throttles and max(request_throttles) > 0, "no request-time throttle"
+        assert max(request_throttles) <= 1.0  # capped at one quota window
+        del busy
     finally:
         sb.broker.cleanup()

@@ -451,7 +451,13 @@ def test_several_listeners_with_their_protocols():
 
 
 @pytest.mark.parametrize(("props", "key", "reason"), [
-    ({"listeners": "SSL://:9093"}, "inter.broker.listener.name", "brokers reach each other over a PLAINTEXT"),
+    ({"listeners": "PLAINTEXT://:1,SSL://:2", "inter.broker.listener.name": "SSL",
+      "security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol", "only one of"),
+    ({"listeners": "PLAINTEXT://:1,SSL://:2", "security.inter.broker.protocol": "TLS"},
+     "security.inter.broker.protocol", "unknown security protocol"),
+    ({"listeners": "PLAINTEXT://:1,SASL_SSL://:2", "inter.broker.listener.name": "SASL_SSL",
+      "ssl.keystore.location": "/k.pem", "sasl.enabled.mechanisms": "SCRAM-SHA-512"},
+     "sasl.mechanism.inter.broker.protocol", "must be one of sasl.enabled.mechanisms"),
     ({"listeners": "PLAINTEXT://:1,SSL://:2", "inter.broker.listener.name": "X"}, "inter.broker.listener.name",
      "X is not one of the listeners"),
     ({"listeners": "PLAINTEXT://:1,SSL://:2"}, "ssl.keystore.location", "needs the broker's certificate"),

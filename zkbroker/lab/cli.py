@@ -54,6 +54,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--secure", action="store_true",
                     help="ZooKeeper with a SASL login for the brokers, and znodes with Kafka's secure ACLs "
                          "(zookeeper.set.acl=true); tools log in with DIR/jaas.conf")
+    up.add_argument("--security", default="plaintext", metavar="PROTOCOL",
+                    help="the brokers' listener: plaintext (default), ssl, sasl_plaintext or sasl_ssl, with the "
+                         "lab's CA and certificates, an admin super user and inter-broker credentials; tools "
+                         "reach it with --command-config DIR/client.properties")
     action("env", "print the lab's addresses as shell variables: eval \"$(zkbroker lab env --dir DIR)\"", _env)
     status = action("status", "show the controller and epoch, brokers and partitions", _status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -116,7 +120,7 @@ def _up(args: argparse.Namespace) -> int:
     brokers = args.brokers if args.brokers is not None else (0 if args.kraft else 3)
     cluster = lab.up(brokers=brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
                      zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure,
-                     kraft=args.kraft, controllers=args.controllers)
+                     kraft=args.kraft, controllers=args.controllers, security=args.security)
     status = lab.status()
     if cluster.kraft:
         for c in cluster.controllers:
@@ -142,6 +146,9 @@ def _up(args: argparse.Namespace) -> int:
     print(f"Cluster description: {lab.cluster_file}")
     if lab.secure:
         print(f"ZooKeeper login for tools: export {JAAS_CONFIG_ENV}={lab.dir / JAAS_FILE}")
+    if cluster.security:
+        print(f"Listeners: {cluster.security['protocol']}; the admin's client configuration for tools: "
+              f"--command-config {cluster.security['client_properties']}")
     return 0
 
 
@@ -160,6 +167,8 @@ def _env(args: argparse.Namespace) -> int:
     print(f"BROKERS={shlex.quote(','.join(f'{b.host}:{b.port}' for b in cluster.brokers))}")
     if lab.secure:
         print(f"export {JAAS_CONFIG_ENV}={shlex.quote(str(lab.dir / JAAS_FILE))}")
+    if cluster.security:  # a secured lab's admin, for --command-config "$COMMAND_CONFIG"
+        print(f"COMMAND_CONFIG={shlex.quote(cluster.security['client_properties'])}")
     return 0
 
 

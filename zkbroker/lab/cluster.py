@@ -23,6 +23,8 @@ lab verbs take `controller:ID` wherever they take a broker id.
 `up --secure` starts its ZooKeeper with a SASL DIGEST-MD5 login for the brokers and the brokers with
 `zookeeper.set.acl=true` (zkbroker.zk.security); the login is written to `DIR/jaas.conf`, which the lab's
 brokers get through $ZKBROKER_JAAS_CONFIG and which tools need the same way to change anything.
+`up --security ssl|sasl_plaintext|sasl_ssl` gives every broker one listener of that protocol, TLS certificates
+and SASL users as zkbroker/lab/lab_security.py makes them, and cluster.json a "security" entry (DESIGN §19).
 
 A lab cannot leak processes: every command that starts, stops or signals processes (up, down, start, stop,
 kill, pause, resume, partition, heal) holds an exclusive lock on `DIR/lab.lock` (fcntl), so `down` never runs
@@ -57,6 +59,7 @@ from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
 from zkbroker.control_protocol import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
 from zkbroker.lab import kraft_lab
 from zkbroker.lab.control_client import ControlClient
+from zkbroker.lab.lab_security import CLIENT_PROPERTIES, PROTOCOLS, lab_security, write_lab_files
 from zkbroker.lab.network import (
     CLIENTS,
     LabNetwork,
@@ -71,6 +74,7 @@ from zkbroker.zk import paths
 from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
 from zkbroker.zk.znodes import (
     ControllerRegistration,
+    EntityConfig,
     LeaderIsrState,
     TopicAssignment,
     ZnodeFormatError,
@@ -146,6 +150,7 @@ class ClusterFile:
     brokers: list[BrokerEntry] = field(default_factory=list)
     mode: str = "zookeeper"  # or "kraft" (DESIGN §17)
     controllers: list[ControllerEntry] = field(default_factory=list)
+    security: dict | None = None  # `up --security`: protocol, mechanisms, ca, admin (lab_security.py)
 
     @property
     def kraft(self) -> bool:
@@ -159,6 +164,8 @@ class ClusterFile:
                 out.pop(key)
         else:
             out.pop("controllers")
+        if out["security"] is None:  # a plaintext lab's cluster.json is as before --security existed
+            del out["security"]
         return out
 
     def controller(self, node_id: int) -> ControllerEntry:
@@ -225,7 +232,7 @@ class LabCluster:
         return ClusterFile(raw.get("zookeeper", ""), raw.get("zookeeper_pid"),
                            [ZooKeeperEntry(**z) for z in raw.get("zookeepers", [])],
                            [BrokerEntry(**b) for b in raw.get("brokers", [])], raw.get("mode", "zookeeper"),
-                           [ControllerEntry(**c) for c in raw.get("controllers", [])])
+                           [ControllerEntry(**c) for c in raw.get("controllers", [])], raw.get("security"))
 
     @contextlib.contextmanager
     def locked(self, create: bool = False, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
@@ -268,8 +275,10 @@ class LabCluster:
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
            base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
            subnet: str | None = None, secure: bool = False, kraft: bool = False,
-           controllers: int = 3) -> ClusterFile:
+           controllers: int = 3, security: str = "plaintext") -> ClusterFile:
         if kraft:
+            if security != "plaintext":
+                raise LabError("A KRaft lab runs PLAINTEXT listeners only (lab up --security is for ZooKeeper mode)")
             return self._up_kraft_checked(brokers, controllers, zookeeper, config, timeout_s, zookeepers, network,
                                           subnet, secure)
         if brokers < 1:
@@ -288,17 +297,23 @@ class LabCluster:
         if secure and zookeeper != "auto":
             raise LabError("--secure needs the lab's own ZooKeeper (--zookeeper auto), which it starts with the "
                            "brokers' SASL login")
+        if security.lower() not in PROTOCOLS:
+            raise LabError(f"--security takes {', '.join(PROTOCOLS)}, not {security}")
         if network:
             _check_network_privilege()
         with self.locked(create=True):
             if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
                 raise LabError(f"A lab cluster is already running in {self.dir}; "
                                f"stop it with `zkbroker lab down --dir {self.dir}`")
-            return self._up(brokers, zookeeper, config, base_port, timeout_s, zookeepers, network, subnet, secure)
+            return self._up(brokers, zookeeper, config, base_port, timeout_s, zookeepers, network, subnet, secure,
+                            security)
 
     def _up(self, brokers: int, zookeeper: str, config: list[str] | tuple[str, ...], base_port: int | None,
-            timeout_s: float, zookeepers: int, network: bool, subnet: str | None, secure: bool) -> ClusterFile:
+            timeout_s: float, zookeepers: int, network: bool, subnet: str | None, secure: bool,
+            security: str) -> ClusterFile:
         overrides = _parse_overrides(config)
+        secured = lab_security(security, self.dir)
+        (self.dir / CLIENT_PROPERTIES).unlink(missing_ok=True)  # an earlier secured lab's in DIR
         (self.dir / JAAS_FILE).unlink(missing_ok=True)  # a login left by an earlier --secure lab in DIR
         login = self._write_login() if secure else None
         if secure:
@@ -319,15 +334,22 @@ class LabCluster:
             else:
                 zk_hosts = zookeeper.split("/", 1)[0]
             cluster.zookeeper = zk_hosts + chroot
+            if secured is not None:
+                write_lab_files(secured, sorted(set(addresses.values())))
+                cluster.security = secured.cluster_entry()
             self.save(cluster)
             with _zk(zk_hosts, login) as zk:
                 zk.ensure_path(chroot)  # with Kafka's secure ACL when secure, like every znode below it
+                for user, credentials in (secured.scram_users() if secured is not None else {}).items():
+                    zk.create(chroot + paths.user_config_path(user), EntityConfig(credentials).encode(),
+                              makepath=True)
             # In the lab network every broker has an address of its own, so all can use the same port.
             ports = [base_port or DEFAULT_BASE_PORT] * brokers if network else _choose_ports(brokers, base_port)
             for broker_id, port in zip(range(1, brokers + 1), ports):
                 host = addresses.get(broker_node(broker_id), HOST)
+                secured_props = secured.broker_properties(host, port) if secured is not None else {}
                 cluster.brokers.append(self._write_broker_config(cluster.zookeeper, broker_id, host, port,
-                                                                 overrides))
+                                                                 {**secured_props, **overrides}))
             self.save(cluster)
             for entry in cluster.brokers:
                 entry.pid = self._spawn(entry, broker_node(entry.id))

@@ -8,6 +8,8 @@ A handler takes the decoded request and returns the response: a complete frame (
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import time
 import zlib
@@ -26,8 +28,8 @@ from zkbroker.protocol.api import (
     api_versions_response,
     api_versions_unsupported_response,
     decode_request,
-    encode_response,
 )
+from zkbroker.protocol.api import encode_response as encode_frame
 from zkbroker.protocol.errors import BrokerResponseError, ErrorCode, RemoteProtocolError
 from zkbroker.protocol.fetch_response import encode_fetch_response
 from zkbroker.protocol.headers import RequestHeader
@@ -42,6 +44,7 @@ from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.network import CONNECTION, SESSION, mute_after_response
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
+from zkbroker.server.request_time import RequestTime
 from zkbroker.server.topic_creation import TopicAutoCreator
 from zkbroker.topic_partition import TopicPartition
 from zkbroker.zk import paths
@@ -58,6 +61,47 @@ if TYPE_CHECKING:
 log = logging.getLogger("zkbroker.server.KafkaApis")
 
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
+
+# Requests a request-time quota never holds (Kafka's clusterAction APIs; follower fetches too, below).
+QUOTA_EXEMPT = frozenset({ApiKey.LEADER_AND_ISR, ApiKey.STOP_REPLICA, ApiKey.UPDATE_METADATA,
+                          ApiKey.CONTROLLED_SHUTDOWN, ApiKey.WRITE_TXN_MARKERS})
+
+
+class RequestQuota:
+    """The running request under a request-time quota (KIP-124): its loop time is recorded once, when its
+    response is made (as KafkaApis's sendResponseMaybeThrottle records it) or when its handler ends, and a
+    throttle mutes the connection after the response (KIP-219)."""
+
+    __slots__ = ("time", "_record", "_throttle_ms")
+
+    def __init__(self, record: Callable[[float], int]) -> None:
+        self.time = RequestTime()
+        self._record = record
+        self._throttle_ms: int | None = None
+
+    def throttle_ms(self) -> int:
+        if self._throttle_ms is None:
+            self._throttle_ms = self._record(self.time.seconds())
+            if self._throttle_ms:
+                mute_after_response(self._throttle_ms)
+        return self._throttle_ms
+
+
+REQUEST_QUOTA: contextvars.ContextVar[RequestQuota | None] = contextvars.ContextVar("request_quota", default=None)
+
+
+def request_throttle_ms() -> int:
+    """The running request's request-time throttle (0 without a request quota)."""
+    quota = REQUEST_QUOTA.get()
+    return 0 if quota is None else quota.throttle_ms()
+
+
+def encode_response(header: RequestHeader, body: Any) -> bytes:
+    """A response frame whose throttle_time_ms, if it has one, is the larger of the handler's (a byte-rate
+    quota's) and the request-time quota's, as Kafka answers the larger of the two."""
+    if isinstance(body, dict) and "throttle_time_ms" in body and REQUEST_QUOTA.get() is not None:
+        body["throttle_time_ms"] = max(body["throttle_time_ms"], request_throttle_ms())
+    return encode_frame(header, body)
 
 #: How long WriteTxnMarkers waits for the ISR to have a marker (Kafka's request.timeout.ms default).
 MARKER_TIMEOUT_MS = 30_000
@@ -184,7 +228,18 @@ class KafkaApis:
                                       f"{header.api_version} from client {header.client_id!r}",
                                       error_code=ErrorCode.UNSUPPORTED_VERSION)
         request = decode_request(header, frame, body_offset)
-        return await self._handlers[header.api_key](header, request)
+        handler = self._handlers[header.api_key](header, request)
+        if self.quotas is None or not self.quotas.request.active or header.api_key in QUOTA_EXEMPT or (
+                header.api_key == ApiKey.FETCH and request.replica_id >= 0):
+            return await handler
+        session = SESSION.get()
+        quota = RequestQuota(functools.partial(self.quotas.record_request_time, session.principal, header.client_id))
+        token = REQUEST_QUOTA.set(quota)
+        try:
+            return await quota.time.timed(handler)
+        finally:
+            quota.throttle_ms()  # recorded now if its response had no throttle_time_ms (or there was none)
+            REQUEST_QUOTA.reset(token)
 
     # ---- ApiVersions --------------------------------------------------------------------------------------
 
@@ -413,7 +468,7 @@ class KafkaApis:
                         SESSION.get().principal, header.client_id, total), header.api_version >= 8)
                 return encode_fetch_response(header.correlation_id, header.api_version, topics,
                                              isolation_level=getattr(request, "isolation_level", 0),
-                                             throttle_time_ms=throttle_ms)
+                                             throttle_time_ms=max(throttle_ms, request_throttle_ms()))
             waiters = [p.waiter(loop) for p in touched]
             await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             for future in waiters:

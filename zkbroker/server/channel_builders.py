@@ -1,8 +1,8 @@
 """ChannelBuilders: each configured listener as the socket server serves it (Kafka's ChannelBuilders) -- the
 TLS context of SSL and SASL_SSL listeners (PEM key and trust stores, KIP-651; `ssl.client.auth`), and the SASL
 authenticator of SASL_PLAINTEXT and SASL_SSL ones (`sasl.enabled.mechanisms`; PLAIN's users from
-`sasl.jaas.config`, SCRAM's credentials from `/config/users/<user>`, read at each authentication so that a user
-added or changed with `zkbroker configs` is in force at once, without waiting for `/config/changes`)."""
+`sasl.jaas.config`, SCRAM's credentials from `/config/users/<user>` through the CredentialCache). The
+client side a broker uses on the inter-broker listener is client/security.py's `inter_broker_security`."""
 
 from __future__ import annotations
 
@@ -51,35 +51,53 @@ def ssl_server_context(config: KafkaConfig) -> ssl.SSLContext:
     return context
 
 
-def jaas_config(config: KafkaConfig, listener_name: str, mechanism: str) -> str:
-    """`listener.name.<listener>.<mechanism>.sasl.jaas.config` (lower case, as Kafka), else `sasl.jaas.config`."""
-    key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-    return config.originals.get(key, config["sasl.jaas.config"])
+class CredentialCache:
+    """SCRAM credentials by user (Kafka's CredentialCache): read from `/config/users/<user>` the first time a
+    user authenticates, then served from memory until a `/config/changes` notification for users clears it
+    (`clear`, from the dynamic config manager's thread). A user nobody has asked for yet is read at once, so a
+    user added with `zkbroker configs` connects without waiting for the notification; a flood of attempts for
+    one user costs one ZooKeeper read, not one each."""
 
+    def __init__(self, zk: ZkClient, bridge: LoopBridge) -> None:
+        self.zk = zk
+        self.bridge = bridge
+        self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._generation = 0  # bumped by clear: a read that started before it is not cached
 
-def scram_lookup(zk: ZkClient, bridge: LoopBridge) -> Callable:
-    async def lookup(mechanism: str, user: str) -> ScramCredential | None:
+    def clear(self) -> None:
+        self._generation += 1
+        self._users = {}
+
+    async def lookup(self, mechanism: str, user: str) -> ScramCredential | None:
         if not user or "/" in user or user in (".", ".."):
             return None
+        credentials = self._users.get(user)
+        if credentials is None:
+            generation = self._generation
+            credentials = await self._read(user)
+            if generation == self._generation:
+                self._users[user] = credentials
+        return credentials.get(mechanism)
+
+    async def _read(self, user: str) -> dict[str, ScramCredential]:
+        path = paths.user_config_path(user)
         try:
-            data, _ = await bridge.wait_for(zk.kazoo.get_async(paths.user_config_path(user)))
+            data, _ = await self.bridge.wait_for(self.zk.kazoo.get_async(path))
         except NoNodeError:
-            return None
+            return {}
         try:
-            return scram_credentials(EntityConfig.decode(data, paths.user_config_path(user)).config).get(mechanism)
+            return scram_credentials(EntityConfig.decode(data, path).config)
         except (ZnodeFormatError, ScramError) as e:
             log.warning("Ignoring the unreadable SCRAM credentials of user %r: %s", user, e)
-            return None
-    return lookup
+            return {}
 
 
-def build_listeners(config: KafkaConfig, zk: ZkClient, bridge: LoopBridge,
+def build_listeners(config: KafkaConfig, credentials: CredentialCache,
                     api_versions: Callable[[RequestHeader, bytearray, int], bytes]) -> list[Listener]:
     context = None
     if any(e.security_protocol.uses_tls for e in config.endpoints):
         context = ssl_server_context(config)
-    lookup = scram_lookup(zk, bridge)
-    return [_listener(config, endpoint, context, lookup, api_versions) for endpoint in config.endpoints]
+    return [_listener(config, endpoint, context, credentials.lookup, api_versions) for endpoint in config.endpoints]
 
 
 def _listener(config: KafkaConfig, endpoint: EndPoint, context: ssl.SSLContext | None, lookup: Callable,
@@ -88,7 +106,9 @@ def _listener(config: KafkaConfig, endpoint: EndPoint, context: ssl.SSLContext |
     authenticator = None
     if protocol.uses_sasl:
         mechanisms = tuple(config["sasl.enabled.mechanisms"])
-        users = plain_users(jaas_config(config, endpoint.listener_name, "PLAIN")) if "PLAIN" in mechanisms else {}
+        users = {}
+        if "PLAIN" in mechanisms:
+            users = plain_users(config.listener_jaas_config(endpoint.listener_name, "PLAIN"))
 
         def authenticator() -> SaslServerAuthenticator:
             return SaslServerAuthenticator(mechanisms, users, lookup, api_versions)

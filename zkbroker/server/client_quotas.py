@@ -49,20 +49,30 @@ class ClientQuotas:
         self.clock = clock
         self.produce = ClientQuotaManager(PRODUCE, samples, window_s)
         self.fetch = ClientQuotaManager(FETCH, samples, window_s)
+        self.request = ClientQuotaManager(REQUEST, samples, window_s, max_throttle_ms=int(window_s * 1000))
 
     def reload(self) -> None:
         """Read every quota znode (at start, and on a users or clients config change: they are few)."""
         configs = load_quota_configs(self.zk)
-        for manager in (self.produce, self.fetch):
+        for manager in (self.produce, self.fetch, self.request):
             manager.update(configs)
         if configs:
             log.info("Client quotas in force: %s", {f"{u or ''}/{c or ''}": q for (u, c), q in configs.items()})
+
+    def usage(self) -> list[dict]:
+        """Every quota entity in use, per quota type (ClientQuotaManager.usage)."""
+        now = self.clock()
+        return [row for manager in (self.produce, self.fetch, self.request) for row in manager.usage(now)]
 
     def record_produce(self, principal: str, client_id: str | None, size: int) -> int:
         return self.produce.record(_user(principal), client_id or "", size, self.clock())
 
     def record_fetch(self, principal: str, client_id: str | None, size: int) -> int:
         return self.fetch.record(_user(principal), client_id or "", size, self.clock())
+
+    def record_request_time(self, principal: str, client_id: str | None, seconds: float) -> int:
+        """A request's handler time, counted as Kafka counts it: percent of one thread (1 ms = 0.1)."""
+        return self.request.record(_user(principal), client_id or "", seconds * 100.0, self.clock())
 
 
 def _user(principal: str) -> str:

@@ -29,6 +29,7 @@ from controller.controller import KafkaController
 from zkbroker import control_protocol as control
 from zkbroker import timeline
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.log.cleaner import CleanerConfig
@@ -41,7 +42,7 @@ from zkbroker.server.acl_cache import AclCache
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.apis import KafkaApis
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.channel_builders import build_listeners
+from zkbroker.server.channel_builders import CredentialCache, build_listeners
 from zkbroker.server.client_quotas import ClientQuotas
 from zkbroker.server.duties import Duties, log_scheduler
 from zkbroker.server.dynamic_config import DynamicBrokerConfig, DynamicConfigManager
@@ -88,6 +89,7 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.prefix = f"[Kafka Server {self.broker_id}], "
+        self.inter_broker_security = inter_broker_security(config)  # checked before anything starts
         self.zk = ZkClient(config.zk_connect, config.zk_session_timeout_ms, config.zk_connection_timeout_ms,
                            name=f"broker-{self.broker_id}", secure_acls=config["zookeeper.set.acl"])
         self.metadata_cache = MetadataCache(self.zk)
@@ -119,7 +121,8 @@ class KafkaServer:
             return None
         FAULTS.source = f"broker:{self.broker_id}"
         handler = control.ControlHandler(FAULTS, BrokerState(self.broker_id, self.zk, self.metadata_cache,
-                                                             self.controller, lambda: self.replica_manager, FAULTS))
+                                                             self.controller, lambda: self.replica_manager, FAULTS,
+                                                             self.quotas))
         for request in control.initial_faults(os.environ.get(control.FAULTS_ENV_VAR)):
             answer = handler.handle(request)
             if not answer["ok"]:
@@ -138,9 +141,15 @@ class KafkaServer:
             if self.lab_control is not None:
                 await self.lab_control.start()
             bridge = LoopBridge(loop)
+            credentials = CredentialCache(self.zk, bridge)
+
+            def users_or_clients_changed() -> None:  # their quotas, and users' SCRAM credentials
+                self.quotas.reload()
+                credentials.clear()
+
             self.config_manager = DynamicConfigManager(
                 self.zk, self.dynamic_config, self._local_topics,
-                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), self.quotas.reload)
+                lambda *change: bridge.call_soon(self._apply_dynamic_configs, *change), users_or_clients_changed)
             await loop.run_in_executor(None, self._start_zookeeper)
             self.log_manager = await loop.run_in_executor(None, self._open_logs, bridge)
             self.replica_manager = ReplicaManager(self.dynamic_config.current, self.log_manager, self.zk, bridge)
@@ -159,7 +168,7 @@ class KafkaServer:
             self.socket_server = SocketServer(self.config.host or "0.0.0.0", self.config.port, apis,
                                               self.config["socket.request.max.bytes"],
                                               ConnectionLimits.from_config(self.config),
-                                              build_listeners(self.config, self.zk, bridge, apis.handle_api_versions))
+                                              build_listeners(self.config, credentials, apis.handle_api_versions))
             await self.socket_server.start()
             self.duties.start(self.config, self.log_manager, self.replica_manager, self.group_coordinator,
                               self.transaction_coordinator)
@@ -264,7 +273,7 @@ class KafkaServer:
                         connection.close()
                     controller = found
                     connection = BrokerConnection(found.host, found.port, client_id=f"broker-{self.broker_id}",
-                                                  timeout_s=timeout_s).connect()
+                                                  timeout_s=timeout_s, security=self.inter_broker_security).connect()
                 if connection is not None:
                     try:
                         response = connection.send(ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": self.broker_id})

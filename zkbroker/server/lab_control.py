@@ -24,6 +24,7 @@ from zkbroker.zk.client import ZkClient
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
+    from zkbroker.server.client_quotas import ClientQuotas
     from zkbroker.server.replica_manager import ReplicaManager
 
 log = logging.getLogger("zkbroker.server.LabControl")
@@ -94,13 +95,15 @@ class BrokerState:
     """The `state` answer (zkbroker/control_protocol.py documents its shape), read on the broker's loop."""
 
     def __init__(self, broker_id: int, zk: ZkClient, metadata_cache: MetadataCache, controller: KafkaController,
-                 replica_manager: Callable[[], ReplicaManager | None], faults: FaultPoints) -> None:
+                 replica_manager: Callable[[], ReplicaManager | None], faults: FaultPoints,
+                 quotas: ClientQuotas | None = None) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.metadata_cache = metadata_cache
         self.controller = controller
         self.replica_manager = replica_manager
         self.faults = faults
+        self.quotas = quotas
 
     def __call__(self) -> dict:
         snapshot = self.metadata_cache.snapshot
@@ -130,4 +133,5 @@ class BrokerState:
                          "partitions": metadata},
             "controller": self.controller.lab_state(),
             "faults": self.faults.in_force(),
+            "quotas": self.quotas.usage() if self.quotas is not None else [],
         }

@@ -9,9 +9,11 @@ quota entity, named by the real user and client id at the level the quota was fo
 still holds each user to it separately).
 
 How much: the rate is measured over `quota.window.num` samples of `quota.window.size.seconds` (11 of 1 s) as
-Kafka's Rate does -- the bytes in the samples over the time they span, at least the span of all but one
-sample -- and a rate above the bound is throttled for `(rate - bound) / bound * span`: the time after which
-the same bytes would have kept the entity within its quota.
+Kafka's Rate does -- the bytes in the samples over the time they span, with the full windows missing from the
+first (samples - 1) added -- and a rate above the bound is throttled for `(rate - bound) / bound * span`: the
+time after which the same bytes would have kept the entity within its quota. A request-time quota (`request_percentage`,
+KIP-124: percent of one request handler thread) is measured the same way, on the time each request held the
+broker's event loop, and its throttle is capped at one window, as Kafka's ClientRequestQuotaManager caps it.
 """
 
 from __future__ import annotations
@@ -76,11 +78,16 @@ class Rate:
         self._samples[-1].value += value
 
     def span(self, now: float) -> float:
-        """The time the samples cover, at least (samples - 1) windows (Rate.windowSize)."""
+        """The time the samples cover, as Kafka's Rate.windowSize counts it: with fewer than (samples - 1) full
+        windows elapsed, the missing full windows are added to the time elapsed (its fraction of a window kept),
+        so the span never falls below (samples - 1) windows and does not step down when the oldest sample leaves."""
         while self._samples and now - self._samples[0].start >= self.samples * self.window_s:
             self._samples.popleft()
         elapsed = now - self._samples[0].start if self._samples else 0.0
-        return max(elapsed, (self.samples - 1) * self.window_s)
+        full_windows = int(elapsed // self.window_s)
+        if full_windows < self.samples - 1:
+            elapsed += (self.samples - 1 - full_windows) * self.window_s
+        return elapsed
 
     def measure(self, now: float) -> float:
         span = self.span(now)
@@ -90,16 +97,22 @@ class Rate:
 class ClientQuotaManager:
     """One quota type's usage and throttling (Kafka has one each for produce, fetch and request time)."""
 
-    def __init__(self, quota_type: str, samples: int = 11, window_s: float = 1.0) -> None:
+    def __init__(self, quota_type: str, samples: int = 11, window_s: float = 1.0,
+                 max_throttle_ms: int | None = None) -> None:
         self.quota_type = quota_type
         self.samples = samples
         self.window_s = window_s
+        self.max_throttle_ms = max_throttle_ms  # request-time quotas: at most one window (Kafka's cap)
         self.configs: Mapping[QuotaEntity, Mapping[str, str]] = {}
+        self.active = False  # whether any entity has a quota of this type (the broker skips measuring otherwise)
         self._rates: dict[QuotaEntity, Rate] = {}
+        self._bounds: dict[QuotaEntity, float] = {}
+        self._throttles: dict[QuotaEntity, tuple[int, float]] = {}  # the last throttle (ms) and when
 
     def update(self, configs: Mapping[QuotaEntity, Mapping[str, str]]) -> None:
         """The quota znodes' configs now (replaced whole on a change)."""
         self.configs = configs
+        self.active = any(self.quota_type in config for config in configs.values())
 
     def record(self, user: str, client_id: str, value: float, now: float) -> int:
         """Count `value` (bytes, or request time in percent of a thread) for the entity; the throttle time in
@@ -111,10 +124,27 @@ class ClientQuotaManager:
         rate = self._rates.get(key)
         if rate is None:
             rate = self._rates[key] = Rate(self.samples, self.window_s)
+        self._bounds[key] = bound
         rate.record(value, now)
         measured = rate.measure(now)
         if bound <= 0:
-            return int(rate.span(now) * 1000)
-        if measured <= bound:
+            throttle_ms = int(rate.span(now) * 1000)
+        elif measured <= bound:
             return 0
-        return int((measured - bound) / bound * rate.span(now) * 1000)
+        else:
+            throttle_ms = int((measured - bound) / bound * rate.span(now) * 1000)
+        if self.max_throttle_ms is not None:
+            throttle_ms = min(throttle_ms, self.max_throttle_ms)
+        self._throttles[key] = (throttle_ms, now)
+        return throttle_ms
+
+    def usage(self, now: float) -> list[dict]:
+        """Each quota entity in use: its bound, the rate the broker measures now (Kafka's per-entity byte-rate or
+        request-time metric, which Kafka's quota test reads) and its last throttle -- for the lab's `state`."""
+        rows = []
+        for (user, client_id), rate in sorted(self._rates.items(), key=lambda kv: str(kv[0])):
+            throttle_ms, at = self._throttles.get((user, client_id), (0, None))
+            rows.append({"quota": self.quota_type, "user": user, "client_id": client_id,
+                         "bound": self._bounds[(user, client_id)], "rate": round(rate.measure(now), 3),
+                         "throttle_ms": throttle_ms, "throttled_s_ago": None if at is None else round(now - at, 3)})
+        return rows

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.client.security import AuthenticationError, ClientSecurity, inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import EARLIEST_TIME, LATEST_TIME
@@ -47,7 +48,7 @@ class SourceBroker:
 
 
 class ReplicaFetcher:
-    def __init__(self, config: KafkaConfig, source: SourceBroker) -> None:
+    def __init__(self, config: KafkaConfig, source: SourceBroker, security: ClientSecurity | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.source = source
@@ -60,7 +61,8 @@ class ReplicaFetcher:
         self._wake = asyncio.Event()
         self._stopped = False
         self._connection = AsyncBrokerConnection(source.host, source.port, client_id=self.name,
-                                                 timeout_s=config["replica.socket.timeout.ms"] / 1000.0)
+                                                 timeout_s=config["replica.socket.timeout.ms"] / 1000.0,
+                                                 security=security)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
 
     def add(self, partition: Partition) -> None:
@@ -87,6 +89,13 @@ class ReplicaFetcher:
                 continue
             try:
                 await self._fetch_once()
+            except AuthenticationError as e:
+                # A broker whose credentials the leader refuses cannot replicate: say so plainly, every time
+                # (once per second), since the partition stays out of the ISR until the config is fixed.
+                log.error("[%s], Authentication with broker %d at %s:%d failed, cannot fetch: %s", self.name,
+                          self.source.broker_id, self.source.host, self.source.port, e)
+                self._connection.close()
+                await asyncio.sleep(ERROR_BACKOFF_S)
             except (OSError, ProtocolError) as e:
                 log.warning("[%s], Error in fetch from broker %d: %s", self.name, self.source.broker_id, e)
                 self._connection.close()
@@ -253,13 +262,14 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
+        self.security = inter_broker_security(config)  # the inter-broker listener's TLS and SASL, if any
         self.fetchers: dict[SourceBroker, ReplicaFetcher] = {}
 
     def add_partition(self, partition: Partition, source: SourceBroker) -> None:
         self.remove_partition(partition.topic_partition)
         fetcher = self.fetchers.get(source)
         if fetcher is None:
-            fetcher = ReplicaFetcher(self.config, source)
+            fetcher = ReplicaFetcher(self.config, source, self.security)
             self.fetchers[source] = fetcher
         fetcher.add(partition)
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from zkbroker import admin
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.client.security import inter_broker_security
 from zkbroker.config import KafkaConfig
 from zkbroker.coordinator.transaction import decisions, loading
 from zkbroker.coordinator.transaction.log_format import encode_key, encode_value, partition_for
@@ -100,7 +101,7 @@ class TransactionCoordinatorDriver:
         self.max_timeout_ms = config["transaction.max.timeout.ms"]
         self.expiration_ms = config["transactional.id.expiration.ms"]
         self.partitions: dict[int, TxnStatePartition] = {}
-        self.markers = TransactionMarkerChannel(self.broker_id, metadata_cache)
+        self.markers = TransactionMarkerChannel(self.broker_id, metadata_cache, inter_broker_security(config))
         self._verifiers: dict[int, AsyncBrokerConnection] = {}  # coordinator broker id -> connection (KIP-890)
         self._loads: dict[int, asyncio.Task] = {}
         self._tasks: set[asyncio.Task] = set()
@@ -147,7 +148,8 @@ class TransactionCoordinatorDriver:
             if connection is not None:
                 connection.close()
             connection = self._verifiers[broker.broker_id] = AsyncBrokerConnection(
-                broker.host, broker.port, f"broker-{self.broker_id}-txn-verification", REQUEST_TIMEOUT_S)
+                broker.host, broker.port, f"broker-{self.broker_id}-txn-verification", REQUEST_TIMEOUT_S,
+                security=self.markers.security)  # the inter-broker listener's, as the markers'
         try:
             response = await connection.send(ApiKey.DESCRIBE_TRANSACTIONS, 0,
                                              {"transactional_ids": [transactional_id]})

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.coordinator.transaction import markers
 from zkbroker.coordinator.transaction.markers import MarkerOutcome
 from zkbroker.protocol.api import ApiKey
@@ -43,9 +44,10 @@ class _Queued:
 class _BrokerSender:
     """The markers waiting for one broker, sent one request at a time."""
 
-    def __init__(self, broker_id: int, host: str, port: int, client_id: str) -> None:
+    def __init__(self, broker_id: int, host: str, port: int, client_id: str, security: ClientSecurity | None) -> None:
         self.broker_id = broker_id
-        self.connection = AsyncBrokerConnection(host, port, client_id=client_id, timeout_s=REQUEST_TIMEOUT_S)
+        self.connection = AsyncBrokerConnection(host, port, client_id=client_id, timeout_s=REQUEST_TIMEOUT_S,
+                                                security=security)
         self.queue: list[_Queued] = []
         self.task: asyncio.Task | None = None
 
@@ -75,9 +77,10 @@ class _BrokerSender:
 
 
 class TransactionMarkerChannel:
-    def __init__(self, broker_id: int, metadata_cache: MetadataCache) -> None:
+    def __init__(self, broker_id: int, metadata_cache: MetadataCache, security: ClientSecurity | None = None) -> None:
         self.broker_id = broker_id
         self.metadata_cache = metadata_cache
+        self.security = security  # the inter-broker listener's TLS and SASL, if any
         self._senders: dict[int, _BrokerSender] = {}
 
     def _leader_of(self, tp: TopicPartition) -> int | None:
@@ -131,7 +134,7 @@ class TransactionMarkerChannel:
             if sender is not None:
                 sender.close()
             sender = self._senders[broker_id] = _BrokerSender(broker_id, broker.host, broker.port,
-                                                              f"broker-{self.broker_id}-txn-markers")
+                                                              f"broker-{self.broker_id}-txn-markers", self.security)
         loop = asyncio.get_running_loop()
         queued = _Queued(marker, loop.create_future())
         sender.queue.append(queued)

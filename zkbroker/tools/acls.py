@@ -43,7 +43,7 @@ from zkbroker.security.acl_filter import (
     permission_of,
     resource_type_of,
 )
-from zkbroker.tools.common import ToolError, zookeeper
+from zkbroker.tools.common import ToolError, add_command_config, command_config, zookeeper
 
 NL = "\n"
 
@@ -54,8 +54,7 @@ def add_command(commands) -> None:
     p.add_argument("--authorizer-properties", nargs="+", metavar="KEY=VALUE",
                    help="zookeeper.connect=host:port[/chroot]: work on the ACL znodes directly")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="work through the brokers' ACL APIs")
-    p.add_argument("--command-config", metavar="FILE",
-                   help="client properties for a secured --bootstrap-server (security.protocol, sasl.*, ssl.*)")
+    add_command_config(p)
     action = p.add_mutually_exclusive_group()
     action.add_argument("--add", action="store_true", help="Indicates you are trying to add ACLs.")
     action.add_argument("--remove", action="store_true", help="Indicates you are trying to remove ACLs.")
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         pattern_type = _pattern_type(args)
         patterns = _patterns(args, pattern_type)
         backend = _ZooKeeper(_zk_connect(args.authorizer_properties)) if args.authorizer_properties \
-            else _Brokers(args.bootstrap_server, ClientSecurity.from_file(args.command_config))
+            else _Brokers(args.bootstrap_server, command_config(args))
         try:
             if args.add:
                 return _add(backend, _acls_by_pattern(args, patterns))

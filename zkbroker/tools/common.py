@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from zkbroker import admin
+from zkbroker.client.security import ClientSecurity
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import TopicAssignment, ZnodeFormatError
@@ -63,6 +64,18 @@ def refuse_kafka_node(connect: str) -> None:
                         f"with one of its brokers instead of --zookeeper.")
     raise ToolError(f"{first} is a Kafka broker, not ZooKeeper: give --zookeeper the cluster's zookeeper.connect, "
                     f"or use --bootstrap-server {first}.")
+
+
+def add_command_config(p: argparse.ArgumentParser) -> None:
+    """`--command-config FILE`, for every tool that reaches brokers with --bootstrap-server (DESIGN §19)."""
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties for a secured --bootstrap-server, as Kafka's tools take them "
+                        "(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...)")
+
+
+def command_config(args: argparse.Namespace) -> ClientSecurity | None:
+    """The security of the `--command-config` file (None without one: PLAINTEXT)."""
+    return ClientSecurity.from_file(getattr(args, "command_config", None))
 
 
 def integer(args: argparse.Namespace, name: str, flag: str | None = None) -> int | None:

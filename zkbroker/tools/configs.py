@@ -26,11 +26,10 @@ import re
 
 from zkbroker import admin
 from zkbroker.client.admin_client import BROKER, TOPIC, AdminClient, AdminError
-from zkbroker.client.security import ClientSecurity
 from zkbroker.config import ConfigError, validate_topic_config
 from zkbroker.protocol.schemas import describe_configs as dc
 from zkbroker.security import scram
-from zkbroker.tools.common import ToolError, zookeeper
+from zkbroker.tools.common import ToolError, add_command_config, command_config, zookeeper
 from zkbroker.zk import paths
 
 ENTITY_TYPES = ("topics", "clients", "users", "brokers")
@@ -46,8 +45,7 @@ def add_command(commands) -> None:
                             description="Add/Remove entity config for a topic, client, user or broker")
     p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the brokers to connect to, through the Admin API")
-    p.add_argument("--command-config", metavar="FILE",
-                   help="client properties for a secured --bootstrap-server (security.protocol, sasl.*, ssl.*)")
+    add_command_config(p)
     p.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
     p.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     p.add_argument("--all", action="store_true", help="with --describe and --bootstrap-server: every config")
@@ -66,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bootstrap_server:
         try:
             with AdminClient(args.bootstrap_server, client_id="zkbroker-configs",
-                             security=ClientSecurity.from_file(args.command_config)) as client:
+                             security=command_config(args)) as client:
                 return (_alter_admin if args.alter else _describe_admin)(client, args, added, deleted)
         except AdminError as e:
             raise ToolError(str(e)) from None

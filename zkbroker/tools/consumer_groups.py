@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 from zkbroker import admin
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.coordinator.consumer_protocol import decode_assignment
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, for_code
 from zkbroker.tools import consumer_group_offsets
-from zkbroker.tools.common import ToolError
+from zkbroker.tools.common import ToolError, add_command_config, command_config
 
 MISSING = "-"
 HEADER = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -38,6 +39,7 @@ def add_command(commands) -> None:
                             description="List all consumer groups, describe a consumer group.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]",
                    help="The server(s) to connect to.")
+    add_command_config(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="List all consumer groups.")
     action.add_argument("--describe", action="store_true", help="Describe consumer group and list offset lag.")
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     action = next(a for a in ("list", "describe", "delete", "reset_offsets", "delete_offsets") if getattr(args, a))
     if action != "list" and not args.group:
         raise ToolError(f"Option [{action.replace('_', '-')}] takes one of these options: [group]")
-    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0)
+    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0, security=command_config(args))
     try:
         if args.list:
             for group in cluster.list_groups():
@@ -136,9 +138,11 @@ def delete(cluster: Cluster, group: str) -> None:
 class Cluster:
     """Connections to the brokers, found from the bootstrap servers' Metadata."""
 
-    def __init__(self, bootstrap: str, timeout_s: float, client_id: str = "consumer-groups") -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, client_id: str = "consumer-groups",
+                 security: ClientSecurity | None = None) -> None:
         self.timeout_s = timeout_s
         self.client_id = client_id
+        self.security = security
         self._connections: dict[int, BrokerConnection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         self.leaders: dict[tuple[str, int], int] = {}
@@ -148,7 +152,7 @@ class Cluster:
             host, _, port = server.rpartition(":")
             if not host or not port.isdigit():
                 raise ToolError(f"Invalid bootstrap server {server!r}: expected HOST:PORT")
-            conn = BrokerConnection(host, int(port), client_id, timeout_s)
+            conn = BrokerConnection(host, int(port), client_id, timeout_s, security)
             try:
                 metadata = conn.send(ApiKey.METADATA, 1, {"topics": None})
             except OSError as e:
@@ -165,7 +169,7 @@ class Cluster:
     def connection(self, broker_id: int) -> BrokerConnection:
         if broker_id not in self._connections:
             host, port = self.brokers[broker_id]
-            self._connections[broker_id] = BrokerConnection(host, port, self.client_id, self.timeout_s)
+            self._connections[broker_id] = BrokerConnection(host, port, self.client_id, self.timeout_s, self.security)
         return self._connections[broker_id]
 
     def list_groups(self) -> list[str]:

@@ -16,7 +16,7 @@ import json
 
 from zkbroker.client.admin_client import AdminClient
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.tools.common import ToolError, java_exception
+from zkbroker.tools.common import ToolError, add_command_config, command_config, java_exception
 
 SUPPORTED_VERSIONS = (1,)
 
@@ -28,6 +28,7 @@ def add_command(commands) -> None:
                             description="Delete the records of the given partitions below the offsets given")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
                    help="REQUIRED: The server to connect to.")
+    add_command_config(p)
     p.add_argument("--offset-json-file", required=True, metavar="FILE",
                    help="REQUIRED: The JSON file with offset per partition. The format to use is:\n" + _FORMAT)
     p.set_defaults(run=run)
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError(f"Cannot read {args.offset_json_file}: {e.strerror}") from None
     print("Executing records delete operation")
     try:
-        with AdminClient(args.bootstrap_server, client_id="zkbroker-delete-records") as client:
+        with AdminClient(args.bootstrap_server, client_id="zkbroker-delete-records",
+                         security=command_config(args)) as client:
             results = client.delete_records(dict(offsets))
     except (OSError, ConnectionError) as e:
         raise ToolError(f"Cannot reach the cluster at {args.bootstrap_server}: {e}") from None

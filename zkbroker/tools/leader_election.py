@@ -17,7 +17,7 @@ import argparse
 from zkbroker.client.admin_client import AdminClient, AdminError
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.schemas import elect_leaders as elect
-from zkbroker.tools.common import ToolError, java_exception, read_json_file
+from zkbroker.tools.common import ToolError, add_command_config, command_config, java_exception, read_json_file
 
 ELECTION_TYPES = {"preferred": elect.PREFERRED, "unclean": elect.UNCLEAN}
 
@@ -28,6 +28,7 @@ def add_command(commands) -> None:
                                         "The type of elections supported are preferred replicas and unclean replicas.")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="A hostname and port for the broker to connect to, in the form host:port. REQUIRED.")
+    add_command_config(p)
     p.add_argument("--election-type", metavar="TYPE",
                    help='Type of election to attempt: "preferred" or "unclean". REQUIRED.')
     p.add_argument("--topic", metavar="TOPIC", help="Name of topic for which to perform an election.")
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     name = args.election_type.upper()
     partitions = _partitions(args)
     try:
-        with AdminClient(args.bootstrap_server, client_id="zkbroker-leader-election") as client:
+        with AdminClient(args.bootstrap_server, client_id="zkbroker-leader-election",
+                         security=command_config(args)) as client:
             results = client.elect_leaders(ELECTION_TYPES[args.election_type.lower()], partitions)
     except AdminError as e:
         raise ToolError(f"Error while making request: {e}") from None

@@ -16,11 +16,12 @@ import argparse
 import time
 
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.raft import messages as m
 from zkbroker.raft import wire
-from zkbroker.tools.common import ToolError
+from zkbroker.tools.common import ToolError, add_command_config, command_config
 
 DESCRIBE_QUORUM_VERSION = 1
 DESCRIBE_CLUSTER_VERSION = 1
@@ -33,6 +34,7 @@ def add_command(commands) -> None:
                             description="This tool describes kraft metadata quorum status.")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
                    help="a host:port pair to use for establishing the connection to the Kafka cluster")
+    add_command_config(p)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     describe = verbs.add_parser("describe", help="Describe the metadata quorum info")
     describe.add_argument("--status", action="store_true", help="a short summary of the quorum status")
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError("One of --status or --replication must be specified with describe sub-command")
     if args.status and args.human_readable:
         raise ToolError("The option --human-readable is only supported along with --replication")
-    cluster_id, quorum = describe(args.bootstrap_server)
+    cluster_id, quorum = describe(args.bootstrap_server, command_config(args))
     if args.status:
         print(format_status(cluster_id, quorum))
     else:
@@ -64,14 +66,14 @@ def _address(server: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def _describe_cluster(bootstrap: str, endpoint_type: int = ENDPOINT_CONTROLLERS):
+def _describe_cluster(bootstrap: str, security: ClientSecurity | None, endpoint_type: int = ENDPOINT_CONTROLLERS):
     """(server, DescribeCluster) from the first server of the comma-separated list that answers (as Kafka's tools
     take --bootstrap-server)."""
     failures = []
     for server in (s.strip() for s in bootstrap.split(",") if s.strip()):
         host, port = _address(server)
         try:
-            with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0).connect() as conn:
+            with BrokerConnection(host, port, "metadata-quorum", timeout_s=15.0, security=security).connect() as conn:
                 return (host, port), conn.send(ApiKey.DESCRIBE_CLUSTER, DESCRIBE_CLUSTER_VERSION,
                                                {"include_cluster_authorized_operations": False,
                                                 "endpoint_type": endpoint_type})
@@ -80,13 +82,13 @@ def _describe_cluster(bootstrap: str, endpoint_type: int = ENDPOINT_CONTROLLERS)
     raise ToolError(f"Cannot reach {', '.join(failures) or bootstrap}")
 
 
-def describe(bootstrap: str) -> tuple[str, m.DescribeQuorumResponse]:
+def describe(bootstrap: str, security: ClientSecurity | None = None) -> tuple[str, m.DescribeQuorumResponse]:
     """The cluster id, and the active controller's DescribeQuorum answer: asked of the active controller when the
     bootstrap server is a controller, or of the broker, which forwards it (KIP-590), when it is a broker."""
-    server, cluster = _describe_cluster(bootstrap)
+    server, cluster = _describe_cluster(bootstrap, security)
     if cluster.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE:  # a broker: it names no controllers
         target, what = server, f"broker at {server[0]}:{server[1]}"
-        cluster = _describe_cluster(f"{server[0]}:{server[1]}", ENDPOINT_BROKERS)[1]
+        cluster = _describe_cluster(f"{server[0]}:{server[1]}", security, ENDPOINT_BROKERS)[1]
     elif cluster.error_code:
         raise ToolError(f"DescribeCluster failed with {ErrorCode(cluster.error_code).name}")
     else:
@@ -95,7 +97,7 @@ def describe(bootstrap: str) -> tuple[str, m.DescribeQuorumResponse]:
             raise ToolError("The metadata quorum has no leader yet: try again once an election is over")
         target, what = endpoints[cluster.controller_id], f"the active controller {cluster.controller_id}"
     try:
-        with BrokerConnection(*target, "metadata-quorum", timeout_s=15.0).connect() as conn:
+        with BrokerConnection(*target, "metadata-quorum", timeout_s=15.0, security=security).connect() as conn:
             if target == server and cluster.controller_id >= 0 and ApiKey.DESCRIBE_QUORUM not in {
                     k.api_key for k in conn.send(ApiKey.API_VERSIONS, 0, {}).api_keys}:
                 raise ToolError(f"The {what} runs in ZooKeeper mode: there is no metadata quorum to describe (give "

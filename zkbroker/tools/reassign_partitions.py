@@ -23,7 +23,15 @@ import sys
 from kazoo.exceptions import NodeExistsError
 
 from zkbroker import admin
-from zkbroker.tools.common import ToolError, read_json_file, read_partitions, scala_set, tp_string, zookeeper
+from zkbroker.tools.common import (
+    ToolError,
+    add_command_config,
+    read_json_file,
+    read_partitions,
+    scala_set,
+    tp_string,
+    zookeeper,
+)
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import PartitionReplicas, ZnodeFormatError, decode_reassignment, encode_reassignment
@@ -38,6 +46,7 @@ def add_command(commands) -> None:
     p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="the brokers to connect to, through the Admin API (instead of --zookeeper)")
+    add_command_config(p)
     p.add_argument("--generate", action="store_true", help="generate a candidate partition reassignment "
                    "configuration (it does not execute it)")
     p.add_argument("--execute", action="store_true", help="kick off the reassignment of --reassignment-json-file")

@@ -32,14 +32,15 @@ import json
 from zkbroker import admin
 from zkbroker.client.admin_client import AdminClient, AdminError
 from zkbroker.protocol.errors import ErrorCode
-from zkbroker.tools.common import ToolError, java_exception, read_json_file
+from zkbroker.tools.common import ToolError, command_config, java_exception, read_json_file
 
 Moves = dict[tuple[str, int], tuple[int, ...]]
 
 
 def run(args: argparse.Namespace, action: str) -> int:
     try:
-        with AdminClient(args.bootstrap_server, client_id="zkbroker-reassign-partitions") as client:
+        with AdminClient(args.bootstrap_server, client_id="zkbroker-reassign-partitions",
+                         security=command_config(args)) as client:
             return _ACTIONS[action](client, args)
     except AdminError as e:
         raise ToolError(str(e)) from None

@@ -27,7 +27,16 @@ from kazoo.exceptions import NoNodeError
 
 from zkbroker import admin
 from zkbroker.config import TOPIC_CONFIGS, validate_topic_config
-from zkbroker.tools.common import ToolError, integer, read_partitions, skip_znode, topic_filter, topic_names, zookeeper
+from zkbroker.tools.common import (
+    ToolError,
+    add_command_config,
+    integer,
+    read_partitions,
+    skip_znode,
+    topic_filter,
+    topic_names,
+    zookeeper,
+)
 from zkbroker.zk import paths
 from zkbroker.zk.client import ZkClient
 from zkbroker.zk.znodes import LeaderIsrState, ZnodeFormatError
@@ -44,6 +53,7 @@ def add_command(commands) -> None:
     p.add_argument("--zookeeper", metavar="URLS", help="the ZooKeeper connection string host:port[/chroot]")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="the brokers to connect to, through the Admin API (Kafka 2.x); instead of --zookeeper")
+    add_command_config(p)
     p.add_argument("--exclude-internal", action="store_true",
                    help="with --bootstrap-server, leave internal topics out of --list and --describe")
     for action, text in (("create", "Create a new topic."), ("alter", "Alter the configuration for the topic."),

@@ -19,12 +19,12 @@ from zkbroker import admin
 from zkbroker.client.admin_client import TOPIC, AdminClient, AdminError
 from zkbroker.protocol.errors import ErrorCode
 from zkbroker.protocol.schemas import describe_configs as dc
-from zkbroker.tools.common import ToolError, integer, topic_filter
+from zkbroker.tools.common import ToolError, command_config, integer, topic_filter
 
 
 def run(args: argparse.Namespace, action: str, configs: dict[str, str], deleted: list[str]) -> int:
     try:
-        with AdminClient(args.bootstrap_server, client_id="zkbroker-topics") as client:
+        with AdminClient(args.bootstrap_server, client_id="zkbroker-topics", security=command_config(args)) as client:
             return _ACTIONS[action](client, args, configs, deleted)
     except AdminError as e:
         raise ToolError(str(e)) from None

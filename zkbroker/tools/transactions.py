@@ -24,7 +24,7 @@ import time
 
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, for_code
-from zkbroker.tools.common import ToolError
+from zkbroker.tools.common import ToolError, add_command_config, command_config
 from zkbroker.tools.consumer_groups import Cluster
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
@@ -44,6 +44,7 @@ def add_command(commands) -> None:
     p.add_argument("--bootstrap-server", required=True, metavar="host:port",
                    help="hostname and port for the broker to connect to, in the form `host:port` (multiple "
                         "comma-separated entries can be given)")
+    add_command_config(p)
     p.add_argument("--timeout", type=int, default=10000, metavar="MS", help="Socket timeout in ms (default 10000).")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     sub.add_parser("list", help="list transactions")
@@ -81,7 +82,8 @@ def _print_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0, client_id="transactions")
+    cluster = Cluster(args.bootstrap_server, args.timeout / 1000.0, client_id="transactions",
+                      security=command_config(args))
     try:
         {"list": list_transactions, "describe": describe, "describe-producers": describe_producers,
          "find-hanging": find_hanging, "abort": abort}[args.command](cluster, args)

@@ -26,7 +26,8 @@ def test_kafkas_precedence_and_the_entity_usage_is_counted_for(configs, expected
 def test_the_rate_spans_at_least_all_samples_but_one():
     rate = Rate(samples=11, window_s=1.0)
     rate.record(1000, now=0.0)
-    assert rate.measure(now=0.5) == 100.0  # 1000 bytes over the 10 s minimum span
+    # 1000 bytes over 10.5 s: the 0.5 s elapsed plus the 10 full windows missing (Kafka's Rate.windowSize)
+    assert rate.measure(now=0.5) == pytest.approx(1000 / 10.5)
     for t in range(1, 21):
         rate.record(1000, now=float(t))
     assert rate.measure(now=20.5) == pytest.approx(11000 / 10.5)  # old samples dropped
@@ -36,6 +37,18 @@ def test_a_rate_above_the_bound_is_throttled_for_the_time_that_brings_it_back():
     manager = ClientQuotaManager(PRODUCE, samples=2, window_s=1.0)
     manager.update({("alice", None): {PRODUCE: "1000"}})
     assert manager.record("alice", "app", 500, now=0.0) == 0
-    # 3000 bytes over the 1 s minimum span: 3x the bound, throttled (3000-1000)/1000 * 1 s
-    assert manager.record("alice", "app", 2500, now=0.5) == 2000
+    # 3000 bytes over 1.5 s (0.5 s elapsed plus the one missing full window): 2000 B/s, twice the bound,
+    # throttled (2000-1000)/1000 * 1.5 s
+    assert manager.record("alice", "app", 2500, now=0.5) == 1500
     assert manager.record("bob", "app", 10**6, now=0.5) == 0  # no quota for bob
+
+
+def test_usage_reports_each_entitys_bound_measured_rate_and_last_throttle():
+    manager = ClientQuotaManager(PRODUCE, samples=2, window_s=1.0)
+    manager.update({("alice", None): {PRODUCE: "1000"}})
+    manager.record("alice", "app", 500, now=0.0)
+    assert manager.usage(now=0.5) == [{"quota": PRODUCE, "user": "alice", "client_id": None, "bound": 1000.0,
+                                       "rate": 333.333, "throttle_ms": 0, "throttled_s_ago": None}]
+    manager.record("alice", "app", 2500, now=0.5)
+    [row] = manager.usage(now=1.0)
+    assert (row["rate"], row["throttle_ms"], row["throttled_s_ago"]) == (3000.0, 1500, 0.5)

@@ -89,3 +89,28 @@ def test_a_missing_json_file_is_named(tmp_path, capsys):
     assert main(["preferred-replica-election", "--zookeeper", NOWHERE, "--path-to-json-file",
                  str(tmp_path / "nope.json")]) == 1
     assert "Cannot read" in capsys.readouterr().err
+
+
+def test_every_tool_that_takes_a_bootstrap_server_takes_a_command_config():
+    import argparse
+
+    from zkbroker.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    reach_brokers = {name: {flag for action in p._actions for flag in action.option_strings}
+                     for name, p in commands.choices.items()}
+    reach_brokers = {name: flags for name, flags in reach_brokers.items() if "--bootstrap-server" in flags}
+    assert {"topics", "configs", "consumer-groups", "acls", "delete-records", "leader-election",
+            "reassign-partitions", "transactions", "metadata-quorum"} <= set(reach_brokers)
+    assert [name for name, flags in reach_brokers.items() if "--command-config" not in flags] == []
+
+
+def test_an_unreadable_command_config_is_one_sentence(tmp_path, capsys):
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=TLS\n")
+    assert main(["topics", "--bootstrap-server", "127.0.0.1:1", "--command-config", str(path), "--list"]) == 1
+    assert "Invalid value for configuration security.protocol: unknown security protocol 'TLS'" in \
+        capsys.readouterr().err
+    assert main(["consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--command-config",
+                 str(tmp_path / "missing"), "--list"]) == 1
+    assert f"Cannot read --command-config {tmp_path / 'missing'}" in capsys.readouterr().err
