@@ -39,6 +39,7 @@ VERDICTS = {
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
     "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
+    "coordinator-failover-mid-commit": {"fixed": "ok"},
     "zombie-producer": {"fixed": "ok"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).

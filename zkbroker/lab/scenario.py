@@ -179,7 +179,7 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
-             "spark-stream-during-failover", "zombie-producer")
+             "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit")
 
 
 class ScenarioError(ValueError):
