@@ -40,6 +40,7 @@ VERDICTS = {
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
     "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
     "coordinator-failover-mid-commit": {"fixed": "ok"},
+    "producer-dies-mid-transaction": {"fixed": "ok"},
     "zombie-producer": {"fixed": "ok"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
