@@ -168,16 +168,16 @@ def main() -> int:
         finally:
             zookeeper.stop()
             shutil.rmtree(workdir, ignore_errors=True)
-            _print(report, records)
+            _print(report, records if args.part != "system-test" else None)
     return 0
 
 
-def _print(report: list, records: int) -> None:
+def _print(report: list, records: int | None) -> None:
     if not report:
         return
     width = max(len(r[0]) for r in report)
-    print(f"\ntransactions, {records:,} records of 100 bytes per run, RF 3, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}")
+    runs = f"{records:,} records of 100 bytes per run, " if records is not None else ""
+    print(f"\ntransactions, {runs}RF 3, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     for name, value, reference in report:
         print(f"{name:<{width}}  {value:>20}  {reference}")
 

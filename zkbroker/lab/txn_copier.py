@@ -39,7 +39,7 @@ TIMEOUT_S = 60
 
 def copy(bootstrap: str, group: str, transactional_id: str, input_topic: str, input_partition: int,
          output_topic: str, transaction_size: int, pause_s: float, out=sys.stdout) -> None:
-    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
@@ -49,8 +49,15 @@ def copy(bootstrap: str, group: str, transactional_id: str, input_topic: str, in
     tp = TopicPartition(input_topic, input_partition)
 
     def committed() -> int:
-        offset = consumer.committed([tp], timeout=TIMEOUT_S)[0].offset
-        return max(offset, 0)
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:  # as Kafka's consumer does, through a coordinator moving (NOT_COORDINATOR) and the like
+            try:
+                return max(consumer.committed([tp], timeout=TIMEOUT_S)[0].offset, 0)
+            except KafkaException as e:
+                if not e.args[0].retriable() and e.args[0].code() != KafkaError.NOT_COORDINATOR \
+                        or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     try:
         producer.init_transactions(TIMEOUT_S)  # fences a previous copier of this id, aborting its transaction
