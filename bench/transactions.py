@@ -8,10 +8,16 @@ replication factor 3 on a 3-broker lab cluster:
 3. transactional, commits every 10,000 records: records/s, commit latency p50 / p99.
 References: KIP-98's design measured ~3% of throughput lost with 1 KB records committed every 100 ms, and the
 idempotent run of the same invocation (the machine, its load and the cluster are the same).
+4. Kafka's transactions system test in its 100,000-record form (zkbroker.lab.txn_copier): confluent-kafka
+   copiers from an input topic to a 3-partition output topic (RF 3, min.insync.replicas 2) while each broker
+   in turn is hard-killed and restarted, then each copier; with 2 input partitions, then with 1 (whose output
+   must be wholly in input order). Prints the time, records/s copied, transactions, and what the concurrent
+   read_committed reader and the final read found wrong (nothing, when it passes).
 
 Everything runs on 127.0.0.1: a ZooKeeper of its own and a 3-broker lab cluster, stopped at the end.
 
-Usage: python bench/transactions.py [--quick] [--records N]
+Usage: python bench/transactions.py [--quick] [--records N] [--part produce|system-test|all]
+                                    [--system-test-records N]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zkbroker import admin  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
+from zkbroker.lab import txn_copier  # noqa: E402
 from zkbroker.lab.cluster import LabCluster  # noqa: E402
 from zkbroker.lab.zookeeper import ZooKeeperServer  # noqa: E402
 from zkbroker.protocol.api import ApiKey  # noqa: E402
@@ -95,28 +102,47 @@ def bench_transactional(bootstrap: str, records: int, per_transaction: int, idem
                    f"{1000 * p50:.1f} / {1000 * p99:.1f} ms", "commit_transaction: unsent records, EndTxn"))
 
 
-def _create(zk_connect: str, brokers) -> None:
+def bench_system_test(lab: LabCluster, cluster, records: int, input_partitions: int, report: list) -> None:
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in cluster.brokers)
+    bounces = [(lambda i=b.id: lab.kill(i), lambda i=b.id: lab.start(i)) for b in cluster.brokers]
+    with tempfile.TemporaryDirectory(prefix="zkbroker-bench-copiers-") as workdir:
+        outcome = txn_copier.run(Path(workdir), bootstrap,
+                                 lambda name, n: _create(cluster.zookeeper, cluster.brokers, name, n),
+                                 bounces, records, input_partitions=input_partitions, transaction_size=500,
+                                 timeout_s=900, topics=(f"in-{input_partitions}", f"out-{input_partitions}"))
+    verdict = "; ".join(outcome.problems) or "every record once, in input order per partition"
+    report.append((f"system test, {input_partitions} input partition(s) -> 3, {records:,} records",
+                   f"{outcome.seconds:.1f} s, {records / outcome.seconds:,.0f} records/s", verdict))
+    report.append((f"  {outcome.broker_bounces} broker and {outcome.copier_bounces} copier hard kills",
+                   f"{outcome.commits} transactions", f"{outcome.bounced_while_copying} kills while copying"))
+    for error in outcome.fatal_errors:
+        report.append(("  a copier died, restarted", "", error[:200]))
+
+
+def _create(zk_connect: str, brokers, topic: str = TOPIC, partitions: int = PARTITIONS) -> None:
     zk = ZkClient(zk_connect, name="bench-admin")
     zk.start()
     try:
-        admin.create_topic(zk, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
+        admin.create_topic(zk, topic, partitions, 3, {"min.insync.replicas": "2"})
     finally:
         zk.close()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         with BrokerConnection(brokers[0].host, brokers[0].port, timeout_s=10) as conn:
-            response = conn.send(ApiKey.METADATA, 0, {"topics": [TOPIC]})
+            response = conn.send(ApiKey.METADATA, 0, {"topics": [topic]})
         parts = response.topics[0].partitions if response.topics else []
-        if len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts):
+        if len(parts) == partitions and all(p.leader >= 0 for p in parts):
             return
         time.sleep(0.2)
-    raise RuntimeError(f"topic {TOPIC} got no leaders within 120 s")
+    raise RuntimeError(f"topic {topic} got no leaders within 120 s")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="50,000 records per run")
     parser.add_argument("--records", type=int, help="records per run (default 200,000)")
+    parser.add_argument("--part", choices=("produce", "system-test", "all"), default="all")
+    parser.add_argument("--system-test-records", type=int, default=100_000)
     args = parser.parse_args()
     records = args.records or (50_000 if args.quick else 200_000)
     workdir = Path(tempfile.mkdtemp(prefix="zkbroker-bench-transactions-"))
@@ -127,27 +153,31 @@ def main() -> int:
         zookeeper.start()
         cluster = lab.up(brokers=3, zookeeper=zookeeper.connect_string,
                          config=["transaction.state.log.num.partitions=6", "offsets.topic.num.partitions=6"])
-        _create(cluster.zookeeper, cluster.brokers)
-        bootstrap = ",".join(f"{b.host}:{b.port}" for b in cluster.brokers)
-        idempotent = bench_idempotent(bootstrap, records, report)
-        for per_transaction in (100, 10_000):
-            bench_transactional(bootstrap, records, per_transaction, idempotent, report)
+        if args.part in ("produce", "all"):
+            _create(cluster.zookeeper, cluster.brokers)
+            bootstrap = ",".join(f"{b.host}:{b.port}" for b in cluster.brokers)
+            idempotent = bench_idempotent(bootstrap, records, report)
+            for per_transaction in (100, 10_000):
+                bench_transactional(bootstrap, records, per_transaction, idempotent, report)
+        if args.part in ("system-test", "all"):
+            for input_partitions in (2, 1):
+                bench_system_test(lab, cluster, args.system_test_records, input_partitions, report)
     finally:
         try:
             lab.down()
         finally:
             zookeeper.stop()
             shutil.rmtree(workdir, ignore_errors=True)
-            _print(report, records)
+            _print(report, records if args.part != "system-test" else None)
     return 0
 
 
-def _print(report: list, records: int) -> None:
+def _print(report: list, records: int | None) -> None:
     if not report:
         return
     width = max(len(r[0]) for r in report)
-    print(f"\ntransactions, {records:,} records of 100 bytes per run, RF 3, {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}")
+    runs = f"{records:,} records of 100 bytes per run, " if records is not None else ""
+    print(f"\ntransactions, {runs}RF 3, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     for name, value, reference in report:
         print(f"{name:<{width}}  {value:>20}  {reference}")
 

@@ -32,7 +32,11 @@ nothing ever sets one, and each check below is one attribute read. The points, b
   it, or kill the broker. `in_force` says how many cleaner threads wait there (`held`);
 - `hold_group_loading` / `release_group_loading`: the loading of each offsets partition this broker comes to
   lead waits before it reads the log, so its groups answer COORDINATOR_LOAD_IN_PROGRESS until released;
-  `in_force` says how many loads wait (`held`).
+  `in_force` says how many loads wait (`held`);
+- `stop_before_txn_markers` (`action`): this broker's transaction coordinator, right after it has written a
+  PrepareCommit to `__transaction_state` and before it sends the commit's markers, stops the process -- SIGKILL
+  (the default) or SIGSTOP. One-shot. The leader of that `__transaction_state` partition after it finds the
+  PrepareCommit in its log and completes the commit.
 
 Each point is in force until healed (`heal`); counted ones also end when their count is spent.
 """
@@ -83,13 +87,14 @@ POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "rele
           "hold_controller_queue", "release_controller_queue",
           "stop_before_zookeeper_write", "stop_after_zookeeper_write",
           "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading",
+          "stop_before_txn_markers",
           *(f"{kind}_next_{response}" for response in RESPONSES for kind in ("drop", "delay")))
 # Which parameters each point takes (required, unless DEFAULTS has one).
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "drop_next_leader_and_isr": ("count",), "drop_next_update_metadata": ("count",),
     "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
     "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
-    "hold_offset_out_of_range": ("ms",), "hold_cleaner_at": ("phase",),
+    "hold_offset_out_of_range": ("ms",), "hold_cleaner_at": ("phase",), "stop_before_txn_markers": ("action",),
     **{f"drop_next_{response}": ("count",) for response in RESPONSES},
     **{f"delay_next_{response}": ("count", "ms") for response in RESPONSES},
 }
@@ -137,6 +142,7 @@ class FaultPoints:
         self._cleaners_waiting: dict[str, int] = {}  # phase -> cleaner threads waiting there now
         self.group_loading_held = False
         self.group_loads_held = 0  # offsets partitions whose loading waits now (counted on the broker's loop)
+        self.txn_markers_stop: str | None = None  # the action of stop_before_txn_markers (None: not in force)
         self._lock = threading.Lock()
         self._stop_self = stop_self or _signal_self
 
@@ -162,6 +168,8 @@ class FaultPoints:
                 self._cleaner_changed.notify_all()
         elif point == "hold_group_loading":
             self.group_loading_held = True
+        elif point == "stop_before_txn_markers":
+            self.txn_markers_stop = str(params["action"])
         elif point.startswith(("drop_next_", "delay_next_")):
             kind, request = point.split("_next_", 1)
             with self._lock:
@@ -190,6 +198,8 @@ class FaultPoints:
                 self._cleaner_changed.notify_all()
         if point in (None, "hold_group_loading"):
             self.group_loading_held = False
+        if point in (None, "stop_before_txn_markers"):
+            self.txn_markers_stop = None
         with self._lock:
             for request in list(self.requests):
                 if point is None or point.endswith("_next_" + request):
@@ -214,6 +224,8 @@ class FaultPoints:
                 out.append({"point": "hold_cleaner_at", "phase": self.cleaner_hold, "held": self.cleaners_held})
         if self.group_loading_held:
             out.append({"point": "hold_group_loading", "held": self.group_loads_held})
+        if self.txn_markers_stop is not None:
+            out.append({"point": "stop_before_txn_markers", "action": self.txn_markers_stop})
         with self._lock:
             for request, fault in sorted(self.requests.items()):
                 if fault.ms is None:
@@ -308,6 +320,19 @@ class FaultPoints:
         self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
 
 
+    def before_txn_markers(self, transactional_id: str, commit: bool) -> None:
+        """Called by the transaction coordinator once a PrepareCommit or PrepareAbort is written, before its
+        markers go out: stops this process there for a commit when stop_before_txn_markers is in force (once)."""
+        if self.txn_markers_stop is None or not commit:
+            return
+        action, self.txn_markers_stop = self.txn_markers_stop, None
+        log.warning("Stopping (%s) between the PrepareCommit of %s and its markers (lab fault point "
+                    "stop_before_txn_markers)", action, transactional_id)
+        timeline.emit(self.source, "fault_fired", point="stop_before_txn_markers", transactional_id=transactional_id,
+                      action=action)
+        self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
+
+
 def check(point: str, params: dict) -> None:
     """Raise FaultPointError unless `point` exists and `params` are exactly the ones it takes, well formed."""
     if point not in POINTS:
@@ -358,6 +383,9 @@ def describe(fault: dict) -> str:
         name = REQUESTS[request] + " request" if request in REQUESTS else RESPONSES.get(request, request)
         what = f"the next {count} {name}{'s' if count != 1 else ''}"
         return f"{what} dropped" if kind == "drop" else f"{what} delayed {fault.get('ms')} ms"
+    if point == "stop_before_txn_markers":
+        how = "SIGKILL" if fault.get("action", DEFAULTS["action"]) == "kill" else "SIGSTOP"
+        return f"{how} between a PrepareCommit and its markers"
     if point.startswith("stop_"):
         when = "before" if point.startswith("stop_before") else "after"
         how = "SIGKILL" if fault.get("action", DEFAULTS["action"]) == "kill" else "SIGSTOP"

@@ -90,6 +90,7 @@ def test_each_brokers_control_socket_is_in_cluster_json_and_answers_state_as_zoo
                                                               zk_node["isr"])
         assert p["role"] == ("leader" if b["id"] == leader else "follower")
         assert (p["leo"], p["log_start"], p["metadata_leader"]) == (3, 0, leader)
+        assert (p["lso"], p["open_transactions"]) == (3, 0)  # no transaction: the LSO is the high watermark
         if b["id"] == leader:
             assert p["zk_version"] == zk_version
         assert state["metadata"]["controller"] == controller and state["metadata"]["live_brokers"] == [1, 2, 3]

@@ -39,6 +39,8 @@ VERDICTS = {
     "zookeeper-quorum-loss": {"0.8": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
     "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
+    "coordinator-failover-mid-commit": {"fixed": "ok"},
+    "producer-dies-mid-transaction": {"fixed": "ok"},
     "zombie-producer": {"fixed": "ok"},
     "raft-check-quorum-resign": {"kraft": "ok"},
     "raft-pre-vote-disruption": {"kraft": "unavailable", "kraft-fixed": "ok"},

@@ -5,12 +5,11 @@ confluent-kafka's transactional producer commits and aborts (with send_offsets_t
 read_committed consumers (confluent-kafka, kafka-python) see only the committed records, read_uncommitted ones
 every record; kafka-python's transactional producer does the same; a coordinator killed in the middle of a
 transaction hands it to the new leader of its `__transaction_state` partition, and the producer finishes it
-there.
+there; and Kafka's transactions system test in its 20,000-record form (zkbroker.lab.txn_copier).
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -221,125 +220,34 @@ def _coordinator_of(cluster, transactional_id: str):
     raise AssertionError(f"no broker says it coordinates {transactional_id}")
 
 
-# ---- Kafka's transactions system test, bounded: a consume-transform-produce copier through a broker kill -------
+# ---- Kafka's transactions system test (its 20,000-record form; 100,000 in bench/transactions.py) ---------------
 
-COPIED = 3000
-
-
-def _copy(bootstrap: str, group: str, transactional_id: str, ends: dict[int, int], deadline: float,
-          progress: dict) -> None:
-    """Kafka's TransactionalMessageCopier with confluent-kafka: read `in` read_committed, write each record to
-    `out` and the input offsets to the group in one transaction; an abortable error aborts and rewinds the
-    consumer to the group's committed offsets. progress["commits"] counts the transactions committed."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "socket.timeout.ms": 15000, "session.timeout.ms": 10000})
-    producer = _ck_producer(bootstrap, transactional_id,
-                            **{"transaction.timeout.ms": 20000, "message.timeout.ms": 20000})
-
-    def rewind() -> None:
-        for tp in consumer.committed(consumer.assignment(), timeout=30):
-            consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
-
-    def done() -> bool:
-        assignment = consumer.assignment()
-        if len(assignment) < len(ends):
-            return False
-        committed = consumer.committed(assignment, timeout=30)
-        return all(tp.offset >= ends[tp.partition] or ends[tp.partition] == 0 for tp in committed)
-
-    try:
-        producer.init_transactions(TIMEOUT_S)
-        consumer.subscribe(["in"])
-        while time.monotonic() < deadline:
-            messages = [m for m in consumer.consume(500, timeout=1.0) if m.error() is None]
-            if not messages:
-                if done():
-                    return
-                continue
-            try:
-                producer.begin_transaction()
-                for m in messages:
-                    producer.produce("out", key=m.key(), value=m.value(), partition=m.partition())
-                positions = consumer.position(consumer.assignment())
-                producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), TIMEOUT_S)
-                producer.commit_transaction(TIMEOUT_S)
-                progress["commits"] += 1
-            except KafkaException as e:
-                error = e.args[0]
-                if not error.txn_requires_abort() and not error.retriable():
-                    raise
-                producer.abort_transaction(TIMEOUT_S)
-                rewind()
-        raise AssertionError(f"the copier did not finish in time ({progress['commits']} transactions committed)")
-    finally:
-        consumer.close()
-        producer.flush(5)
+SYSTEM_TEST_RECORDS = 20_000
 
 
-def test_copier_copies_every_record_exactly_once_through_a_broker_kill(brokers, zk_connect):
-    """Kafka's transactions system test, bounded: 3,000 records from a 2-partition input topic to an output topic
-    (RF 3, min.insync.replicas 2) by a transactional copier while a broker is hard-killed and restarted; a
-    read_committed read of the output sees every input record exactly once, each partition in input order."""
-    import threading
+def test_copiers_copy_every_record_exactly_once_through_broker_and_copier_kills(brokers, zk_connect, tmp_path):
+    """Kafka's transactions system test: 20,000 records from a 2-partition input topic to a 3-partition output
+    topic (RF 3, min.insync.replicas 2) by two confluent-kafka consume-transform-produce copiers
+    (send_offsets_to_transaction) while each broker in turn is hard-killed and restarted, then each copier; a
+    concurrent read_committed consumer and a final read see every input record exactly once, each partition in
+    input order."""
+    from zkbroker.lab import txn_copier
 
     cluster = brokers(1, 2, 3, **SMALL)
-    rf3 = {"min.insync.replicas": "2"}
-    create_topic(zk_connect, "in", 2, 3, cluster, config=rf3)
-    create_topic(zk_connect, "out", 2, 3, cluster, config=rf3)
-    values = [f"r{i:05d}".encode() for i in range(COPIED)]
-    from confluent_kafka import Producer
 
-    writer = Producer({"bootstrap.servers": cluster[0].bootstrap, "acks": "all"})
-    _ck_send(writer, "in", values, 2)
-    by_partition = _partition_values(cluster[0].bootstrap, "in", COPIED)
-    ends = {p: len(v) for p, v in by_partition.items()}
-    assert sorted(by_partition[0] + by_partition[1]) == sorted(values)
+    def create(name: str, partitions: int) -> None:
+        create_topic(zk_connect, name, partitions, 3, cluster, config={"min.insync.replicas": "2"})
 
-    bootstrap = ",".join(b.bootstrap for b in cluster)
-    outcome: dict = {"commits": 0}
+    def bounce(broker):
+        def restart() -> None:
+            starts = len(broker.log_lines(r"\], started \("))
+            broker.start()
+            wait_for(lambda: len(broker.log_lines(r"\], started \(")) > starts, 60, f"broker {broker.id} to start")
+        return broker.kill, restart
 
-    def run() -> None:
-        try:
-            _copy(bootstrap, f"copier-{uuid.uuid4().hex[:6]}", "copier-1", ends, time.monotonic() + 150, outcome)
-        except BaseException as e:  # handed to the test thread
-            outcome["error"] = e
-
-    copier = threading.Thread(target=run, daemon=True)
-    copier.start()
-    wait_for(lambda: outcome["commits"] > 0 or not copier.is_alive(), 60, "the copier's first transaction")
-    victim = cluster[1]
-    victim.kill()
-    time.sleep(3)
-    victim.start()
-    copier.join(170)
-    assert not copier.is_alive(), "the copier is still running"
-    assert "error" not in outcome, f"the copier failed: {outcome.get('error')!r}"
-    copied = _partition_values(cluster[0].bootstrap, "out", COPIED, isolation="read_committed")
-    assert copied == by_partition  # every record once, each partition in input order
-
-
-def _partition_values(bootstrap: str, topic: str, count: int, isolation: str = "read_uncommitted",
-                     ) -> dict[int, list[bytes]]:
-    """The records of the topic's two partitions, per partition in offset order: `count` of them, and any more
-    that arrive within a second after (a duplicate would)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"probe-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False, "isolation.level": isolation})
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
-        out: dict[int, list[bytes]] = {0: [], 1: []}
-        deadline = time.monotonic() + TIMEOUT_S
-        while sum(map(len, out.values())) < count and time.monotonic() < deadline:
-            for m in consumer.consume(1000, timeout=0.5):
-                if m.error() is None:
-                    out[m.partition()].append(m.value())
-        for m in consumer.consume(1000, timeout=1.0):
-            if m.error() is None:
-                out[m.partition()].append(m.value())
-        return out
-    finally:
-        consumer.close()
+    outcome = txn_copier.run(tmp_path, ",".join(b.bootstrap for b in cluster), create,
+                             [bounce(b) for b in cluster], SYSTEM_TEST_RECORDS, transaction_size=250,
+                             pause_ms=400, down_s=1.0, timeout_s=240)
+    assert outcome.problems == [] and outcome.fatal_errors == []
+    assert outcome.broker_bounces == 3 and outcome.copier_bounces >= 1, outcome
+    assert outcome.bounced_while_copying >= 4, outcome  # every bounce hit copiers at work

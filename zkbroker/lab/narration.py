@@ -91,6 +91,10 @@ def _fault(verb: str) -> Callable[[dict], str]:
 
 def _fault_fired(f: dict) -> str:
     point = f["point"]
+    if point == "stop_before_txn_markers":
+        how = "SIGKILL" if f.get("action", "kill") == "kill" else "SIGSTOP"
+        return (f"Fault point {point}: the transaction coordinator stops itself with {how} between the PrepareCommit "
+                f"of {f.get('transactional_id')} and its markers")
     if point.startswith("stop_"):
         when = "before" if point.startswith("stop_before") else "after"
         how = "SIGKILL" if f.get("action", "kill") == "kill" else "SIGSTOP"

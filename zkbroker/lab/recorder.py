@@ -10,7 +10,9 @@ A record whose partition has no leader waits in the producer until `message.time
 With a transactional id (DESIGN §18) the values are one transaction of librdkafka's transactional producer
 (idempotent, so with its own retries), committed or aborted as the step says: a value counts as acknowledged only
 once its transaction committed, and the producer keeps a `Transaction` for the checker. A producer fenced by a
-newer one of its id (a zombie) ends with its transaction failed. `ConsumerRead` is a `read` step: what a consumer
+newer one of its id (a zombie) ends with its transaction failed; one told to "abandon" its transaction writes
+its records and goes away without ending it, as a process that died would (the coordinator aborts it once
+`transaction.timeout.ms` has passed). `ConsumerRead` is a `read` step: what a consumer
 of one partition reads at an isolation level, through our simple consumer.
 """
 
@@ -40,10 +42,12 @@ class RecordingProducer:
 
     def __init__(self, bootstrap: str, topic: str, partition: int, values: list[bytes], acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, cancelled: threading.Event | None = None,
-                 transactional_id: str | None = None, transaction: str | None = None, name: str = "") -> None:
+                 transactional_id: str | None = None, transaction: str | None = None, name: str = "",
+                 transaction_timeout_ms: int | None = None) -> None:
         self.name = name
         self.transactional_id = transactional_id
-        self.transaction = transaction  # "commit" or "abort" with a transactional id
+        self.transaction = transaction  # "commit", "abort" or "abandon" with a transactional id
+        self.transaction_timeout_ms = transaction_timeout_ms
         self.outcome: str | None = None  # the transaction's: committed, aborted, or failed: ERROR
         self.topic = topic
         self.partition = partition
@@ -110,6 +114,9 @@ class RecordingProducer:
 
         config = {k: v for k, v in self.config.items()
                   if k not in ("acks", "retries", "enable.idempotence", "max.in.flight.requests.per.connection")}
+        if self.transaction_timeout_ms is not None:
+            config["transaction.timeout.ms"] = self.transaction_timeout_ms  # librdkafka wants no longer messages
+            config["message.timeout.ms"] = min(config["message.timeout.ms"], self.transaction_timeout_ms)
         producer = Producer({**config, "transactional.id": self.transactional_id})
         delivered: dict[bytes, int] = {}
         timeout_s = self.timeout_ms / 1000
@@ -130,7 +137,9 @@ class RecordingProducer:
                 if self.interval_ms:
                     self._poll_for(producer, self.interval_ms / 1000)
             producer.flush(timeout_s)
-            if self.transaction == "commit" and not self.cancelled.is_set():
+            if self.transaction == "abandon":  # no EndTxn: the producer is gone, its transaction left open
+                self._end("abandoned", "ABANDONED", delivered)
+            elif self.transaction == "commit" and not self.cancelled.is_set():
                 producer.commit_transaction(timeout_s)
                 self._end("committed", None, delivered)
             else:

@@ -407,11 +407,13 @@ class ScenarioRun:
 
     def _produce(self, step: Step, topic: str, count: int, partition: int = 0, acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, until_end: bool = False,
-                 transactional_id: str | None = None, transaction: str | None = None, **named) -> None:
+                 transactional_id: str | None = None, transaction: str | None = None,
+                 transaction_timeout_ms: int | None = None, **named) -> None:
         name = named.get("as") or f"step{self.scenario.steps.index(step) + 1}"
         values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
         producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms,
-                                     transactional_id=transactional_id, transaction=transaction, name=name)
+                                     transactional_id=transactional_id, transaction=transaction, name=name,
+                                     transaction_timeout_ms=transaction_timeout_ms)
         self.producers[name] = producer
         self.all_producers.append(producer)
         self.topics.add(topic)

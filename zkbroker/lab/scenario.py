@@ -53,7 +53,8 @@ MODES = ("0.8", "fixed", "kraft", "kraft-fixed")
 KRAFT_MODES = ("kraft", "kraft-fixed")
 QUORUM_SIZES = (1, 3, 5)
 VERDICTS = ("ok", "lost", "aborted_read", "torn", "divergent", "duplicated", "stuck", "unavailable", "slow")
-TRANSACTION_ENDS = ("commit", "abort")  # a transactional produce step's records are one transaction, ended so
+# A transactional produce step's records are one transaction, ended so ("abandon": left open, as by a dead producer).
+TRANSACTION_ENDS = ("commit", "abort", "abandon")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 ENSEMBLE_SIZES = (1, 3, 5)
 
@@ -151,7 +152,7 @@ STEPS: dict[str, Shape] = {
     "choose": Shape({"broker": _TARGET, "controller": _TARGET, "as": _STR}, ("as",), ("broker", "controller")),
     "produce": Shape({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                       "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR,
-                      "transactional_id": _STR, "transaction": _STR},
+                      "transactional_id": _STR, "transaction": _STR, "transaction_timeout_ms": _INT},
                      ("topic", "count")),
     # what a consumer of the partition reads at an isolation level, from its start to its end (the LSO for
     # read_committed): the checker's aborted_read and torn verdicts judge it (DESIGN §18)
@@ -184,8 +185,8 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-2729-stuck-isr", "kafka-1120-fast-bounce", "kafka-7165-lingering-ephemeral",
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
-             "spark-stream-during-failover", "zombie-producer", "raft-check-quorum-resign",
-             "raft-pre-vote-disruption")
+             "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
+             "producer-dies-mid-transaction", "raft-check-quorum-resign", "raft-pre-vote-disruption")
 
 
 class ScenarioError(ValueError):

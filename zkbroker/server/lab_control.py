@@ -119,6 +119,7 @@ class BrokerState:
                     "leader": p.leader_id, "leader_epoch": p.leader_epoch, "isr": list(p.isr),
                     "replicas": list(p.replicas), "zk_version": p.zk_version, "controller_epoch": p.controller_epoch,
                     "hw": p.high_watermark, "leo": p.log_end_offset, "log_start": p.log.log_start_offset,
+                    "lso": p.last_stable_offset, "open_transactions": len(p.log.producer_state.ongoing),
                     "metadata_leader": cached.leader if cached is not None else None})
         metadata = [{"topic": topic, "partition": partition, "leader": s.leader, "leader_epoch": s.leader_epoch,
                      "isr": list(s.isr), "replicas": list(s.replicas)}

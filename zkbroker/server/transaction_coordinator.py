@@ -43,6 +43,7 @@ from zkbroker.coordinator.transaction.log_format import encode_key, encode_value
 from zkbroker.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
 from zkbroker.coordinator.transaction.state import TransactionState
 from zkbroker.coordinator.transaction.verification import verification_error
+from zkbroker.fault_points import FAULTS
 from zkbroker.log.log import Log
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
@@ -301,6 +302,8 @@ class TransactionCoordinatorDriver:
         """Send the markers of a PrepareCommit or PrepareAbort transaction, then write its completion (retried
         while this broker stays its coordinator). `prepared`: the completion a load already prepared."""
         tid = metadata.transactional_id
+        if prepared is None:
+            FAULTS.before_txn_markers(tid, commit)
         written = await self.markers.write_markers(
             metadata.producer_id, metadata.producer_epoch, commit, part.coordinator_epoch,
             set(metadata.topic_partitions), lambda: self._current(part, tid, metadata))

@@ -169,6 +169,20 @@ def test_a_cleaner_hold_moved_to_another_phase_or_healed_lets_its_waiters_go(fau
     assert faults.cleaner_hold is None and faults.in_force() == []
 
 
+def test_stop_before_txn_markers_stops_the_process_once_at_a_commit_not_at_an_abort(tmp_path):
+    stops = []
+    faults = FaultPoints(stop_self=stops.append)
+    faults.apply("stop_before_txn_markers")
+    assert faults.in_force() == [{"point": "stop_before_txn_markers", "action": "kill"}]
+    faults.before_txn_markers("t", commit=False)
+    assert stops == []
+    faults.before_txn_markers("t", commit=True)
+    faults.before_txn_markers("t", commit=True)
+    assert stops == [signal.SIGKILL] and faults.in_force() == []
+    assert fault_points.describe({"point": "stop_before_txn_markers", "action": "pause"}) == (
+        "SIGSTOP between a PrepareCommit and its markers")
+
+
 def test_hold_group_loading_holds_each_load_on_the_loop_until_released(faults, tmp_path, monkeypatch):
     monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
     faults.source = "broker:1"

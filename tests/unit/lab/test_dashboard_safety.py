@@ -76,7 +76,7 @@ def test_fault_point_requests():
 STATE = {"broker": 2, "pid": 456, "session": "0x10", "zookeeper_connected": True, "controller_epoch_seen": 3,
          "partitions": [{"topic": "t", "partition": 0, "role": "leader", "leader": 2, "leader_epoch": 4,
                          "isr": [2, 1], "replicas": [2, 1], "zk_version": 7, "controller_epoch": 3, "hw": 5, "leo": 6,
-                         "log_start": 0, "metadata_leader": 2}],
+                         "log_start": 0, "lso": 4, "open_transactions": 1, "metadata_leader": 2}],
          "metadata": {"controller": 1, "live_brokers": [1, 2], "partitions": []},
          "controller": None, "faults": [{"point": "hold_fetchers"}]}
 
@@ -87,6 +87,7 @@ def test_a_state_answer():
     assert belief.zookeeper_connected is True and belief.faults == ({"point": "hold_fetchers"},)
     r = belief.replica("t", 0)
     assert (r.leader, r.leader_epoch, r.isr, r.zk_version, r.hw, r.leo, r.metadata_leader) == (2, 4, (2, 1), 7, 5, 6, 2)
+    assert (r.lso, r.open_transactions) == (4, 1)
     assert belief.replica("t", 1) is None
     assert parse_state({**STATE, "controller": {"epoch": 3}}, 2).is_controller is True
 

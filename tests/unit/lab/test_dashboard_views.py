@@ -142,12 +142,14 @@ def test_a_silent_broker_is_unknown_not_wrong():
 def test_topics_view_columns():
     offline = PartitionTruth("t", 1, (3, 1), leader=-1, leader_epoch=5, controller_epoch=3, isr=(), zk_version=9)
     zk = ZooKeeperSnapshot(True, 2, 5000, 3, 2, registrations(1, 2), (TRUTH, offline))
-    view = topics_view(zk, {2: BrokerBelief(2, 3, S2, True, (ReplicaBelief("t", 0, 2, 4, hw=8, leo=10, log_start=2),))},
+    leader = ReplicaBelief("t", 0, 2, 4, hw=8, leo=10, log_start=2, lso=6, open_transactions=1)
+    view = topics_view(zk, {2: BrokerBelief(2, 3, S2, True, (leader,))},
                        {("t", 0): (0, 8), ("t", 1): (0, 0)})
     p0, p1 = view["partitions"]
     assert (p0["preferred_leader"], p0["leader_is_preferred"]) == (1, False)
     assert (p0["under_replicated"], p0["offline"]) == (True, False)
-    assert (p0["log_start"], p0["hw"], p0["log_end"]) == (2, 8, 10)
+    assert (p0["log_start"], p0["hw"], p0["lso"], p0["log_end"], p0["open_transactions"]) == (2, 8, 6, 10, 1)
+    assert (p1["lso"], p1["open_transactions"]) == (None, None)
     assert (p1["offline"], p1["offline_replicas"], p1["log_end"]) == (True, [3], None)
     hosted = {b["broker"]: b for b in view["brokers"]}
     assert hosted[2]["leaders"] == 1 and hosted[1]["out_of_isr"] == 2 and hosted[3]["registered"] is False

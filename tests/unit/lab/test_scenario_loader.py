@@ -194,7 +194,8 @@ def test_transactional_produce_and_read_steps_are_checked():
     fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = 3\ntransaction = "commit"\n'),
           "s.toml:\\d+: a transactional produce names both transactional_id and transaction")
     fails(scenario_with_step('action = "produce"\ntopic = "t"\ncount = 3\ntransactional_id = "tx"\n'
-                             'transaction = "rollback"\n'), "transaction must be one of commit, abort, not 'rollback'")
+                             'transaction = "rollback"\n'),
+          "transaction must be one of commit, abort, abandon, not 'rollback'")
     fails(scenario_with_step('action = "read"\ntopic = "t"\nisolation_level = "serializable"\n'),
           "isolation_level must be one of read_committed, read_uncommitted")
     fails(KAFKA_1211.replace('expect = "lost"', 'expect = "torn-apart"'), "unknown verdict")

@@ -168,6 +168,9 @@ def test_a_line_is_the_time_the_source_and_the_words():
     ({"kind": "fault_fired", "point": "hold_group_loading", "topic": "__consumer_offsets", "partition": 7},
      "Fault point hold_group_loading: the loading of offsets partition [__consumer_offsets,7] waits until "
      "released (its groups answer COORDINATOR_LOAD_IN_PROGRESS)"),
+    ({"kind": "fault_fired", "point": "stop_before_txn_markers", "transactional_id": "copier", "action": "kill"},
+     "Fault point stop_before_txn_markers: the transaction coordinator stops itself with SIGKILL between the "
+     "PrepareCommit of copier and its markers"),
 ])
 def test_the_processes_events_in_plain_words(event, words):
     assert describe({"ts": 0, "source": "broker:1", **event}) == words

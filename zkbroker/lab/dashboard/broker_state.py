@@ -47,7 +47,8 @@ def _session(value: object) -> int | None:
 def parse_state(state: object, broker_id: int) -> BrokerBelief:
     """A `state` answer (zkbroker/control_protocol.py): `broker`, `session` ("0x..."), `controller_epoch_seen`,
     `controller` (null unless this broker is the controller), `partitions` (each applied LeaderAndIsr with
-    `zk_version`, `hw`, `leo`, `log_start`, `metadata_leader`), `zookeeper_connected` and `faults`.
+    `zk_version`, `hw`, `leo`, `log_start`, `lso`, `open_transactions`, `metadata_leader`), `zookeeper_connected`
+    and `faults`.
     Fields it lacks are unknown; a malformed answer raises ValueError."""
     if not isinstance(state, dict):
         raise ValueError(f"a state answer must be a JSON object, got {type(state).__name__}")
@@ -60,7 +61,7 @@ def parse_state(state: object, broker_id: int) -> BrokerBelief:
             p["topic"], p["partition"], _int(p.get("leader")), _int(p.get("leader_epoch")),
             tuple(isr) if isinstance(isr, list) else None, _int(p.get("zk_version")),
             _int(p.get("controller_epoch")), _int(p.get("metadata_leader")), _int(p.get("hw")),
-            _int(p.get("leo")), _int(p.get("log_start"))))
+            _int(p.get("leo")), _int(p.get("log_start")), _int(p.get("lso")), _int(p.get("open_transactions"))))
     connected = state.get("zookeeper_connected")
     faults = state.get("faults")
     return BrokerBelief(_int(state.get("broker")) or broker_id, _int(state.get("controller_epoch_seen")),

@@ -98,7 +98,7 @@ class ZooKeeperServer:
 @dataclass(frozen=True)
 class ReplicaBelief:
     """What one broker believes of one partition: the LeaderAndIsr it applied, its metadata cache's leader,
-    its replica's high watermark and log end."""
+    its replica's high watermark and log end, its last stable offset and how many transactions are open in it."""
 
     topic: str
     partition: int
@@ -111,6 +111,8 @@ class ReplicaBelief:
     hw: int | None = None
     leo: int | None = None
     log_start: int | None = None
+    lso: int | None = None
+    open_transactions: int | None = None
 
 
 @dataclass(frozen=True)

@@ -278,6 +278,8 @@ def topics_view(zk: ZooKeeperSnapshot, beliefs: Mapping[int, BrokerBelief],
             "log_start": replica.log_start if replica and replica.log_start is not None else earliest,
             "log_end": replica.leo if replica else None,
             "hw": replica.hw if replica and replica.hw is not None else latest,
+            "lso": replica.lso if replica else None,
+            "open_transactions": replica.open_transactions if replica else None,
         })
         for r in truth.replicas:
             row = hosted.setdefault(r, {"broker": r, "replicas": 0, "leaders": 0, "under_replicated": 0,

@@ -270,7 +270,7 @@ async function refreshTopics() {
     h('td', {}, ids(p.replicas)), h('td', {}, ids(p.isr)),
     h('td', {}, `${p.preferred_leader}${p.leader_is_preferred ? '' : ' (not leading)'}`),
     yes(p.under_replicated), yes(p.offline), h('td', {}, dash(p.log_start)), h('td', {}, dash(p.hw)),
-    h('td', {}, dash(p.log_end)))));
+    h('td', {}, dash(p.lso)), h('td', {}, dash(p.log_end)), h('td', {}, dash(p.open_transactions)))));
     document.querySelector('#topic-configs tbody').replaceChildren(...(topics.topics || []).map((t) => {
       const overrides = Object.entries(t.overrides).map(([k, v]) => `${k}=${v}`);
       return h('tr', { 'data-topic': t.topic }, h('td', {}, t.topic),
