@@ -94,6 +94,7 @@ class QuorumController:
         self.last_committed_offset = -1
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
+        self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
         self._build_managers()
 
     def _build_managers(self) -> None:
@@ -182,12 +183,13 @@ class QuorumController:
             log.info("%sRefusing the registration of broker %d: %s", self.prefix, request.broker_id, e.message)
             return ControllerResult([], {"error_code": e.code, "broker_epoch": -1})
         existing = self.cluster.brokers.get(request.broker_id)
-        # a new incarnation of a broker that was serving: its old leaderships move before it starts fenced
-        leaving = self.replication.broker_leaving(existing.id) if existing and not existing.fenced else []
         log.info("%sRegistering broker %d at epoch %d (incarnation %s)", self.prefix, request.broker_id,
                  registration[2].broker_epoch, bytes(request.incarnation_id).hex())
-        return ControllerResult([*leaving, registration], {"error_code": ErrorCode.NONE,
-                                                           "broker_epoch": registration[2].broker_epoch})
+        response = {"error_code": ErrorCode.NONE, "broker_epoch": registration[2].broker_epoch}
+        if existing is None or existing.fenced:
+            return ControllerResult([registration], response)
+        # a new incarnation of a broker that was serving: its old leaderships move before it starts fenced
+        return self.replication.leave_in_parts(existing.id, response, last=lambda: [registration])
 
     def _submit(self, name: str, run: Callable[..., ControllerResult], *args: Any) -> Pending:
         pending = Pending(name)
@@ -203,13 +205,25 @@ class QuorumController:
             if self._claim_offset is None:
                 self._append_claim()
             return
-        while (event := self.queue.pop()) is not None:
-            self._run(event)
+        # Only the events queued before this poll: the later parts of a large operation, queued meanwhile, wait
+        # for the next poll, so the loop answers heartbeats (and the log commits) between its batches.
+        for _ in range(len(self.queue)):
+            self._run(self.queue.pop())
         if self.is_active:
             for broker_id in self.cluster.stale_brokers(now_ms):
+                if broker_id in self._fencing:
+                    continue
                 log.info("%sFencing broker %d because its session has timed out.", self.prefix, broker_id)
-                self._run(ControllerEvent("maybeFenceStaleBroker", lambda b=broker_id: ControllerResult(
-                    self.replication.fence_broker(b)), Pending("maybeFenceStaleBroker")))
+                self._fencing.add(broker_id)
+                pending = Pending("maybeFenceStaleBroker")
+                pending.add_done_callback(lambda _p, b=broker_id: self._fencing.discard(b))
+                self._run(ControllerEvent("maybeFenceStaleBroker", lambda b=broker_id: self.replication.fence_broker(
+                    b), pending))
+
+    @property
+    def has_work(self) -> bool:
+        """Events wait (the later parts of a large operation among them): the driver polls again soon."""
+        return len(self.queue) > 0 and self.claim_epoch is None
 
     def _run(self, event: ControllerEvent) -> None:
         if not self.is_active:
@@ -237,7 +251,10 @@ class QuorumController:
             self._release_commits()
             return
         self._replay_batch(last - len(result.records) + 1, result.records)
-        self.purgatory.add(last, event.pending, result.response)
+        if result.more is not None:
+            self.queue.append(ControllerEvent(event.name, result.more, event.pending))
+        else:
+            self.purgatory.add(last, event.pending, result.response)
         self._release_commits()
 
     def _append(self, epoch: int, records: list[MetadataRecord]) -> int:
@@ -324,6 +341,7 @@ class QuorumController:
         self.active_epoch = self.claim_epoch = self._claim_offset = None
         self.last_applied_offset = self.last_committed_offset
         self.cluster.heartbeats.clear()
+        self._fencing.clear()
         self.purgatory.fail_all(ErrorCode.NOT_CONTROLLER)
 
     # ---- replay ---------------------------------------------------------------------------------------------
