@@ -54,7 +54,7 @@ from zkbroker.raft.listener import NotLeaderError, RaftClient
 
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
-from .events import ControllerEvent, ControllerResult, EventQueue, Pending, Purgatory
+from .events import MAX_RECORDS_PER_BATCH, ControllerEvent, ControllerResult, EventQueue, Pending, Purgatory
 from .feature_control import FeatureControlManager
 from .producer_id_control import ProducerIdControlManager
 from .replication_control import ReplicationControlManager
@@ -95,6 +95,7 @@ class QuorumController:
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
         self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
+        self._loading: tuple[int, int, list[MetadataRecord], int] | None = None  # a snapshot loading in parts
         self._build_managers()
 
     def _build_managers(self) -> None:
@@ -201,6 +202,9 @@ class QuorumController:
     def poll(self, now_ms: int) -> None:
         """Run every queued event, then the timers (session expiry). While catching up to lead, the events wait."""
         self.now_ms = now_ms
+        if self._loading is not None:
+            self._load_some()
+            return
         if self.claim_epoch is not None:
             if self._claim_offset is None:
                 self._append_claim()
@@ -223,7 +227,7 @@ class QuorumController:
     @property
     def has_work(self) -> bool:
         """Events wait (the later parts of a large operation among them): the driver polls again soon."""
-        return len(self.queue) > 0 and self.claim_epoch is None
+        return self._loading is not None or (len(self.queue) > 0 and self.claim_epoch is None)
 
     def _run(self, event: ControllerEvent) -> None:
         if not self.is_active:
@@ -272,7 +276,7 @@ class QuorumController:
     # ---- the log's callbacks (RaftListener) -----------------------------------------------------------------
 
     def handle_commit(self, base_offset: int, last_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
-        if self._appending:
+        if self._appending or self._loading is not None:
             self._held_commits.append((base_offset, last_offset, epoch, records))
             return
         for i, item in enumerate(records):
@@ -289,17 +293,31 @@ class QuorumController:
             self._activate()
 
     def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
-        """The whole state from a snapshot: what was here before is dropped."""
+        """The whole state from a snapshot: what was here before is dropped. A large snapshot (100,000
+        partitions) is replayed MAX_RECORDS_PER_BATCH records per poll, so the loop keeps answering the quorum
+        meanwhile; until it is all loaded the controller neither becomes active nor replays a commit (those are
+        held) nor writes a snapshot."""
         if self.is_active:
             self._renounce()
         self._build_managers()
-        for item in records:
+        self._loading = (end_offset, epoch, records, 0)
+        self._load_some()
+
+    def _load_some(self) -> None:
+        end_offset, epoch, records, done = self._loading
+        for item in records[done:done + MAX_RECORDS_PER_BATCH]:
             self._replay(item, end_offset - 1)
+        done += MAX_RECORDS_PER_BATCH
+        if done < len(records):
+            self._loading = (end_offset, epoch, records, done)
+            return
+        self._loading = None
         self.last_committed_offset = self.last_applied_offset = end_offset - 1
         self.last_committed_epoch = epoch
         log.info("%sLoaded a snapshot ending at offset %d (epoch %d): %d brokers, %d topics, %d partitions",
                  self.prefix, end_offset, epoch, len(self.cluster.brokers), len(self.replication.topics),
                  len(self.replication.partitions))
+        self._release_commits()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader_id, self.epoch = leader_id, epoch
@@ -384,7 +402,8 @@ class QuorumController:
     def write_snapshot(self) -> int | None:
         """A snapshot of the committed state, through the log; its end offset, or None when state is not all
         committed yet (the active controller between an append and its commit) or there is nothing."""
-        if self.last_committed_offset < 0 or self.last_applied_offset != self.last_committed_offset:
+        if (self._loading is not None or self.last_committed_offset < 0
+                or self.last_applied_offset != self.last_committed_offset):
             return None
         end = self.last_committed_offset + 1
         self.raft.create_snapshot(end, self.last_committed_epoch, self.snapshot_records())

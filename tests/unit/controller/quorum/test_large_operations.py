@@ -1,16 +1,19 @@
 """Large operations in parts (controller/quorum/events.py, MAX_RECORDS_PER_BATCH): a broker fenced, shut down or
 unfenced with more partitions than one batch holds moves them one batch per turn of the queue, each batch
 computed afresh, so requests that arrive meanwhile (heartbeats) are answered between the batches; the final batch
-carries the fencing; a standby replaying the batches holds the same state. A request's own records are bounded
+carries the fencing; a standby replaying the batches holds the same state. A large snapshot loads in parts too,
+the commits that arrive meanwhile held until it is loaded. A request's own records are bounded
 instead (CreateTopics: 10,000 partition records)."""
 
 from __future__ import annotations
 
 import pytest
 
+from controller.quorum import controller as quorum_controller
 from controller.quorum import replication_control
 from tests.unit.controller.quorum.helpers import (
     SESSION_MS,
+    MemoryLog,
     active_controller,
     create_topics,
     heartbeat,
@@ -25,6 +28,7 @@ BATCH = 10
 @pytest.fixture(autouse=True)
 def small_batches(monkeypatch):
     monkeypatch.setattr(replication_control, "MAX_RECORDS_PER_BATCH", BATCH)
+    monkeypatch.setattr(quorum_controller, "MAX_RECORDS_PER_BATCH", BATCH)
 
 
 def _cluster(partitions: int = 45):
@@ -107,3 +111,28 @@ def test_create_topics_writes_at_most_ten_thousand_partition_records_per_request
     assert [t["error_code"] for t in answer] == [0, 0, 42]  # INVALID_REQUEST: the request's bound reached
     assert "more than 10000 partition records" in answer[2]["error_message"]
     assert controller.replication.topic_exists("b") and not controller.replication.topic_exists("c")
+
+
+def test_a_large_snapshot_loads_one_part_per_poll_holding_commits_and_the_leadership_until_loaded():
+    log, controller, _, epochs = _cluster()
+    end = controller.write_snapshot()
+    epoch, records = log.snapshots[end]
+    assert len(records) > 4 * BATCH
+    other = MemoryLog()  # a second cluster's log stands in for the one the restarted controller reads
+    fresh = make_controller(other, node_id=3003)
+    fresh.handle_load_snapshot(end, epoch, records)
+    assert fresh.has_work and len(fresh.replication.partitions) < 45
+    fresh.handle_commit(end, end, epoch, [controller.cluster.fence_record(controller.cluster.brokers[3])])
+    assert not fresh.cluster.brokers.get(3) or not fresh.cluster.brokers[3].fenced  # held while loading
+    other.end_offset = end + 1
+    other.elect(3003)  # elected in the middle of the load: it claims the leadership only once loaded
+    polls = 0
+    while fresh.has_work:  # the load's parts
+        assert other.batches == []
+        fresh.poll(0)
+        polls += 1
+    assert polls >= 4
+    assert len(fresh.replication.partitions) == 45 and fresh.cluster.brokers[3].fenced
+    assert fresh.last_committed_offset == end
+    fresh.poll(0)
+    assert other.batches  # its NoOpRecord, appended after the load
