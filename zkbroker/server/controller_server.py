@@ -79,8 +79,7 @@ class ControllerServer:
             retry_backoff_ms=config["controller.quorum.retry.backoff.ms"], fetch_max_bytes=FETCH_MAX_BYTES)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
         self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
-        # Kafka 3.7's unclean.leader.election.enable is false; the table's default is 0.8.2's true
-        unclean = "unclean.leader.election.enable" in config.originals and config["unclean.leader.election.enable"]
+        unclean = config["unclean.leader.election.enable"]  # KRaft mode's default, false (config.KRAFT_DEFAULTS)
         controller_config = QuorumControllerConfig(
             node_id=self.node_id, cluster_id=cluster_id, session_timeout_ms=config["broker.session.timeout.ms"],
             default_partitions=config["num.partitions"],
