@@ -177,9 +177,10 @@ def _too_large(topic: str, size: int, at_least: bool) -> ApiError:
 #: ZooKeeper mode: the whole assignment is one `/brokers/topics/<t>` znode.
 ZNODE_BOUND = AssignmentBound(_check_znode_count, check_znode_size)
 
-#: KRaft mode: one PartitionRecord per partition, all in one batch of the metadata log (ours, not Kafka's: a
-#: cap that keeps one request's batch bounded; Kafka 3.7 bounds it by its own record limits).
-MAX_PARTITIONS_PER_REQUEST = 1_000_000
+#: KRaft mode: one PartitionRecord per partition, all in one batch of the metadata log, appended in one turn of
+#: the controller's queue: Kafka 3.7's controller caps one request's records at 10,000 (a larger request would
+#: hold its queue, and the heartbeats behind it, for seconds); CreateTopics checks the request's total as well.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 def _check_record_count(topic: str, partitions: int) -> None:

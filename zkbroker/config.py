@@ -1032,6 +1032,14 @@ def kraft_listeners(originals: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     return found
 
 
+#: Where KRaft mode's defaults differ from the table's (which are 0.8.2's): Kafka 3.7's. The one home of
+#: each, read by the quorum controller (its elections) and by a KRaft broker (its topics' log configs) alike.
+KRAFT_DEFAULTS: dict[str, str] = {
+    # false since Kafka 0.11 (KIP-106); 0.8.2's true stays ZooKeeper mode's
+    "unclean.leader.election.enable": "false",
+}
+
+
 def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] | None:
     """KRaft mode's keys checked as Kafka 3.7 checks them, and the 0.8 keys the rest of the code reads derived
     from them (broker.id from node.id, host.name and port from the controller listener); None in ZooKeeper mode.
@@ -1068,7 +1076,7 @@ def _kraft_given(originals: dict[str, str]) -> tuple[dict[str, str], list[str]] 
             what = "a PLAINTEXT listener for clients" if served == "PLAINTEXT" else \
                 f"the controller listener {names[0]} named by controller.listener.names"
             raise ConfigError(f"listeners must include {what} (e.g. {example}).")
-    given = {name: value for name, value in originals.items() if name != "listeners"}
+    given = {**KRAFT_DEFAULTS, **{name: value for name, value in originals.items() if name != "listeners"}}
     given["host.name"], given["port"] = found["PLAINTEXT" if broker else names[0]]
     given["broker.id"] = str(node_id)
     given["zookeeper.connect"] = ""

@@ -54,7 +54,7 @@ from zkbroker.raft.listener import NotLeaderError, RaftClient
 
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
-from .events import ControllerEvent, ControllerResult, EventQueue, Pending, Purgatory
+from .events import MAX_RECORDS_PER_BATCH, ControllerEvent, ControllerResult, EventQueue, Pending, Purgatory
 from .feature_control import FeatureControlManager
 from .producer_id_control import ProducerIdControlManager
 from .replication_control import ReplicationControlManager
@@ -94,6 +94,8 @@ class QuorumController:
         self.last_committed_offset = -1
         self.last_committed_epoch = -1
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
+        self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
+        self._loading: tuple[int, int, list[MetadataRecord], int] | None = None  # a snapshot loading in parts
         self._build_managers()
 
     def _build_managers(self) -> None:
@@ -182,12 +184,13 @@ class QuorumController:
             log.info("%sRefusing the registration of broker %d: %s", self.prefix, request.broker_id, e.message)
             return ControllerResult([], {"error_code": e.code, "broker_epoch": -1})
         existing = self.cluster.brokers.get(request.broker_id)
-        # a new incarnation of a broker that was serving: its old leaderships move before it starts fenced
-        leaving = self.replication.broker_leaving(existing.id) if existing and not existing.fenced else []
         log.info("%sRegistering broker %d at epoch %d (incarnation %s)", self.prefix, request.broker_id,
                  registration[2].broker_epoch, bytes(request.incarnation_id).hex())
-        return ControllerResult([*leaving, registration], {"error_code": ErrorCode.NONE,
-                                                           "broker_epoch": registration[2].broker_epoch})
+        response = {"error_code": ErrorCode.NONE, "broker_epoch": registration[2].broker_epoch}
+        if existing is None or existing.fenced:
+            return ControllerResult([registration], response)
+        # a new incarnation of a broker that was serving: its old leaderships move before it starts fenced
+        return self.replication.leave_in_parts(existing.id, response, last=lambda: [registration])
 
     def _submit(self, name: str, run: Callable[..., ControllerResult], *args: Any) -> Pending:
         pending = Pending(name)
@@ -199,17 +202,32 @@ class QuorumController:
     def poll(self, now_ms: int) -> None:
         """Run every queued event, then the timers (session expiry). While catching up to lead, the events wait."""
         self.now_ms = now_ms
+        if self._loading is not None:
+            self._load_some()
+            return
         if self.claim_epoch is not None:
             if self._claim_offset is None:
                 self._append_claim()
             return
-        while (event := self.queue.pop()) is not None:
-            self._run(event)
+        # Only the events queued before this poll: the later parts of a large operation, queued meanwhile, wait
+        # for the next poll, so the loop answers heartbeats (and the log commits) between its batches.
+        for _ in range(len(self.queue)):
+            self._run(self.queue.pop())
         if self.is_active:
             for broker_id in self.cluster.stale_brokers(now_ms):
+                if broker_id in self._fencing:
+                    continue
                 log.info("%sFencing broker %d because its session has timed out.", self.prefix, broker_id)
-                self._run(ControllerEvent("maybeFenceStaleBroker", lambda b=broker_id: ControllerResult(
-                    self.replication.fence_broker(b)), Pending("maybeFenceStaleBroker")))
+                self._fencing.add(broker_id)
+                pending = Pending("maybeFenceStaleBroker")
+                pending.add_done_callback(lambda _p, b=broker_id: self._fencing.discard(b))
+                self._run(ControllerEvent("maybeFenceStaleBroker", lambda b=broker_id: self.replication.fence_broker(
+                    b), pending))
+
+    @property
+    def has_work(self) -> bool:
+        """Events wait (the later parts of a large operation among them): the driver polls again soon."""
+        return self._loading is not None or (len(self.queue) > 0 and self.claim_epoch is None)
 
     def _run(self, event: ControllerEvent) -> None:
         if not self.is_active:
@@ -237,7 +255,10 @@ class QuorumController:
             self._release_commits()
             return
         self._replay_batch(last - len(result.records) + 1, result.records)
-        self.purgatory.add(last, event.pending, result.response)
+        if result.more is not None:
+            self.queue.append(ControllerEvent(event.name, result.more, event.pending))
+        else:
+            self.purgatory.add(last, event.pending, result.response)
         self._release_commits()
 
     def _append(self, epoch: int, records: list[MetadataRecord]) -> int:
@@ -255,7 +276,7 @@ class QuorumController:
     # ---- the log's callbacks (RaftListener) -----------------------------------------------------------------
 
     def handle_commit(self, base_offset: int, last_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
-        if self._appending:
+        if self._appending or self._loading is not None:
             self._held_commits.append((base_offset, last_offset, epoch, records))
             return
         for i, item in enumerate(records):
@@ -272,17 +293,31 @@ class QuorumController:
             self._activate()
 
     def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
-        """The whole state from a snapshot: what was here before is dropped."""
+        """The whole state from a snapshot: what was here before is dropped. A large snapshot (100,000
+        partitions) is replayed MAX_RECORDS_PER_BATCH records per poll, so the loop keeps answering the quorum
+        meanwhile; until it is all loaded the controller neither becomes active nor replays a commit (those are
+        held) nor writes a snapshot."""
         if self.is_active:
             self._renounce()
         self._build_managers()
-        for item in records:
+        self._loading = (end_offset, epoch, records, 0)
+        self._load_some()
+
+    def _load_some(self) -> None:
+        end_offset, epoch, records, done = self._loading
+        for item in records[done:done + MAX_RECORDS_PER_BATCH]:
             self._replay(item, end_offset - 1)
+        done += MAX_RECORDS_PER_BATCH
+        if done < len(records):
+            self._loading = (end_offset, epoch, records, done)
+            return
+        self._loading = None
         self.last_committed_offset = self.last_applied_offset = end_offset - 1
         self.last_committed_epoch = epoch
         log.info("%sLoaded a snapshot ending at offset %d (epoch %d): %d brokers, %d topics, %d partitions",
                  self.prefix, end_offset, epoch, len(self.cluster.brokers), len(self.replication.topics),
                  len(self.replication.partitions))
+        self._release_commits()
 
     def handle_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self.leader_id, self.epoch = leader_id, epoch
@@ -324,6 +359,7 @@ class QuorumController:
         self.active_epoch = self.claim_epoch = self._claim_offset = None
         self.last_applied_offset = self.last_committed_offset
         self.cluster.heartbeats.clear()
+        self._fencing.clear()
         self.purgatory.fail_all(ErrorCode.NOT_CONTROLLER)
 
     # ---- replay ---------------------------------------------------------------------------------------------
@@ -366,7 +402,8 @@ class QuorumController:
     def write_snapshot(self) -> int | None:
         """A snapshot of the committed state, through the log; its end offset, or None when state is not all
         committed yet (the active controller between an append and its commit) or there is nothing."""
-        if self.last_committed_offset < 0 or self.last_applied_offset != self.last_committed_offset:
+        if (self._loading is not None or self.last_committed_offset < 0
+                or self.last_applied_offset != self.last_committed_offset):
             return None
         end = self.last_committed_offset + 1
         self.raft.create_snapshot(end, self.last_committed_epoch, self.snapshot_records())

@@ -8,7 +8,8 @@ requests to the QuorumController, and its event loop), on the process's asyncio 
   standby, or a controller that loses the leadership meanwhile, answers NOT_CONTROLLER, and the sender finds the
   active controller.
 * A timer polls the controller (session expiry, and the events queued while it catches up to lead); each request
-  polls it at once, so its records are appended without waiting for the timer.
+  polls it at once, so its records are appended without waiting for the timer; the later parts of a large
+  operation are polled for as soon as the loop has run what was ready meanwhile.
 * Snapshots: after each commit the SnapshotPolicy (metadata.log.max.record.bytes.between.snapshots, and time)
   says whether to write the controller's state as a snapshot through the log.
 """
@@ -76,6 +77,7 @@ class QuorumControllerDriver:
         self.clock = clock
         self.tick_ms = tick_ms
         self._task: asyncio.Task | None = None
+        self._again = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._ticks())
@@ -98,6 +100,14 @@ class QuorumControllerDriver:
             self.controller.poll(self.clock())
         except Exception:  # a bug must not stop the timer: the next tick tries again
             log.exception("[QuorumController id=%d] poll failed", self.controller.config.node_id)
+        if self.controller.has_work and not self._again:
+            # the next part of a large operation: after what the loop has ready (requests, the log's traffic)
+            self._again = True
+            asyncio.get_running_loop().call_soon(self._poll_again)
+
+    def _poll_again(self) -> None:
+        self._again = False
+        self.poll()
 
     async def handle(self, api_key: int, version: int, request: Any) -> dict:
         """The wire response body to one request of the controller listener."""

@@ -8,7 +8,9 @@ DeferredEventQueue), without threads or I/O.
   are committed (a client told "created" must find the topic after any failover); a read's answer waits for the
   writes it has seen (read-your-writes across requests).
 * ``ControllerResult``: a manager's answer to a request: the records to append (one batch, all or nothing) and
-  the response to give once they commit.
+  the response to give once they commit; an operation too large for one batch (a broker fenced with tens of
+  thousands of partitions) gives its first part and ``more``, the rest, run as a new event behind the ones that
+  arrived meanwhile, so heartbeats are answered between its batches (``MAX_RECORDS_PER_BATCH``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,20 @@ from typing import Any
 
 from zkbroker.metadata.records import MetadataRecord
 
+#: The records one operation appends in one turn of the queue, at most (a part of a non-atomic operation; a
+#: request's own records are bounded by zkbroker/admin_checks.py). Kafka's controller caps a batch at 10,000
+#: records; a Python controller on a loaded 2-core machine takes over a second for that many (build, frame,
+#: replay), a heartbeat's whole interval, hence a fifth of it.
+MAX_RECORDS_PER_BATCH = 2000
+
 
 @dataclass
 class ControllerResult:
     records: list[MetadataRecord] = field(default_factory=list)
     response: Any = None
+    #: The rest of a non-atomic operation, computed afresh from the state its first parts left: None when done.
+    #: The answer goes out once the last part commits.
+    more: Callable[[], ControllerResult] | None = None
 
 
 class Pending:

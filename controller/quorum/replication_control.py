@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from zkbroker.protocol.metadata_records import METADATA_TOPIC_ID
 
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager, config_records
-from .events import ControllerResult
+from .events import MAX_RECORDS_PER_BATCH, ControllerResult
 from .timeline import SnapshotRegistry, TimelineDict
 
 log = logging.getLogger("controller.quorum.ReplicationControlManager")
@@ -126,6 +126,7 @@ class ReplicationControlManager:
         taken = list(self.topics_by_name)
         records: list[MetadataRecord] = []
         results = []
+        partitions = 0
         for entry in topics:
             result = {"name": entry.name, "topic_id": bytes(16), "error_code": ErrorCode.NONE, "error_message": None,
                       "num_partitions": -1, "replication_factor": -1}
@@ -133,7 +134,12 @@ class ReplicationControlManager:
                 if entry.name in duplicates:
                     raise ApiError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
                 topic_records, topic_id, assignment = self._create_topic(entry, taken)
+                if partitions + len(assignment) > checks.MAX_PARTITIONS_PER_REQUEST:
+                    raise ApiError(ErrorCode.INVALID_REQUEST,
+                                   f"The request's topics would take more than {checks.MAX_PARTITIONS_PER_REQUEST} "
+                                   "partition records; the controller writes at most that many per request.")
                 taken.append(entry.name)
+                partitions += len(assignment)
                 result.update(num_partitions=len(assignment), replication_factor=len(assignment[0]))
                 if not validate_only:
                     records += topic_records
@@ -242,9 +248,10 @@ class ReplicationControlManager:
                                 leader=NO_LEADER_CHANGE if leader == part.leader else leader,
                                 leader_recovery_state=recovery)
 
-    def broker_leaving(self, broker_id: int) -> list[MetadataRecord]:
+    def broker_leaving(self, broker_id: int, limit: int | None = None) -> list[MetadataRecord]:
         """A broker fenced, entering controlled shutdown or unregistered: out of every ISR, its leaderships
-        moved to the other active replicas."""
+        moved to the other active replicas; with `limit`, that many partitions' changes at most (the rest are
+        found again by the next call, the state having moved on)."""
         active = self.cluster.active_brokers() - {broker_id}
         out = []
         for key, part in list(self.partitions.items()):
@@ -252,12 +259,14 @@ class ReplicationControlManager:
                 change = self._change(key, part, broker_id, active)
                 if change is not None:
                     out.append(change)
+                    if limit is not None and len(out) >= limit:
+                        break
         moved = sum(rec.leader != NO_LEADER_CHANGE for _, _, rec in out)
         log.info("Broker %d leaves the ISRs of %d partitions; %d change leader", broker_id, len(out), moved)
         return out
 
-    def broker_unfenced(self, broker_id: int) -> list[MetadataRecord]:
-        """A broker back: the partitions without a leader that it may lead get one."""
+    def broker_unfenced(self, broker_id: int, limit: int | None = None) -> list[MetadataRecord]:
+        """A broker back: the partitions without a leader that it may lead get one (`limit` as above)."""
         active = self.cluster.active_brokers() | {broker_id}
         out = []
         for key, part in list(self.partitions.items()):
@@ -265,7 +274,22 @@ class ReplicationControlManager:
                 change = self._change(key, part, None, active)
                 if change is not None:
                     out.append(change)
+                    if limit is not None and len(out) >= limit:
+                        break
         return out
+
+    def leave_in_parts(self, broker_id: int, response: Any, first: Sequence[MetadataRecord] = (),
+                       last: Callable[[], list[MetadataRecord]] = list) -> ControllerResult:
+        """A broker leaving its partitions (`broker_leaving`) as a non-atomic operation: `first`, then its
+        partitions' changes MAX_RECORDS_PER_BATCH at a time, each part its own turn of the queue, and `last()`'s
+        records (its fencing, its unregistration) with the final part, once it is out of every ISR."""
+        return _in_parts(lambda limit: self.broker_leaving(broker_id, limit), response, list(first), last)
+
+    def unfence_in_parts(self, broker_id: int, response: Any) -> ControllerResult:
+        """The broker's UnfenceBrokerRecord, then the leaderless partitions it may lead, in parts as above."""
+        broker = self.cluster.brokers[broker_id]
+        return _in_parts(lambda limit: self.broker_unfenced(broker_id, limit), response,
+                         [self.cluster.unfence_record(broker)], list)
 
     def elect_leaders(self, election_type: int, topic_partitions: Any) -> ControllerResult:
         """ElectLeaders (KIP-460): per partition ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
@@ -404,44 +428,40 @@ class ReplicationControlManager:
             return ControllerResult([], _heartbeat_response(e.code, False, FENCED))
         self.cluster.heartbeats.touch(broker.id, now_ms, request.current_metadata_offset)
         caught_up = request.current_metadata_offset >= self.cluster.registration_offsets[broker.id]
-        records: list[MetadataRecord] = []
+        def answer(state: str) -> dict:
+            return _heartbeat_response(ErrorCode.NONE, caught_up, state)
+
         if broker.fenced:
             if request.want_shut_down:
-                state = SHUTDOWN_NOW
-            elif request.want_fence or not caught_up:
-                state = FENCED
-            else:
-                state = UNFENCED
-                records = [self.cluster.unfence_record(broker), *self.broker_unfenced(broker.id)]
-                log.info("Unfencing broker %d at epoch %d: caught up to offset %d", broker.id, broker.epoch,
-                         request.current_metadata_offset)
-        elif request.want_fence:
-            state = SHUTDOWN_NOW if request.want_shut_down else FENCED
-            records = self.fence_broker(broker.id)
+                return ControllerResult([], answer(SHUTDOWN_NOW))
+            if request.want_fence or not caught_up:
+                return ControllerResult([], answer(FENCED))
+            log.info("Unfencing broker %d at epoch %d: caught up to offset %d", broker.id, broker.epoch,
+                     request.current_metadata_offset)
+            return self.unfence_in_parts(broker.id, answer(UNFENCED))
+        if request.want_fence:
             log.info("Fencing broker %d at epoch %d at its request", broker.id, broker.epoch)
-        elif broker.in_controlled_shutdown:
-            state = CONTROLLED_SHUTDOWN
+            return self.fence_broker(broker.id, answer(SHUTDOWN_NOW if request.want_shut_down else FENCED))
+        if broker.in_controlled_shutdown:
             if self._shut_down(broker.id, last_committed_offset):
-                state = SHUTDOWN_NOW
-                records = self.fence_broker(broker.id)
                 log.info("Broker %d finished its controlled shutdown: it may stop", broker.id)
-        elif request.want_shut_down:
-            state = CONTROLLED_SHUTDOWN
+                return self.fence_broker(broker.id, answer(SHUTDOWN_NOW))
+            return ControllerResult([], answer(CONTROLLED_SHUTDOWN))
+        if request.want_shut_down:
             log.info("Broker %d enters controlled shutdown: its leaderships move", broker.id)
-            records = [self.cluster.controlled_shutdown_record(broker), *self.broker_leaving(broker.id)]
-        else:
-            state = UNFENCED
-        return ControllerResult(records, _heartbeat_response(ErrorCode.NONE, caught_up, state))
+            return self.leave_in_parts(broker.id, answer(CONTROLLED_SHUTDOWN),
+                                       first=[self.cluster.controlled_shutdown_record(broker)])
+        return ControllerResult([], answer(UNFENCED))
 
     def _shut_down(self, broker_id: int, last_committed_offset: int) -> bool:
         """A controlled shutdown is done once its record is committed and the broker leads nothing."""
         offset = self.cluster.controlled_shutdown_offsets.get(broker_id)
         return offset is not None and offset <= last_committed_offset and not self.leads_any(broker_id)
 
-    def fence_broker(self, broker_id: int) -> list[MetadataRecord]:
-        """A broker whose session expired: its partitions' changes, then its fencing."""
-        broker = self.cluster.brokers[broker_id]
-        return [*self.broker_leaving(broker_id), self.cluster.fence_record(broker)]
+    def fence_broker(self, broker_id: int, response: Any = None) -> ControllerResult:
+        """A broker whose session expired (or that asked): its partitions' changes, then its fencing."""
+        return self.leave_in_parts(broker_id, response,
+                                   last=lambda: [self.cluster.fence_record(self.cluster.brokers[broker_id])])
 
     def unregister_broker(self, broker_id: int) -> ControllerResult:
         """UnregisterBroker: {"error_code", "error_message"}."""
@@ -449,8 +469,8 @@ class ReplicationControlManager:
         if broker is None:
             return ControllerResult([], {"error_code": ErrorCode.BROKER_ID_NOT_REGISTERED,
                                          "error_message": f"Broker ID {broker_id} is not currently registered"})
-        records = [*self.broker_leaving(broker_id), self.cluster.unregister_record(broker)]
-        return ControllerResult(records, {"error_code": ErrorCode.NONE, "error_message": None})
+        return self.leave_in_parts(broker_id, {"error_code": ErrorCode.NONE, "error_message": None},
+                                   last=lambda: [self.cluster.unregister_record(self.cluster.brokers[broker_id])])
 
     # ---- replay ---------------------------------------------------------------------------------------------
 
@@ -487,6 +507,16 @@ class ReplicationControlManager:
             out.append(record(TOPIC, name=name, topic_id=topic_id))
             out += [part.to_record(topic_id, key[1]) for key, part in self._topic_partitions(topic_id)]
         return out
+
+
+def _in_parts(changes: Callable[[int], list[MetadataRecord]], response: Any, first: list[MetadataRecord],
+              last: Callable[[], list[MetadataRecord]]) -> ControllerResult:
+    """One part of a non-atomic operation: `first`, then `changes(limit)` (computed on the state the parts
+    before left), and `last()` once fewer than the limit remain; otherwise `more`, the next part."""
+    found = changes(MAX_RECORDS_PER_BATCH - len(first))
+    if len(found) < MAX_RECORDS_PER_BATCH - len(first):
+        return ControllerResult([*first, *found, *last()], response)
+    return ControllerResult([*first, *found], response, more=lambda: _in_parts(changes, response, [], last))
 
 
 def _requested_isr(data: Any, version: int) -> tuple[int, ...]:

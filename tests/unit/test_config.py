@@ -596,6 +596,16 @@ def test_a_combined_node_serves_clients_on_plaintext_and_the_quorum_on_its_contr
     assert config.controller_endpoint == ("localhost", 9093)
 
 
+def test_kraft_mode_defaults_unclean_leader_election_to_false_for_its_controller_and_its_brokers_logs():
+    broker = {**_KRAFT, "process.roles": "broker", "node.id": "1", "listeners": "PLAINTEXT://127.0.0.1:9092"}
+    assert KafkaConfig.from_props(_KRAFT)["unclean.leader.election.enable"] is False
+    assert KafkaConfig.from_props(broker).topic_config({})["unclean.leader.election.enable"] is False
+    assert KafkaConfig.from_props({**broker, "unclean.leader.election.enable": "true"}).topic_config({})[
+        "unclean.leader.election.enable"] is True
+    zk_mode = KafkaConfig.from_props({"zookeeper.connect": "zk:2181", "broker.id": "1"})
+    assert zk_mode["unclean.leader.election.enable"] is True  # 0.8.2's default stays ZooKeeper mode's
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"node.id": None}, 'required configuration "node.id"'),
     ({"zookeeper.connect": "zk:2181"}, "zookeeper.connect must not be set"),

@@ -83,8 +83,7 @@ class ControllerServer:
             directory_id=own.directory_id if voter_directories is not None and own is not None else None)
         metadata_log = MetadataLog(config.metadata_log_dir, segment_bytes=config["metadata.log.segment.bytes"])
         self.raft = RaftManager(quorum, voters, metadata_log, on_fatal=self._fatal)
-        # Kafka 3.7's unclean.leader.election.enable is false; the table's default is 0.8.2's true
-        unclean = "unclean.leader.election.enable" in config.originals and config["unclean.leader.election.enable"]
+        unclean = config["unclean.leader.election.enable"]  # KRaft mode's default, false (config.KRAFT_DEFAULTS)
         controller_config = QuorumControllerConfig(
             node_id=self.node_id, cluster_id=cluster_id, session_timeout_ms=config["broker.session.timeout.ms"],
             default_partitions=config["num.partitions"],

@@ -1,7 +1,8 @@
 """`zkkafka` through `kafka.bootstrap.servers` (Metadata and the group coordinator, the way a KRaft cluster is read:
 DESIGN §17) against real brokers, read by PySpark local[2]: the same rows as through `zookeeper.connect` for
 subscribe, subscribePattern and assign; `startingOffsets=group` from offsets a confluent-kafka consumer committed at
-the coordinator; and a stream that picks up a partition added while it was down."""
+the coordinator; a stream that picks up a partition added while it was down; and a KRaft cluster's topic (one
+combined node, no ZooKeeper anywhere) read the same way."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 
 import pytest
 
-from tests.integration.harness import wait_for_leaders
+from tests.integration.harness import wait_for, wait_for_leaders
 from tests.integration.spark.support import expected_rows, make_topic, new_topic, produce, rows, run_available_now
 
 PER_PARTITION = 60
@@ -90,3 +91,23 @@ def test_a_stream_through_the_brokers_reads_every_record_once_and_a_partition_ad
     assert run_to_the_end() == 20
     assert rows(spark.read.parquet(str(out))) == sorted(expected_rows(topic, [0, 1], range(PER_PARTITION))
                                                         + expected_rows(topic, [2], range(20)))
+
+
+@pytest.mark.timeout(240)
+def test_a_kraft_clusters_topic_is_read_through_its_brokers(spark, tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.integration.kraft_support import make_combined_node
+
+    node = make_combined_node(tmp_path).start()
+    try:
+        wait_for(lambda: node.log_lines("Unfenced: serving"), 90, "the KRaft node to serve", interval_s=0.2)
+        topic = new_topic("kraft")
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})  # held: its handle must outlive the future
+        assert admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(90) is None
+        leaders = wait_for_leaders([node], topic, 2)
+        produce([node], leaders, topic, PER_PARTITION, magic=2)
+        df = zkkafka(spark, subscribe=topic, **{"kafka.bootstrap.servers": node.bootstrap})
+        assert rows(df) == sorted(expected_rows(topic, [0, 1], range(PER_PARTITION)))
+    finally:
+        node.cleanup()

@@ -1,0 +1,138 @@
+"""Large operations in parts (controller/quorum/events.py, MAX_RECORDS_PER_BATCH): a broker fenced, shut down or
+unfenced with more partitions than one batch holds moves them one batch per turn of the queue, each batch
+computed afresh, so requests that arrive meanwhile (heartbeats) are answered between the batches; the final batch
+carries the fencing; a standby replaying the batches holds the same state. A large snapshot loads in parts too,
+the commits that arrive meanwhile held until it is loaded. A request's own records are bounded
+instead (CreateTopics: 10,000 partition records)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.quorum import controller as quorum_controller
+from controller.quorum import replication_control
+from tests.unit.controller.quorum.helpers import (
+    SESSION_MS,
+    MemoryLog,
+    active_controller,
+    create_topics,
+    heartbeat,
+    make_controller,
+    register_brokers,
+    run,
+)
+
+BATCH = 10
+
+
+@pytest.fixture(autouse=True)
+def small_batches(monkeypatch):
+    monkeypatch.setattr(replication_control, "MAX_RECORDS_PER_BATCH", BATCH)
+    monkeypatch.setattr(quorum_controller, "MAX_RECORDS_PER_BATCH", BATCH)
+
+
+def _cluster(partitions: int = 45):
+    log, controller = active_controller()
+    standby = make_controller(log, node_id=3002)
+    epochs = register_brokers(log, controller, 1, 2, 3)
+    run(log, controller, controller.create_topics(create_topics(("t", partitions, 2))))
+    return log, controller, standby, epochs
+
+
+def _led_or_in_isr(controller, broker_id: int) -> int:
+    return sum(broker_id == p.leader or (broker_id in p.isr and len(p.isr) > 1)
+               for p in controller.replication.partitions.values())
+
+
+def test_a_fenced_broker_leaves_its_partitions_one_bounded_batch_per_poll_with_heartbeats_answered_between():
+    log, controller, standby, epochs = _cluster()
+    assert _led_or_in_isr(controller, 1) == 30  # rf 2 over 3 brokers: two thirds of the partitions
+    now = SESSION_MS + 1
+    for b in (2, 3):  # brokers 2 and 3 stay alive
+        run(log, controller, controller.broker_heartbeat(heartbeat(b, epochs[b], log.end_offset)), now - 1)
+    end = log.end_offset
+    controller.poll(now)  # broker 1's session has expired: the first part
+    log.commit()
+    assert log.end_offset - end == BATCH
+    assert not controller.cluster.brokers[1].fenced
+    answer = controller.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset))  # arrives in the middle
+    polls = 1
+    while not controller.cluster.brokers[1].fenced:
+        controller.poll(now)  # the session check again: the fencing under way is not started twice
+        log.commit()
+        polls += 1
+        assert polls < 10
+    assert answer.done and answer.response["is_fenced"] is False
+    batches = [b for b in log.batches if b[0] >= end]
+    assert all(last - base + 1 <= BATCH + 1 for base, last, _, _ in batches)  # the last one: ten and the fencing
+    assert len(batches) == 4  # 30 partitions in parts of 10, then the fencing (and the heartbeat's nothing)
+    assert _led_or_in_isr(controller, 1) == 0
+    assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_a_controlled_shutdown_moves_leaderships_in_parts_and_ends_only_once_none_is_left():
+    log, controller, standby, epochs = _cluster()
+    first = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    for _ in range(5):  # the answer goes out with the last part
+        controller.poll(controller.now_ms)
+        log.commit()
+    assert first.done and first.response["should_shut_down"] is False
+    assert not any(p.leader == 1 for p in controller.replication.partitions.values())
+    done = run(log, controller, controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset,
+                                                                       want_shut_down=True)))
+    assert done["should_shut_down"] is True
+    assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_an_unfenced_broker_takes_the_leaderless_partitions_in_parts():
+    log, controller, standby, epochs = _cluster(partitions=25)
+    for b in (2, 3, 1):  # broker 1 last: the last ISR member of its partitions
+        fenced = controller.broker_heartbeat(heartbeat(b, epochs[b], log.end_offset, want_fence=True))
+        for _ in range(5):
+            controller.poll(controller.now_ms)
+            log.commit()
+        assert fenced.done and fenced.response["is_fenced"] is True
+    assert all(p.leader == -1 for p in controller.replication.partitions.values())
+    answer = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset))
+    for _ in range(5):
+        controller.poll(controller.now_ms)
+        log.commit()
+    assert answer.done and answer.response["is_fenced"] is False
+    led = [p for p in controller.replication.partitions.values() if p.isr == (1,)]  # it was their last ISR member
+    assert len(led) > BATCH and all(p.leader == 1 for p in led)
+    assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_create_topics_writes_at_most_ten_thousand_partition_records_per_request():
+    log, controller = active_controller()
+    register_brokers(log, controller, 1)
+    answer = run(log, controller, controller.create_topics(create_topics(("a", 6000, 1), ("b", 4000, 1),
+                                                                         ("c", 1, 1))))
+    assert [t["error_code"] for t in answer] == [0, 0, 42]  # INVALID_REQUEST: the request's bound reached
+    assert "more than 10000 partition records" in answer[2]["error_message"]
+    assert controller.replication.topic_exists("b") and not controller.replication.topic_exists("c")
+
+
+def test_a_large_snapshot_loads_one_part_per_poll_holding_commits_and_the_leadership_until_loaded():
+    log, controller, _, epochs = _cluster()
+    end = controller.write_snapshot()
+    epoch, records = log.snapshots[end]
+    assert len(records) > 4 * BATCH
+    other = MemoryLog()  # a second cluster's log stands in for the one the restarted controller reads
+    fresh = make_controller(other, node_id=3003)
+    fresh.handle_load_snapshot(end, epoch, records)
+    assert fresh.has_work and len(fresh.replication.partitions) < 45
+    fresh.handle_commit(end, end, epoch, [controller.cluster.fence_record(controller.cluster.brokers[3])])
+    assert not fresh.cluster.brokers.get(3) or not fresh.cluster.brokers[3].fenced  # held while loading
+    other.end_offset = end + 1
+    other.elect(3003)  # elected in the middle of the load: it claims the leadership only once loaded
+    polls = 0
+    while fresh.has_work:  # the load's parts
+        assert other.batches == []
+        fresh.poll(0)
+        polls += 1
+    assert polls >= 4
+    assert len(fresh.replication.partitions) == 45 and fresh.cluster.brokers[3].fenced
+    assert fresh.last_committed_offset == end
+    fresh.poll(0)
+    assert other.batches  # its NoOpRecord, appended after the load
