@@ -11,7 +11,14 @@ import pytest
 from zkbroker.config import KafkaConfig
 from zkbroker.lab.cluster import ClusterFile, ControllerEntry, LabCluster, LabError, member_label, member_node
 from zkbroker.lab.dashboard.views import kraft_cluster_at, kraft_cluster_view, last_election_votes
-from zkbroker.lab.kraft_lab import controller_properties, leaderless_windows, quorum_status, voters_value
+from zkbroker.lab.kraft_lab import (
+    broker_properties,
+    broker_serving,
+    controller_properties,
+    leaderless_windows,
+    quorum_status,
+    voters_value,
+)
 from zkbroker.lab.kraft_torture import plan
 from zkbroker.lab.network import NetworkError, plan_addresses
 
@@ -63,6 +70,21 @@ def test_a_controllers_properties_are_a_valid_kraft_controller_configuration(tmp
     config = KafkaConfig.from_props(dict(line.split("=", 1) for line in text.splitlines()))
     assert config.node_id == 3002 and config.quorum_voters == {3001: ("127.0.0.1", 9093), 3002: ("127.0.0.1", 9094)}
     assert config["controller.quorum.pre.vote.enable"] is True and (config.host, config.port) == ("127.0.0.1", 9094)
+
+
+def test_a_brokers_properties_are_a_valid_kraft_broker_configuration(tmp_path):
+    voters = voters_value([(3001, "127.0.0.1", 9093)])
+    text = broker_properties(2, "10.0.0.3", 9092, voters, tmp_path / "data", {"broker.session.timeout.ms": "4000"})
+    config = KafkaConfig.from_props(dict(line.split("=", 1) for line in text.splitlines()))
+    assert config.node_id == 2 and config["process.roles"] == ("broker",)
+    assert (config.host, config.port) == ("10.0.0.3", 9092) and config["broker.session.timeout.ms"] == 4000
+
+
+def test_a_kraft_broker_serves_once_registered_and_unfenced():
+    assert not broker_serving(None) and not broker_serving({"lifecycle": None})
+    assert not broker_serving({"lifecycle": {"broker_epoch": -1, "fenced": True}})
+    assert not broker_serving({"lifecycle": {"broker_epoch": 5, "fenced": True}})
+    assert broker_serving({"lifecycle": {"broker_epoch": 5, "fenced": False}})
 
 
 def _row(node, process="running", **raft):
