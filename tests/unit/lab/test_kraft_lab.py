@@ -154,3 +154,20 @@ def test_a_kraft_strip_replayed_at_a_moment_shows_each_controllers_last_state_th
     after = kraft_cluster_at(events, 30, now)
     assert after["controller"] == {"node": 3002, "epoch": 2}
     assert [v["state"] for v in after["quorum"]["voters"]] == ["down", "leader", "follower"]
+
+
+def test_a_kraft_labs_brokers_in_the_dashboard_show_fencing_and_metadata_offsets():
+    from zkbroker.lab.dashboard.page import render_strip
+    from zkbroker.lab.dashboard.views import kraft_brokers_view
+
+    rows = [{"id": 1, "host": "h", "port": 1, "pid": 11, "process": "dead", "registered": True, "fenced": True,
+             "alive": False, "broker_epoch": 4, "metadata_offset": None, "controller_metadata_offset": 9},
+            {"id": 2, "host": "h", "port": 2, "pid": 12, "process": "running", "registered": True, "fenced": False,
+             "alive": True, "broker_epoch": 3, "metadata_offset": 12, "controller_metadata_offset": 12}]
+    brokers = kraft_brokers_view(rows, {"broker:2": ["controller:3001"]})
+    assert [(b["id"], b["state"], b["fenced"], b["metadata_offset"]) for b in brokers] == [
+        (1, "dead", True, None), (2, "cut-off", False, 12)]
+    view = kraft_cluster_view(quorum_status([_row(3002, state="leader")]), [_row(3002, state="leader")], {}, None,
+                              [], brokers)
+    html = render_strip(view)
+    assert 'data-broker="1"' in html and "fenced" in html and "metadata offset 12" in html

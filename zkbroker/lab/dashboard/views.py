@@ -146,6 +146,21 @@ def kraft_cluster_view(quorum: dict, rows: list[dict], cut_off: Mapping[str, lis
     }
 
 
+def kraft_brokers_view(rows: list[dict], cut_off: Mapping[str, list[str]]) -> list[dict]:
+    """A KRaft lab's brokers in GET /api/cluster (DESIGN §17): each one's process state (cut-off when a partition
+    separates it), whether the active controller has it fenced, and the metadata offset it has applied (beside
+    the one the active controller saw in its last heartbeat). `rows`: kraft_lab.broker_row's."""
+    out = []
+    for r in rows:
+        cut = list(cut_off.get(f"broker:{r['id']}", ()))
+        state = "cut-off" if cut and r["process"] == "running" else r["process"]
+        out.append({"id": r["id"], "host": r["host"], "port": r["port"], "pid": r["pid"], "state": state,
+                    "fenced": r["fenced"], "metadata_offset": r["metadata_offset"],
+                    "controller_metadata_offset": r["controller_metadata_offset"], "broker_epoch": r["broker_epoch"],
+                    "cut_off_from": cut})
+    return out
+
+
 def kraft_cluster_at(events: Iterable[dict], at: float, now: dict) -> dict:
     """A KRaft lab's strip as the timeline tells it at `at` (epoch ms): each controller's last raft_state before
     then, and whether it was killed, paused or stopped; the voters are those of `now` (the live view)."""
