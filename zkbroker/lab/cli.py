@@ -353,7 +353,9 @@ def _start(args: argparse.Namespace) -> int:
         which = _resolve_broker(lab, args.broker)
         b = lab.start(which)
         print(f"Started {'controller' if isinstance(which, str) else 'broker'} {b.id} on {b.host}:{b.port} "
-              f"(pid {b.pid}); " + ("it rejoins the quorum." if isinstance(which, str) else "it is registered."))
+              f"(pid {b.pid}); " + ("it rejoins the quorum." if isinstance(which, str) else
+                                    "the active controller has unfenced it." if lab.load().kraft else
+                                    "it is registered."))
     return 0
 
 
