@@ -171,3 +171,18 @@ def test_a_kraft_labs_brokers_in_the_dashboard_show_fencing_and_metadata_offsets
                               [], brokers)
     html = render_strip(view)
     assert 'data-broker="1"' in html and "fenced" in html and "metadata offset 12" in html
+
+
+def test_a_replayed_kraft_strip_shows_each_broker_as_the_timeline_tells_it():
+    now = {"quorum": {"voters": [{"id": 3001, "host": "h", "port": 1, "pid": 1}]},
+           "brokers": [{"id": 1, "host": "h", "port": 2, "pid": 2, "state": "running", "fenced": False,
+                        "metadata_offset": 30, "controller_metadata_offset": 30, "broker_epoch": 9,
+                        "cut_off_from": []}]}
+    events = [_rs(1, 3001, "leader", 1, 3001),
+              {"ts": 5, "kind": "broker_unfenced", "source": "controller:3001", "broker": 1, "epoch": 3},
+              {"ts": 6, "kind": "metadata_applied", "source": "broker:1", "broker": 1, "offset": 7},
+              {"ts": 10, "kind": "process_killed", "node": "broker:1"},
+              {"ts": 19, "kind": "broker_fenced", "source": "controller:3001", "broker": 1, "epoch": 3}]
+    before, after = (kraft_cluster_at(events, t, now)["brokers"][0] for t in (8, 20))
+    assert (before["state"], before["fenced"], before["metadata_offset"]) == ("running", False, 7)
+    assert (after["state"], after["fenced"]) == ("dead", True)
