@@ -51,6 +51,12 @@ A KRaft controller's `state` (DESIGN §17) is instead:
      "raft": {"state": "leader", "epoch": 5, "leader": 3001, "voted_for": null, "log_start_offset": 0,
               "log_end_offset": 120, "high_watermark": 120, "snapshot": {"end_offset": 100, "epoch": 4},
               "voters": [3001, 3002, 3003]}}
+
+and a KRaft broker's (process.roles=broker) keeps the broker's keys ("session" and "controller" null) and adds:
+
+    {"role": "broker", "metadata_offset": 118,            # the offset of the metadata image it applied
+     "lifecycle": {"state": "running", "broker_epoch": 9, "fenced": false, "incarnation_id": "8ec9af5f..."},
+     "raft": {"state": "follower", "epoch": 5, "leader": 3001, "log_end_offset": 120, "high_watermark": 120}}
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ WAIT_MS = 60_000
 
 
 def test_the_quorum_strip_shows_the_new_leader_after_the_active_controller_is_killed(lab_dir, tmp_path):
-    ok("up", "--dir", str(lab_dir), "--kraft")
+    ok("up", "--dir", str(lab_dir), "--kraft", "--brokers", "0")
     quorum = status(lab_dir)["quorum"]
     leader, epoch = quorum["leader"], quorum["epoch"]
     dashboard = Dashboard(lab_dir)

@@ -1,7 +1,9 @@
 """`lab up --kraft`: a KRaft lab of real controller processes in the lab network, with the lab's verbs on
 controllers (DESIGN §17): the active controller partitioned from the other voters resigns (check-quorum) and
 they elect another; killed, the quorum elects again and it rejoins when started; fault points and `state`
-answer through its control socket; `down` leaves nothing running."""
+answer through its control socket; `down` leaves nothing running. With KRaft brokers (process.roles=broker):
+confluent-kafka creates a topic and produces to it with acks=all, and a broker killed by the lab is fenced by the
+active controller after broker.session.timeout.ms, which moves its leaderships."""
 
 from __future__ import annotations
 
@@ -12,12 +14,11 @@ import subprocess
 import pytest
 
 from tests.integration.harness import wait_for
-from tests.integration.lab_support import cluster_json, ok, status
+from tests.integration.lab_support import bootstrap, cluster_json, ok, partitions, produce_all, status
 from zkbroker import timeline
 from zkbroker.lab.processes import process_state
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300),
-              pytest.mark.skipif(os.geteuid() != 0, reason="the lab network needs root (namespaces, nftables)")]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 def _quorum(lab_dir) -> dict:
@@ -33,8 +34,9 @@ def _new_leader(lab_dir, old: int, above_epoch: int) -> tuple[int, int]:
     return wait_for(elected, 60, f"a leader other than {old} above epoch {above_epoch}", interval_s=0.3)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the lab network needs root (namespaces, nftables)")
 def test_a_kraft_lab_partitions_kills_and_restarts_controllers_with_the_lab_verbs(lab_dir):
-    out = ok("up", "--dir", str(lab_dir), "--kraft", "--network")
+    out = ok("up", "--dir", str(lab_dir), "--kraft", "--network", "--brokers", "0")
     assert "Quorum leader: controller 30" in out
     cluster = cluster_json(lab_dir)
     assert cluster["mode"] == "kraft" and "zookeeper" not in cluster and cluster["brokers"] == []
@@ -77,3 +79,39 @@ def test_a_kraft_lab_partitions_kills_and_restarts_controllers_with_the_lab_verb
     assert all(process_state(pid) == "dead" for pid in pids)
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in namespaces for ns in network["namespaces"].values())
+
+
+def test_a_kraft_labs_broker_killed_is_fenced_and_its_leaderships_move(lab_dir):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    out = ok("up", "--dir", str(lab_dir), "--kraft", "--controllers", "1", "--brokers", "2",
+             "--config", "broker.session.timeout.ms=3000", "--config", "broker.heartbeat.interval.ms=500")
+    assert "Broker 1: " in out and "Broker 2: " in out and "unfenced" in out
+    rows = status(lab_dir)["brokers"]
+    assert [(b["id"], b["fenced"], b["lifecycle"]) for b in rows] == [(1, False, "running"), (2, False, "running")]
+    assert all(b["metadata_offset"] >= 0 for b in rows)
+
+    servers = bootstrap(lab_dir)
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic("t", 2, 2)])["t"].result(30)
+    acked, errors = produce_all(servers, "t", [f"v{i}".encode() for i in range(20)])
+    assert len(acked) == 20 and errors == []
+    led_by_1 = wait_for(lambda: [p for p, (leader, _, isr) in partitions(status(lab_dir), "t").items()
+                                 if leader == 1 and len(isr) == 2] or None, 30, "broker 1 to lead a partition",
+                        interval_s=0.5)
+
+    ok("kill", "--dir", str(lab_dir), "--broker", "1")
+
+    def moved():
+        now = status(lab_dir)
+        fenced = next(b for b in now["brokers"] if b["id"] == 1)["fenced"]
+        leaders = partitions(now, "t")
+        return now if fenced and all(leaders[p][0] == 2 and leaders[p][2] == [2] for p in led_by_1) else None
+    now = wait_for(moved, 60, "broker 1 fenced and its partitions led by broker 2", interval_s=0.5)
+    assert next(b for b in now["brokers"] if b["id"] == 1)["process"] == "dead"
+    events = timeline.read(lab_dir / timeline.FILE_NAME)
+    assert any(e["kind"] == "broker_fenced" and e["broker"] == 1 and e["source"] == "controller:3001"
+               for e in events)
+    state = json.loads(ok("state", "--dir", str(lab_dir), "--broker", "2", "--json"))
+    assert state["role"] == "broker" and state["lifecycle"]["fenced"] is False
+    assert {(p["partition"], p["role"]) for p in state["partitions"]} >= {(p, "leader") for p in led_by_1}

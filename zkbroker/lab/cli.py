@@ -33,8 +33,8 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
 
     up = action("up", "start ZooKeeper and brokers (or, with --kraft, a controller quorum); return when the "
                 "cluster is usable", _up)
-    up.add_argument("--brokers", type=int, default=None, metavar="N",
-                    help="how many brokers (default 3; with --kraft 0, since KRaft brokers are not in the lab yet)")
+    up.add_argument("--brokers", type=int, default=3, metavar="N",
+                    help="how many brokers (default 3; with --kraft process.roles=broker nodes, 0: the quorum alone)")
     up.add_argument("--kraft", action="store_true",
                     help="KRaft mode (DESIGN §17): controller processes 3001.. elect a quorum leader; no ZooKeeper")
     up.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5), metavar="1|3|5",
@@ -117,8 +117,7 @@ NODE_HELP = ("broker:ID, zookeeper (every server), zookeeper:N, controller:ID (a
 
 def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
-    brokers = args.brokers if args.brokers is not None else (0 if args.kraft else 3)
-    cluster = lab.up(brokers=brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
+    cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
                      zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure,
                      kraft=args.kraft, controllers=args.controllers, security=args.security)
     status = lab.status()
@@ -127,8 +126,11 @@ def _up(args: argparse.Namespace) -> int:
             print(f"Controller {c.id}: {c.host}:{c.port} (pid {c.pid})")
         quorum = status["quorum"]
         print(f"Quorum leader: controller {quorum['leader']} at epoch {quorum['epoch']}")
+        for b in status["brokers"]:
+            print(f"Broker {b['id']}: {b['host']}:{b['port']} (pid {b['pid']}), "
+                  f"{'fenced' if b['fenced'] else 'unfenced'} at broker epoch {b['broker_epoch']}")
         if not cluster.brokers:
-            print("No brokers: KRaft brokers (process.roles=broker) are not in the lab yet; this lab is its quorum.")
+            print("No brokers (--brokers 0): this lab is its quorum.")
         if status["network"]:
             print(f"Lab network: {status['network']['subnet']} on bridge {status['network']['bridge']}")
         print(f"Cluster description: {lab.cluster_file}")
@@ -194,18 +196,34 @@ def format_kraft_status(status: dict) -> str:
                      *(("-" if raft.get(k) is None else str(raft[k]))
                        for k in ("state", "epoch", "leader", "voted_for", "log_end_offset", "high_watermark"))))
     lines += [""] + _table(rows)
-    if not status["brokers"]:
-        lines += ["", "Brokers: none (KRaft brokers are not in the lab yet)"]
+    if status["brokers"]:
+        # LIFECYCLE and METADATA-OFFSET are the broker's own; FENCED and CONTROLLER-SEES what the active
+        # controller believes (the metadata offset of the broker's last heartbeat)
+        rows = [("BROKER", "HOST", "PORT", "PID", "PROCESS", "REGISTERED", "FENCED", "EPOCH", "LIFECYCLE",
+                 "METADATA-OFFSET", "CONTROLLER-SEES")]
+        for b in status["brokers"]:
+            rows.append((str(b["id"]), b["host"], str(b["port"]), str(b["pid"] or "-"), b["process"],
+                         {True: "yes", False: "no", None: "unknown"}[b["registered"]],
+                         {True: "fenced", False: "unfenced", None: "-"}[b["fenced"]],
+                         *("-" if b[k] is None else str(b[k]) for k in ("broker_epoch", "lifecycle", "metadata_offset",
+                                                                         "controller_metadata_offset"))))
+        lines += [""] + _table(rows)
+    else:
+        lines += ["", "Brokers: none (--brokers 0: this lab is its quorum)"]
     faults = [f"controller {c['id']}: " + "; ".join(map(fault_points.describe, c["faults"]))
               for c in status["controllers"] if c.get("faults")]
     faults += [f"controller {c['id']} (at its next start): "
                + "; ".join(map(fault_points.describe, c["faults_at_start"]))
                for c in status["controllers"] if c.get("faults_at_start")]
+    faults += [f"broker {b['id']}: " + "; ".join(map(fault_points.describe, b["faults"]))
+               for b in status["brokers"] if b.get("faults")]
+    faults += [f"broker {b['id']} (at its next start): " + "; ".join(map(fault_points.describe, b["faults_at_start"]))
+               for b in status["brokers"] if b.get("faults_at_start")]
     lines += ["", *(f"Fault point: {f}" for f in faults)] if faults else ["", "Fault points: none"]
     if status["network"]:
         lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
         lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
-    return "\n".join(lines)
+    return "\n".join(lines + _topics_table(status["topics"]))
 
 
 def format_status(status: dict) -> str:
@@ -237,16 +255,20 @@ def format_status(status: dict) -> str:
     if status["network"]:
         lines += ["", f"Network: {status['network']['subnet']} (clients: {status['network']['clients']})"]
         lines += [f"Partition: {p}" for p in status["network"]["partitions"]] or ["Partitions: none"]
-    if status["topics"]:
-        rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR")]
-        for t in status["topics"]:
-            for p in t["partitions"]:
-                leader = p["leader"]
-                rows.append((t["topic"], str(p["partition"]), "none" if leader in (None, -1) else str(leader),
-                             "-" if p["leader_epoch"] is None else str(p["leader_epoch"]),
-                             ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"]))))
-        lines += [""] + _table(rows)
-    return "\n".join(lines)
+    return "\n".join(lines + _topics_table(status["topics"]))
+
+
+def _topics_table(topics: list[dict]) -> list[str]:
+    if not topics:
+        return []
+    rows = [("TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR")]
+    for t in topics:
+        for p in t["partitions"]:
+            leader = p["leader"]
+            rows.append((t["topic"], str(p["partition"]), "none" if leader in (None, -1) else str(leader),
+                         "-" if p["leader_epoch"] is None else str(p["leader_epoch"]),
+                         ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"]))))
+    return [""] + _table(rows)
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -331,7 +353,9 @@ def _start(args: argparse.Namespace) -> int:
         which = _resolve_broker(lab, args.broker)
         b = lab.start(which)
         print(f"Started {'controller' if isinstance(which, str) else 'broker'} {b.id} on {b.host}:{b.port} "
-              f"(pid {b.pid}); " + ("it rejoins the quorum." if isinstance(which, str) else "it is registered."))
+              f"(pid {b.pid}); " + ("it rejoins the quorum." if isinstance(which, str) else
+                                    "the active controller has unfenced it." if lab.load().kraft else
+                                    "it is registered."))
     return 0
 
 
@@ -410,10 +434,17 @@ def format_state(state: dict) -> str:
     if state.get("role") == "controller":
         return format_controller_state(state)
     controller = state["controller"]
-    lines = [f"Broker {state['broker']} (pid {state['pid']}): ZooKeeper session {state['session'] or 'none'}"
-             f" ({'connected' if state['zookeeper_connected'] else 'disconnected'}); controller epoch seen "
-             f"{state['controller_epoch_seen']}; " + (f"the controller (epoch {controller['epoch']})" if controller
-                                                      else "not the controller")]
+    if state.get("role") == "broker":  # a KRaft broker: its lifecycle with the active controller, no session
+        lifecycle, raft = state["lifecycle"] or {}, state["raft"] or {}
+        lines = [f"Broker {state['broker']} (pid {state['pid']}, KRaft): {lifecycle.get('state', 'starting')}, "
+                 + ("fenced" if lifecycle.get("fenced", True) else "unfenced")
+                 + f" at broker epoch {lifecycle.get('broker_epoch', -1)}; metadata offset applied "
+                 f"{state['metadata_offset']}, quorum leader {raft.get('leader')} (epoch {raft.get('epoch')})"]
+    else:
+        lines = [f"Broker {state['broker']} (pid {state['pid']}): ZooKeeper session {state['session'] or 'none'}"
+                 f" ({'connected' if state['zookeeper_connected'] else 'disconnected'}); controller epoch seen "
+                 f"{state['controller_epoch_seen']}; " + (f"the controller (epoch {controller['epoch']})"
+                                                          if controller else "not the controller")]
     metadata = state["metadata"]
     lines.append(f"Metadata cache: controller {metadata['controller']}, live brokers "
                  f"{','.join(map(str, metadata['live_brokers'])) or 'none'}")

@@ -428,14 +428,26 @@ class LabCluster:
 
     def _start_kraft_brokers(self, cluster: ClusterFile, count: int, addresses: dict[str, str], voters: str,
                              cluster_id: str, overrides: dict[str, str], timeout_s: float) -> None:
-        """The hook for KRaft brokers (process.roles=broker, ids 1..count): write each one's server.properties
-        (process.roles=broker, node.id, controller.quorum.voters=`voters`, controller.listener.names, listeners),
-        `storage format` it with `cluster_id`, append a BrokerEntry, spawn it with self._spawn(entry,
-        broker_node(id)) and wait until the active controller has it registered and unfenced. Until this is written,
-        a KRaft lab has its controllers only."""
-        if count:
-            raise kraft_lab.KRaftLabError("KRaft brokers (process.roles=broker) are not in the lab yet: a KRaft lab "
-                                          "runs its controllers only (lab up --kraft --brokers 0)")
+        """KRaft brokers (process.roles=broker, ids 1..count), written and formatted as an operator does it, and
+        awaited until the active controller has registered and unfenced each one."""
+        # In the lab network every broker has an address of its own, so all can use the same port.
+        ports = [DEFAULT_BASE_PORT] * count if addresses else _choose_ports(count, 0)
+        for broker_id, port in zip(range(1, count + 1), ports):
+            host = addresses.get(broker_node(broker_id), HOST)
+            directory = self.dir / f"broker-{broker_id}"
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / FAULTS_AT_START_FILE).unlink(missing_ok=True)  # armed in an earlier lab in DIR: not ours
+            config_path = directory / "server.properties"
+            config_path.write_text("# written by `zkbroker lab up --kraft`\n" + kraft_lab.broker_properties(
+                broker_id, host, port, voters, directory / "data", overrides))
+            kraft_lab.format_storage(cluster_id, config_path, f"broker {broker_id}")
+            cluster.brokers.append(BrokerEntry(broker_id, host, port, None, str(config_path),
+                                               str(directory / SOCKET_NAME)))
+        self.save(cluster)
+        for entry in cluster.brokers:
+            entry.pid = self._spawn(entry, broker_node(entry.id))
+        self.save(cluster)
+        kraft_lab.wait_for_brokers(cluster.brokers, timeout_s)
 
     def _zookeeper_dir(self, server_id: int, ensemble: bool) -> Path:
         return self.dir / (f"zookeeper-{server_id}" if ensemble else "zookeeper")
@@ -660,6 +672,16 @@ class LabCluster:
                               is not None, timeout_s, interval_s=0.1) or process_state(pid) == "dead":
                 raise LabError(f"Controller {entry.id} did not come up: "
                                f"{_last_line(Path(entry.config).parent / 'server.log')}")
+            return entry
+        if cluster.kraft:
+            # A KRaft broker is back once the active controller has unfenced its new incarnation (a registration
+            # of the previous process is replaced: the incarnation id differs, KAFKA-1120's KRaft form).
+            entry.pid = self._spawn(entry, broker_node(entry.id))
+            self.save(cluster)
+            try:
+                kraft_lab.wait_for_brokers([entry], timeout_s)
+            except kraft_lab.KRaftLabError as e:
+                raise LabError(str(e)) from None
             return entry
         # A broker restarted within its session timeout finds the registration of its previous process still
         # there (KAFKA-1029): it counts only once the new process has registered under a new znode.
@@ -971,9 +993,49 @@ class LabCluster:
             row["faults_at_start"] = [{k: v for k, v in r.items() if k != "command"}
                                       for r in self._pending_faults(controller_node(entry.id))]
         quorum = kraft_lab.quorum_status(rows)
+        active = next((r["raft"] for r in rows if r["id"] == quorum["leader"] and r["raft"] is not None), None)
+        believed = {b["id"]: b for b in (self._active_controller_view(cluster, quorum["leader"]) or {}).get(
+            "brokers", [])} if active is not None else {}
+        brokers = [kraft_lab.broker_row(entry, believed.get(entry.id)) for entry in cluster.brokers]
+        for entry, row in zip(cluster.brokers, brokers):
+            row["faults"] = self._faults_in_force(entry)
+            row["faults_at_start"] = [{k: v for k, v in r.items() if k != "command"}
+                                      for r in self._pending_faults(entry.id)]
         return {"mode": "kraft", "network": self._network_status(), "controller": quorum["leader"],
                 "controller_epoch": quorum["epoch"], "quorum": quorum, "controllers": rows,
-                "brokers": [_broker_row(entry, None) for entry in cluster.brokers], "topics": []}
+                "brokers": brokers, "topics": self._kraft_topics(cluster, brokers)}
+
+    @staticmethod
+    def _active_controller_view(cluster: ClusterFile, leader: int | None) -> dict | None:
+        """The active controller's quorum_controller view (its brokers: registered, fenced, metadata offset)."""
+        if leader is None:
+            return None
+        entry = next((c for c in cluster.controllers if c.id == leader), None)
+        if entry is None or entry.control is None:
+            return None
+        try:
+            with ControlClient(entry.control, 1.0) as client:
+                return client.state().get("quorum_controller")
+        except ControlError:
+            return None
+
+    @staticmethod
+    def _kraft_topics(cluster: ClusterFile, rows: list[dict]) -> list[dict]:
+        """Each partition's leader and ISR as an unfenced broker's metadata cache has them (the image of the
+        committed metadata log: what the active controller decided, as far as that broker has applied it)."""
+        for entry, row in sorted(zip(cluster.brokers, rows), key=lambda er: -(er[1]["metadata_offset"] or -1)):
+            if not row["alive"]:
+                continue
+            state = kraft_lab.broker_state(entry.control)
+            if state is None:
+                continue
+            topics: dict[str, list[dict]] = {}
+            for p in state["metadata"]["partitions"]:
+                topics.setdefault(p["topic"], []).append(
+                    {"partition": p["partition"], "replicas": p["replicas"], "leader": p["leader"],
+                     "leader_epoch": p["leader_epoch"], "isr": p["isr"]})
+            return [{"topic": t, "partitions": parts} for t, parts in sorted(topics.items())]
+        return []
 
     def _network_status(self) -> dict | None:
         state = self.network.load()

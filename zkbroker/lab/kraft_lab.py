@@ -4,9 +4,10 @@ storage random-uuid`, `storage format`, `zkbroker server`), the quorum's leader 
 control socket, and the controllers' lines of `lab status`. No ZooKeeper anywhere.
 
 cluster.py keeps the lab's verbs (kill, pause, resume, stop, start, partition, heal, fault, state): a controller
-is a lab member as a broker is, named `controller:ID`. KRaft brokers (process.roles=broker) are added by
-`broker_properties` and LabCluster._start_kraft_brokers once they exist; until then a KRaft lab runs its
-controllers only."""
+is a lab member as a broker is, named `controller:ID`. KRaft brokers (process.roles=broker, ids 1..N) are written
+by `broker_properties` and started by LabCluster._start_kraft_brokers; a broker counts as up once its own `state`
+says the active controller has unfenced it (`broker_serving`), and its line of `lab status` joins what it says of
+itself with what the active controller believes of it (`broker_row`)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,16 @@ def controller_properties(node_id: int, host: str, port: int, voters: str, data_
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
+def broker_properties(node_id: int, host: str, port: int, voters: str, data_dir: Path,
+                      overrides: dict[str, str] | None = None) -> str:
+    """A KRaft broker's server.properties, as Kafka 3.7's config/kraft/broker.properties has them."""
+    props = {"process.roles": "broker", "node.id": str(node_id), "controller.quorum.voters": voters,
+             "controller.listener.names": CONTROLLER_LISTENER, "listeners": f"PLAINTEXT://{host}:{port}",
+             "log.dirs": str(data_dir)}
+    props.update(overrides or {})
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
 def zkbroker(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True,
                           timeout=timeout_s, stdin=subprocess.DEVNULL)
@@ -77,6 +88,61 @@ def raft_state(control: str | None, timeout_s: float = 1.0) -> dict | None:
             return client.state().get("raft")
     except ControlError:
         return None
+
+
+def broker_state(control: str | None, timeout_s: float = 1.0) -> dict | None:
+    """A KRaft broker's `state` from its control socket, None when it does not answer."""
+    if control is None:
+        return None
+    try:
+        with ControlClient(control, timeout_s) as client:
+            return client.state()
+    except ControlError:
+        return None
+
+
+def broker_serving(state: dict | None) -> bool:
+    """A KRaft broker is serving once registered and unfenced (what its own lifecycle says)."""
+    lifecycle = (state or {}).get("lifecycle")
+    return bool(lifecycle) and lifecycle["broker_epoch"] >= 0 and not lifecycle["fenced"]
+
+
+def wait_for_brokers(entries: list, timeout_s: float) -> None:
+    """Until every one of `entries` (BrokerEntry) is registered and unfenced; KRaftLabError naming the first that
+    exited or did not get there otherwise."""
+    deadline = time.monotonic() + timeout_s
+    waiting = list(entries)
+    while waiting:
+        for entry in list(waiting):
+            if entry.pid is not None and process_state(entry.pid) == "dead":
+                log = Path(entry.config).parent / "server.log"
+                lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()] \
+                    if log.exists() else []
+                raise KRaftLabError(f"Broker {entry.id} exited: {lines[-1] if lines else 'no log written'}")
+            if broker_serving(broker_state(entry.control)):
+                waiting.remove(entry)
+        if waiting and time.monotonic() > deadline:
+            raise KRaftLabError(f"Brokers {[e.id for e in waiting]} were not unfenced by the active controller "
+                                f"within {timeout_s:.0f} s")
+        if waiting:
+            time.sleep(0.1)
+
+
+def broker_row(entry, believed: dict | None) -> dict:
+    """A KRaft broker's line of `lab status`: its process, what it says of itself (lifecycle state, broker epoch,
+    the metadata offset it applied) and what the active controller believes (`believed`: its describe()'s entry
+    for the broker, None when it has none: not registered, or no active controller answers)."""
+    process = process_state(entry.pid) if entry.pid is not None else "dead"
+    own = broker_state(entry.control) if process == "running" else None
+    lifecycle = (own or {}).get("lifecycle") or {}
+    return {"id": entry.id, "host": entry.host, "port": entry.port, "pid": entry.pid, "process": process,
+            "registered": believed is not None,
+            "fenced": believed["fenced"] if believed is not None else None,
+            "alive": process == "running" and believed is not None and not believed["fenced"],
+            "broker_epoch": believed["epoch"] if believed is not None else lifecycle.get("broker_epoch"),
+            "metadata_offset": own["metadata_offset"] if own is not None else None,
+            "controller_metadata_offset": believed["metadata_offset"] if believed is not None else None,
+            "lifecycle": lifecycle.get("state"), "incarnation_id": lifecycle.get("incarnation_id")}
 
 
 def agreed_leader(states: Iterable[dict | None]) -> tuple[int, int] | None:

@@ -12,8 +12,8 @@ high watermark, stops the lab, reads every voter's metadata log and checks: one 
 records identical on every voter, no committed record lost. It also measures the longest time without a
 quorum leader that began while a fault was in force (from the timeline's `raft_state` events).
 
-KRaft brokers are not in the lab yet, so the data verdicts of ZooKeeper mode's torture have no counterpart here: a
-KRaft torture is the quorum's torture.
+It starts its lab without brokers (--brokers 0), so the data verdicts of ZooKeeper mode's torture have no
+counterpart here yet: a KRaft torture is the quorum's torture.
 """
 
 from __future__ import annotations

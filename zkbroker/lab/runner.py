@@ -727,7 +727,7 @@ class ScenarioRun:
             return leader is not None and leader[0] != self._controller(args["broker"])
         if condition == "controller_epoch":
             return quorum["epoch"] == args["size"]
-        raise StepFailed(f"the condition {condition} has no KRaft form yet (KRaft brokers are not in the lab yet)")
+        raise StepFailed(f"the condition {condition} has no KRaft form yet (the KRaft modes read the quorum only)")
 
     def _controller(self, target: int | str) -> int:
         """A controller's node id from an id, "active" / "controller" (the quorum's leader now), "follower" (the

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import time
 
+from zkbroker import control_protocol as control
 from zkbroker import timeline
 from zkbroker.config import KafkaConfig
+from zkbroker.fault_points import FAULTS
 from zkbroker.log.cleaner import CleanerConfig
 from zkbroker.log.log_config import topic_log_config
 from zkbroker.log.manager import LogManager
@@ -42,6 +45,7 @@ from zkbroker.server.duties import Duties, log_scheduler
 from zkbroker.server.dynamic_config import DynamicBrokerConfig
 from zkbroker.server.group_coordinator import GroupCoordinatorDriver
 from zkbroker.server.kraft_apis import KRaftApis
+from zkbroker.server.lab_control import KRaftBrokerState, LabControlServer
 from zkbroker.server.metadata_cache import MetadataCache
 from zkbroker.server.metadata_publisher import (
     BrokerMetadataListener,
@@ -80,6 +84,7 @@ class BrokerServer:
         self.transaction_coordinator: TransactionCoordinatorDriver | None = None
         self.socket_server: SocketServer | None = None
         self.lifecycle_channel: ControllerChannel | None = None
+        self.lab_control: LabControlServer | None = None
         self.forwarding_channel: ControllerChannel | None = None
         self._changes: asyncio.Queue | None = None
         self._tasks: list[asyncio.Task] = []
@@ -137,6 +142,10 @@ class BrokerServer:
                              producer_ids, admin_manager)
             self.socket_server = SocketServer(config.host or "0.0.0.0", config.port, apis,
                                               config["socket.request.max.bytes"], ConnectionLimits.from_config(config))
+            if raft is None:  # a combined node's control socket is its controller's
+                self.lab_control = self._lab_control()
+                if self.lab_control is not None:
+                    await self.lab_control.start()
             self._changes = asyncio.Queue()
             self._spawn(self._apply_changes())
             quorum = QuorumConfig(
@@ -175,6 +184,20 @@ class BrokerServer:
     def stop(self) -> None:
         self._stop.set()
 
+    def _lab_control(self) -> LabControlServer | None:
+        """In a lab (ZKBROKER_LAB_CONTROL set), the control socket answering `state` (KRaftBrokerState) and the
+        fault points the lab wants in force from the first instant (ZKBROKER_LAB_FAULTS); outside one, nothing."""
+        path = os.environ.get(control.ENV_VAR)
+        if not path:
+            return None
+        FAULTS.source = f"broker:{self.broker_id}"
+        handler = control.ControlHandler(FAULTS, KRaftBrokerState(self, FAULTS))
+        for request in control.initial_faults(os.environ.get(control.FAULTS_ENV_VAR)):
+            answer = handler.handle(request)
+            if not answer["ok"]:
+                raise control.ControlError(f"{control.FAULTS_ENV_VAR}: {answer['error']}")
+        return LabControlServer(path, handler)
+
     def _fatal(self, exc: BaseException) -> None:
         self._failure = exc
         self.stop()
@@ -210,6 +233,8 @@ class BrokerServer:
         for channel in (self.lifecycle_channel, self.forwarding_channel):
             if channel is not None:
                 channel.close()
+        if self.lab_control is not None:
+            await self.lab_control.stop()
         log.info("%sshut down completed", self.prefix)
 
     async def _controlled_shutdown(self) -> None:

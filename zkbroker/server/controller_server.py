@@ -17,6 +17,7 @@ import signal
 from controller.quorum.controller import QuorumController, QuorumControllerConfig
 from controller.quorum.driver import QuorumControllerDriver, SnapshotTrigger
 from zkbroker import control_protocol as control
+from zkbroker import timeline
 from zkbroker.config import KafkaConfig
 from zkbroker.fault_points import FAULTS
 from zkbroker.raft.config import QuorumConfig
@@ -26,6 +27,7 @@ from zkbroker.raft.raft_manager import RaftManager, wall_clock_ms
 from zkbroker.raft.snapshot_policy import SnapshotPolicy
 from zkbroker.server import meta_properties
 from zkbroker.server.controller_apis import ControllerApis
+from zkbroker.server.fencing_events import FencingTimeline
 from zkbroker.server.lab_control import LabControlServer
 from zkbroker.server.network import ConnectionLimits, SocketServer
 
@@ -103,6 +105,8 @@ class ControllerServer:
                                     config["metadata.log.max.snapshot.interval.ms"])
             self.raft.register(self.quorum.controller)
             self.raft.register(SnapshotTrigger(self.quorum.controller, policy, wall_clock_ms))
+            if timeline.enabled():
+                self.raft.register(FencingTimeline(self.node_id))
             self.quorum.start()
         except BaseException:
             await self._shutdown()

@@ -24,6 +24,7 @@ from zkbroker.zk.client import ZkClient
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
+    from zkbroker.server.broker_server import BrokerServer
     from zkbroker.server.client_quotas import ClientQuotas
     from zkbroker.server.replica_manager import ReplicaManager
 
@@ -109,30 +110,78 @@ class BrokerState:
         snapshot = self.metadata_cache.snapshot
         session = self.zk.session_id
         rm = self.replica_manager()
-        partitions = []
-        if rm is not None:
-            for (topic, partition), p in sorted(rm.partitions.items()):
-                cached = snapshot.partitions.get(topic, {}).get(partition)
-                partitions.append({
-                    "topic": topic, "partition": partition,
-                    "role": "leader" if p.is_leader else "follower" if p.leader_id >= 0 else "none",
-                    "leader": p.leader_id, "leader_epoch": p.leader_epoch, "isr": list(p.isr),
-                    "replicas": list(p.replicas), "zk_version": p.zk_version, "controller_epoch": p.controller_epoch,
-                    "hw": p.high_watermark, "leo": p.log_end_offset, "log_start": p.log.log_start_offset,
-                    "lso": p.last_stable_offset, "open_transactions": len(p.log.producer_state.ongoing),
-                    "metadata_leader": cached.leader if cached is not None else None})
-        metadata = [{"topic": topic, "partition": partition, "leader": s.leader, "leader_epoch": s.leader_epoch,
-                     "isr": list(s.isr), "replicas": list(s.replicas)}
-                    for topic, states in sorted(snapshot.partitions.items()) for partition, s in sorted(states.items())]
         return {
             "broker": self.broker_id, "pid": os.getpid(),
             "session": f"0x{session:x}" if session is not None else None,
             "zookeeper_connected": self.zk.connected,
             "controller_epoch_seen": rm.controller_epoch if rm is not None else None,
-            "partitions": partitions,
-            "metadata": {"controller": snapshot.controller_id, "live_brokers": sorted(snapshot.brokers),
-                         "partitions": metadata},
+            "partitions": partition_rows(rm, snapshot),
+            "metadata": metadata_rows(snapshot),
             "controller": self.controller.lab_state(),
             "faults": self.faults.in_force(),
             "quotas": self.quotas.usage() if self.quotas is not None else [],
         }
+
+
+class KRaftBrokerState:
+    """A KRaft broker's `state` (process.roles=broker): the ZooKeeper-mode keys that still mean something (its
+    partitions, its metadata cache, its fault points; no session, never the controller), and what KRaft adds:
+    its lifecycle with the active controller (registered, fenced or not, broker epoch, incarnation id) and the
+    metadata log it follows as an observer (the offset of the image it applied)."""
+
+    def __init__(self, server: BrokerServer, faults: FaultPoints) -> None:
+        self.server = server
+        self.faults = faults
+
+    def __call__(self) -> dict:
+        server = self.server
+        snapshot = server.metadata_cache.snapshot
+        rm = server.replica_manager
+        lifecycle = server.lifecycle
+        raft = None
+        if server.raft is not None and server.raft.node is not None:
+            node = server.raft.node
+            raft = {"state": node.state.name, "epoch": node.epoch, "leader": node.leader_id,
+                    "log_end_offset": server.raft.log.end_offset, "high_watermark": node.high_watermark}
+        return {
+            "broker": server.broker_id, "pid": os.getpid(), "role": "broker",
+            "session": None, "zookeeper_connected": False,
+            "controller_epoch_seen": rm.controller_epoch if rm is not None else None,
+            "lifecycle": None if lifecycle is None else {
+                "state": lifecycle.state.value, "broker_epoch": lifecycle.broker_epoch, "fenced": lifecycle.fenced,
+                "incarnation_id": lifecycle.incarnation_id.hex()},
+            "metadata_offset": server.metadata_offset(),
+            "raft": raft,
+            "partitions": partition_rows(rm, snapshot),
+            "metadata": metadata_rows(snapshot),
+            "controller": None,
+            "faults": self.faults.in_force(),
+            "quotas": [],
+        }
+
+
+def partition_rows(rm: ReplicaManager | None, snapshot) -> list[dict]:
+    """The applied leadership of each partition this broker has (as LeaderAndIsr or the metadata image set it)."""
+    rows = []
+    if rm is None:
+        return rows
+    for (topic, partition), p in sorted(rm.partitions.items()):
+        cached = snapshot.partitions.get(topic, {}).get(partition)
+        rows.append({
+            "topic": topic, "partition": partition,
+            "role": "leader" if p.is_leader else "follower" if p.leader_id >= 0 else "none",
+            "leader": p.leader_id, "leader_epoch": p.leader_epoch, "isr": list(p.isr),
+            "replicas": list(p.replicas), "zk_version": p.zk_version, "controller_epoch": p.controller_epoch,
+            "hw": p.high_watermark, "leo": p.log_end_offset, "log_start": p.log.log_start_offset,
+            "lso": p.last_stable_offset, "open_transactions": len(p.log.producer_state.ongoing),
+            "metadata_leader": cached.leader if cached is not None else None})
+    return rows
+
+
+def metadata_rows(snapshot) -> dict:
+    """The metadata cache: the controller it names, the live brokers, each partition's leader and ISR."""
+    return {"controller": snapshot.controller_id, "live_brokers": sorted(snapshot.brokers),
+            "partitions": [{"topic": topic, "partition": partition, "leader": s.leader,
+                            "leader_epoch": s.leader_epoch, "isr": list(s.isr), "replicas": list(s.replicas)}
+                           for topic, states in sorted(snapshot.partitions.items())
+                           for partition, s in sorted(states.items())]}

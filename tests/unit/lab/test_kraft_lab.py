@@ -11,7 +11,14 @@ import pytest
 from zkbroker.config import KafkaConfig
 from zkbroker.lab.cluster import ClusterFile, ControllerEntry, LabCluster, LabError, member_label, member_node
 from zkbroker.lab.dashboard.views import kraft_cluster_at, kraft_cluster_view, last_election_votes
-from zkbroker.lab.kraft_lab import controller_properties, leaderless_windows, quorum_status, voters_value
+from zkbroker.lab.kraft_lab import (
+    broker_properties,
+    broker_serving,
+    controller_properties,
+    leaderless_windows,
+    quorum_status,
+    voters_value,
+)
 from zkbroker.lab.kraft_torture import plan
 from zkbroker.lab.network import NetworkError, plan_addresses
 
@@ -63,6 +70,21 @@ def test_a_controllers_properties_are_a_valid_kraft_controller_configuration(tmp
     config = KafkaConfig.from_props(dict(line.split("=", 1) for line in text.splitlines()))
     assert config.node_id == 3002 and config.quorum_voters == {3001: ("127.0.0.1", 9093), 3002: ("127.0.0.1", 9094)}
     assert config["controller.quorum.pre.vote.enable"] is True and (config.host, config.port) == ("127.0.0.1", 9094)
+
+
+def test_a_brokers_properties_are_a_valid_kraft_broker_configuration(tmp_path):
+    voters = voters_value([(3001, "127.0.0.1", 9093)])
+    text = broker_properties(2, "10.0.0.3", 9092, voters, tmp_path / "data", {"broker.session.timeout.ms": "4000"})
+    config = KafkaConfig.from_props(dict(line.split("=", 1) for line in text.splitlines()))
+    assert config.node_id == 2 and config["process.roles"] == ("broker",)
+    assert (config.host, config.port) == ("10.0.0.3", 9092) and config["broker.session.timeout.ms"] == 4000
+
+
+def test_a_kraft_broker_serves_once_registered_and_unfenced():
+    assert not broker_serving(None) and not broker_serving({"lifecycle": None})
+    assert not broker_serving({"lifecycle": {"broker_epoch": -1, "fenced": True}})
+    assert not broker_serving({"lifecycle": {"broker_epoch": 5, "fenced": True}})
+    assert broker_serving({"lifecycle": {"broker_epoch": 5, "fenced": False}})
 
 
 def _row(node, process="running", **raft):
@@ -132,3 +154,35 @@ def test_a_kraft_strip_replayed_at_a_moment_shows_each_controllers_last_state_th
     after = kraft_cluster_at(events, 30, now)
     assert after["controller"] == {"node": 3002, "epoch": 2}
     assert [v["state"] for v in after["quorum"]["voters"]] == ["down", "leader", "follower"]
+
+
+def test_a_kraft_labs_brokers_in_the_dashboard_show_fencing_and_metadata_offsets():
+    from zkbroker.lab.dashboard.page import render_strip
+    from zkbroker.lab.dashboard.views import kraft_brokers_view
+
+    rows = [{"id": 1, "host": "h", "port": 1, "pid": 11, "process": "dead", "registered": True, "fenced": True,
+             "alive": False, "broker_epoch": 4, "metadata_offset": None, "controller_metadata_offset": 9},
+            {"id": 2, "host": "h", "port": 2, "pid": 12, "process": "running", "registered": True, "fenced": False,
+             "alive": True, "broker_epoch": 3, "metadata_offset": 12, "controller_metadata_offset": 12}]
+    brokers = kraft_brokers_view(rows, {"broker:2": ["controller:3001"]})
+    assert [(b["id"], b["state"], b["fenced"], b["metadata_offset"]) for b in brokers] == [
+        (1, "dead", True, None), (2, "cut-off", False, 12)]
+    view = kraft_cluster_view(quorum_status([_row(3002, state="leader")]), [_row(3002, state="leader")], {}, None,
+                              [], brokers)
+    html = render_strip(view)
+    assert 'data-broker="1"' in html and "fenced" in html and "metadata offset 12" in html
+
+
+def test_a_replayed_kraft_strip_shows_each_broker_as_the_timeline_tells_it():
+    now = {"quorum": {"voters": [{"id": 3001, "host": "h", "port": 1, "pid": 1}]},
+           "brokers": [{"id": 1, "host": "h", "port": 2, "pid": 2, "state": "running", "fenced": False,
+                        "metadata_offset": 30, "controller_metadata_offset": 30, "broker_epoch": 9,
+                        "cut_off_from": []}]}
+    events = [_rs(1, 3001, "leader", 1, 3001),
+              {"ts": 5, "kind": "broker_unfenced", "source": "controller:3001", "broker": 1, "epoch": 3},
+              {"ts": 6, "kind": "metadata_applied", "source": "broker:1", "broker": 1, "offset": 7},
+              {"ts": 10, "kind": "process_killed", "node": "broker:1"},
+              {"ts": 19, "kind": "broker_fenced", "source": "controller:3001", "broker": 1, "epoch": 3}]
+    before, after = (kraft_cluster_at(events, t, now)["brokers"][0] for t in (8, 20))
+    assert (before["state"], before["fenced"], before["metadata_offset"]) == ("running", False, 7)
+    assert (after["state"], after["fenced"]) == ("dead", True)

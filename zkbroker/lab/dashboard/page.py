@@ -34,8 +34,21 @@ def render_quorum_strip(cluster: dict) -> str:
                   if votes else "")
     return (f'<div class="strip-head">{head}</div>{votes_line}'
             f'<ul class="brokers voters">{voters}</ul>'
-            + ('<p class="empty">No brokers: KRaft brokers are not in the lab yet; this lab is its quorum.</p>'
-               if not cluster["brokers"] else ""))
+            + (f'<ul class="brokers kraft-brokers">{"".join(map(_kraft_broker, cluster["brokers"]))}</ul>'
+               if cluster["brokers"] else '<p class="empty">No brokers (--brokers 0): this lab is its quorum.</p>'))
+
+
+def _kraft_broker(b: dict) -> str:
+    """A KRaft broker: its process, whether the active controller has it fenced, the metadata offset it applied."""
+    fenced = {True: "fenced", False: "unfenced", None: "not registered"}[b["fenced"]]
+    lines = [f'<span class="name">Broker {b["id"]}</span>', f'<span class="state">{escape(str(b["state"]))}</span>',
+             f'<span class="lifecycle">{fenced}</span>',
+             f'<span class="log-end">metadata offset {"?" if b["metadata_offset"] is None else b["metadata_offset"]}'
+             f'</span>']
+    if b["cut_off_from"]:
+        lines.append(f'<span class="cut">cut off from {escape(", ".join(b["cut_off_from"]))}</span>')
+    classes = f'broker kraft-broker state-{escape(str(b["state"]))} {"fenced" if b["fenced"] else ""}'.strip()
+    return f'<li class="{classes}" data-broker="{b["id"]}">{"".join(lines)}</li>'
 
 
 def _voter(v: dict, leader: int | None) -> str:

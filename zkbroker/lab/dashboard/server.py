@@ -146,12 +146,16 @@ class Dashboard:
     async def _take_kraft(self, began: float, cluster: ClusterFile) -> Observed:
         """A KRaft lab: the controllers' Raft states from their control sockets, the quorum they make, and the
         last election's votes from the timeline; no ZooKeeper to read."""
-        def read() -> tuple[list[dict], list[dict]]:
+        def read() -> tuple[list[dict], list[dict], list[dict]]:
             rows = [kraft_lab.controller_row(entry) for entry in cluster.controllers]
             for entry, row in zip(cluster.controllers, rows):
                 row["faults"] = self.lab._faults_in_force(entry)
-            return rows, self.events()
-        rows, events = await asyncio.to_thread(read)
+            leader = kraft_lab.quorum_status(rows)["leader"]
+            believed = {b["id"]: b for b in (self.lab._active_controller_view(cluster, leader) or {}).get(
+                "brokers", [])}
+            brokers = [kraft_lab.broker_row(entry, believed.get(entry.id)) for entry in cluster.brokers]
+            return rows, brokers, self.events()
+        rows, broker_rows, events = await asyncio.to_thread(read)
         quorum = kraft_lab.quorum_status(rows)
         network = self.lab.network.load()
         cut: dict[str, list[str]] = {}
@@ -162,7 +166,8 @@ class Dashboard:
                 cut = {}
         described = None if network is None else [p.describe() for p in network.partitions]
         view = views.kraft_cluster_view(quorum, rows, cut, described,
-                                        views.last_election_votes(events, quorum["epoch"]))
+                                        views.last_election_votes(events, quorum["epoch"]),
+                                        views.kraft_brokers_view(broker_rows, cut))
         return Observed(began, ZooKeeperSnapshot(reachable=False), [], {}, [], view, [])
 
     @staticmethod

@@ -146,6 +146,21 @@ def kraft_cluster_view(quorum: dict, rows: list[dict], cut_off: Mapping[str, lis
     }
 
 
+def kraft_brokers_view(rows: list[dict], cut_off: Mapping[str, list[str]]) -> list[dict]:
+    """A KRaft lab's brokers in GET /api/cluster (DESIGN §17): each one's process state (cut-off when a partition
+    separates it), whether the active controller has it fenced, and the metadata offset it has applied (beside
+    the one the active controller saw in its last heartbeat). `rows`: kraft_lab.broker_row's."""
+    out = []
+    for r in rows:
+        cut = list(cut_off.get(f"broker:{r['id']}", ()))
+        state = "cut-off" if cut and r["process"] == "running" else r["process"]
+        out.append({"id": r["id"], "host": r["host"], "port": r["port"], "pid": r["pid"], "state": state,
+                    "fenced": r["fenced"], "metadata_offset": r["metadata_offset"],
+                    "controller_metadata_offset": r["controller_metadata_offset"], "broker_epoch": r["broker_epoch"],
+                    "cut_off_from": cut})
+    return out
+
+
 def kraft_cluster_at(events: Iterable[dict], at: float, now: dict) -> dict:
     """A KRaft lab's strip as the timeline tells it at `at` (epoch ms): each controller's last raft_state before
     then, and whether it was killed, paused or stopped; the voters are those of `now` (the live view)."""
@@ -173,7 +188,33 @@ def kraft_cluster_at(events: Iterable[dict], at: float, now: dict) -> dict:
                      "process": state, "raft": raft})
     quorum = quorum_status(rows)
     return kraft_cluster_view(quorum, rows, {}, None, last_election_votes(
-        (e for e in events if isinstance(e.get("ts"), (int, float)) and e["ts"] <= at), quorum["epoch"]))
+        (e for e in events if isinstance(e.get("ts"), (int, float)) and e["ts"] <= at), quorum["epoch"]),
+        kraft_brokers_at(events, at, now.get("brokers") or []))
+
+
+def kraft_brokers_at(events: Iterable[dict], at: float, now: list[dict]) -> list[dict]:
+    """A KRaft lab's brokers as the timeline tells them at `at`: each one's process faults, the fencing the
+    active controller last committed for it (its `broker_fenced` / `broker_unfenced`, source controller:ID) and
+    the metadata offset it last applied (`metadata_applied`). The brokers are those of `now` (the live view)."""
+    process: dict[int, str] = {}
+    fenced: dict[int, bool] = {}
+    applied: dict[int, int] = {}
+    for e in events:
+        if not isinstance(e.get("ts"), (int, float)) or e["ts"] > at:
+            continue
+        kind, node = e.get("kind"), e.get("node")
+        if isinstance(node, str) and node.startswith("broker:") and node[7:].isdigit():
+            word = {"process_killed": "dead", "process_stopped": "dead", "process_paused": "paused",
+                    "process_resumed": "running", "process_started": "running"}.get(kind)
+            if word:
+                process[int(node[7:])] = word
+        if kind in ("broker_fenced", "broker_unfenced") and str(e.get("source", "")).startswith("controller:"):
+            fenced[e.get("broker")] = kind == "broker_fenced"
+        elif kind == "metadata_applied" and isinstance(e.get("offset"), int):
+            applied[e.get("broker")] = e["offset"]
+    return [{**b, "state": process.get(b["id"], "running"), "fenced": fenced.get(b["id"]),
+             "metadata_offset": applied.get(b["id"]), "controller_metadata_offset": None, "cut_off_from": []}
+            for b in now]
 
 
 # ---- truth beside the caches: GET /api/partitions --------------------------------------------------------

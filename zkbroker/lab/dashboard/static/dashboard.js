@@ -133,11 +133,31 @@ function renderQuorumStrip(cluster, replaying) {
   strip.replaceChildren(h('div', { class: 'strip-head' }, head),
     votes ? h('div', { class: 'votes', id: 'quorum-votes' }, `Votes in epoch ${q.epoch}: ${votes}`) : null,
     h('ul', { class: 'brokers voters' }, voters),
-    cluster.brokers.length ? null : h('p', { class: 'empty' }, 'No brokers: KRaft brokers are not in the lab yet; this lab is its quorum.'));
+    cluster.brokers.length
+      ? h('ul', { class: 'brokers kraft-brokers' }, cluster.brokers.map((b) => renderKRaftBroker(b, replaying)))
+      : h('p', { class: 'empty' }, 'No brokers (--brokers 0): this lab is its quorum.'));
   state.stripShown.push({
     controller: q.leader, epoch: q.epoch, shownAt: Date.now(),
     states: Object.fromEntries(q.voters.map((v) => [v.id, v.state])),
   });
+}
+
+// A KRaft broker (page.py's _kraft_broker): its process, whether the active controller has it fenced, and the
+// metadata offset it has applied.
+function renderKRaftBroker(b, replaying) {
+  const fenced = b.fenced === null || b.fenced === undefined ? 'not registered' : (b.fenced ? 'fenced' : 'unfenced');
+  return h('li', { class: ['broker', 'kraft-broker', `state-${b.state}`, b.fenced ? 'fenced' : ''].join(' ').trim(),
+    'data-broker': b.id },
+  h('span', { class: 'name' }, `Broker ${b.id}`),
+  h('span', { class: 'state' }, STATE_WORDS[b.state] || b.state),
+  h('span', { class: 'lifecycle' }, fenced),
+  h('span', { class: 'log-end' }, `metadata offset ${dash(b.metadata_offset)}`),
+  b.cut_off_from && b.cut_off_from.length ? h('span', { class: 'cut' }, `cut off from ${b.cut_off_from.join(', ')}`) : null,
+  replaying ? null : h('span', { class: 'buttons' },
+    b.state === 'dead'
+      ? faultButton('start', { action: 'start', broker: b.id }, 'start it again; waits until it is unfenced')
+      : [faultButton('kill', { action: 'kill', broker: b.id }, 'SIGKILL: fenced after broker.session.timeout.ms'),
+        faultButton('stop', { action: 'stop', broker: b.id }, 'SIGTERM: controlled shutdown through heartbeats')]));
 }
 
 function renderStrip(cluster, replaying) {
