@@ -20,7 +20,9 @@ def test_lab_with_its_own_zookeeper_up_status_down(lab_dir):
     out = ok("up", "--dir", str(lab_dir), "--brokers", "2", "--config", "zookeeper.session.timeout.ms=2000")
     assert "Controller: broker" in out
     cluster = json.loads((lab_dir / "cluster.json").read_text())
-    assert list(cluster) == ["zookeeper", "zookeeper_pid", "zookeepers", "brokers"]
+    # DESIGN §17: "mode" is "zookeeper" unless the lab is a KRaft one (which has no zookeeper keys)
+    assert list(cluster) == ["zookeeper", "zookeeper_pid", "zookeepers", "brokers", "mode"]
+    assert cluster["mode"] == "zookeeper"
     zk_port = int(cluster["zookeeper"].split("/")[0].split(":")[1])
     assert cluster["zookeepers"] == [{"id": 1, "host": "127.0.0.1", "port": zk_port, "pid": cluster["zookeeper_pid"]}]
     assert cluster["zookeeper"].startswith("127.0.0.1:") and "/zkbroker-" in cluster["zookeeper"]
