@@ -178,6 +178,8 @@ def test_a_lesson_names_its_lab_and_a_kraft_one_plays_the_kraft_mode_on_its_cont
     assert (lesson.lab, lesson.mode) == ("kraft", "kraft")
     assert (lesson.scenario.controllers, lesson.scenario.brokers, list(lesson.scenario.modes)) == (3, 0, ["kraft"])
     assert "Lab: a KRaft quorum of 3 controllers" in format_teacher_page(lesson)
+    shipped = {lesson.name: lesson for lesson in course()}
+    assert shipped["kraft-election"].mode == "kraft" and shipped["controller-election"].mode == "0.8"
     zookeeper = parse_lesson(LESSON, "l.toml")
     assert (zookeeper.lab, zookeeper.mode) == ("zookeeper", "0.8")
     lines = KRAFT_LESSON.splitlines()
