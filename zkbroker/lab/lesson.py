@@ -41,6 +41,10 @@ the page makes about what the cluster does:
     broker = 2
 
 A predict question's answer is what the page's claims then check on the live cluster.
+
+`lab` says which lab the lesson needs: "zookeeper" (the default: 0.8.2's brokers on a ZooKeeper ensemble) or
+"kraft" (a quorum of KRaft controllers, `[cluster] controllers = 1|3|5`, no ZooKeeper; its steps name
+controllers as a KRaft scenario's do, DESIGN §17).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from typing import Any
 from zkbroker.lab.scenario import (
     CLUSTER_FIELDS,
     ENSEMBLE_SIZES,
+    QUORUM_SIZES,
     VERDICTS,
     Checker,
     ModeSpec,
@@ -73,14 +78,17 @@ else:  # the same parser, before it joined the standard library
 
 # The lessons shipped in the package (zkbroker/lab/lessons/NAME.toml), in the order a course takes them.
 COURSE = ("registration", "controller-election", "failover-session-timeout", "zombie-controller", "isr-hw-acks",
-          "kafka-1211-leader-epochs", "consumer-herd")
+          "kafka-1211-leader-epochs", "consumer-herd", "kraft-election")
 # The mode a lesson's lab runs in: 0.8.2's behaviour, with the lesson's own configuration.
 LESSON_MODE = "0.8"
+# The labs a lesson may ask for (its `lab`), and the scenario mode each one runs: a ZooKeeper lab in 0.8.2's
+# behaviour, a KRaft lab in Kafka 3.7's quorum.
+LABS = {"zookeeper": LESSON_MODE, "kraft": "kraft"}
 QUESTION_KINDS = ("choice", "predict")
 
 _STR = (str,)
 _TOP = {"name": _STR, "title": _STR, "minutes": (int,), "topics": (list,), "summary": _STR, "teacher": _STR,
-        "expect": _STR, "cluster": (dict,), "pages": (list,)}
+        "expect": _STR, "lab": _STR, "cluster": (dict,), "pages": (list,)}
 _PAGE = {"title": _STR, "text": _STR, "look": _STR, "teacher": _STR, "question": (dict,), "steps": (list,)}
 _QUESTION = {"kind": _STR, "ask": _STR, "choices": (list,), "answer": (int,), "hint": _STR, "why": _STR,
              "misconception": _STR}
@@ -122,6 +130,12 @@ class Lesson:
     pages: tuple[Page, ...]
     scenario: Scenario  # the lab and every page's steps in order: what the scenario runner plays
     file: str = ""
+    lab: str = "zookeeper"  # which lab it needs (LABS)
+
+    @property
+    def mode(self) -> str:
+        """The scenario mode its lab runs in."""
+        return LABS[self.lab]
 
     def as_listing(self) -> dict:
         return {"name": self.name, "title": self.title, "minutes": self.minutes, "topics": list(self.topics)}
@@ -177,14 +191,26 @@ def _lesson(doc: dict, check: Checker, filename: str) -> Lesson:
     expect = doc.get("expect", "ok")
     if expect not in VERDICTS:
         check.fail((), "expect", f"unknown verdict {expect!r}; allowed: {', '.join(VERDICTS)}")
+    lab = doc.get("lab", "zookeeper")
+    if lab not in LABS:
+        check.fail((), "lab", f"unknown lab {lab!r}; allowed: {', '.join(LABS)}")
+    kraft = lab == "kraft"
     cluster = doc.get("cluster", {})
     check.fields(cluster, CLUSTER_FIELDS, ("cluster",))
-    zookeepers, brokers = cluster.get("zookeepers", 1), cluster.get("brokers", 3)
+    # What the other lab has would be silently ignored: refused instead
+    other = "zookeepers" if kraft else "controllers"
+    if other in cluster:
+        check.fail(("cluster",), other, f"{other} belongs to a {'ZooKeeper' if kraft else 'KRaft'} lab; this "
+                                        f"lesson's lab is {lab!r}" + ("" if kraft else " (lab = \"kraft\" for one)"))
+    zookeepers, brokers = cluster.get("zookeepers", 1), cluster.get("brokers", 0 if kraft else 3)
+    controllers = cluster.get("controllers", 3)
     if zookeepers not in ENSEMBLE_SIZES:
         check.fail(("cluster",), "zookeepers", f"zookeepers must be one of {', '.join(map(str, ENSEMBLE_SIZES))}")
-    if brokers < 1:
-        check.fail(("cluster",), "brokers", "a lesson needs at least one broker")
-    modes = {LESSON_MODE: ModeSpec({}, expect)}
+    if controllers not in QUORUM_SIZES:
+        check.fail(("cluster",), "controllers", f"controllers must be one of {', '.join(map(str, QUORUM_SIZES))}")
+    if brokers < (0 if kraft else 1):
+        check.fail(("cluster",), "brokers", "a lesson needs at least one broker (a KRaft one may have none)")
+    modes = {LABS[lab]: ModeSpec({}, expect)}
     names = Names(modes)
     pages, steps = [], []
     questions = 0
@@ -202,7 +228,7 @@ def _lesson(doc: dict, check: Checker, filename: str) -> Lesson:
         page_steps = []
         for step in page.get("steps", []):
             page_steps.append(check_step(check, ("pages", "steps", len(steps)), step, modes, names, brokers,
-                                         zookeepers))
+                                         zookeepers, controllers))
             steps.append(page_steps[-1])
         if question is not None and question.kind == "predict" and not any(
                 s.action in ("wait", "expect") for s in page_steps):
@@ -218,9 +244,9 @@ def _lesson(doc: dict, check: Checker, filename: str) -> Lesson:
     scenario = Scenario(doc["name"], "lesson", doc["title"], brokers, zookeepers, cluster.get("network", False),
                         server_settings(cluster.get("config", {})), modes, steps,
                         why_one_mode="a lesson plays one lab", file=filename,
-                        settle_ms=cluster.get("settle_ms", 10000))
+                        settle_ms=cluster.get("settle_ms", 10000), controllers=controllers)
     return Lesson(doc["name"], doc["title"], doc["minutes"], tuple(doc.get("topics", [])), doc["summary"],
-                  doc.get("teacher", ""), tuple(pages), scenario, filename)
+                  doc.get("teacher", ""), tuple(pages), scenario, filename, lab)
 
 
 def _question(check: Checker, where: tuple, question: Any) -> Question:

@@ -56,6 +56,8 @@ def _show(args: argparse.Namespace) -> int:
 def format_teacher_page(lesson: Lesson) -> str:
     lines = [f"{lesson.title} ({lesson.name}, {lesson.minutes} min)", f"Topics: {', '.join(lesson.topics)}",
              " ".join(lesson.summary.split())]
+    if lesson.lab == "kraft":
+        lines.append(f"Lab: a KRaft quorum of {lesson.scenario.controllers} controllers, no ZooKeeper")
     if lesson.teacher:
         lines.append(f"For the teacher: {' '.join(lesson.teacher.split())}")
     from zkbroker.lab.runner import describe_step

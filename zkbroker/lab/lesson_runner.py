@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from zkbroker.lab.lesson import LESSON_MODE, Lesson, Page, PageOutcome, Question
+from zkbroker.lab.lesson import Lesson, Page, PageOutcome, Question
 from zkbroker.lab.runner import Cancelled, ScenarioRun
 from zkbroker.lab.scenario import Step
 
@@ -205,7 +205,7 @@ def play_lesson(lesson: Lesson, directory: Path | None = None, auto: bool = Fals
     player = LessonPlayer(lesson, answers, say, on_wait)
     say(f"== {lesson.title} ({lesson.minutes} min) ==")
     say(" ".join(lesson.summary.split()))
-    run = ScenarioRun(lesson.scenario, LESSON_MODE, 0, where, say, player, cancelled, keep=keep)
+    run = ScenarioRun(lesson.scenario, lesson.mode, 0, where, say, player, cancelled, keep=keep)
     run.label = lesson.name
     player.run = run
     if on_player is not None:

@@ -52,8 +52,8 @@ GRAVITY = ("lost", "aborted_read", "torn", "divergent", "duplicated", "stuck", "
 DEFAULT_WAIT_MS = 30000
 # Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
 NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "raft_state",
-                  "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started", "stream_batch",
-                  "stream_stopped", "stream_failed")
+                  "vote", "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started",
+                  "stream_batch", "stream_stopped", "stream_failed")
 STREAM_STOP_MS = 120000  # how long a stream's running batch may take to finish once it is asked to stop
 
 
@@ -227,8 +227,11 @@ class ScenarioRun:
 
     def _up(self) -> None:
         config = {**self.scenario.config, **self.spec.config}
-        self.say(f"[{self.label}] starting a lab of {self.scenario.brokers} brokers"
-                 + (f" and {self.scenario.zookeepers} ZooKeeper servers" if self.scenario.zookeepers > 1 else "")
+        self.say(f"[{self.label}] starting a lab of "
+                 + (f"{self.scenario.controllers} KRaft controllers and " if self.kraft else "")
+                 + f"{self.scenario.brokers} brokers"
+                 + (f" and {self.scenario.zookeepers} ZooKeeper servers"
+                    if self.scenario.zookeepers > 1 and not self.kraft else "")
                  + (" in a lab network" if self.scenario.network else "") + f" in {self.directory}"
                  + (f" ({', '.join(f'{k}={v}' for k, v in self.spec.config.items())})" if self.spec.config else ""))
         # base_port=0: ports the kernel picks, so that labs run side by side never race for 9092

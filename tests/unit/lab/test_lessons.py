@@ -141,3 +141,58 @@ def test_a_learner_gets_the_hint_and_a_second_try_and_the_end_of_input_answers_t
     player, said = play(lesson, {}, TerminalAnswers(io.StringIO("1\n2\n")))
     assert "  Not yet. Hint: Not this" in said
     assert [(p.answer, p.correct) for p in player.outcomes[:2]] == [(2, True), (1, True)]
+
+
+KRAFT_LESSON = '''\
+name = "tiny-kraft"
+title = "A tiny KRaft lesson"
+minutes = 10
+summary = "One vote"
+lab = "kraft"
+
+[cluster]
+controllers = 3
+
+[[pages]]
+title = "A kill"
+text = "Words"
+
+[[pages.steps]]
+action = "choose"
+broker = "controller"
+as = "first"
+
+[[pages.steps]]
+action = "kill"
+controller = "first"
+
+[[pages.steps]]
+action = "wait"
+condition = "controller_changed"
+broker = "first"
+'''
+
+
+def test_a_lesson_names_its_lab_and_a_kraft_one_plays_the_kraft_mode_on_its_controllers():
+    lesson = parse_lesson(KRAFT_LESSON, "k.toml")
+    assert (lesson.lab, lesson.mode) == ("kraft", "kraft")
+    assert (lesson.scenario.controllers, lesson.scenario.brokers, list(lesson.scenario.modes)) == (3, 0, ["kraft"])
+    assert "Lab: a KRaft quorum of 3 controllers" in format_teacher_page(lesson)
+    shipped = {lesson.name: lesson for lesson in course()}
+    assert shipped["kraft-election"].mode == "kraft" and shipped["controller-election"].mode == "0.8"
+    zookeeper = parse_lesson(LESSON, "l.toml")
+    assert (zookeeper.lab, zookeeper.mode) == ("zookeeper", "0.8")
+    lines = KRAFT_LESSON.splitlines()
+    assert refused(KRAFT_LESSON.replace('lab = "kraft"', 'lab = "etcd"')).startswith(
+        f"l.toml:{lines.index('lab = ' + chr(34) + 'kraft' + chr(34)) + 1}: unknown lab 'etcd'; allowed: zookeeper, "
+        f"kraft")
+    assert refused(KRAFT_LESSON.replace("controllers = 3", "controllers = 3\nzookeepers = 3")).startswith(
+        f"l.toml:{lines.index('controllers = 3') + 2}: zookeepers belongs to a ZooKeeper lab")
+    assert refused(KRAFT_LESSON.replace("controllers = 3", "controllers = 2")).startswith(
+        f"l.toml:{lines.index('controllers = 3') + 1}: controllers must be one of 1, 3, 5")
+    # Without lab = "kraft" the same file is a ZooKeeper lesson: its controllers and controller steps are refused
+    zookeeper_lab = KRAFT_LESSON.replace('lab = "kraft"\n', "")
+    assert refused(zookeeper_lab).startswith(
+        f"l.toml:{lines.index('controllers = 3')}: controllers belongs to a KRaft lab")
+    assert "a controller step runs in the KRaft modes only" in refused(
+        zookeeper_lab.replace("controllers = 3", "brokers = 1"))
