@@ -51,8 +51,9 @@ def test_a_kraft_lab_partitions_kills_and_restarts_controllers_with_the_lab_verb
        ",".join(f"controller:{c}" for c in others))
     new, new_epoch = _new_leader(lab_dir, leader, epoch)
     assert new in others
-    events = timeline.read(lab_dir / timeline.FILE_NAME)
-    assert any(e["kind"] == "raft_state" and e["node"] == leader and e["state"] == "resigned" for e in events)
+    # The others may elect before the old leader's check-quorum (1.5 x the fetch timeout) has made it resign.
+    wait_for(lambda: any(e["kind"] == "raft_state" and e["node"] == leader and e["state"] == "resigned"
+                         for e in timeline.read(lab_dir / timeline.FILE_NAME)), 30, "the cut-off leader to resign")
     ok("heal", "--dir", str(lab_dir))
     wait_for(lambda: all(c["raft"] and c["raft"]["leader"] is not None for c in status(lab_dir)["controllers"]),
              60, "every controller to know a leader after the heal")

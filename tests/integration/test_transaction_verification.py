@@ -60,7 +60,12 @@ def test_a_produce_delayed_past_its_abort_is_refused_when_the_leader_verifies(br
         late = build_record_batch([(None, b"late", int(time.time() * 1000))], producer_id=first.producer_id,
                                   producer_epoch=first.producer_epoch, base_sequence=first.last_sequence + 1,
                                   transactional=True)
-        error = produce(leader, transactional_id, partition, late)
+        # Until the coordinator has completed the abort (its markers acknowledged) it answers the retriable
+        # NOT_ENOUGH_REPLICAS, and a producer retries, as this does.
+        errors = []
+        wait_for(lambda: errors.append(produce(leader, transactional_id, partition, late))
+                 or errors[-1] != ErrorCode.NOT_ENOUGH_REPLICAS, 30, "an answer other than retry")
+        error = errors[-1]
         ghost = build_record_batch([(None, b"ghost", int(time.time() * 1000))], producer_id=987_654,
                                    producer_epoch=0, base_sequence=0, transactional=True)
         ghost_error = produce(leader, "nobody-knows-me", partition, ghost)

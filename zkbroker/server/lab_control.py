@@ -24,7 +24,6 @@ from zkbroker.zk.client import ZkClient
 
 if TYPE_CHECKING:
     from controller.controller import KafkaController
-    from zkbroker.server.broker_server import BrokerServer
     from zkbroker.server.client_quotas import ClientQuotas
     from zkbroker.server.replica_manager import ReplicaManager
 
@@ -129,8 +128,8 @@ class KRaftBrokerState:
     its lifecycle with the active controller (registered, fenced or not, broker epoch, incarnation id) and the
     metadata log it follows as an observer (the offset of the image it applied)."""
 
-    def __init__(self, server: BrokerServer, faults: FaultPoints) -> None:
-        self.server = server
+    def __init__(self, server, faults: FaultPoints) -> None:
+        self.server = server  # a BrokerServer (not imported, even for its type: broker_server imports this module)
         self.faults = faults
 
     def __call__(self) -> dict:
