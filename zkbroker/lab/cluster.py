@@ -404,13 +404,10 @@ class LabCluster:
             cluster_id = kraft_lab.random_cluster_id()
             for node, host, port in zip(ids, hosts, ports):
                 directory = self.dir / f"controller-{node}"
-                directory.mkdir(parents=True, exist_ok=True)
-                (directory / FAULTS_AT_START_FILE).unlink(missing_ok=True)
-                config_path = directory / "server.properties"
-                config_path.write_text("# written by `zkbroker lab up --kraft`\n" + kraft_lab.controller_properties(
-                    node, host, port, voters, directory / "data", overrides))
-                kraft_lab.format_storage(cluster_id, config_path, f"controller {node}")
-                cluster.controllers.append(ControllerEntry(node, host, port, None, str(config_path),
+                config = self._write_kraft_node(directory, f"controller {node}", cluster_id,
+                                                 kraft_lab.controller_properties(node, host, port, voters,
+                                                                                 directory / "data", overrides))
+                cluster.controllers.append(ControllerEntry(node, host, port, None, config,
                                                            str(directory / SOCKET_NAME)))
             self.save(cluster)
             for entry in cluster.controllers:
@@ -426,6 +423,17 @@ class LabCluster:
             raise
         return cluster
 
+    @staticmethod
+    def _write_kraft_node(directory: Path, name: str, cluster_id: str, properties: str) -> str:
+        """A KRaft node's directory, its server.properties and its formatted storage, as an operator makes them;
+        the config file's path."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / FAULTS_AT_START_FILE).unlink(missing_ok=True)  # armed in an earlier lab in DIR: not ours
+        config_path = directory / "server.properties"
+        config_path.write_text("# written by `zkbroker lab up --kraft`\n" + properties)
+        kraft_lab.format_storage(cluster_id, config_path, name)
+        return str(config_path)
+
     def _start_kraft_brokers(self, cluster: ClusterFile, count: int, addresses: dict[str, str], voters: str,
                              cluster_id: str, overrides: dict[str, str], timeout_s: float) -> None:
         """KRaft brokers (process.roles=broker, ids 1..count), written and formatted as an operator does it, and
@@ -435,14 +443,9 @@ class LabCluster:
         for broker_id, port in zip(range(1, count + 1), ports):
             host = addresses.get(broker_node(broker_id), HOST)
             directory = self.dir / f"broker-{broker_id}"
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / FAULTS_AT_START_FILE).unlink(missing_ok=True)  # armed in an earlier lab in DIR: not ours
-            config_path = directory / "server.properties"
-            config_path.write_text("# written by `zkbroker lab up --kraft`\n" + kraft_lab.broker_properties(
+            config = self._write_kraft_node(directory, f"broker {broker_id}", cluster_id, kraft_lab.broker_properties(
                 broker_id, host, port, voters, directory / "data", overrides))
-            kraft_lab.format_storage(cluster_id, config_path, f"broker {broker_id}")
-            cluster.brokers.append(BrokerEntry(broker_id, host, port, None, str(config_path),
-                                               str(directory / SOCKET_NAME)))
+            cluster.brokers.append(BrokerEntry(broker_id, host, port, None, config, str(directory / SOCKET_NAME)))
         self.save(cluster)
         for entry in cluster.brokers:
             entry.pid = self._spawn(entry, broker_node(entry.id))
