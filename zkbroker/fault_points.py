@@ -36,7 +36,12 @@ nothing ever sets one, and each check below is one attribute read. The points, b
 - `stop_before_txn_markers` (`action`): this broker's transaction coordinator, right after it has written a
   PrepareCommit to `__transaction_state` and before it sends the commit's markers, stops the process -- SIGKILL
   (the default) or SIGSTOP. One-shot. The leader of that `__transaction_state` partition after it finds the
-  PrepareCommit in its log and completes the commit.
+  PrepareCommit in its log and completes the commit;
+- `hold_transactional_produce` (`count`, default 1) / `release_transactional_produce`: the next `count` Produce
+  requests that carry a transactional id stop on arrival, unanswered, until released -- a request delayed in the
+  network (KAFKA-12671's hanging transaction). Only that connection waits behind it; a client that gives up and
+  closes it leaves the request held all the same, and once released it is handled as if it had just arrived
+  (verification included), its answer going nowhere. `in_force` says how many wait (`held`).
 
 Each point is in force until healed (`heal`); counted ones also end when their count is spent.
 """
@@ -87,7 +92,7 @@ POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "rele
           "hold_controller_queue", "release_controller_queue",
           "stop_before_zookeeper_write", "stop_after_zookeeper_write",
           "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading",
-          "stop_before_txn_markers",
+          "stop_before_txn_markers", "hold_transactional_produce", "release_transactional_produce",
           *(f"{kind}_next_{response}" for response in RESPONSES for kind in ("drop", "delay")))
 # Which parameters each point takes (required, unless DEFAULTS has one).
 PARAMETERS: dict[str, tuple[str, ...]] = {
@@ -95,6 +100,7 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "delay_next_leader_and_isr": ("count", "ms"), "delay_next_update_metadata": ("count", "ms"),
     "stop_before_zookeeper_write": ("write", "action"), "stop_after_zookeeper_write": ("write", "action"),
     "hold_offset_out_of_range": ("ms",), "hold_cleaner_at": ("phase",), "stop_before_txn_markers": ("action",),
+    "hold_transactional_produce": ("count",),
     **{f"drop_next_{response}": ("count",) for response in RESPONSES},
     **{f"delay_next_{response}": ("count", "ms") for response in RESPONSES},
 }
@@ -105,7 +111,8 @@ DEFAULTS = {"count": 1, "action": "kill"}
 # The points that undo another one rather than apply a fault.
 RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue",
             "release_offset_out_of_range": "hold_offset_out_of_range", "release_cleaner": "hold_cleaner_at",
-            "release_group_loading": "hold_group_loading"}
+            "release_group_loading": "hold_group_loading",
+            "release_transactional_produce": "hold_transactional_produce"}
 
 
 class FaultPointError(ValueError):
@@ -143,6 +150,9 @@ class FaultPoints:
         self.group_loading_held = False
         self.group_loads_held = 0  # offsets partitions whose loading waits now (counted on the broker's loop)
         self.txn_markers_stop: str | None = None  # the action of stop_before_txn_markers (None: not in force)
+        self.produce_holds_left = 0  # transactional Produce requests still to hold (hold_transactional_produce)
+        self._produce_releases = 0  # bumped by each release: a held request goes on when it changes
+        self._produces_waiting: dict[int, int] = {}  # release count at the hold -> requests held then (the loop's)
         self._lock = threading.Lock()
         self._stop_self = stop_self or _signal_self
 
@@ -170,6 +180,9 @@ class FaultPoints:
             self.group_loading_held = True
         elif point == "stop_before_txn_markers":
             self.txn_markers_stop = str(params["action"])
+        elif point == "hold_transactional_produce":
+            with self._lock:
+                self.produce_holds_left = int(params["count"])
         elif point.startswith(("drop_next_", "delay_next_")):
             kind, request = point.split("_next_", 1)
             with self._lock:
@@ -200,6 +213,10 @@ class FaultPoints:
             self.group_loading_held = False
         if point in (None, "stop_before_txn_markers"):
             self.txn_markers_stop = None
+        if point in (None, "hold_transactional_produce"):
+            with self._lock:  # those not yet taken are not held; those held go on
+                self.produce_holds_left = 0
+                self._produce_releases += 1
         with self._lock:
             for request in list(self.requests):
                 if point is None or point.endswith("_next_" + request):
@@ -226,6 +243,9 @@ class FaultPoints:
             out.append({"point": "hold_group_loading", "held": self.group_loads_held})
         if self.txn_markers_stop is not None:
             out.append({"point": "stop_before_txn_markers", "action": self.txn_markers_stop})
+        if self.produce_holds_left or self.produces_held:
+            out.append({"point": "hold_transactional_produce", "count": self.produce_holds_left,
+                        "held": self.produces_held})
         with self._lock:
             for request, fault in sorted(self.requests.items()):
                 if fault.ms is None:
@@ -319,7 +339,6 @@ class FaultPoints:
         timeline.emit(self.source, "fault_fired", point=f"stop_{when}_zookeeper_write", write=write, action=action)
         self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
 
-
     def before_txn_markers(self, transactional_id: str, commit: bool) -> None:
         """Called by the transaction coordinator once a PrepareCommit or PrepareAbort is written, before its
         markers go out: stops this process there for a commit when stop_before_txn_markers is in force (once)."""
@@ -331,6 +350,40 @@ class FaultPoints:
         timeline.emit(self.source, "fault_fired", point="stop_before_txn_markers", transactional_id=transactional_id,
                       action=action)
         self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
+
+
+    async def hold_transactional_produce(self, transactional_id: str, partitions: list[str]) -> bool:
+        """On the broker's loop, as a Produce request carrying a transactional id arrives: while
+        hold_transactional_produce has requests left to hold, this one waits here until released. True when it
+        was held (it then goes on as if it had just arrived)."""
+        if not self.produce_holds_left:
+            return False
+        with self._lock:
+            if not self.produce_holds_left:
+                return False
+            self.produce_holds_left -= 1
+            releases = self._produce_releases
+        self._produces_waiting[releases] = self._produces_waiting.get(releases, 0) + 1
+        try:
+            log.warning("Produce request of transactional id %s for %s held (lab fault point "
+                        "hold_transactional_produce)", transactional_id, ", ".join(partitions))
+            timeline.emit(self.source, "fault_fired", point="hold_transactional_produce",
+                          transactional_id=transactional_id, partitions=partitions)
+            began = time.monotonic()
+            while self._produce_releases == releases:
+                await asyncio.sleep(0.05)
+            log.warning("Held Produce request of transactional id %s goes on after %.0f ms", transactional_id,
+                        (time.monotonic() - began) * 1000)
+        finally:
+            self._produces_waiting[releases] -= 1
+            if not self._produces_waiting[releases]:
+                del self._produces_waiting[releases]
+        return True
+
+    @property
+    def produces_held(self) -> int:
+        """How many transactional Produce requests wait now (those released and about to go on are not counted)."""
+        return self._produces_waiting.get(self._produce_releases, 0)
 
 
 def check(point: str, params: dict) -> None:
@@ -386,6 +439,13 @@ def describe(fault: dict) -> str:
     if point == "stop_before_txn_markers":
         how = "SIGKILL" if fault.get("action", DEFAULTS["action"]) == "kill" else "SIGSTOP"
         return f"{how} between a PrepareCommit and its markers"
+    if point == "hold_transactional_produce":
+        count, held = fault.get("count", DEFAULTS["count"]), fault.get("held")
+        waiting = f" ({held} held now)" if held else ""
+        if not count:
+            return f"transactional Produce requests held until released{waiting}"
+        return (f"the next {count} transactional Produce request{'s' if count != 1 else ''} held until "
+                f"released{waiting}")
     if point.startswith("stop_"):
         when = "before" if point.startswith("stop_before") else "after"
         how = "SIGKILL" if fault.get("action", DEFAULTS["action"]) == "kill" else "SIGSTOP"

@@ -41,6 +41,7 @@ VERDICTS = {
     "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
     "coordinator-failover-mid-commit": {"fixed": "ok"},
     "producer-dies-mid-transaction": {"fixed": "ok"},
+    "kafka-12671-hanging-transaction": {"0.8": "stuck", "fixed": "ok"},
     "zombie-producer": {"fixed": "ok"},
     "raft-check-quorum-resign": {"kraft": "ok"},
     "raft-pre-vote-disruption": {"kraft": "unavailable", "kraft-fixed": "ok"},
@@ -50,7 +51,8 @@ FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the fol
                                                   "leader never had included (KIP-101 made them agree)"}
 # Run by a test file of their own, which also checks what else the run leaves behind.
 OWN_TESTS = {"spark-read-during-failover": "test_lab_spark_scenario.py",
-             "spark-stream-during-failover": "test_lab_spark_stream_scenario.py"}
+             "spark-stream-during-failover": "test_lab_spark_stream_scenario.py",
+             "kafka-12671-hanging-transaction": "test_lab_hanging_transaction.py"}
 # Not run here, to keep the suite short (each is about a minute on a loaded machine): what they show is tested
 # elsewhere with real controllers, and they are run with `lab scenario run NAME --mode all` (BENCHMARKS.md).
 ELSEWHERE = {"raft-check-quorum-resign": "test_lab_kraft.py partitions the active controller from the other two "

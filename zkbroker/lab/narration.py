@@ -106,6 +106,9 @@ def _fault_fired(f: dict) -> str:
     if point == "hold_cleaner_at":
         return (f"Fault point {point}: a log cleaner thread stopped at phase {f.get('phase')} of a cleaning; it "
                 "waits there until released")
+    if point == "hold_transactional_produce":
+        return (f"Fault point {point}: a Produce request of transactional id {f.get('transactional_id')} for "
+                f"{', '.join(f.get('partitions') or [])} waits unanswered until released")
     if point == "hold_group_loading":
         return (f"Fault point {point}: the loading of offsets partition {_tp(f)} waits until released (its "
                 "groups answer COORDINATOR_LOAD_IN_PROGRESS)")

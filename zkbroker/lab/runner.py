@@ -631,10 +631,12 @@ class ScenarioRun:
                 owner = f"{args['group']}_{args['consumer']}"
                 return sum(1 for o_ in owners.values() if o_.rpartition("-")[0] == owner) == args["size"]
             return len({o_.rpartition("-")[0] for o_ in owners.values()}) == args["size"]
-        if condition in ("believes_leader", "hw"):
+        if condition in ("believes_leader", "hw", "stable"):
             view = self._broker_view(broker, topic, partition)
             if view is None:
                 return False
+            if condition == "stable":
+                return view["lso"] == view["hw"]
             return view["role"] == "leader" if condition == "believes_leader" else view["hw"] == args["size"]
         if condition == "log_end":
             return len(o.replica_log(broker, topic, partition)) == args["size"]
@@ -1007,6 +1009,7 @@ def _condition_words(condition: str, f: dict) -> str:
         "log_end": f"broker {broker}'s log of {tp} holds {f.get('size')} records",
         "believes_leader": f"broker {broker} believes it leads {tp}",
         "hw": f"broker {broker}'s high watermark of {tp} is {f.get('size')}",
+        "stable": f"broker {broker}'s last stable offset of {tp} reaches its high watermark (no transaction open)",
         "leads_all": f"broker {broker} leads every partition of {f.get('topic')}",
         "transactions_at_most": f"{f.get('topic')}'s state znodes were last written in at most {f.get('size')} "
                                 f"ZooKeeper transactions",

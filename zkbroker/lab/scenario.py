@@ -102,6 +102,7 @@ _CONDITION_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, .
     "log_end": (("broker", "topic", "size"), _TP, ()),
     "believes_leader": (("broker", "topic"), _TP, ()),
     "hw": (("broker", "topic", "size"), _TP, ()),
+    "stable": (("broker", "topic"), _TP, ()),  # its last stable offset is its high watermark: no transaction open
     "leads_all": (("broker", "topic"), (), ()),
     "transactions_at_most": (("topic", "size"), (), ()),
     "acked": (("of",), (), ()),
@@ -186,7 +187,8 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
              "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
-             "producer-dies-mid-transaction", "raft-check-quorum-resign", "raft-pre-vote-disruption")
+             "producer-dies-mid-transaction", "kafka-12671-hanging-transaction", "raft-check-quorum-resign",
+             "raft-pre-vote-disruption")
 
 
 class ScenarioError(ValueError):

@@ -329,6 +329,10 @@ class KafkaApis:
     # ---- Produce ------------------------------------------------------------------------------------------
 
     async def handle_produce(self, header: RequestHeader, request: Any) -> bytes | None:
+        transactional_id = getattr(request, "transactional_id", None)
+        if transactional_id is not None and FAULTS.produce_holds_left:  # the lab's delayed request (KAFKA-12671)
+            await FAULTS.hold_transactional_produce(transactional_id, [
+                f"{t.topic}-{e.partition}" for t in request.topics for e in t.partitions])
         acks = request.acks
         debug = log.isEnabledFor(logging.DEBUG)
         results = []
@@ -717,8 +721,8 @@ class KafkaApis:
             error = ErrorCode.INVALID_TXN_STATE  # the transaction ended while we asked
         if error != ErrorCode.NONE:
             log.info("Refused producer %d's transactional batch for [%s,%d] (transactional id %r): its coordinator "
-                     "does not count the partition in an ongoing transaction of epoch %d (error %d)", producer_id,
-                     topic, entry.partition, transactional_id, producer_epoch, error)
+                     "does not count the partition in an ongoing transaction of epoch %d (%s)", producer_id,
+                     topic, entry.partition, transactional_id, producer_epoch, _error_name(error))
             return error
         return None
 
@@ -1370,6 +1374,13 @@ async def _lab_fault_point(kind: str, request: Any) -> None:
     log.info("Lab fault point: delaying %s from controller %d epoch %d by %d ms", kind, request.controller_id,
              request.controller_epoch, fault.ms)
     await asyncio.sleep(fault.ms / 1000.0)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:

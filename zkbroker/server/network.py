@@ -392,6 +392,8 @@ class _Connection:
                 self.handling = True
                 try:
                     response = await apis.handle(header, frame, body_offset)
+                    if self.closed:  # the peer left while the request waited (acks=-1, a lab hold): no one to answer
+                        return
                     if response is not None:
                         await self._send(response)
                     if channel.mute_ms:  # throttled (KIP-219): read nothing more until the time is served

@@ -380,3 +380,43 @@ def test_the_client_and_the_server_over_a_unix_socket(served, faults):
 def test_the_client_says_when_nothing_listens(tmp_path):
     with pytest.raises(ControlError, match="does not exist"):
         ControlClient(tmp_path / "control.sock").state()
+
+
+def test_hold_transactional_produce_holds_the_next_requests_until_released(faults, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:1"
+
+    async def scenario() -> tuple[list, list, list[bool]]:
+        assert not await faults.hold_transactional_produce("t", ["out-0"])  # nothing in force: goes on
+        faults.apply("hold_transactional_produce", count=2)
+        assert faults.in_force() == [{"point": "hold_transactional_produce", "count": 2, "held": 0}]
+        held = [asyncio.create_task(faults.hold_transactional_produce("t", [f"out-{p}"])) for p in (0, 1)]
+        await asyncio.sleep(0.2)
+        while_held = faults.in_force()
+        assert await faults.hold_transactional_produce("t", ["out-2"]) is False  # the count is spent
+        assert not any(task.done() for task in held)
+        faults.apply("release_transactional_produce")
+        after_release = faults.in_force()  # the released ones are no longer counted, even before they run
+        return while_held, after_release, await asyncio.wait_for(asyncio.gather(*held), 5)
+
+    while_held, after_release, results = asyncio.run(scenario())
+    assert while_held == [{"point": "hold_transactional_produce", "count": 0, "held": 2}]
+    assert after_release == [] and results == [True, True]
+    fired = [e for e in timeline.read(tmp_path / "timeline.jsonl") if e["kind"] == "fault_fired"]
+    assert [(e["point"], e["transactional_id"], e["partitions"]) for e in fired] == [
+        ("hold_transactional_produce", "t", ["out-0"]), ("hold_transactional_produce", "t", ["out-1"])]
+    assert fault_points.describe({"point": "hold_transactional_produce", "count": 1, "held": 0}) == (
+        "the next 1 transactional Produce request held until released")
+    assert fault_points.describe({"point": "hold_transactional_produce", "count": 0, "held": 2}) == (
+        "transactional Produce requests held until released (2 held now)")
+
+
+def test_healing_every_point_lets_held_produce_requests_go(faults):
+    async def scenario() -> bool:
+        faults.apply("hold_transactional_produce")
+        task = asyncio.create_task(faults.hold_transactional_produce("t", ["out-0"]))
+        await asyncio.sleep(0.1)
+        faults.heal()
+        return await asyncio.wait_for(task, 5)
+
+    assert asyncio.run(scenario()) is True and faults.in_force() == []

@@ -171,6 +171,10 @@ def test_a_line_is_the_time_the_source_and_the_words():
     ({"kind": "fault_fired", "point": "stop_before_txn_markers", "transactional_id": "copier", "action": "kill"},
      "Fault point stop_before_txn_markers: the transaction coordinator stops itself with SIGKILL between the "
      "PrepareCommit of copier and its markers"),
+    ({"kind": "fault_fired", "point": "hold_transactional_produce", "transactional_id": "late",
+      "partitions": ["out-0"]},
+     "Fault point hold_transactional_produce: a Produce request of transactional id late for out-0 waits unanswered "
+     "until released"),
 ])
 def test_the_processes_events_in_plain_words(event, words):
     assert describe({"ts": 0, "source": "broker:1", **event}) == words
