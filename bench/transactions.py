@@ -12,7 +12,9 @@ idempotent run of the same invocation (the machine, its load and the cluster are
    copiers from an input topic to a 3-partition output topic (RF 3, min.insync.replicas 2) while each broker
    in turn is hard-killed and restarted, then each copier; with 2 input partitions, then with 1 (whose output
    must be wholly in input order). Prints the time, records/s copied, transactions, and what the concurrent
-   read_committed reader and the final read found wrong (nothing, when it passes).
+   read_committed reader and the final read found wrong (nothing, when it passes). The copiers log librdkafka's
+   eos debug lines; a copier that dies of a fatal error leaves its log and the brokers' behind (the path is
+   printed).
 
 Everything runs on 127.0.0.1: a ZooKeeper of its own and a 3-broker lab cluster, stopped at the end.
 
@@ -109,7 +111,9 @@ def bench_system_test(lab: LabCluster, cluster, records: int, input_partitions: 
         outcome = txn_copier.run(Path(workdir), bootstrap,
                                  lambda name, n: _create(cluster.zookeeper, cluster.brokers, name, n),
                                  bounces, records, input_partitions=input_partitions, transaction_size=500,
-                                 timeout_s=900, topics=(f"in-{input_partitions}", f"out-{input_partitions}"))
+                                 timeout_s=900, topics=(f"in-{input_partitions}", f"out-{input_partitions}"),
+                                 librdkafka_debug="eos")
+        kept = _keep_logs(outcome.copier_logs, lab)
     verdict = "; ".join(outcome.problems) or "every record once, in input order per partition"
     report.append((f"system test, {input_partitions} input partition(s) -> 3, {records:,} records",
                    f"{outcome.seconds:.1f} s, {records / outcome.seconds:,.0f} records/s", verdict))
@@ -117,6 +121,21 @@ def bench_system_test(lab: LabCluster, cluster, records: int, input_partitions: 
                    f"{outcome.commits} transactions", f"{outcome.bounced_while_copying} kills while copying"))
     for error in outcome.fatal_errors:
         report.append(("  a copier died, restarted", "", error[:200]))
+    if kept is not None:
+        report.append(("  its librdkafka eos log and the brokers' logs", "", str(kept)))
+
+
+def _keep_logs(copier_logs: list[Path], lab: LabCluster) -> Path | None:
+    """A copier that died of a fatal error is a finding to explain: its log (librdkafka's eos debug lines) and the
+    brokers' server.log so far, copied to a directory the bench leaves behind."""
+    if not copier_logs:
+        return None
+    kept = Path(tempfile.mkdtemp(prefix="zkbroker-bench-copier-death-"))
+    for log in copier_logs:
+        shutil.copy(log, kept / log.name)
+    for log in lab.dir.glob("broker-*/server.log"):
+        shutil.copy(log, kept / f"{log.parent.name}-server.log")
+    return kept
 
 
 def _create(zk_connect: str, brokers, topic: str = TOPIC, partitions: int = PARTITIONS) -> None:

@@ -14,7 +14,10 @@ bench/transactions.py (100,000).
 
 Run one copier: python -m zkbroker.lab.txn_copier --bootstrap B --group G --transactional-id T
                 --input-topic in --input-partition P --output-topic out [--transaction-size N] [--pause-ms MS]
-It prints one line per committed transaction ("committed <position>") and exits 0 when done.
+                [--librdkafka-debug CONTEXTS]
+It prints one line per committed transaction ("committed <position>") and exits 0 when done. With
+--librdkafka-debug (e.g. "eos") its producer logs librdkafka's debug lines of those contexts to stderr: what a copier
+that dies of a fatal transaction error needs to be explained.
 """
 
 from __future__ import annotations
@@ -38,14 +41,16 @@ TIMEOUT_S = 60
 # ---- one copier (the process) ---------------------------------------------------------------------------------
 
 def copy(bootstrap: str, group: str, transactional_id: str, input_topic: str, input_partition: int,
-         output_topic: str, transaction_size: int, pause_s: float, out=sys.stdout) -> None:
+         output_topic: str, transaction_size: int, pause_s: float, out=sys.stdout,
+         librdkafka_debug: str | None = None) -> None:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                          "socket.timeout.ms": 15000})
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         "transaction.timeout.ms": 20000, "message.timeout.ms": 20000, "socket.timeout.ms": 15000})
+                         "transaction.timeout.ms": 20000, "message.timeout.ms": 20000, "socket.timeout.ms": 15000,
+                         **({"debug": librdkafka_debug} if librdkafka_debug else {})})
     tp = TopicPartition(input_topic, input_partition)
 
     def committed() -> int:
@@ -106,9 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-topic", required=True)
     parser.add_argument("--transaction-size", type=int, default=200)
     parser.add_argument("--pause-ms", type=int, default=0, help="a pause after each transaction (pacing)")
+    parser.add_argument("--librdkafka-debug", metavar="CONTEXTS", help="librdkafka debug contexts, e.g. eos")
     args = parser.parse_args(argv)
     copy(args.bootstrap, args.group, args.transactional_id, args.input_topic, args.input_partition,
-         args.output_topic, args.transaction_size, args.pause_ms / 1000)
+         args.output_topic, args.transaction_size, args.pause_ms / 1000, librdkafka_debug=args.librdkafka_debug)
     return 0
 
 
@@ -117,13 +123,14 @@ class CopierProcess:
     same transactional id."""
 
     def __init__(self, workdir: Path, bootstrap: str, group: str, partition: int, input_topic: str,
-                 output_topic: str, transaction_size: int, pause_ms: int):
+                 output_topic: str, transaction_size: int, pause_ms: int, librdkafka_debug: str | None = None):
         self.partition = partition
         self.log = workdir / f"copier-{group}-{partition}.log"
         self.args = ["--bootstrap", bootstrap, "--group", group, "--transactional-id", f"{group}-{partition}",
                      "--input-topic", input_topic, "--input-partition", str(partition),
                      "--output-topic", output_topic, "--transaction-size", str(transaction_size),
-                     "--pause-ms", str(pause_ms)]
+                     "--pause-ms", str(pause_ms),
+                     *(("--librdkafka-debug", librdkafka_debug) if librdkafka_debug else ())]
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
@@ -140,7 +147,8 @@ class CopierProcess:
             self.proc.wait(5)
 
     def commits(self) -> int:
-        return self.text().count("committed ") if self.log.exists() else 0
+        # its own lines only: librdkafka's debug lines (--librdkafka-debug) say "committed" too
+        return sum(1 for line in self.text().splitlines() if line.startswith("committed "))
 
     def text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -208,18 +216,21 @@ class Outcome:
     bounced_while_copying: int = 0  # bounces that began before every copier had finished
     fatal_errors: list[str] = field(default_factory=list)  # copiers that died of an error (restarted, as Kafka's
     # system test does not: each is a finding, the last line of its error)
+    copier_logs: list[Path] = field(default_factory=list)  # the log of each copier that died of an error
     problems: list[str] = field(default_factory=list)
 
 
 def run(workdir: Path, bootstrap: str, create_topic: Callable[[str, int], None],
         brokers: list[tuple[Callable[[], None], Callable[[], None]]], records: int, input_partitions: int = 2,
         output_partitions: int = 3, transaction_size: int = 200, pause_ms: int = 0, down_s: float = 2.0,
-        up_s: float = 2.0, timeout_s: float = 300.0, topics: tuple[str, str] = ("in", "out")) -> Outcome:
+        up_s: float = 2.0, timeout_s: float = 300.0, topics: tuple[str, str] = ("in", "out"),
+        librdkafka_debug: str | None = None) -> Outcome:
     """Kafka's transactions system test. `create_topic(name, partitions)` makes a topic of RF 3 and
     min.insync.replicas 2; `brokers` is one (kill, restart) pair per broker, restart returning once the broker
     is registered again. Brokers are bounced one at a time while the copiers run, then the copiers one at a
     time; the concurrent reader and the final read must see every input record once, in input order per
-    partition (so wholly in order with one input partition). `topics` names the input and output topics."""
+    partition (so wholly in order with one input partition). `topics` names the input and output topics;
+    `librdkafka_debug` the copiers' librdkafka debug contexts (their logs, in `workdir`, then say why one died)."""
     from confluent_kafka import Producer
 
     outcome = Outcome(records)
@@ -243,7 +254,7 @@ def run(workdir: Path, bootstrap: str, create_topic: Callable[[str, int], None],
         raise RuntimeError(f"read back {sum(map(len, expected.values()))} of {records} seed records")
 
     group = f"copier-{uuid.uuid4().hex[:6]}"
-    copiers = [CopierProcess(workdir, bootstrap, group, p, source, sink, transaction_size, pause_ms)
+    copiers = [CopierProcess(workdir, bootstrap, group, p, source, sink, transaction_size, pause_ms, librdkafka_debug)
                for p in range(input_partitions)]
     stop = threading.Event()
     concurrent: dict[str, dict] = {}
@@ -283,8 +294,11 @@ def run(workdir: Path, bootstrap: str, create_topic: Callable[[str, int], None],
                 _wait(copier.finished, deadline, f"copier {copier.partition} to finish")
                 if copier.proc.returncode == 0:
                     break
-                errors = [line for line in copier.text().splitlines() if "Exception" in line or "Error" in line]
+                errors = [line for line in copier.text().splitlines()  # its traceback, not librdkafka's debug lines
+                          if not line.startswith("%") and ("Exception" in line or "Error" in line)]
                 outcome.fatal_errors.append(f"copier {copier.partition}: {errors[-1] if errors else '?'}")
+                if copier.log not in outcome.copier_logs:
+                    outcome.copier_logs.append(copier.log)
                 copier.start()  # a supervisor's restart: the new one fences the dead one's transaction
         reader.join(max(1.0, deadline - time.monotonic()))
         outcome.seconds = time.monotonic() - started
