@@ -247,7 +247,8 @@ def test_copiers_copy_every_record_exactly_once_through_broker_and_copier_kills(
 
     outcome = txn_copier.run(tmp_path, ",".join(b.bootstrap for b in cluster), create,
                              [bounce(b) for b in cluster], SYSTEM_TEST_RECORDS, transaction_size=250,
-                             pause_ms=400, down_s=1.0, timeout_s=240)
-    assert outcome.problems == [] and outcome.fatal_errors == []
+                             pause_ms=400, down_s=1.0, timeout_s=240, librdkafka_debug="eos")
+    # a copier dead of a fatal error: its log (librdkafka's eos lines) and the brokers' in tmp_path say why
+    assert outcome.problems == [] and outcome.fatal_errors == [], (outcome, tmp_path)
     assert outcome.broker_bounces == 3 and outcome.copier_bounces >= 1, outcome
     assert outcome.bounced_while_copying >= 4, outcome  # every bounce hit copiers at work
