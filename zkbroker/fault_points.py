@@ -351,7 +351,6 @@ class FaultPoints:
                       action=action)
         self._stop_self(signal.SIGKILL if action == "kill" else signal.SIGSTOP)
 
-
     async def hold_transactional_produce(self, transactional_id: str, partitions: list[str]) -> bool:
         """On the broker's loop, as a Produce request carrying a transactional id arrives: while
         hold_transactional_produce has requests left to hold, this one waits here until released. True when it

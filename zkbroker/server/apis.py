@@ -722,7 +722,7 @@ class KafkaApis:
         if error != ErrorCode.NONE:
             log.info("Refused producer %d's transactional batch for [%s,%d] (transactional id %r): its coordinator "
                      "does not count the partition in an ongoing transaction of epoch %d (%s)", producer_id,
-                     topic, entry.partition, transactional_id, producer_epoch, _error_name(error))
+                     topic, entry.partition, transactional_id, producer_epoch, ErrorCode(error).name)
             return error
         return None
 
@@ -1374,13 +1374,6 @@ async def _lab_fault_point(kind: str, request: Any) -> None:
     log.info("Lab fault point: delaying %s from controller %d epoch %d by %d ms", kind, request.controller_id,
              request.controller_epoch, fault.ms)
     await asyncio.sleep(fault.ms / 1000.0)
-
-
-def _error_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 def _resolve(future: asyncio.Future, value: Any) -> None:
