@@ -6,9 +6,10 @@ ZooKeeper, decides the membership (docs/group-coordinator.md).
 
 NAME is the member's client.id (what the coordinator's DescribeGroups names it by); KEY=VALUE pairs are
 librdkafka settings; `--command-config F` is a secured lab's client properties (DIR/client.properties: the
-admin's TLS and SASL settings, read from the file so that no password shows in the process list). It runs as a process of its own, so that the runner can pause and kill it as it does a
-ZooKeeper consumer, and prints one flushed line per assignment, revocation and client error (the runner's
-DIR/consumer-NAME.log) until it is killed or gets SIGTERM (then it closes: a LeaveGroup).
+admin's TLS and SASL settings, read from the file so that no password shows in the process list). It runs as
+a process of its own, so that the runner can pause and kill it as it does a ZooKeeper consumer, and prints
+one flushed line per assignment, revocation and client error (the runner's DIR/consumer-NAME.log) until it is
+killed or gets SIGTERM (then it closes: a LeaveGroup).
 """
 
 from __future__ import annotations
