@@ -116,6 +116,7 @@ class ConsumerConfig(ClientConfig):
         if self["fetch.wait.max.ms"] > self["socket.timeout.ms"]:
             raise self.invalid("fetch.wait.max.ms", "socket.timeout.ms should always be at least "
                                "fetch.wait.max.ms to prevent unnecessary socket timeouts")
+        self.security  # noqa: B018 -- a secured listener's settings are checked here, before ZooKeeper is reached
 
     @property
     def group(self) -> str:
