@@ -155,10 +155,10 @@ def lab_security(protocol: str, directory: Path) -> LabSecurity | None:
     return LabSecurity(chosen, directory, *passwords)
 
 
-def write_lab_files(security: LabSecurity, hosts: Sequence[str]) -> None:
-    """The certificates (TLS labs) and DIR/client.properties, readable by their owner only."""
+def write_lab_files(security: LabSecurity, hosts: Sequence[str], days: int = 2) -> None:
+    """The certificates (TLS labs; valid for `days`) and DIR/client.properties, readable by their owner only."""
     if security.protocol.uses_tls:
-        certs = make_certificates(security.directory / TLS_DIR, ("localhost", "127.0.0.1", *hosts))
+        certs = make_certificates(security.directory / TLS_DIR, ("localhost", "127.0.0.1", *hosts), days)
         security.admin_keystore.write_text(certs.client_cert.read_text() + certs.client_key.read_text())
         security.admin_keystore.chmod(0o600)
     path = security.directory / CLIENT_PROPERTIES
