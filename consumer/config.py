@@ -17,6 +17,9 @@ And one key from Kafka 0.11's consumer, for transactions (KIP-98): ``isolation.l
 (the default, as Kafka's) or ``read_committed``: fetch up to the last stable offset and leave out the records of
 aborted transactions (consumer/read_committed.py); ``auto.offset.reset=largest`` then starts at the last stable
 offset.
+
+And the client properties of a secured listener (Kafka's `security.protocol`, `sasl.*`, `ssl.*`, read by
+zkbroker/client/security.py): the fetchers reach the brokers' registered listener with TLS and SASL.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from zkbroker.client.config import ClientConfig
+from zkbroker.client.security import CLIENT_SECURITY_CONFIGS, ClientSecurity
 from zkbroker.config import REQUIRED, ConfigKey, ConfigType, OneOf, Range
 
 __all__ = ["CONSUMER_CONFIGS", "ConsumerConfig"]
@@ -33,7 +37,7 @@ _INT, _BOOLEAN, _STRING = ConfigType.INT, ConfigType.BOOLEAN, ConfigType.STRING
 _AT_LEAST_0, _AT_LEAST_1 = Range(0), Range(1)
 _ACCEPTED = "(accepted for compatibility; offsets live in ZooKeeper)"
 
-CONSUMER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
+CONSUMER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (*CLIENT_SECURITY_CONFIGS,
     ConfigKey("group.id", _STRING, REQUIRED, "The consumer group: consumers sharing it divide the partitions."),
     ConfigKey("zookeeper.connect", _STRING, REQUIRED, "ZooKeeper connection string host:port[,host:port...][/chroot]."),
     ConfigKey("zookeeper.session.timeout.ms", _INT, 6000,
@@ -112,10 +116,16 @@ class ConsumerConfig(ClientConfig):
         if self["fetch.wait.max.ms"] > self["socket.timeout.ms"]:
             raise self.invalid("fetch.wait.max.ms", "socket.timeout.ms should always be at least "
                                "fetch.wait.max.ms to prevent unnecessary socket timeouts")
+        self.security  # noqa: B018 -- a secured listener's settings are checked here, before ZooKeeper is reached
 
     @property
     def group(self) -> str:
         return self["group.id"]
+
+    @property
+    def security(self) -> ClientSecurity | None:
+        """How the fetchers reach a secured listener (security.protocol, sasl.*, ssl.*); None: PLAINTEXT."""
+        return ClientSecurity.from_config(self)
 
 
 _LEGAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

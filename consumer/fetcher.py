@@ -95,6 +95,7 @@ class ConsumerFetcherManager:
         self.config = config
         self.zk = zk
         self.client_id = config["client.id"]
+        self.security = config.security  # TLS and SASL to a secured listener; None: PLAINTEXT
         self._lock = threading.Condition()
         self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
         self._no_leader: set[TopicPartition] = set()
@@ -207,7 +208,7 @@ class ConsumerFetcherManager:
         if not brokers:
             return None
         client = MetadataClient([(b.host, b.port) for b in brokers], self.client_id,
-                                self.config["socket.timeout.ms"] / 1000.0)
+                                self.config["socket.timeout.ms"] / 1000.0, self.security)
         try:
             cluster = client.fetch(topics)
         finally:
@@ -228,7 +229,7 @@ class ConsumerFetcherThread(threading.Thread):
         self._reset = config["auto.offset.reset"]
         self._isolation_level = 1 if config["isolation.level"] == "read_committed" else 0
         self._conn = BrokerConnection(broker.host, broker.port, manager.client_id,
-                                      config["socket.timeout.ms"] / 1000.0)
+                                      config["socket.timeout.ms"] / 1000.0, manager.security)
         self._partitions: dict[TopicPartition, PartitionTopicInfo] = {}
         self._lock = threading.Condition()
         self._running = True

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import BrokerInfo, Cluster, MetadataClient, NoBrokersAvailable, parse_broker_list
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import (
     BrokerResponseError,
@@ -76,14 +77,15 @@ READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 class SimpleConsumer:
     def __init__(self, brokers: str | Iterable[tuple[str, int]], client_id: str = "zkbroker-simple-consumer",
                  socket_timeout_ms: int = 30000, max_retries: int = 5, retry_backoff_ms: int = 200,
-                 fetch_size: int = 1024 * 1024) -> None:
+                 fetch_size: int = 1024 * 1024, security: ClientSecurity | None = None) -> None:
         self.client_id = client_id
+        self.security = security  # TLS and SASL for a secured listener (client/security.py); None: PLAINTEXT
         self.timeout_s = socket_timeout_ms / 1000.0
         self.max_retries = max_retries
         self.retry_backoff_s = retry_backoff_ms / 1000.0
         self.fetch_size = fetch_size
         self._metadata = MetadataClient(parse_broker_list(brokers, "brokers") if isinstance(brokers, str)
-                                        else list(brokers), client_id, self.timeout_s)
+                                        else list(brokers), client_id, self.timeout_s, security)
         self._cluster = Cluster()
         self._connections: dict[int, BrokerConnection] = {}
 
@@ -294,7 +296,7 @@ class SimpleConsumer:
             if conn is not None:
                 conn.close()
             conn = self._connections[broker.node_id] = BrokerConnection(broker.host, broker.port, self.client_id,
-                                                                        self.timeout_s)
+                                                                        self.timeout_s, self.security)
         return conn
 
     def _drop(self, node_id: int) -> None:

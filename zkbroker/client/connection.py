@@ -47,6 +47,14 @@ class BrokerConnection:
             self._sock = None
             self._codec = None
 
+    def detach(self) -> socket.socket:
+        """Hand the connected (and secured) socket over to its new owner, e.g. the producer's selector loop."""
+        sock = self._sock
+        if sock is None:
+            raise ConnectionError(f"not connected to {self.host}:{self.port}")
+        self._sock = self._codec = None
+        return sock
+
     def abort(self) -> None:
         """Wake a thread blocked on this connection from another thread: a pending send or receive fails."""
         sock = self._sock

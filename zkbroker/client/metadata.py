@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 
@@ -109,8 +110,9 @@ class MetadataClient:
     """Sends Metadata requests to whichever broker answers, remembering every broker it hears of."""
 
     def __init__(self, bootstrap: str | Iterable[tuple[str, int]], client_id: str = "zkbroker",
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, security: ClientSecurity | None = None) -> None:
         self.bootstrap = parse_broker_list(bootstrap) if isinstance(bootstrap, str) else list(bootstrap)
+        self.security = security  # None: PLAINTEXT
         self.client_id = client_id
         self.timeout_s = timeout_s
         self._known: dict[tuple[str, int], None] = dict.fromkeys(self.bootstrap)
@@ -130,7 +132,7 @@ class MetadataClient:
                 try:
                     if self._conn is None or (self._conn.host, self._conn.port) != (host, port):
                         self._close()
-                        self._conn = BrokerConnection(host, port, self.client_id, self.timeout_s)
+                        self._conn = BrokerConnection(host, port, self.client_id, self.timeout_s, self.security)
                     response = self._conn.send(ApiKey.METADATA, 0, {"topics": names})
                 except (OSError, ProtocolError) as e:
                     errors.append(f"{host}:{port} ({e})")

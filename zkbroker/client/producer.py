@@ -35,6 +35,7 @@ from zkbroker.client.accumulator import (
 from zkbroker.client.config import ClientConfig
 from zkbroker.client.metadata import Metadata, MetadataClient, parse_broker_list
 from zkbroker.client.partitioner import DefaultPartitioner, InvalidPartitionError
+from zkbroker.client.security import CLIENT_SECURITY_CONFIGS, ClientSecurity
 from zkbroker.client.sender import Sender
 from zkbroker.config import ConfigKey, ConfigType, OneOf, Range, message_format_magic
 from zkbroker.protocol.compression import BATCH_CODEC_NAMES, CODEC_ZSTD
@@ -59,7 +60,7 @@ _INT, _LONG, _BOOLEAN, _STRING, _LIST = (ConfigType.INT, ConfigType.LONG, Config
 _AT_LEAST_0, _AT_LEAST_1 = Range(0), Range(1)
 _CODECS = {name: codec for codec, name in BATCH_CODEC_NAMES.items()}
 
-PRODUCER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (
+PRODUCER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({key.name: key for key in (*CLIENT_SECURITY_CONFIGS,
     ConfigKey("bootstrap.servers", _LIST, (), "host:port pairs to find the cluster from; one that answers is "
               "enough (also accepted as metadata.broker.list, 0.8.2's old producer's name)."),
     ConfigKey("metadata.broker.list", _LIST, (), "0.8.2's old producer's name for bootstrap.servers."),
@@ -148,8 +149,9 @@ class Producer:
             number = next(_clients)
         self.client_id = self.config["client.id"] or f"producer-{number}"
         c = self.config
+        security = ClientSecurity.from_config(c)  # security.protocol, sasl.*, ssl.*: None for PLAINTEXT
         self.metadata = Metadata(MetadataClient(parse_broker_list(c.bootstrap), self.client_id,
-                                                c["request.timeout.ms"] / 1000.0),
+                                                c["request.timeout.ms"] / 1000.0, security),
                                  c["retry.backoff.ms"], c["metadata.max.age.ms"])
         self.partitioner = DefaultPartitioner()
         self.accumulator = RecordAccumulator(c["batch.size"], c["linger.ms"], c["buffer.memory"],
@@ -160,7 +162,7 @@ class Producer:
                              max_in_flight=c["max.in.flight.requests.per.connection"], codec=c.codec, magic=c.magic,
                              reconnect_backoff_ms=c["reconnect.backoff.ms"],
                              send_buffer_bytes=c["send.buffer.bytes"],
-                             receive_buffer_bytes=c["receive.buffer.bytes"])
+                             receive_buffer_bytes=c["receive.buffer.bytes"], security=security)
         self._max_block_s = c["metadata.fetch.timeout.ms"] / 1000.0
         self._max_request_size = c["max.request.size"]
         self._routes: dict[str, tuple[object, list[int], list[int]]] = {}

@@ -15,11 +15,32 @@ import ssl
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zkbroker.config import ConfigError, KafkaConfig, parse_properties
+from zkbroker.config import ConfigError, ConfigKey, ConfigType, KafkaConfig, parse_properties
 from zkbroker.protocol.api import ApiKey
 from zkbroker.security.listeners import SecurityProtocol
+
+# The client properties of a secured listener, as keys of a client's config table (the producer's, the 0.8.2
+# consumer's): what `--producer.config`, `--consumer.config` and `--command-config` files carry. Their values are
+# read by ClientSecurity.from_properties.
+CLIENT_SECURITY_CONFIGS = tuple(ConfigKey(name, ConfigType.STRING, default, doc) for name, default, doc in (
+    ("security.protocol", "PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL: how to reach the brokers."),
+    ("sasl.mechanism", None, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512."),
+    ("sasl.jaas.config", None, 'The login: ... required username="u" password="p";'),
+    ("sasl.username", None, "The SASL user (instead of sasl.jaas.config)."),
+    ("sasl.password", None, "The SASL password (instead of sasl.jaas.config)."),
+    ("ssl.truststore.location", None, "A PEM file of the CAs the brokers' certificates must chain to."),
+    ("ssl.truststore.type", "PEM", "PEM only."),
+    ("ssl.keystore.location", None, "A PEM file with this client's certificate and key."),
+    ("ssl.keystore.type", "PEM", "PEM only."),
+    ("ssl.key.password", None, "The password of an encrypted key in ssl.keystore.location."),
+    ("ssl.endpoint.identification.algorithm", "https", "https: the certificate must name the broker; empty: not "
+                                                       "checked."),
+))
+
+if TYPE_CHECKING:
+    from zkbroker.client.config import ClientConfig
 
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"([^"]*)"')
 
@@ -62,6 +83,13 @@ class ClientSecurity:
                    props.get("ssl.key.password", ""))
 
     @classmethod
+    def from_config(cls, config: ClientConfig) -> ClientSecurity | None:
+        """A client config's security (its CLIENT_SECURITY_CONFIGS keys); None for PLAINTEXT."""
+        props = {key.name: config[key.name] for key in CLIENT_SECURITY_CONFIGS if config[key.name] is not None}
+        security = cls.from_properties(props)
+        return None if security.protocol is SecurityProtocol.PLAINTEXT else security
+
+    @classmethod
     def from_file(cls, path: str | None) -> ClientSecurity | None:
         """The `--command-config` file's security (None without a file)."""
         if not path:
@@ -70,6 +98,35 @@ class ClientSecurity:
             return cls.from_properties(parse_properties(Path(path).read_text(encoding="utf-8")))
         except OSError as e:
             raise ConfigError(f"Cannot read --command-config {path}: {e.strerror or e}.") from None
+
+    def librdkafka_config(self) -> dict[str, str]:
+        """The same security as librdkafka's properties (confluent-kafka, kcat). A PEM key store holding the
+        certificate and the key is given as both locations: OpenSSL reads each from the one file."""
+        out = {"security.protocol": self.protocol.value.lower()}
+        if self.protocol.uses_tls:
+            out["ssl.endpoint.identification.algorithm"] = "https" if self.check_hostname else "none"
+            if self.cafile:
+                out["ssl.ca.location"] = self.cafile
+            if self.certfile:
+                out.update({"ssl.certificate.location": self.certfile, "ssl.key.location": self.certfile})
+                if self.key_password:
+                    out["ssl.key.password"] = self.key_password
+        if self.protocol.uses_sasl:
+            out.update({"sasl.mechanism": self.mechanism, "sasl.username": self.username,
+                        "sasl.password": self.password})
+        return out
+
+    def kafka_python_config(self) -> dict[str, Any]:
+        """The same security as kafka-python's (and aiokafka's) keyword arguments."""
+        out: dict[str, Any] = {"security_protocol": self.protocol.value}
+        if self.protocol.uses_tls:
+            out.update(ssl_cafile=self.cafile, ssl_check_hostname=self.check_hostname)
+            if self.certfile:
+                out.update(ssl_certfile=self.certfile, ssl_password=self.key_password or None)
+        if self.protocol.uses_sasl:
+            out.update(sasl_mechanism=self.mechanism, sasl_plain_username=self.username,
+                       sasl_plain_password=self.password)
+        return out
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.cafile)

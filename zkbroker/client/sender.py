@@ -20,6 +20,7 @@ import errno
 import logging
 import selectors
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -27,7 +28,9 @@ import zlib
 from dataclasses import dataclass, field
 
 from zkbroker.client.accumulator import ProduceBatch, RecordAccumulator
+from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import BrokerInfo, Metadata, NoBrokersAvailable
+from zkbroker.client.security import AuthenticationError, ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.client_codec import ClientCodec
 from zkbroker.protocol.compression import CODEC_NONE, CODEC_ZSTD
@@ -97,7 +100,7 @@ class Sender(threading.Thread):
     def __init__(self, accumulator: RecordAccumulator, metadata: Metadata, *, client_id: str, acks: int,
                  ack_timeout_ms: int, request_timeout_ms: int, retries: int, max_request_size: int,
                  max_in_flight: int, codec: int, reconnect_backoff_ms: int, send_buffer_bytes: int,
-                 receive_buffer_bytes: int, magic: int = 0) -> None:
+                 receive_buffer_bytes: int, magic: int = 0, security: ClientSecurity | None = None) -> None:
         super().__init__(name=f"kafka-producer-network-thread | {client_id}", daemon=True)
         self.accumulator = accumulator
         self.metadata = metadata
@@ -117,6 +120,7 @@ class Sender(threading.Thread):
         self.reconnect_backoff_s = reconnect_backoff_ms / 1000.0
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
+        self.security = security  # TLS and SASL to a secured listener (client/security.py); None: PLAINTEXT
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -220,6 +224,9 @@ class Sender(threading.Thread):
         return conn.connected and conn.codec.in_flight < self.max_in_flight
 
     def _connect(self, broker: BrokerInfo) -> None:
+        if self.security is not None:
+            self._connect_secured(broker)
+            return
         sock = socket.socket(socket.AF_INET6 if ":" in broker.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -241,6 +248,23 @@ class Sender(threading.Thread):
             return
         self._connections[broker.node_id] = conn
         self._selector.register(sock, selectors.EVENT_WRITE, conn)
+
+    def _connect_secured(self, broker: BrokerInfo) -> None:
+        """TLS and SASL before the connection joins the selector. Unlike Java's, this thread waits for the
+        handshake (at most the request timeout): a console producer's brokers are few and this happens once."""
+        handshake = BrokerConnection(broker.host, broker.port, self.client_id, self.request_timeout_s, self.security)
+        try:
+            sock = handshake.connect().detach()
+        except (OSError, RemoteProtocolError) as e:  # refused, unreachable, AuthenticationError: tried after a backoff
+            (log.error if isinstance(e, AuthenticationError) else log.debug)(
+                "Connection to broker %s failed: %s", broker, e)
+            self._backoff_until[broker.node_id] = time.monotonic() + self.reconnect_backoff_s
+            self.metadata.request_update()
+            return
+        sock.setblocking(False)
+        conn = _Connection(broker, sock, ClientCodec(self.client_id), connected=True)
+        self._connections[broker.node_id] = conn
+        self._selector.register(sock, selectors.EVENT_READ, conn)
 
     def _close(self, conn: _Connection, error: BrokerResponseError | BaseException, retry: bool = True) -> None:
         """Drop a connection; its in-flight batches are retried (if allowed) or failed with `error`."""
@@ -289,7 +313,7 @@ class Sender(threading.Thread):
             while conn.out:
                 sent = conn.sock.send(conn.out)
                 del conn.out[:sent]
-        except (BlockingIOError, InterruptedError):
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
         except OSError as e:
             self._close(conn, NetworkExceptionError(f"sending to broker {conn.node} failed: {e}"))
@@ -332,22 +356,27 @@ class Sender(threading.Thread):
 
     def _read(self, conn: _Connection) -> None:
         codec = conn.codec
-        try:
-            received = conn.sock.recv_into(codec.get_buffer())
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as e:
-            self._close(conn, NetworkExceptionError(f"receiving from broker {conn.node} failed: {e}"))
-            return
-        if not received:
-            self._close(conn, NetworkExceptionError(f"broker {conn.node} closed the connection"))
-            return
-        try:
-            codec.buffer_updated(received)
-            while (response := codec.next_response()) is not None:
-                self._handle_response(response.context, response.body)
-        except RemoteProtocolError as e:
-            self._close(conn, NetworkExceptionError(f"bad response from broker {conn.node}: {e}"))
+        while True:
+            try:
+                received = conn.sock.recv_into(codec.get_buffer())
+            except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return
+            except OSError as e:
+                self._close(conn, NetworkExceptionError(f"receiving from broker {conn.node} failed: {e}"))
+                return
+            if not received:
+                self._close(conn, NetworkExceptionError(f"broker {conn.node} closed the connection"))
+                return
+            try:
+                codec.buffer_updated(received)
+                while (response := codec.next_response()) is not None:
+                    self._handle_response(response.context, response.body)
+            except RemoteProtocolError as e:
+                self._close(conn, NetworkExceptionError(f"bad response from broker {conn.node}: {e}"))
+                return
+            # TLS decrypts whole records: what is left of one is in the SSL object, which the selector cannot see
+            if not isinstance(conn.sock, ssl.SSLSocket) or not conn.sock.pending():
+                return
 
     def _handle_response(self, request: _InFlight, response) -> None:
         now = time.monotonic()

@@ -59,7 +59,7 @@ from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
 from zkbroker.control_protocol import FAULTS_ENV_VAR, SOCKET_NAME, ControlError, fault_request
 from zkbroker.lab import kraft_lab
 from zkbroker.lab.control_client import ControlClient
-from zkbroker.lab.lab_security import CLIENT_PROPERTIES, PROTOCOLS, lab_security, write_lab_files
+from zkbroker.lab.lab_security import CLIENT_PROPERTIES, PROTOCOLS, LabClients, lab_security, write_lab_files
 from zkbroker.lab.network import (
     CLIENTS,
     LabNetwork,
@@ -155,6 +155,15 @@ class ClusterFile:
     @property
     def kraft(self) -> bool:
         return self.mode == "kraft"
+
+    @property
+    def clients(self) -> LabClients:
+        """How the lab's own clients reach the brokers (the admin's TLS and SASL settings on a secured lab)."""
+        return LabClients.of(self.security)
+
+    def bootstrap(self) -> str:
+        """The brokers as a bootstrap list (each at the lab's listener)."""
+        return ",".join(f"{b.host}:{b.port}" for b in self.brokers)
 
     def to_json(self) -> dict:
         """cluster.json's object: a KRaft lab has `controllers` and no `zookeeper` keys (DESIGN §17)."""

@@ -41,7 +41,12 @@ def _partitions(broker: int, partitions: list[int]) -> str:
 
 
 def _bootstrap(cluster) -> str:
-    return ",".join(f"{b.host}:{b.port}" for b in cluster.brokers)
+    return cluster.bootstrap()
+
+
+def _librdkafka(cluster) -> dict:
+    """A confluent-kafka client's bootstrap and, on a secured lab, its admin's TLS and SASL (lab_security.py)."""
+    return {"bootstrap.servers": cluster.bootstrap(), **cluster.clients.librdkafka()}
 
 
 def say(text: str = "") -> None:
@@ -133,7 +138,7 @@ class Story:
             Here an unmodified confluent-kafka AdminClient asks for a second topic. The broker it reaches does not
             create anything itself: if it is the controller it writes the very znode the admin tool wrote above,
             then answers once the controller, acting on its watch as before, has elected the leaders.""")
-        client = AdminClient({"bootstrap.servers": _bootstrap(cluster)})
+        client = AdminClient(_librdkafka(cluster))
         for future in client.create_topics([NewTopic(ADMIN_TOPIC, 3, 2)], operation_timeout=30).values():
             future.result(60)
         show(paths.topic_path(ADMIN_TOPIC), self.get(paths.topic_path(ADMIN_TOPIC)))
@@ -153,7 +158,7 @@ class Story:
         from kafka import KafkaProducer
 
         producer = KafkaProducer(bootstrap_servers=_bootstrap(cluster), acks="all", linger_ms=5,
-                                 request_timeout_ms=10000)
+                                 request_timeout_ms=10000, **cluster.clients.kafka_python())
         try:
             for i in range(RECORDS):
                 producer.send(TOPIC, key=f"key-{i % 50}".encode(), value=f"record {i}".encode())
@@ -164,7 +169,7 @@ class Story:
     def consume(self, cluster) -> dict[int, int]:
         from confluent_kafka import Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": "demo",
+        consumer = Consumer({**_librdkafka(cluster), "group.id": "demo",
                              "enable.auto.commit": False, "log_level": 0})
         try:
             consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(3)])
@@ -263,14 +268,15 @@ class Story:
         first_broker = cluster.brokers[0]
 
         def coordinator() -> int | None:
-            with BrokerConnection(first_broker.host, first_broker.port, timeout_s=5) as conn:
+            with BrokerConnection(first_broker.host, first_broker.port, timeout_s=5,
+                                  security=cluster.clients.security) as conn:
                 answer = conn.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
             return answer.node_id if answer.error_code == 0 else None
 
         assigned: dict[str, set[int]] = {}
         consumers = {}
         for name in ("x", "y"):
-            consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": group, "client.id": name,
+            consumer = Consumer({**_librdkafka(cluster), "group.id": group, "client.id": name,
                                  "auto.offset.reset": "earliest", "heartbeat.interval.ms": 500,
                                  "session.timeout.ms": 6000})
             consumer.subscribe([TOPIC], on_assign=lambda c, ps, n=name: assigned.__setitem__(
@@ -319,7 +325,7 @@ class Story:
             "{transactional_id}" finds its transaction coordinator: the leader of partition
             abs(hashCode("{transactional_id}")) % 50 = {partition_for(transactional_id)} of __transaction_state. It
             commits three records to "{topic}", then aborts three more.""")
-        producer = Producer({"bootstrap.servers": _bootstrap(cluster), "transactional.id": transactional_id})
+        producer = Producer({**_librdkafka(cluster), "transactional.id": transactional_id})
         producer.init_transactions(60)
         for outcome, values in (("commit", [b"kept-0", b"kept-1", b"kept-2"]),
                                 ("abort", [b"gone-0", b"gone-1", b"gone-2"])):
@@ -330,7 +336,7 @@ class Story:
             (producer.commit_transaction if outcome == "commit" else producer.abort_transaction)(60)
 
         def read(isolation: str, count: int) -> list[bytes]:
-            consumer = Consumer({"bootstrap.servers": _bootstrap(cluster), "group.id": f"demo-{isolation}",
+            consumer = Consumer({**_librdkafka(cluster), "group.id": f"demo-{isolation}",
                                  "isolation.level": isolation, "enable.auto.commit": False})
             consumer.assign([TopicPartition(topic, 0, 0)])
             seen: list[bytes] = []

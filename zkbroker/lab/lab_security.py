@@ -19,10 +19,11 @@ configuration, for every tool's `--command-config`.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from zkbroker.client.security import ClientSecurity
 from zkbroker.lab.tls import make_certificates
 from zkbroker.security.listeners import SecurityProtocol
 from zkbroker.security.scram import make_credential
@@ -114,6 +115,37 @@ class LabSecurity:
         return entry
 
 
+@dataclass(frozen=True)
+class LabClients:
+    """How the lab's own clients reach its brokers: the one home for the scenario runner's producers, reads and
+    consumers, torture, the observer, the demo and the dashboard. Derived from cluster.json's "security" (the
+    admin's client.properties), so a secured lab's clients log in as its admin, over TLS where it has TLS; a
+    plaintext lab gives empty settings and None, and every client connects as before."""
+
+    properties: str | None = None  # DIR/client.properties, for a subprocess's --command-config
+    security: ClientSecurity | None = None  # for our own connections (BrokerConnection, SimpleConsumer)
+
+    @classmethod
+    def of(cls, entry: Mapping | None) -> LabClients:
+        """From cluster.json's "security" entry (None or absent: a plaintext lab)."""
+        if not entry:
+            return cls()
+        properties = entry["client_properties"]
+        return cls(properties, ClientSecurity.from_file(properties))
+
+    def librdkafka(self) -> dict[str, str]:
+        """confluent-kafka's (librdkafka's) settings: merge them into a Producer's, Consumer's or AdminClient's."""
+        return self.security.librdkafka_config() if self.security is not None else {}
+
+    def kafka_python(self) -> dict:
+        """kafka-python's keyword arguments."""
+        return self.security.kafka_python_config() if self.security is not None else {}
+
+    def command_config(self) -> list[str]:
+        """`--command-config FILE` for a tool or a lab client run as a process of its own (nothing when plaintext)."""
+        return ["--command-config", self.properties] if self.properties else []
+
+
 def lab_security(protocol: str, directory: Path) -> LabSecurity | None:
     """The security of `lab up --security PROTOCOL` (None for plaintext); ValueError for an unknown one."""
     chosen = SecurityProtocol.parse(protocol)
@@ -123,10 +155,10 @@ def lab_security(protocol: str, directory: Path) -> LabSecurity | None:
     return LabSecurity(chosen, directory, *passwords)
 
 
-def write_lab_files(security: LabSecurity, hosts: Sequence[str]) -> None:
-    """The certificates (TLS labs) and DIR/client.properties, readable by their owner only."""
+def write_lab_files(security: LabSecurity, hosts: Sequence[str], days: int = 2) -> None:
+    """The certificates (TLS labs; valid for `days`) and DIR/client.properties, readable by their owner only."""
     if security.protocol.uses_tls:
-        certs = make_certificates(security.directory / TLS_DIR, ("localhost", "127.0.0.1", *hosts))
+        certs = make_certificates(security.directory / TLS_DIR, ("localhost", "127.0.0.1", *hosts), days)
         security.admin_keystore.write_text(certs.client_cert.read_text() + certs.client_key.read_text())
         security.admin_keystore.chmod(0o600)
     path = security.directory / CLIENT_PROPERTIES

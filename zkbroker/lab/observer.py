@@ -19,6 +19,7 @@ from zkbroker.client.connection import BrokerConnection
 from zkbroker.coordinator.consumer_protocol import decode_assignment
 from zkbroker.lab.checker import PartitionState
 from zkbroker.lab.cluster import BrokerEntry, ClusterFile, LabCluster, LabError
+from zkbroker.lab.lab_security import LabClients
 from zkbroker.lab.processes import process_state
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode
@@ -56,11 +57,16 @@ class LabObserver:
     def __init__(self, lab: LabCluster) -> None:
         self.lab = lab
         self.cluster: ClusterFile = lab.load()
+        self.clients: LabClients = self.cluster.clients  # as the lab's admin on a secured lab
         self.zk = ZkClient(self.cluster.zookeeper, session_timeout_ms=30000, name="scenario")
         self.zk.start()
 
     def close(self) -> None:
         self.zk.close()
+
+    def _connection(self, host: str, port: int, timeout_s: float) -> BrokerConnection:
+        return BrokerConnection(host, port, client_id="zkbroker-scenario", timeout_s=timeout_s,
+                                security=self.clients.security)
 
     def reload(self) -> ClusterFile:
         """cluster.json again (a start changes a pid)."""
@@ -151,13 +157,11 @@ class LabObserver:
             if not self.running(entry.id):
                 continue
             try:
-                with BrokerConnection(entry.host, entry.port, client_id="zkbroker-scenario",
-                                      timeout_s=READ_TIMEOUT_S) as conn:
+                with self._connection(entry.host, entry.port, READ_TIMEOUT_S) as conn:
                     found = conn.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
                 if found.error_code != ErrorCode.NONE:
                     raise Unknown(f"no coordinator for group {group} (error {found.error_code})")
-                with BrokerConnection(found.host, found.port, client_id="zkbroker-scenario",
-                                      timeout_s=READ_TIMEOUT_S) as conn:
+                with self._connection(found.host, found.port, READ_TIMEOUT_S) as conn:
                     described = conn.send(ApiKey.DESCRIBE_GROUPS, 0, {"group_ids": [group]}).groups[0]
             except OSError:
                 continue
@@ -226,7 +230,7 @@ class LabObserver:
         """The HW the broker answers a consumer's fetch with; None when it cannot answer as leader."""
         entry = self.broker(broker_id)
         try:
-            with BrokerConnection(entry.host, entry.port, client_id="zkbroker-scenario", timeout_s=5) as conn:
+            with self._connection(entry.host, entry.port, 5) as conn:
                 response = conn.send(ApiKey.FETCH, 0, {
                     "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0,
                     "topics": [{"topic": topic, "partitions": [

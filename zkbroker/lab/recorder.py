@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from zkbroker.client.security import ClientSecurity
 from zkbroker.lab.checker import Attempt, Read, Transaction
 from zkbroker.topic_partition import TopicPartition
 
@@ -43,7 +44,7 @@ class RecordingProducer:
     def __init__(self, bootstrap: str, topic: str, partition: int, values: list[bytes], acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, cancelled: threading.Event | None = None,
                  transactional_id: str | None = None, transaction: str | None = None, name: str = "",
-                 transaction_timeout_ms: int | None = None) -> None:
+                 transaction_timeout_ms: int | None = None, security: dict[str, str] | None = None) -> None:
         self.name = name
         self.transactional_id = transactional_id
         self.transaction = transaction  # "commit", "abort" or "abandon" with a transactional id
@@ -59,7 +60,7 @@ class RecordingProducer:
         self.config = {"bootstrap.servers": bootstrap, "acks": str(acks), "message.timeout.ms": timeout_ms,
                        "linger.ms": 0, "retries": 0, "enable.idempotence": False,
                        "max.in.flight.requests.per.connection": 1, "topic.metadata.refresh.interval.ms": 1000,
-                       "logger": _QUIET}
+                       "logger": _QUIET, **(security or {})}  # a secured lab's: LabClients.librdkafka()
         self._sent: dict[bytes, float] = {}
         self._answers: dict[bytes, Attempt] = {}
         self._answered = 0
@@ -219,9 +220,11 @@ class ConsumerRead:
     (the last stable offset for read_committed, the high watermark otherwise), through the simple consumer. It
     runs within its step; `result()` is the checker's Read."""
 
-    def __init__(self, name: str, bootstrap: str, topic: str, partition: int, isolation_level: str) -> None:
+    def __init__(self, name: str, bootstrap: str, topic: str, partition: int, isolation_level: str,
+                 security: ClientSecurity | None = None) -> None:
         self.name = name
         self.bootstrap = bootstrap
+        self.security = security  # a secured lab's: LabClients.security
         self.topic = topic
         self.partition = partition
         self.isolation_level = isolation_level
@@ -234,7 +237,8 @@ class ConsumerRead:
 
         level = READ_COMMITTED if self.isolation_level == "read_committed" else READ_UNCOMMITTED
         try:
-            with SimpleConsumer(self.bootstrap, client_id=f"lab-read-{self.name}") as consumer:
+            with SimpleConsumer(self.bootstrap, client_id=f"lab-read-{self.name}",
+                                security=self.security) as consumer:
                 self.start = consumer.earliest_offset(self.topic, self.partition)
                 self.end = consumer.latest_offset(self.topic, self.partition, level)
                 self._rows = [(self.topic, self.partition, m.offset, m.value) for m in consumer.iter_messages(

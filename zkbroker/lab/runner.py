@@ -34,9 +34,11 @@ from pathlib import Path
 from typing import Protocol
 
 from zkbroker import admin, fault_points, timeline
+from zkbroker.config import parse_properties
 from zkbroker.lab import kraft_lab, recorder
 from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
+from zkbroker.lab.lab_security import LabClients
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
 from zkbroker.lab.processes import process_state, signal_process
@@ -156,8 +158,9 @@ class ScenarioRun:
 
     def __init__(self, scenario: Scenario, mode: str, seed: int, directory: Path, narrate: Narrate,
                  stepper: Stepper | None = None, cancelled: threading.Event | None = None, keep: bool = False,
-                 subnet: str | None = None) -> None:
+                 subnet: str | None = None, security: str = "plaintext") -> None:
         self.scenario = scenario
+        self.security = security  # `lab up --security`: the run's clients log in as the lab's admin
         self.mode = mode
         self.spec = scenario.modes[mode]
         self.seed = seed
@@ -238,13 +241,13 @@ class ScenarioRun:
         if self.kraft:
             self.lab.up(kraft=True, controllers=self.scenario.controllers, brokers=self.scenario.brokers,
                         network=self.scenario.network, subnet=self.subnet if self.scenario.network else None,
-                        config=[f"{k}={v}" for k, v in config.items()])
+                        config=[f"{k}={v}" for k, v in config.items()], security=self.security)
             self._timeline_seen = len(timeline.read(self.lab.timeline_file))
             self._check_cancelled()
             return
         self.lab.up(brokers=self.scenario.brokers, zookeepers=self.scenario.zookeepers, network=self.scenario.network,
                     base_port=0, subnet=self.subnet if self.scenario.network else None,
-                    config=[f"{k}={v}" for k, v in config.items()])
+                    config=[f"{k}={v}" for k, v in config.items()], security=self.security)
         self._timeline_seen = len(timeline.read(self.lab.timeline_file))
         self._check_cancelled()
 
@@ -329,13 +332,16 @@ class ScenarioRun:
         group, client.id NAME (zkbroker/lab/group_member.py), CONFIG being librdkafka settings."""
         if coordinator:
             self.coordinator_groups.add(group)
-            command = [sys.executable, "-m", "zkbroker.lab.group_member", self._bootstrap(), group, topic, name,
+            command = [sys.executable, "-m", "zkbroker.lab.group_member", *self._clients().command_config(),
+                       self._bootstrap(), group, topic, name,
                        *(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in (config or {}).items())]
         else:
-            properties = {"consumer.id": name, "auto.offset.reset": "smallest", **(config or {})}
+            properties = {"consumer.id": name, "auto.offset.reset": "smallest", **self._client_properties(),
+                          **(config or {})}
             config_file = self.directory / f"consumer-{name}.properties"
             config_file.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n"
                                            for k, v in properties.items()))
+            config_file.chmod(0o600)  # a secured lab's admin password is among them
             command = [sys.executable, "-m", "zkbroker", "console-consumer", "--zookeeper",
                        self.observer.cluster.zookeeper, "--topic", topic, "--group", group,
                        "--consumer.config", str(config_file)]
@@ -416,7 +422,8 @@ class ScenarioRun:
         values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
         producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms,
                                      transactional_id=transactional_id, transaction=transaction, name=name,
-                                     transaction_timeout_ms=transaction_timeout_ms)
+                                     transaction_timeout_ms=transaction_timeout_ms,
+                                     security=self._clients().librdkafka())
         self.producers[name] = producer
         self.all_producers.append(producer)
         self.topics.add(topic)
@@ -443,7 +450,8 @@ class ScenarioRun:
               **named) -> None:
         """What a consumer reads of the partition at the isolation level, now: judged at the end (checker)."""
         name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
-        read = recorder.ConsumerRead(name, self._bootstrap(), topic, partition, isolation_level)
+        read = recorder.ConsumerRead(name, self._bootstrap(), topic, partition, isolation_level,
+                                     self._clients().security)
         read.run()
         self.reads[name] = read
         self._reads_done.add(name)
@@ -454,7 +462,17 @@ class ScenarioRun:
                  f"{isolation_level}"))
 
     def _bootstrap(self) -> str:
-        return ",".join(f"{b.host}:{b.port}" for b in self.observer.reload().brokers)
+        return self.observer.reload().bootstrap()
+
+    def _clients(self) -> LabClients:
+        """How the run's clients reach the brokers: as the lab's admin on a secured lab (cluster.json)."""
+        return self.observer.clients
+
+    def _client_properties(self) -> dict[str, str]:
+        """The admin's client properties (security.protocol, sasl.*, ssl.*) for a 0.8.2 console consumer's
+        --consumer.config; nothing on a plaintext lab."""
+        properties = self._clients().properties
+        return parse_properties(Path(properties).read_text(encoding="utf-8")) if properties else {}
 
     def _kill(self, step: Step, **target) -> None:
         self._process(step, "kill", target)
@@ -1076,11 +1094,13 @@ def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
 def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, directory: Path | None = None,
                  keep: bool = False, stepper: Stepper | None = None, narrate: Narrate = print,
                  cancelled: threading.Event | None = None, parallel: bool = True,
-                 subnets: dict[str, str] | None = None, keep_unexpected: bool = True) -> ScenarioResult:
+                 subnets: dict[str, str] | None = None, keep_unexpected: bool = True,
+                 security: str = "plaintext") -> ScenarioResult:
     """Run the scenario in `mode` (0.8, fixed or both). With both modes and no stepper the two runs go side by
     side (each lab has its own ZooKeeper, ports and namespaces). `directory`: where the labs go (one mode: that
     directory; both: DIR/0.8 and DIR/fixed); by default temporary directories, removed after a run that matched
-    its expectation and kept (and named) otherwise (`keep_unexpected` false: removed too)."""
+    its expectation and kept (and named) otherwise (`keep_unexpected` false: removed too). `security`: the labs'
+    listeners (`lab up --security`), the run's clients logging in as the lab's admin."""
     modes = modes_to_run(scenario, mode)
     cancelled = cancelled or threading.Event()
     runs: dict[str, ScenarioRun] = {}
@@ -1091,7 +1111,7 @@ def run_scenario(scenario: Scenario, mode: str = "both", seed: int = 0, director
         else:
             where, temporary[m] = (directory if len(modes) == 1 else directory / m), False
         runs[m] = ScenarioRun(scenario, m, seed, where, narrate, stepper, cancelled, keep,
-                              (subnets or {}).get(m))
+                              (subnets or {}).get(m), security)
     if scenario.why_one_mode and len(scenario.modes) == 1:
         narrate(f"[{scenario.name}] one mode only: {scenario.why_one_mode}")
     if scenario.faithful:

@@ -15,6 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
+from zkbroker.lab.lab_security import PROTOCOLS
 from zkbroker.lab.scenario import Scenario, ScenarioError, catalogue, find_scenario, load_scenario
 
 MODE_CHOICES = ("0.8", "fixed", "both")
@@ -46,6 +47,9 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     run.add_argument("--keep", action="store_true", help="leave the lab running at the end")
     run.add_argument("--step", action="store_true", help="wait for Enter before each step")
     run.add_argument("--json", action="store_true", help="print the verdicts as JSON (narration to stderr)")
+    run.add_argument("--security", default="plaintext", choices=PROTOCOLS, metavar="PROTOCOL",
+                     help="the lab's listeners, as `lab up --security` (plaintext, ssl, sasl_plaintext, sasl_ssl); "
+                          "the run's clients log in as the lab's admin")
     run.set_defaults(run=_run)
 
     torture = actions.add_parser("torture", help="seeded random faults under acks=all load, checked in both modes")
@@ -58,6 +62,8 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
                               "by the quorum checker's Raft invariants")
     torture.add_argument("--kraft", action="store_true", help="short for --mode kraft")
     torture.add_argument("--json", action="store_true", help="print the totals as JSON (narration to stderr)")
+    torture.add_argument("--security", default="plaintext", choices=PROTOCOLS, metavar="PROTOCOL",
+                         help="each lab's listeners, as `lab up --security` (ZooKeeper mode)")
     torture.set_defaults(run=_torture)
 
 
@@ -138,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` of the runner tears its labs down too
     try:
         result = run_scenario(scenario, args.mode, args.seed, Path(args.dir) if args.dir else None, args.keep,
-                              EnterStepper() if args.step else None, narrate)
+                              EnterStepper() if args.step else None, narrate, security=args.security)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:
@@ -198,6 +204,8 @@ def _torture(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise ValueError("--runs takes a number of runs, at least 1")
     if args.kraft or args.mode == "kraft":
+        if args.security != "plaintext":
+            raise ValueError("--security is for ZooKeeper mode: a KRaft lab runs PLAINTEXT listeners only")
         return _kraft_torture(args)
     if args.faults is None:
         faults = tuple(k for k in FAULT_KINDS if k != "partition" or os.geteuid() == 0)
@@ -208,7 +216,7 @@ def _torture(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = run_torture(args.runs, args.seed, faults, args.mode,
-                             narrate=lambda line: print(line, file=out, flush=True))
+                             narrate=lambda line: print(line, file=out, flush=True), security=args.security)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:

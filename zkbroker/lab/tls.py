@@ -29,18 +29,19 @@ def _openssl(*args: str, cwd: Path) -> None:
         raise RuntimeError(f"openssl {args[0]} failed: {done.stderr.strip()}")
 
 
-def make_certificates(directory: Path, hosts: Sequence[str] = ("localhost", "127.0.0.1")) -> Certificates:
+def make_certificates(directory: Path, hosts: Sequence[str] = ("localhost", "127.0.0.1"),
+                      days: int = 2) -> Certificates:
     directory.mkdir(parents=True, exist_ok=True)
     ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=zkbroker lab CA",
-             cwd=directory)
+    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", str(days),
+             "-subj", "/CN=zkbroker lab CA", cwd=directory)
     names = ",".join(f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}" for h in hosts)
     (directory / "broker.ext").write_text(f"subjectAltName={names}\n")
     (directory / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
     for name, subject in (("broker", "/CN=localhost"), ("client", "/O=zkbroker/CN=client")):
         _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject, cwd=directory)
         _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext", cwd=directory)
+                 "-out", f"{name}.crt", "-days", str(days), "-extfile", f"{name}.ext", cwd=directory)
     keystore = directory / "broker.pem"
     keystore.write_text((directory / "broker.crt").read_text() + (directory / "broker.key").read_text())
     keystore.chmod(0o600)

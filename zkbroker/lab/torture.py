@@ -207,8 +207,11 @@ class TortureResult:
 
 def run_torture(runs: int, seed: int = 0, faults: tuple[str, ...] = FAULT_KINDS, mode: str = "both",
                 narrate: Callable[[str], None] = print, cancelled: threading.Event | None = None,
-                each: Callable[[int, Plan, list[RunResult]], None] | None = None) -> TortureResult:
-    """`runs` seeded runs, each in `mode` (0.8, fixed or both side by side); `each` is told of every run."""
+                each: Callable[[int, Plan, list[RunResult]], None] | None = None,
+                security: str = "plaintext") -> TortureResult:
+    """`runs` seeded runs, each in `mode` (0.8, fixed or both side by side); `each` is told of every run.
+    `security`: each lab's listeners (`lab up --security`); the producers and the checker's reads log in as the
+    lab's admin."""
     unknown = [f for f in faults if f not in FAULT_KINDS]
     if unknown or not faults:
         raise ValueError(f"unknown fault kind {unknown[0]!r}; allowed: {', '.join(FAULT_KINDS)}" if unknown
@@ -220,7 +223,7 @@ def run_torture(runs: int, seed: int = 0, faults: tuple[str, ...] = FAULT_KINDS,
         p = plan(seed, index, faults)
         narrate(f"[torture] run {index + 1}/{runs}: {p.scenario.summary}")
         result = run_scenario(p.scenario, mode, seed, narrate=_steps_only_on_failure(narrate), cancelled=cancelled,
-                              keep_unexpected=False)
+                              keep_unexpected=False, security=security)
         for run in result.runs:
             totals[run.mode].add(run, p.faults, p.scenario.name)
             narrate(f"[torture] run {index + 1}/{runs} {run.mode}: {run.verdict}, "

@@ -12,7 +12,8 @@ smallest (otherwise largest), and refuses to run for a group that already has of
 `--timeout-ms` (0.9's flag) stops after that long without a message. SIGTERM and Ctrl-C shut the consumer
 down cleanly (offsets committed with auto-commit, the group left at once). `--isolation-level read_committed`
 (Kafka 0.11's flag; isolation.level in the consumer config too) prints only what committed transactions and
-plain producers wrote, up to the last stable offset.
+plain producers wrote, up to the last stable offset. On a secured listener `--consumer.config` carries Kafka's
+client properties too (`security.protocol`, `sasl.*`, `ssl.*`): the fetchers log in with them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ next line. With `--property parse.key=true` each line is `key<key.separator>valu
 default); a line without the separator stops the tool (`No key found on line N: ...`) unless
 `--property ignore.error=true`. `--batch-size`, `--queue-size` and `--queue-enqueuetimeout-ms` (0.8.2's old
 producer) are accepted and have no effect: batching is by bytes. A message that could not be sent is reported
-on stderr and makes the exit status 1 (0.8.2 exited 0).
+on stderr and makes the exit status 1 (0.8.2 exited 0). `--producer.config FILE` (Kafka 0.9+'s) gives producer
+properties, among them a secured listener's (`security.protocol`, `sasl.mechanism`, `sasl.jaas.config`,
+`ssl.truststore.location`, as every tool's `--command-config`); the flags above override the keys they set.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import sys
 from zkbroker.client.producer import Producer
 from zkbroker.config import ConfigError
 from zkbroker.tools.common import ToolError, integer
-from zkbroker.tools.console_common import flag_true, key_values
+from zkbroker.tools.console_common import flag_true, key_values, properties_file
 
 DEFAULT_ENCODER = "kafka.serializer.DefaultEncoder"
 DEFAULT_READER = "kafka.tools.ConsoleProducer$LineMessageReader"
@@ -72,6 +74,10 @@ def add_command(commands) -> None:
     p.add_argument("--property", action="append", metavar="PROP",
                    help="parse.key=true, key.separator=<sep> (a tab by default), ignore.error=true")
     p.add_argument("--new-producer", action="store_true", help="Accepted; there is one producer.")
+    p.add_argument("--producer.config", dest="producer_config", metavar="CONFIG_FILE",
+                   help="Producer config properties file (Kafka 0.9+'s), e.g. security.protocol, sasl.mechanism, "
+                        "sasl.jaas.config, ssl.truststore.location for a secured listener. The options above "
+                        "override the keys they set.")
     p.set_defaults(run=run)
 
 
@@ -91,6 +97,7 @@ def _config(args: argparse.Namespace) -> dict[str, object]:
     if request_timeout <= 0:
         raise ToolError("--request-timeout-ms must be non-negative and non-zero")
     return {
+        **properties_file(args.producer_config),
         "bootstrap.servers": args.broker_list,
         "client.id": "console-producer",
         "acks": str(acks),

@@ -74,3 +74,20 @@ def test_consumer_id():
     generated = make_consumer_id("g", None)
     host_ms, uid = generated.removeprefix("g_").rsplit("-", 1)
     assert len(uid) == 8 and int(uid, 16) >= 0 and int(host_ms.rsplit("-", 1)[1]) > 0
+
+
+def test_kafkas_client_security_properties_give_the_fetchers_a_login():
+    config = ConsumerConfig({"group.id": "g", "zookeeper.connect": "zk:2181", "security.protocol": "SASL_SSL",
+                             "sasl.mechanism": "SCRAM-SHA-256", "ssl.truststore.location": "/ca.pem",
+                             "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                                                 'required username="alice" password="s3cret";'})
+    assert not config.warnings
+    security = config.security
+    assert (security.protocol.value, security.mechanism, security.username, security.password, security.cafile) == (
+        "SASL_SSL", "SCRAM-SHA-256", "alice", "s3cret", "/ca.pem")
+    assert ConsumerConfig({"group.id": "g", "zookeeper.connect": "zk:2181"}).security is None
+
+
+def test_a_sasl_consumer_without_a_supported_mechanism_is_refused_naming_the_key():
+    with pytest.raises(ConfigError, match="sasl.mechanism"):  # Kafka's default GSSAPI is not served
+        ConsumerConfig({"group.id": "g", "zookeeper.connect": "zk:2181", "security.protocol": "SASL_PLAINTEXT"})

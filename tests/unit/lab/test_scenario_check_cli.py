@@ -47,3 +47,37 @@ def test_run_of_a_bad_file_exits_2_and_starts_no_process(tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", no_process)
     monkeypatch.setattr(cluster.LabCluster, "up", no_process)
     assert cli.main(["lab", "scenario", "run", "--file", str(bad), "--dir", str(lab_dir), "--json"]) == 2
+
+
+
+def test_run_and_torture_hand_security_to_the_runner_and_kraft_torture_refuses_it(tmp_path, monkeypatch, capsys):
+    """`--security` reaches run_scenario / run_torture (each run's lab is `lab up --security`); a KRaft torture,
+    whose labs run PLAINTEXT listeners only, refuses it before anything starts."""
+    from zkbroker.lab import runner, torture
+
+    good = tmp_path / "good.toml"
+    good.write_text(HEAD)
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(scenario, *args, security="plaintext", **kwargs):
+        seen["run"] = security
+        raise Stop("stopped")  # nothing is started
+
+    def fake_torture(*args, security="plaintext", **kwargs):
+        seen["torture"] = security
+        raise Stop("stopped")
+
+    monkeypatch.setattr(runner, "run_scenario", fake_run)
+    monkeypatch.setattr(torture, "run_torture", fake_torture)
+    for argv in (["lab", "scenario", "run", "--file", str(good), "--security", "sasl_ssl"],
+                 ["lab", "torture", "--runs", "1", "--faults", "kill", "--security", "ssl"]):
+        assert cli.main(argv) != 0  # the CLI reports the error in one line
+    assert seen == {"run": "sasl_ssl", "torture": "ssl"}
+    assert cli.main(["lab", "torture", "--kraft", "--runs", "1", "--security", "sasl_ssl"]) != 0
+    assert "KRaft lab runs PLAINTEXT listeners only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["lab", "scenario", "run", "--file", str(good), "--security", "tls"])
+    assert "invalid choice: 'tls'" in capsys.readouterr().err

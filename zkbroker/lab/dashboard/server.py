@@ -24,6 +24,7 @@ from aiohttp import web
 
 from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
+from zkbroker.client.security import ClientSecurity
 from zkbroker.lab import kraft_lab
 from zkbroker.lab.cluster import ClusterFile, LabCluster, LabError
 from zkbroker.lab.dashboard import faults, views
@@ -319,8 +320,10 @@ class Dashboard:
         for p in zk.partitions:
             if p.leader is not None and p.leader in zk.registrations:
                 by_leader.setdefault(p.leader, []).append((p.topic, p.partition))
-        results = await asyncio.gather(*(_list_offsets(zk.registrations[b].host, zk.registrations[b].port, tps)
-                                         for b, tps in by_leader.items()))
+        cluster = self._cluster_file()
+        security = cluster.clients.security if cluster is not None else None  # a secured lab's admin
+        results = await asyncio.gather(*(_list_offsets(zk.registrations[b].host, zk.registrations[b].port, tps,
+                                                       security) for b, tps in by_leader.items()))
         return {k: v for found in results for k, v in found.items()}
 
 
@@ -341,8 +344,9 @@ def _zookeeper_roles(cluster: ClusterFile) -> list[ZooKeeperServer]:
     return out
 
 
-async def _list_offsets(host: str, port: int, tps: list[tuple[str, int]]) -> dict[tuple[str, int], tuple]:
-    conn = AsyncBrokerConnection(host, port, "zkbroker-dashboard", timeout_s=OFFSETS_TIMEOUT_S)
+async def _list_offsets(host: str, port: int, tps: list[tuple[str, int]],
+                        security: ClientSecurity | None = None) -> dict[tuple[str, int], tuple]:
+    conn = AsyncBrokerConnection(host, port, "zkbroker-dashboard", timeout_s=OFFSETS_TIMEOUT_S, security=security)
     topics: dict[str, list[int]] = {}
     for t, p in tps:
         topics.setdefault(t, []).append(p)
