@@ -446,6 +446,13 @@ async def _topics(request: web.Request) -> web.Response:
     return _json(views.topics_view(observed.zk, observed.beliefs, await d.offsets(observed.zk)))
 
 
+async def _security(request: web.Request) -> web.Response:
+    d = request.app[DASHBOARD]
+    observed = await d.observe()
+    cluster = d._cluster_file()
+    return _json(views.security_view(observed.beliefs, cluster.security if cluster is not None else None))
+
+
 async def _groups(request: web.Request) -> web.Response:
     d = request.app[DASHBOARD]
     observed = await d.observe()
@@ -668,6 +675,7 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/partitions", _partitions)
     app.router.add_get("/api/topics", _topics)
     app.router.add_get("/api/groups", _groups)
+    app.router.add_get("/api/security", _security)
     app.router.add_get("/api/zookeeper", _zookeeper_node)
     app.router.add_get("/api/events", _events)
     app.router.add_get("/api/events/stream", _events_stream)

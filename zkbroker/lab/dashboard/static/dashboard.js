@@ -988,6 +988,36 @@ function watchCompare() {
   if (state.view === 'compare' && (!c || c.state === 'running')) refreshCompare();
 }
 
+// ---- security: principals per listener, quotas and throttles ------------------------------------------------
+
+function rate(q, v) {
+  if (v === null || v === undefined) return '–';
+  return q.quota === 'request_percentage' ? `${Number(v).toFixed(1)} %` : `${Math.round(v).toLocaleString('en')} B/s`;
+}
+
+async function refreshSecurity() {
+  let sec;
+  try {
+    sec = await getJSON('/api/security');
+  } catch (e) {
+    say(`Security: ${e.message}`, true);
+    return;
+  }
+  document.getElementById('security-summary').textContent = `Listeners speak ${sec.protocol}`
+    + (sec.mechanisms.length ? ` (SASL mechanisms: ${sec.mechanisms.join(', ')})` : '') + '; connected now: '
+    + (sec.principals.length ? sec.principals.map((p) => `${p.principal} × ${p.connections}`).join(', ') : 'nobody') + '.';
+  document.querySelector('#connections tbody').replaceChildren(...(sec.connections.length ? sec.connections.map((c) => h('tr', {
+    'data-broker': c.broker, 'data-principal': c.principal, 'data-listener': c.listener,
+  }, h('td', {}, c.broker), h('td', {}, c.listener, c.security_protocol !== c.listener ? ` (${c.security_protocol})` : ''),
+  h('td', { class: c.authenticated ? '' : 'why' }, c.principal, c.authenticated ? '' : ' (authenticating)'),
+  h('td', {}, dash(c.client_id)), h('td', {}, c.address))) : [h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'no connections (or no broker answers)'))]));
+  document.querySelector('#quotas tbody').replaceChildren(...(sec.quotas.length ? sec.quotas.map((q) => h('tr', {
+    'data-broker': q.broker, 'data-user': dash(q.user), 'data-quota': q.quota, class: q.throttled ? 'throttled' : '',
+  }, h('td', {}, q.broker), h('td', {}, q.quota), h('td', {}, dash(q.user)), h('td', {}, dash(q.client_id)),
+  h('td', {}, rate(q, q.bound)), h('td', {}, rate(q, q.rate)),
+  h('td', { class: 'throttle' }, q.throttle_ms ? `${q.throttle_ms} ms, ${q.throttled_s_ago} s ago` : 'never'))) : [h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'no quota in use'))]));
+}
+
 // ---- views and the live stream ---------------------------------------------------------------------------
 
 function showView(name) {
@@ -995,6 +1025,7 @@ function showView(name) {
   document.querySelectorAll('.tabs button').forEach((b) => b.setAttribute('aria-selected', String(b.dataset.view === name)));
   document.querySelectorAll('main .view').forEach((v) => { v.hidden = v.dataset.view !== name; });
   if (name === 'topics') refreshTopics();
+  if (name === 'security') refreshSecurity();
   if (name === 'history') refreshHistory();
   if (name === 'zookeeper') {
     const tree = document.getElementById('zk-tree');
@@ -1095,6 +1126,7 @@ function init() {
   setInterval(() => {
     if (document.hidden) return;
     if (state.view === 'topics') refreshTopics();
+    if (state.view === 'security') refreshSecurity();
     if (state.view === 'history' && state.historyStale) refreshHistory();
     if (state.view === 'zookeeper' && state.zkSelected) showZnode(state.zkSelected);
   }, 2000);
