@@ -82,3 +82,15 @@ def test_a_bad_command_is_refused_in_one_sentence_and_starts_nothing(tmp_path, b
     with pytest.raises(ScenarioCommandError, match=words):
         control.command(body)
     assert control.status() == {"state": "idle"} and not (tmp_path / "side-by-side").exists()
+
+
+def test_a_kraft_leader_change_and_an_acl_denial_are_told_in_words():
+    from zkbroker.lab.narration import describe
+
+    assert describe(event(1, "controller:3001", "leader_changed", topic="t", partition=0, leader=2, leader_epoch=3,
+                          isr=[2], partition_epoch=5, previous_leader=1)) == \
+        "Partition [t,0]: leader 2 (was 1), leader epoch 3, ISR 2, partition epoch 5"
+    assert describe(event(1, "broker:1", "acl_denied", principal="User:bob", operation="Write", resource_type="Topic",
+                          resource="t", host="127.0.0.1", listener="SASL_SSL")) == \
+        ("Principal = User:bob is Denied Operation = Write from host = 127.0.0.1 on resource = Topic:t"
+         " (listener SASL_SSL)")
