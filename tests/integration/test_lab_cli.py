@@ -90,10 +90,10 @@ def test_lab_errors_are_one_sentence(lab_dir):
     assert result.returncode != 0 and "at least one broker" in result.stderr
 
 
-@pytest.mark.timeout(400)  # Spark's JVM starts while the chapters before it run; chapter 12 starts two labs
+@pytest.mark.timeout(480)  # Spark's JVM starts while the chapters before it run; chapter 12 starts two labs
 def test_demo_tells_the_story_end_to_end():
     result = subprocess.run([sys.executable, "-m", "zkbroker.lab.demo"], capture_output=True, text=True,
-                            timeout=370)
+                            timeout=450)
     assert result.returncode == 0, result.stdout + result.stderr
     for heading in ("1. A cluster starts", "2. A topic", "3. Real Kafka clients",
                     "4. A consumer group shares the partitions through ZooKeeper",
