@@ -132,7 +132,8 @@ _SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "controller": _TARGET, "as":
 # A spark_stream step's stream can be killed (SIGKILL), stopped (SIGTERM: its running batch finishes) and started
 # again on its checkpoint; `stream` names it.
 _STREAM = {"stream": _STR}
-_COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
+# `mode`: the step runs in that mode only, or (a list) in those modes only
+_COMMON = {"action": _STR, "narrate": _STR, "mode": (str, list)}
 # Fields a wait or expect step has beside its condition's.
 _WAIT = {"condition": _STR, "timeout_ms": _INT, "slow_ms": _INT}
 _EXPECT = {"condition": _STR}
@@ -173,7 +174,8 @@ STEPS: dict[str, Shape] = {
     "sleep": Shape({"ms": _INT}, ("ms",)),
 }
 
-_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
+_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "no_kraft": _STR,
+        "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
 CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "controllers": _INT, "network": (bool,), "config": (dict,),
                   "settle_ms": _INT}
@@ -198,8 +200,11 @@ class Step:
     action: str
     fields: dict[str, Any]
     narrate: str = ""
-    mode: str | None = None  # a step of one mode only
+    mode: tuple[str, ...] | None = None  # a step of these modes only (None: of every mode)
     line: int = 0
+
+    def runs_in(self, mode: str) -> bool:
+        return self.mode is None or mode in self.mode
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,7 @@ class Scenario:
     faithful: str | None = None  # where the run departs from what 0.8.2 did, said plainly
     settle_ms: int = 10000  # how long the end of a run waits for leaders and ISRs to settle before reading
     controllers: int = 3  # the KRaft modes' quorum ([cluster] controllers, DESIGN §17)
+    no_kraft: str | None = None  # why the failure has no KRaft form (no kraft mode), said plainly
 
     @property
     def fault_points(self) -> bool:
@@ -299,6 +305,8 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
         modes[mode] = ModeSpec(server_settings(spec.get("config", {})), spec["expect"],
                                spec.get("max_unavailable_ms"), spec.get("why", ""))
+    if "no_kraft" in doc and any(m in KRAFT_MODES for m in modes):
+        check.fail((), "no_kraft", "no_kraft says why a scenario has no KRaft mode; this one has one")
     if len(modes) == 1 and "why_one_mode" not in doc:
         check.fail((), None, "a scenario with one mode says why in why_one_mode")
 
@@ -313,7 +321,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
                     cluster.get("network", False), server_settings(cluster.get("config", {})), modes, steps,
                     doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000),
-                    cluster.get("controllers", 3))
+                    cluster.get("controllers", 3), doc.get("no_kraft"))
 
 
 class Names:
@@ -359,9 +367,10 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     else:
         check.fields(step, {**_COMMON, **shape.fields}, where, what=f"field of a {action} step")
     _shape(check, where, step, shape, f"a {action} step")
-    if "mode" in step and step["mode"] not in modes:
+    only = step_only_in(step.get("mode"))
+    if only is not None and (not only or any(m not in modes for m in only)):
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
-    step_modes = frozenset([step["mode"]]) if "mode" in step else names.all_modes
+    step_modes = frozenset(only) if only is not None else names.all_modes
     if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
     if action == "spark_stream" and "trigger" in step:
@@ -389,7 +398,14 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     _references(check, where, step, names, step_modes, brokers, zookeepers, controllers)
     _give_names(check, where, step, names, step_modes)
     return Step(action, {k: v for k, v in step.items() if k not in _COMMON}, step.get("narrate", ""),
-                step.get("mode"), check.line(where, "action"))
+                only, check.line(where, "action"))
+
+
+def step_only_in(mode: str | list | None) -> tuple[str, ...] | None:
+    """A step's `mode` field as the modes it runs in (None: every mode)."""
+    if mode is None:
+        return None
+    return (mode,) if isinstance(mode, str) else tuple(m if isinstance(m, str) else repr(m) for m in mode)
 
 
 def _shape(check: Checker, where: tuple, step: dict, shape: Shape, what: str) -> None:
