@@ -4,8 +4,8 @@ The metadata (registered brokers, each partition's leader, leader epoch, ISR and
 the brokers' lab `state` query: the metadata image of the committed metadata log, as the broker that has
 applied the most of it holds it. That is what the active controller decided, as the brokers act on it; while no
 quorum serves (two of three controllers down) it stays what was last committed, as Kafka's brokers keep serving
-from their last image. "Registered" means registered and unfenced (the image leaves fenced brokers out of its
-live brokers, as Metadata does). The controller is the quorum's leader that a majority follows; the quorum
+from their last image. "Registered" means registered and unfenced, as the active controller believes (the image
+leaves fenced brokers out of its live brokers too, as Metadata does). The controller is the quorum's leader that a majority follows; the quorum
 "serves" while there is one. Processes, logs and replicas are read as in ZooKeeper mode (LabObserver)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class KRaftObserver(LabObserver):
         """The `metadata` of the running broker that has applied the highest metadata offset; Unknown when no
         broker answers."""
         best: dict | None = None
-        for entry in self.cluster.brokers:
+        for entry in self.reload().brokers:
             if entry.pid is None or process_state(entry.pid) != "running":
                 continue
             state = kraft_lab.broker_state(entry.control)
@@ -45,6 +45,13 @@ class KRaftObserver(LabObserver):
         return {**best["metadata"], "offset": best.get("metadata_offset")}
 
     def registered(self) -> set[int]:
+        """The brokers registered and unfenced, as the active controller believes (while every broker is down too);
+        without an active controller, as the freshest image has them."""
+        rows = self.quorum_rows()
+        leader = kraft_lab.majority_leader(rows)
+        view = LabCluster._active_controller_view(self.cluster, leader[0]) if leader is not None else None
+        if view is not None and view.get("active"):
+            return {b["id"] for b in view["brokers"] if not b["fenced"]}
         return set(self.image()["live_brokers"])
 
     def leadership(self, topic: str, partition: int) -> Leadership | None:

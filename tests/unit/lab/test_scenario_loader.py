@@ -86,7 +86,7 @@ def test_a_scenario_loads_with_its_cluster_modes_and_steps(tmp_path):
     assert produce.fields == {"topic": "t", "count": 2, "acks": "all"}
     assert produce.narrate == "m1 and m2 are acknowledged once both replicas have them"
     assert produce.line == 26  # its `action =` line
-    assert scenario.steps[4].mode == "0.8" and scenario.file == str(path)
+    assert scenario.steps[4].mode == ("0.8",) and scenario.file == str(path)
 
 
 def test_an_unknown_step_names_the_file_the_line_and_the_steps():
