@@ -1,12 +1,12 @@
 """What a scenario sees of a KRaft lab (DESIGN §17): the LabObserver's questions answered without ZooKeeper.
 
-The metadata (registered brokers, each partition's leader, leader epoch, ISR and replicas, the topics) comes from
-the brokers' lab `state` query: the metadata image of the committed metadata log, as the broker that has
-applied the most of it holds it. That is what the active controller decided, as the brokers act on it; while no
-quorum serves (two of three controllers down) it stays what was last committed, as Kafka's brokers keep serving
-from their last image. "Registered" means registered and unfenced, as the active controller believes (the image
-leaves fenced brokers out of its live brokers too, as Metadata does). The controller is the quorum's leader that a majority follows; the quorum
-"serves" while there is one. Processes, logs and replicas are read as in ZooKeeper mode (LabObserver)."""
+The metadata (each partition's leader, leader epoch, ISR and replicas, the topics) comes from the brokers' lab
+`state` query: the metadata image of the committed metadata log, as the broker that has applied the most of it
+holds it. That is what the active controller decided, as the brokers act on it; while no quorum serves (two of
+three controllers down) it stays what was last committed, as Kafka's brokers keep serving from their last image.
+"Registered" means registered and unfenced, as the active controller believes (the image leaves fenced brokers
+out of its live brokers too, as Metadata does). The controller is the quorum's leader that a majority follows;
+the quorum "serves" while there is one. Processes, logs and replicas are read as in ZooKeeper mode."""
 
 from __future__ import annotations
 

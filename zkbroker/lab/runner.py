@@ -1049,8 +1049,8 @@ def _condition_words(condition: str, f: dict) -> str:
         "topic_exists": f"topic {f.get('topic')} exists",
         "topic_deleted": f"topic {f.get('topic')} is deleted",
         "deletion_pending": f"topic {f.get('topic')} is marked for deletion",
-        "zookeeper_quorum": "a ZooKeeper quorum serves",
-        "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
+        "zookeeper_quorum": "a quorum serves (ZooKeeper's; in KRaft, the controllers')",
+        "zookeeper_quorum_lost": "no quorum serves (ZooKeeper's; in KRaft, the controllers')",
         "running": f"broker {broker}'s process runs",
         "log_contains": (f"consumer {f['consumer']}" if "consumer" in f else f"broker {broker}")
         + f" logs /{f.get('pattern')}/",
