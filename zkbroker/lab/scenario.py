@@ -188,7 +188,8 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
              "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
-             "producer-dies-mid-transaction", "raft-check-quorum-resign", "raft-pre-vote-disruption")
+             "producer-dies-mid-transaction", "controller-failover", "raft-check-quorum-resign",
+             "raft-pre-vote-disruption")
 
 
 class ScenarioError(ValueError):
