@@ -45,6 +45,7 @@ VERDICTS = {
     "controller-failover": {"0.8": "ok", "kraft": "ok"},
     "raft-check-quorum-resign": {"kraft": "ok"},
     "raft-pre-vote-disruption": {"kraft": "unavailable", "kraft-fixed": "ok"},
+    "raft-lost-disk": {"kraft": "lost", "kraft-fixed": "ok"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
 FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the follower's log, records the unclean "
@@ -58,6 +59,10 @@ ELSEWHERE = {"raft-check-quorum-resign": "test_lab_kraft.py partitions the activ
                                          "and sees it resign and another elected",
              "raft-pre-vote-disruption": "test_kraft_pre_vote.py cuts a follower off its leader with and without "
                                          "Pre-Vote between three controllers"}
+# Run by bench/catalogue.py only (BENCHMARKS.md): two KRaft labs in the lab network, two to three minutes each on
+# a loaded machine; what decides them is unit-tested (the quorum checker's loss across epochs, directory ids in
+# the Raft simulation).
+BENCH_ONLY = {"raft-lost-disk"}
 # The kraft forms of ZooKeeper-mode scenarios run here (each is about a minute on a loaded machine, most of it
 # five or six Python processes starting); the others run in bench/catalogue.py (BENCHMARKS.md).
 KRAFT_HERE = ("controller-failover", "kafka-1211")
@@ -83,7 +88,7 @@ KNOWN_FAILING: dict[str, str] = {}  # scenario -> why its run is expected to fai
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_FAILING[n], strict=False))
                                   if n in KNOWN_FAILING else n
-                                  for n in sorted(set(VERDICTS) - set(OWN_TESTS) - set(ELSEWHERE))])
+                                  for n in sorted(set(VERDICTS) - set(OWN_TESTS) - set(ELSEWHERE) - BENCH_ONLY)])
 def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
     if SCENARIOS[name].network and not ROOT:
         pytest.skip("the lab network needs root (namespaces, nftables)")

@@ -245,7 +245,7 @@ class ScenarioRun:
         if self.kraft:
             self.lab.up(kraft=True, controllers=self.scenario.controllers, brokers=self.scenario.brokers,
                         network=self.scenario.network, subnet=self.subnet if self.scenario.network else None,
-                        config=[f"{k}={v}" for k, v in config.items()])
+                        config=[f"{k}={v}" for k, v in config.items()], directory_ids=self.spec.directory_ids)
             self._timeline_seen = len(timeline.read(self.lab.timeline_file))
             self._check_cancelled()
             return
@@ -570,6 +570,16 @@ class ScenarioRun:
         self.say(f"[{self.label}]     {topic}-{partition} on broker {broker_id} keeps {keep} messages; "
                  f"{removed} lost with the unflushed tail")
 
+    def _lose_disk(self, step: Step, controller: int | str) -> None:
+        node = self._controller(controller)
+        entry = self.lab.load().controller(node)
+        if entry.pid is not None and process_state(entry.pid) != "dead":
+            raise StepFailed(f"controller {node} is running; a disk is replaced with the node down (kill or stop it "
+                             f"first)")
+        directory_id = kraft_lab.lose_disk(entry)
+        self.say(f"[{self.label}]     controller {node}'s log dir is empty and formatted again (directory id "
+                 f"{directory_id})")
+
     def _sleep(self, step: Step, ms: int) -> None:
         self._idle(ms / 1000)
 
@@ -786,6 +796,12 @@ class ScenarioRun:
             others = [r["id"] for r in rows if r["id"] != leader and r["process"] == "running"]
             if not others:
                 raise StepFailed("no running controller follows now")
+            return others[0]
+        if target.startswith("not:"):
+            excluded = {int(part) if part.isdigit() else self._controller(part) for part in target[4:].split(",")}
+            others = [r["id"] for r in rows if r["id"] not in excluded and r["process"] == "running"]
+            if not others:
+                raise StepFailed(f"every running controller is one of {target[4:]}")
             return others[0]
         raise StepFailed(f"no controller is called {target!r}")
 
@@ -1020,6 +1036,8 @@ def describe_step(step: Step) -> str:
     if step.action == "choose":
         return (f"call controller {f['controller']} {f['as']}" if "controller" in f
                 else f"call broker {f['broker']} {f['as']}")
+    if step.action == "lose_disk":
+        return f"controller {f['controller']} loses its disk (formatted again, empty)"
     if step.action == "cut_log":
         return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
     return step.action

@@ -168,6 +168,8 @@ STEPS: dict[str, Shape] = {
     "fault": Shape({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
                     "phase": _STR}, ("point", "broker")),
     "heal_faults": Shape({"broker": _TARGET, "point": _STR}, ("broker",)),
+    # a controller's log dir lost and formatted again (it must be down): an empty voter (KIP-853's case)
+    "lose_disk": Shape({"controller": _TARGET}, ("controller",)),
     "cut_log": Shape({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
     "wait": Shape(_WAIT, ("condition",)),
     "expect": Shape(_EXPECT, ("condition",)),
@@ -179,7 +181,8 @@ _TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "fa
         "modes": (dict,), "steps": (list,)}
 CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "controllers": _INT, "network": (bool,), "config": (dict,),
                   "settle_ms": _INT}
-_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
+# directory_ids (KRaft modes): the lab names its voters with their log dirs' directory ids (KIP-853, Kafka 3.8+)
+_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR, "directory_ids": (bool,)}
 
 
 # The catalogue shipped in the package (zkbroker/lab/scenarios/NAME.toml), in the order `lab scenario list` shows.
@@ -189,7 +192,7 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
              "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
              "producer-dies-mid-transaction", "controller-failover", "raft-check-quorum-resign",
-             "raft-pre-vote-disruption")
+             "raft-pre-vote-disruption", "raft-lost-disk")
 
 
 class ScenarioError(ValueError):
@@ -214,6 +217,7 @@ class ModeSpec:
     expect: str
     max_unavailable_ms: int | None = None
     why: str = ""  # what happens in this mode, and which switch makes the difference
+    directory_ids: bool = False  # a KRaft mode's voters known by their directory ids too (KIP-853)
 
 
 @dataclass(frozen=True)
@@ -304,8 +308,10 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.require(spec, "expect", ("modes", mode))
         if spec["expect"] not in VERDICTS:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
+        if spec.get("directory_ids") and mode not in KRAFT_MODES:
+            check.fail(("modes", mode), "directory_ids", "directory_ids names KRaft voters: a kraft mode's only")
         modes[mode] = ModeSpec(server_settings(spec.get("config", {})), spec["expect"],
-                               spec.get("max_unavailable_ms"), spec.get("why", ""))
+                               spec.get("max_unavailable_ms"), spec.get("why", ""), spec.get("directory_ids", False))
     if "no_kraft" in doc and any(m in KRAFT_MODES for m in modes):
         check.fail((), "no_kraft", "no_kraft says why a scenario has no KRaft mode; this one has one")
     if len(modes) == 1 and "why_one_mode" not in doc:
@@ -511,11 +517,15 @@ def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int
 
 def _controller_known(target: Any, names: Names, modes: frozenset[str], controllers: int) -> bool:
     """A controller by node id (3001...), "active" (the quorum's leader then), "follower" (a voter that does not
-    lead then), or a name given earlier with `as` (by a controller step, or a choose of broker "controller")."""
+    lead then), "not:A,B" (the lowest running one that is none of those), or a name given earlier with `as` (by a
+    controller step, or a choose of broker "controller")."""
     if isinstance(target, bool):
         return False
     if isinstance(target, int):
         return 3001 <= target <= 3000 + controllers
+    if isinstance(target, str) and target.startswith("not:"):  # the lowest running controller that is none of those
+        return all(_controller_known(int(part) if part.isdigit() else part, names, modes, controllers)
+                   for part in target[4:].split(","))
     return isinstance(target, str) and (target in ("active", "follower") or names.known("controller", target, modes)
                                         or names.known("broker", target, modes))
 

@@ -86,8 +86,7 @@ def format_scenario(s: Scenario) -> str:
     from zkbroker.lab.runner import describe_step
 
     lines = [f"{s.name}: {s.summary}", f"Source: {s.source}",
-             f"Cluster: {s.brokers} brokers, {s.zookeepers} ZooKeeper server{'s' if s.zookeepers > 1 else ''}"
-             + (f" (KRaft modes: {s.controllers} controllers)" if any(m in KRAFT_MODES for m in s.modes) else "")
+             f"Cluster: {s.brokers} brokers, " + _quorums(s)
              + (", a lab network (needs root)" if s.network else "")
              + (f"; {_settings(s.config)}" if s.config else "")]
     for mode, spec in s.modes.items():
@@ -107,6 +106,15 @@ def format_scenario(s: Scenario) -> str:
         if step.narrate:
             lines.append(f"      {step.narrate}")
     return "\n".join(lines)
+
+
+def _quorums(s: Scenario) -> str:
+    """The ZooKeeper ensemble and the KRaft quorum a scenario's modes run on."""
+    controllers = f"{s.controllers} KRaft controllers"
+    if set(s.modes) <= set(KRAFT_MODES):
+        return controllers
+    ensemble = f"{s.zookeepers} ZooKeeper server{'s' if s.zookeepers > 1 else ''}"
+    return ensemble + (f" ({controllers} in the KRaft modes)" if set(s.modes) & set(KRAFT_MODES) else "")
 
 
 def _settings(config: dict[str, str]) -> str:
@@ -173,6 +181,8 @@ def format_result(result) -> str:
                          f"between brokers {', '.join(map(str, divergence.values))}")
         for read in run.report.read_divergences[:3]:
             lines.append(f"  {run.mode}: {read.cause}")
+        for violation in (run.quorum or {}).get("violations", [])[:5]:
+            lines.append(f"  {run.mode}: Raft {violation['invariant']}: {violation['detail']}")
         for what in run.stuck + run.slow + run.failures:
             lines.append(f"  {run.mode}: {what}")
     if len(result.runs) == 2:
