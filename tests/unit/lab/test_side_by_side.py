@@ -65,14 +65,17 @@ def test_until_cuts_the_run_at_its_last_step_and_no_fault_means_no_milestones():
 
 def test_only_scenarios_with_a_zookeeper_and_a_kraft_mode_are_offered():
     assert comparable(find_scenario("controller-failover")) == ("0.8", "kraft")
-    assert comparable(find_scenario("kafka-1211")) is None
+    assert comparable(find_scenario("kafka-6082-zombie-controller")) == ("fixed", "kraft")  # the first of each
+    assert comparable(find_scenario("kip-101-divergence")) is None
     assert comparable(find_scenario("raft-pre-vote-disruption")) is None
-    assert "controller-failover" in [c["name"] for c in comparable_json()]
+    offered = {c["name"]: c for c in comparable_json()}
+    assert offered["kafka-1211"]["zookeeper_modes"] == ["0.8", "fixed"] and offered["kafka-1211"]["kraft_modes"] == [
+        "kraft"]
 
 
 @pytest.mark.parametrize(("body", "words"), [
     ({"action": "dance"}, "start or stop"),
-    ({"action": "start", "name": "kafka-1211"}, "does not run on both designs"),
+    ({"action": "start", "name": "kip-101-divergence"}, "does not run on both designs"),
     ({"action": "start", "name": "controller-failover", "modes": ["kraft", "0.8"]}, "a ZooKeeper one, then a KRaft"),
     ({"action": "start", "name": "controller-failover", "seed": 3}, "unknown: seed"),
     ({"action": "stop"}, "No side-by-side run"),
