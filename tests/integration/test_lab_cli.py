@@ -119,5 +119,5 @@ def test_demo_tells_the_story_end_to_end():
     assert re.search(r"new leader +controller 300\d, epoch \d+, [\d.]+ s after the kill", result.stdout)
     assert "CurrentVoters:          [3001,3002,3003]" in result.stdout
     # Chapter 12: the same broker killed on a ZooKeeper lab and a KRaft lab, each one's times after the kill.
-    assert re.search(r"^ +new partition leader +[\d.]+ s +[\d.]+ s$", result.stdout, re.MULTILINE), result.stdout
+    assert re.search(r"^ +leadership moved +[\d.]+ s +[\d.]+ s$", result.stdout, re.MULTILINE), result.stdout
     assert "The consumer still reads all 1000 records" in result.stdout

@@ -533,7 +533,7 @@ class Story:
         self.wait(lambda: all(done() for done in moved.values()), 40)
         views = {design: aligned(timeline.read(lab.timeline_file)) for design, lab in labs.items()}
         print(f"    {'after the kill':<26} {'ZooKeeper lab':>14} {'KRaft lab':>14}", flush=True)
-        for label in ("broker declared failed", "new partition leader"):
+        for label in ("broker declared failed", "leadership moved"):
             cells = [next((f"{m['at'] / 1000:.1f} s" for m in views[d]["milestones"] if m["label"] == label), "-")
                      for d in ("zookeeper", "kraft")]
             print(f"    {label:<26} {cells[0]:>14} {cells[1]:>14}", flush=True)

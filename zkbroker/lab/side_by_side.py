@@ -1,7 +1,7 @@
-"""One failure on two designs, side by side: a run's timeline aligned at its fault, and the moments that tell
-the story (a new controller, the dead broker declared failed, a partition's new leader) as times after the
-fault. Pure functions of the timeline (DESIGN §10 and §17 kinds); the dashboard's side-by-side view and the
-demo's "why ZooKeeper was removed" chapter both use them, so the two tell the same numbers.
+"""One failure on two designs, side by side: a run's timeline aligned at its fault, and the moments that tell the
+story (the dead broker declared failed, a new controller, a leadership moved, a partition created and led) as
+times after the fault. Pure functions of the timeline (DESIGN §10 and §17 kinds); the dashboard's side-by-side
+view and the demo's "why ZooKeeper was removed" chapter both use them, so the two tell the same numbers.
 
 Time 0 is the first fault the lab itself applied (a process killed, paused or stopped, a partition, a fault
 point); the events shown end at `until` (the end of the run's last step) or where the lab starts tearing down
@@ -30,8 +30,10 @@ MILESTONES = (
      or (e.get("kind") == "broker_fenced" and not e.get("registered"))),
     ("new controller", lambda e: e.get("kind") == "controller_elected"
      or (e.get("kind") == "raft_state" and e.get("state") == "leader")),
-    ("new partition leader", lambda e: e.get("kind") == "leader_changed"
+    ("leadership moved", lambda e: e.get("kind") == "leader_changed" and e.get("previous_leader") is not None
      and isinstance(e.get("leader"), int) and e["leader"] >= 0),
+    ("new partition led", lambda e: e.get("kind") == "leader_changed" and e.get("previous_leader") is None
+     and isinstance(e.get("leader"), int) and e["leader"] >= 0),  # a metadata change the new controller made
 )
 
 

@@ -21,7 +21,8 @@ ZOOKEEPER_RUN = [
     event(5001, "broker:2", "hw_moved", topic="t", partition=0, to=3),
     event(11100, "controller:2", "controller_elected", broker=2, epoch=2),
     event(11200, "controller:2", "broker_failed", broker=1, epoch=2),
-    event(11300, "controller:2", "leader_changed", topic="t", partition=0, leader=2, leader_epoch=1, isr=[2]),
+    event(11300, "controller:2", "leader_changed", topic="t", partition=0, leader=2, leader_epoch=1, isr=[2],
+          previous_leader=1),
     event(12000, "lab", "process_stopped", node="broker:2", pid=11, signal="SIGTERM"),
     event(12100, "controller:2", "controller_resigned", broker=2, epoch=2),
 ]
@@ -49,7 +50,7 @@ def test_times_count_from_the_first_fault_the_lab_applied():
 def test_the_milestones_are_the_first_of_each_after_the_fault_in_either_design():
     assert aligned(ZOOKEEPER_RUN)["milestones"] == [
         {"label": "broker declared failed", "at": 6200}, {"label": "new controller", "at": 6100},
-        {"label": "new partition leader", "at": 6300}]
+        {"label": "leadership moved", "at": 6300}]
     kraft = aligned(KRAFT_RUN)
     assert kraft["milestones"] == [{"label": "new controller", "at": 1930}]  # a registration is no failure
     assert [e["kind"] for e in kraft["events"]] == ["raft_state", "broker_fenced", "process_killed", "raft_state",

@@ -157,5 +157,6 @@ class CompareControl:
                 "state": "finished" if side.finished else "running", "error": side.error,
                 "verdict": result.verdict if side.finished and side.error is None else None,
                 "expected": result.expected if side.finished and side.error is None else None,
+                "failures": list(result.failures),
                 "expect": result.expect, "narration": side.narration[-20:],
                 **aligned(timeline.read(timeline.path_in(side.directory)), until=steps_end)}

@@ -943,6 +943,7 @@ function renderCompare(c) {
     h('h3', {}, `${DESIGN_WORDS[side.design]} (${side.mode})`, ' ',
       side.verdict ? h('b', { class: side.expected ? 'verdict-ok' : 'verdict-bad', 'data-verdict': side.verdict }, side.verdict) : h('span', {}, side.error || side.state)),
     h('p', { class: 'teach' }, side.why),
+    side.failures && side.failures.length ? h('ul', { class: 'mismatch-list' }, side.failures.map((f) => h('li', {}, f))) : null,
     side.fault ? h('p', {}, 'The fault: ', h('b', {}, side.fault.what), ` at ${clock(side.fault.ts)}`) : null,
     h('ol', { class: 'events' }, side.events.map((e) => h('li', {},
       h('span', {}, e.at >= 0 ? `+${seconds(e.at)}` : `−${seconds(-e.at)}`), h('span', { class: 'src' }, e.source), h('span', { class: 'kind' }, e.kind), h('span', {}, e.words)))))));
