@@ -32,8 +32,9 @@ def test_one_controller_failover_on_both_designs_is_drawn_aligned_at_the_kill(la
             page.wait_for_function("() => document.querySelector('#compare-state')?.textContent.endsWith('finished')",
                                    timeout=WAIT_MS)
             status = dashboard.get("/api/compare")
-            assert [(s["design"], s["mode"], s["verdict"], s["error"]) for s in status["sides"]] == [
-                ("zookeeper", "0.8", "ok", None), ("kraft", "kraft", "ok", None)]
+            assert [(s["design"], s["mode"], s["verdict"], s["expected"], s["error"]) for s in status["sides"]] == [
+                ("zookeeper", "0.8", "ok", True, None), ("kraft", "kraft", "ok", True, None)], \
+                [s["failures"] for s in status["sides"]]
             for side in status["sides"]:
                 killed = "broker:" if side["design"] == "zookeeper" else "controller:"
                 assert side["fault"]["what"].startswith(killed) and side["fault"]["what"].endswith("killed")
