@@ -949,7 +949,8 @@ function renderCompare(c) {
       h('span', {}, e.at >= 0 ? `+${seconds(e.at)}` : `−${seconds(-e.at)}`), h('span', { class: 'src' }, e.source), h('span', { class: 'kind' }, e.kind), h('span', {}, e.words)))))));
 }
 
-const LANE_H = 64;
+const LANE_H = 84;
+const LANE_AXIS = 64;  // a lane's time line, below the rows of milestone labels
 function compareChart(sides) {
   const all = sides.flatMap((side) => [...side.events.map((e) => e.at), ...side.milestones.map((m) => m.at)]);
   const lo = Math.min(-1000, ...all);
@@ -960,15 +961,18 @@ function compareChart(sides) {
   sides.forEach((side, i) => {
     const y = i * LANE_H;
     const lane = s('g', { class: 'lane', 'data-design': side.design });
-    lane.append(s('text', { x: 4, y: y + 20, class: 'lane' }, DESIGN_WORDS[side.design]), s('text', { x: 4, y: y + 34, class: 'lane' }, `(${side.mode})`));
-    lane.append(s('line', { x1: x(lo), x2: x(hi), y1: y + 40, y2: y + 40, class: 'lane-axis' }));
+    lane.append(s('text', { x: 4, y: y + LANE_AXIS - 12, class: 'lane' }, DESIGN_WORDS[side.design]), s('text', { x: 4, y: y + LANE_AXIS + 2, class: 'lane' }, `(${side.mode})`));
+    lane.append(s('line', { x1: x(lo), x2: x(hi), y1: y + LANE_AXIS, y2: y + LANE_AXIS, class: 'lane-axis' }));
     for (const e of side.events) {
-      lane.append(s('line', { x1: x(e.at), x2: x(e.at), y1: y + 32, y2: y + 48, class: `tick kind-${e.kind}` }, s('title', {}, `${seconds(e.at)}: ${e.words}`)));
+      lane.append(s('line', { x1: x(e.at), x2: x(e.at), y1: y + LANE_AXIS - 8, y2: y + LANE_AXIS + 8, class: `tick kind-${e.kind}` }, s('title', {}, `${seconds(e.at)}: ${e.words}`)));
     }
     side.milestones.forEach((m, j) => {
+      // one row of label per milestone, right of its dot (left of it near the right edge)
+      const right = x(m.at) > W * 0.7;
       const g = s('g', { class: 'milestone', 'data-label': m.label, 'data-at': m.at });
-      g.append(s('circle', { cx: x(m.at), cy: y + 40, r: 5 }),
-        s('text', { x: x(m.at) + 7, y: y + 14 + (j % 2) * 12 }, `${m.label} ${seconds(m.at)}`));
+      g.append(s('line', { x1: x(m.at), x2: x(m.at), y1: y + 16 + j * 14, y2: y + LANE_AXIS, class: 'milestone-stem' }),
+        s('circle', { cx: x(m.at), cy: y + LANE_AXIS, r: 5 }),
+        s('text', { x: x(m.at) + (right ? -5 : 5), y: y + 14 + j * 14, 'text-anchor': right ? 'end' : 'start' }, `${m.label} ${seconds(m.at)}`));
       lane.append(g);
     });
     svg.append(lane);
