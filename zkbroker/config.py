@@ -1037,6 +1037,8 @@ def kraft_listeners(originals: Mapping[str, str]) -> dict[str, tuple[str, str]]:
 KRAFT_DEFAULTS: dict[str, str] = {
     # false since Kafka 0.11 (KIP-106); 0.8.2's true stays ZooKeeper mode's
     "unclean.leader.election.enable": "false",
+    # A KRaft broker (Kafka 2.8+) truncates by leader epoch (KIP-101, Kafka 0.11), never to its high watermark
+    "replication.truncation": "leader-epoch",
 }
 
 

@@ -43,7 +43,10 @@ The fault points and their parameters are zkbroker/fault_points.py's. `state` is
      "faults": [{"point": "hold_fetchers"}],
      "quotas": [{"quota": "producer_byte_rate", "user": "alice", "client_id": null,   # each quota entity in use:
                  "bound": 1048576.0, "rate": 1046201.5,                              # the broker's windowed rate
-                 "throttle_ms": 312, "throttled_s_ago": 0.4}]}                       # the last throttle
+                 "throttle_ms": 312, "throttled_s_ago": 0.4}],                       # the last throttle
+     "connections": [{"listener": "SASL_SSL", "security_protocol": "SASL_SSL",        # each open connection:
+                      "principal": "User:alice", "authenticated": true,             # who it acts as (Kafka's
+                      "client_id": "rdkafka", "address": "127.0.0.1:50412"}]}      # User:ANONYMOUS until then)
 
 A KRaft controller's `state` (DESIGN §17) is instead:
 

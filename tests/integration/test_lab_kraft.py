@@ -113,6 +113,11 @@ def test_a_kraft_labs_broker_killed_is_fenced_and_its_leaderships_move(lab_dir):
     events = timeline.read(lab_dir / timeline.FILE_NAME)
     assert any(e["kind"] == "broker_fenced" and e["broker"] == 1 and e["source"] == "controller:3001"
                for e in events)
+    # the leaderships it lost, in the timeline as ZooKeeper mode's controller tells them (with the partition epoch)
+    wait_for(lambda: {e["partition"] for e in timeline.read(lab_dir / timeline.FILE_NAME)
+                      if e["kind"] == "leader_changed" and e["source"] == "controller:3001" and e["topic"] == "t"
+                      and e["leader"] == 2 and e["previous_leader"] == 1} >= set(led_by_1) or None, 30,
+             "the new leaders in the timeline", interval_s=0.5)
     state = json.loads(ok("state", "--dir", str(lab_dir), "--broker", "2", "--json"))
     assert state["role"] == "broker" and state["lifecycle"]["fenced"] is False
     assert {(p["partition"], p["role"]) for p in state["partitions"]} >= {(p, "leader") for p in led_by_1}

@@ -23,28 +23,30 @@ SEED = 7
 
 # What each mode of each scenario ends with (the verdict its file expects, checked here independently of it).
 VERDICTS = {
-    "kafka-1211": {"0.8": "lost", "fixed": "ok"},
+    "kafka-1211": {"0.8": "lost", "fixed": "ok", "kraft": "ok"},
     "kip-101-divergence": {"0.8": "divergent", "fixed": "ok"},
     "jepsen-2013": {"0.8": "lost", "fixed": "ok"},
-    "unclean-election": {"0.8": "lost", "fixed": "ok"},
-    "kafka-6082-zombie-controller": {"fixed": "ok"},
+    "unclean-election": {"0.8": "lost", "fixed": "ok", "kraft": "ok"},
+    "kafka-6082-zombie-controller": {"fixed": "ok", "kraft": "ok"},
     "kafka-2729-stuck-isr": {"0.8": "stuck"},
-    "kafka-1120-fast-bounce": {"0.8": "stuck", "fixed": "ok"},
+    "kafka-1120-fast-bounce": {"0.8": "stuck", "fixed": "ok", "kraft": "ok"},
     "kafka-7165-lingering-ephemeral": {"0.8": "ok"},
     "kafka-5642-many-partitions": {"0.8": "ok", "fixed": "ok"},
     "zk-consumer-herd": {"0.8": "stuck", "fixed": "ok"},
     "stuck-topic-deletion": {"0.8": "stuck", "fixed": "ok"},
     "kafka-1546-isr-flapping": {"0.8": "ok", "fixed": "ok"},
     "kafka-2143-truncate-to-start": {"0.8": "ok", "fixed": "divergent"},
-    "zookeeper-quorum-loss": {"0.8": "ok"},
+    "zookeeper-quorum-loss": {"0.8": "ok", "kraft": "ok"},
     "spark-read-during-failover": {"0.8": "lost", "fixed": "ok"},
     "spark-stream-during-failover": {"0.8": "lost", "fixed": "ok"},
     "coordinator-failover-mid-commit": {"fixed": "ok"},
     "producer-dies-mid-transaction": {"fixed": "ok"},
     "kafka-12671-hanging-transaction": {"0.8": "stuck", "fixed": "ok"},
     "zombie-producer": {"fixed": "ok"},
+    "controller-failover": {"0.8": "ok", "kraft": "ok"},
     "raft-check-quorum-resign": {"kraft": "ok"},
     "raft-pre-vote-disruption": {"kraft": "unavailable", "kraft-fixed": "ok"},
+    "raft-lost-disk": {"kraft": "lost", "kraft-fixed": "ok"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
 FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the follower's log, records the unclean "
@@ -59,6 +61,14 @@ ELSEWHERE = {"raft-check-quorum-resign": "test_lab_kraft.py partitions the activ
                                          "and sees it resign and another elected",
              "raft-pre-vote-disruption": "test_kraft_pre_vote.py cuts a follower off its leader with and without "
                                          "Pre-Vote between three controllers"}
+# Run by bench/catalogue.py only (BENCHMARKS.md): two KRaft labs in the lab network, two to three minutes each on
+# a loaded machine; what decides them is unit-tested (the quorum checker's loss across epochs, directory ids in
+# the Raft simulation).
+BENCH_ONLY = {"raft-lost-disk"}
+# The kraft forms of ZooKeeper-mode scenarios run here (each is about a minute on a loaded machine, most of it
+# five or six Python processes starting); the others run in bench/catalogue.py (BENCHMARKS.md).
+KRAFT_HERE = ("controller-failover", "kafka-1211")
+ZOOKEEPER_MODES = ("0.8", "fixed")
 SCENARIOS = {s.name: s for s in catalogue()}
 
 
@@ -80,15 +90,17 @@ KNOWN_FAILING: dict[str, str] = {}  # scenario -> why its run is expected to fai
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_FAILING[n], strict=False))
                                   if n in KNOWN_FAILING else n
-                                  for n in sorted(set(VERDICTS) - set(OWN_TESTS) - set(ELSEWHERE))])
+                                  for n in sorted(set(VERDICTS) - set(OWN_TESTS) - set(ELSEWHERE) - BENCH_ONLY)])
 def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
     if SCENARIOS[name].network and not ROOT:
         pytest.skip("the lab network needs root (namespaces, nftables)")
-    kraft = bool(set(SCENARIOS[name].modes) & {"kraft", "kraft-fixed"})
-    code, result, narration = run(name, *(("--mode", "all") if kraft else ()))  # `both` is 0.8 and fixed only
+    zookeeper = bool(set(SCENARIOS[name].modes) & set(ZOOKEEPER_MODES))
+    # `both` is 0.8 and fixed only: a scenario's kraft forms run in test_kraft_form_... (KRAFT_HERE) or in bench/
+    code, result, narration = run(name, *(() if zookeeper else ("--mode", "all")))
     assert result["scenario"] == name and result["seed"] == SEED
     runs = {r["mode"]: r for r in result["runs"]}
-    assert {mode: r["verdict"] for mode, r in runs.items()} == VERDICTS[name], narration
+    expected = {m: v for m, v in VERDICTS[name].items() if m in ZOOKEEPER_MODES or not zookeeper}
+    assert {mode: r["verdict"] for mode, r in runs.items()} == expected, narration
     assert all(r["expected"] for r in runs.values()) and code == 0, narration
     for r in runs.values():
         assert r["lost"] == len(r["losses"])
@@ -108,6 +120,33 @@ def test_catalogue_scenario_in_both_modes_ends_with_the_expected_verdicts(name):
         # 0.8: the follower dropped its whole log and fetched it all again; fixed: it kept offsets 5-7, which differ
         assert (runs["0.8"]["acknowledged"], runs["0.8"]["lost"], runs["0.8"]["divergent"]) == (9, 0, 0)
         assert (runs["fixed"]["acknowledged"], runs["fixed"]["lost"], runs["fixed"]["divergent"]) == (9, 0, 3)
+
+
+@pytest.mark.parametrize("name", KRAFT_HERE)
+def test_kraft_form_of_a_catalogue_scenario_ends_with_its_verdict_and_no_raft_violation(name):
+    """The scenario runner's KRaft path: topics created through the Admin API, leaders and ISRs read from the
+    brokers' metadata images, the data checker and the quorum checker on one run."""
+    code, result, narration = run(name, "--mode", "kraft")
+    [kraft] = result["runs"]
+    assert (kraft["mode"], kraft["verdict"], kraft["expected"], code) == ("kraft", VERDICTS[name]["kraft"], True, 0), \
+        narration
+    assert kraft["raft_violations"] == [] and kraft["lost"] == kraft["divergent"] == 0, narration
+    if name == "kafka-1211":  # m1, m2, m3 acknowledged and kept: the restarted follower truncated by leader epoch
+        assert kraft["acknowledged"] == 3 and "A asked B where its leader epoch ended" in narration
+        assert "as expected: broker 1's log of t-0 holds 2 records" in narration
+    if name == "controller-failover":  # 3 before, 3 after; a new quorum leader, and the new topic created by it
+        assert kraft["acknowledged"] == 6 and "create topic after-failover" in narration
+        assert "the step failed" not in narration
+
+
+def test_a_scenario_without_a_kraft_form_says_why():
+    done = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "scenario", "run", "zk-consumer-herd", "--mode",
+                           "kraft"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "has no kraft mode: No analogue in KRaft" in done.stderr
+    listed = subprocess.run([sys.executable, "-m", "zkbroker", "lab", "scenario", "list"], capture_output=True,
+                            text=True, timeout=60).stdout
+    assert any(line.startswith("zk-consumer-herd ") and "0.8,fixed (no kraft)" in line for line in listed.splitlines())
+    assert any(line.startswith("controller-failover ") and "0.8,kraft" in line for line in listed.splitlines())
 
 
 def test_one_mode_of_a_scenario_and_a_mode_it_lacks():

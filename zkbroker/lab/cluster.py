@@ -284,12 +284,13 @@ class LabCluster:
     def up(self, brokers: int = 3, zookeeper: str = "auto", config: list[str] | tuple[str, ...] = (),
            base_port: int | None = None, timeout_s: float = 60.0, zookeepers: int = 1, network: bool = False,
            subnet: str | None = None, secure: bool = False, kraft: bool = False,
-           controllers: int = 3, security: str = "plaintext") -> ClusterFile:
+           controllers: int = 3, security: str = "plaintext", directory_ids: bool = False) -> ClusterFile:
+        """`directory_ids` (KRaft only): the voters are named with their log dirs' directory ids (KIP-853)."""
         if kraft:
             if security != "plaintext":
                 raise LabError("A KRaft lab runs PLAINTEXT listeners only (lab up --security is for ZooKeeper mode)")
             return self._up_kraft_checked(brokers, controllers, zookeeper, config, timeout_s, zookeepers, network,
-                                          subnet, secure)
+                                          subnet, secure, directory_ids)
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
         if zookeepers not in ENSEMBLE_SIZES:
@@ -374,7 +375,7 @@ class LabCluster:
 
     def _up_kraft_checked(self, brokers: int, controllers: int, zookeeper: str, config: list[str] | tuple[str, ...],
                           timeout_s: float, zookeepers: int, network: bool, subnet: str | None,
-                          secure: bool) -> ClusterFile:
+                          secure: bool, directory_ids: bool = False) -> ClusterFile:
         if controllers not in kraft_lab.QUORUM_SIZES:
             raise LabError(f"--controllers takes {', '.join(map(str, kraft_lab.QUORUM_SIZES))} (an odd quorum), "
                            f"not {controllers}")
@@ -391,10 +392,10 @@ class LabCluster:
             if self._lab_processes() or (self.cluster_file.exists() and self._anything_running(self.load())):
                 raise LabError(f"A lab cluster is already running in {self.dir}; "
                                f"stop it with `zkbroker lab down --dir {self.dir}`")
-            return self._up_kraft(brokers, controllers, config, timeout_s, network, subnet)
+            return self._up_kraft(brokers, controllers, config, timeout_s, network, subnet, directory_ids)
 
     def _up_kraft(self, brokers: int, controllers: int, config: list[str] | tuple[str, ...], timeout_s: float,
-                  network: bool, subnet: str | None) -> ClusterFile:
+                  network: bool, subnet: str | None, directory_ids: bool = False) -> ClusterFile:
         overrides = _parse_overrides(config)
         (self.dir / JAAS_FILE).unlink(missing_ok=True)
         cluster = ClusterFile("", None, mode="kraft")
@@ -418,6 +419,8 @@ class LabCluster:
                                                                                  directory / "data", overrides))
                 cluster.controllers.append(ControllerEntry(node, host, port, None, config,
                                                            str(directory / SOCKET_NAME)))
+            if directory_ids:  # as `storage format --initial-controllers` would: each voter with its log dir's id
+                voters = kraft_lab.voters_with_directories(cluster.controllers)
             self.save(cluster)
             for entry in cluster.controllers:
                 entry.pid = self._spawn(entry, controller_node(entry.id))

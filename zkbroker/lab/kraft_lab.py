@@ -11,6 +11,7 @@ itself with what the active controller believes of it (`broker_row`)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from zkbroker.control_protocol import ControlError
 from zkbroker.lab.control_client import ControlClient
 from zkbroker.lab.processes import process_state
+from zkbroker.server import meta_properties
 
 FIRST_CONTROLLER_ID = 3001
 QUORUM_SIZES = (1, 3, 5)
@@ -59,6 +61,35 @@ def broker_properties(node_id: int, host: str, port: int, voters: str, data_dir:
              "log.dirs": str(data_dir)}
     props.update(overrides or {})
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def voters_with_directories(entries: list) -> str:
+    """KIP-853's controller.quorum.voters (ID@HOST:PORT:DIRECTORY_ID) for formatted controllers (cluster.json's
+    entries), each with the directory id its storage was formatted with; written into each one's server.properties
+    in place of the plain form, and returned for the brokers'."""
+    voters = ",".join(f"{e.id}@{e.host}:{e.port}:{_meta(e.config).directory_id}" for e in entries)
+    for entry in entries:
+        path = Path(entry.config)
+        path.write_text("".join(f"controller.quorum.voters={voters}\n" if line.startswith("controller.quorum.voters=")
+                                else line + "\n" for line in path.read_text().splitlines()))
+    return voters
+
+
+def _meta(config: str):
+    data = Path(config).parent / "data"
+    found = meta_properties.read(str(data))
+    if found is None:
+        raise KRaftLabError(f"{data} is not formatted (no meta.properties)")
+    return found
+
+
+def lose_disk(entry) -> str:
+    """A controller's log dir lost and formatted again, as an operator replaces a dead disk: the same cluster id and
+    node id, an empty metadata log and quorum-state, and a new directory id (returned). The process must be down."""
+    meta = _meta(entry.config)
+    shutil.rmtree(Path(entry.config).parent / "data")
+    format_storage(meta.cluster_id, Path(entry.config), f"controller {entry.id}")
+    return _meta(entry.config).directory_id
 
 
 def zkbroker(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess:

@@ -198,7 +198,12 @@ _WORDS: dict[str, Callable[[dict], str]] = {
     "leader_changed": lambda f: (f"Partition {_tp(f)}: leader {f['leader']}"
                                  + (f" (was {f['previous_leader']})" if f.get("previous_leader") is not None else "")
                                  + f", leader epoch {f['leader_epoch']}, ISR {_value(f['isr'])}, "
-                                   f"zkVersion {f['zk_version']}"),
+                                 + (f"partition epoch {f['partition_epoch']}" if "partition_epoch" in f  # KRaft's
+                                    else f"zkVersion {f['zk_version']}")),
+    # SimpleAclAuthorizer's authorizer log line for a denial
+    "acl_denied": lambda f: (f"Principal = {f['principal']} is Denied Operation = {f['operation']} from host = "
+                             f"{f['host']} on resource = {f['resource_type']}:{f['resource']}"
+                             + (f" (listener {f['listener']})" if f.get("listener") else "")),
     "isr_changed": _isr_changed,  # Partition.scala's "Shrinking ISR" / "Expanding ISR"
     # Partition.scala's (debug) "High watermark for partition [t,0] updated to 41"; sampled a few times a second
     "hw_moved": lambda f: (f"High watermark for partition {_tp(f)} updated to {f['to']} (from {f['from']}"

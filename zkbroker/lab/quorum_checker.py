@@ -140,12 +140,16 @@ def _divergences(voters: Sequence[VoterLog], committed_end: int) -> list[Violati
 
 def _losses(voters: Sequence[VoterLog], events: Sequence[Mapping], committed_end: int) -> list[Violation]:
     majority = len(voters) // 2 + 1
-    wanted: dict[int, int | None] = {offset: None for offset in range(committed_end)}
+    # offset -> the epochs in which it was reported committed: two epochs for one offset mean a committed record
+    # was replaced (a leader elected without it, e.g. by a voter that lost its disk), and one of them is lost
+    wanted: dict[int, set[int | None]] = {offset: {None} for offset in range(committed_end)}
     for event in events:
         if event.get("kind") == "metadata_committed" and event["offset"] > 0:
-            wanted[event["offset"] - 1] = event["epoch"]
+            epochs = wanted.setdefault(event["offset"] - 1, set())
+            epochs.discard(None)
+            epochs.add(event["epoch"])
     found = []
-    for offset, epoch in sorted(wanted.items()):
+    for offset, epoch in sorted((o, e) for o, epochs in wanted.items() for e in epochs):
         holders = [v.node for v in voters if v.holds(offset, epoch)]
         if len(holders) < majority:
             said = "" if epoch is None else f" in epoch {epoch}"

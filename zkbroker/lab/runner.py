@@ -34,10 +34,12 @@ from pathlib import Path
 from typing import Protocol
 
 from zkbroker import admin, fault_points, timeline
+from zkbroker.client.admin_client import AdminClient, AdminError
 from zkbroker.config import parse_properties
 from zkbroker.lab import kraft_lab, recorder
 from zkbroker.lab.checker import Attempt, Report, check
 from zkbroker.lab.cluster import LabCluster, LabError
+from zkbroker.lab.kraft_observer import KRaftObserver
 from zkbroker.lab.lab_security import LabClients
 from zkbroker.lab.narration import format_line
 from zkbroker.lab.observer import LabObserver, Unknown, cut_log
@@ -47,6 +49,7 @@ from zkbroker.lab.recorder import RecordingProducer
 from zkbroker.lab.scenario import KRAFT_MODES, Scenario, Step, fault_parameters
 from zkbroker.lab.spark_read import SparkRead
 from zkbroker.lab.spark_stream import SparkStream
+from zkbroker.protocol.errors import ErrorCode
 from zkbroker.topic_partition import TopicPartition
 
 # The verdicts from gravest to mildest (DESIGN §10).
@@ -56,6 +59,9 @@ DEFAULT_WAIT_MS = 30000
 NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "raft_state",
                   "vote", "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started",
                   "stream_batch", "stream_stopped", "stream_failed")
+# The conditions a KRaft mode reads from the quorum; the others from the brokers' metadata images (KRaftObserver).
+QUORUM_CONDITIONS = ("controller_elected", "controller_changed", "controller_epoch")
+ZOOKEEPER_ONLY_CONDITIONS = ("transactions_at_most", "deletion_pending")
 STREAM_STOP_MS = 120000  # how long a stream's running batch may take to finish once it is asked to stop
 
 
@@ -196,10 +202,11 @@ class ScenarioRun:
         started = time.monotonic()
         try:
             self._up()
-            if not self.kraft:  # a KRaft lab has no ZooKeeper to observe: its quorum is asked directly
-                self.observer = LabObserver(self.lab)
+            # A KRaft lab has no ZooKeeper to observe: its brokers' metadata images and its quorum are asked
+            if not self.kraft or self.scenario.brokers:
+                self.observer = KRaftObserver(self.lab) if self.kraft else LabObserver(self.lab)
                 self._log_marks = {b.id: len(self.observer.server_log(b.id)) for b in self.observer.cluster.brokers}
-            steps = [s for s in self.scenario.steps if s.mode in (None, self.mode)]
+            steps = [s for s in self.scenario.steps if s.runs_in(self.mode)]
             for index, step in enumerate(steps):
                 if self.stepper is not None:
                     self.stepper.wait(self.label, index, step, self.cancelled)
@@ -241,7 +248,8 @@ class ScenarioRun:
         if self.kraft:
             self.lab.up(kraft=True, controllers=self.scenario.controllers, brokers=self.scenario.brokers,
                         network=self.scenario.network, subnet=self.subnet if self.scenario.network else None,
-                        config=[f"{k}={v}" for k, v in config.items()], security=self.security)
+                        config=[f"{k}={v}" for k, v in config.items()], security=self.security,
+                        directory_ids=self.spec.directory_ids)
             self._timeline_seen = len(timeline.read(self.lab.timeline_file))
             self._check_cancelled()
             return
@@ -296,16 +304,20 @@ class ScenarioRun:
 
     def _create_topic(self, step: Step, topic: str, partitions: int = 1, replication_factor: int | None = None,
                       replicas: list | None = None, config: dict | None = None, wait: bool = True) -> None:
-        zk = self.observer.zk
+        configs = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (config or {}).items()}
         if replicas is not None:  # a row per partition, or one row for every partition
             rows = replicas if replicas and isinstance(replicas[0], list) else [replicas] * partitions
             assignment = {p: tuple(self._broker(b) for b in row) for p, row in enumerate(rows)}
         else:
-            assignment = admin.assign_replicas_to_brokers(admin.live_broker_ids(zk), partitions,
+            live = sorted(self.observer.registered()) if self.kraft else admin.live_broker_ids(self.observer.zk)
+            assignment = admin.assign_replicas_to_brokers(live, partitions,
                                                           replication_factor or min(3, self.scenario.brokers))
         try:
-            admin.write_topic(zk, topic, assignment, {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                                      for k, v in (config or {}).items()})
+            if self.kraft:  # CreateTopics, which a broker forwards to the active controller (KIP-590)
+                self._admin(lambda client: client.create_topics(
+                    [{"name": topic, "assignments": assignment, "configs": configs}]), topic)
+            else:
+                admin.write_topic(self.observer.zk, topic, assignment, configs)
         except admin.AdminError as e:
             raise StepFailed(str(e)) from None
         self.topics.add(topic)
@@ -330,6 +342,8 @@ class ScenarioRun:
         DIR/consumer-NAME.log. By default a 0.8.2 high-level consumer (zkbroker console-consumer) of a ZooKeeper
         group, consumer id GROUP_NAME; with `coordinator` a confluent-kafka subscribe() member of a coordinator
         group, client.id NAME (zkbroker/lab/group_member.py), CONFIG being librdkafka settings."""
+        if self.kraft and not coordinator:
+            raise StepFailed("a 0.8.2 ZooKeeper consumer has no KRaft form (coordinator = true is a group member)")
         if coordinator:
             self.coordinator_groups.add(group)
             command = [sys.executable, "-m", "zkbroker.lab.group_member", *self._clients().command_config(),
@@ -410,7 +424,23 @@ class ScenarioRun:
                  + (f": {status['error']}" if status.get("error") else "")
                  + (f"; its committed batches end at {offsets}" if offsets else ""))
 
+    def _admin(self, request: Callable[[AdminClient], dict], topic: str) -> None:
+        """An Admin API request about one topic (a KRaft lab's topics are created and deleted so); StepFailed
+        naming the error a broker answered with."""
+        try:
+            with AdminClient(self._bootstrap(), client_id="zkbroker-scenario", timeout_s=30) as client:
+                answer = request(client)[topic]
+        except (OSError, AdminError) as e:
+            raise StepFailed(f"no broker took the request about topic {topic}: {e}") from None
+        code = answer[0] if isinstance(answer, tuple) else answer
+        if code != ErrorCode.NONE:
+            raise StepFailed(f"the request about topic {topic} was refused: {ErrorCode(code).name}"
+                             + (f" ({answer[1]})" if isinstance(answer, tuple) and answer[1] else ""))
+
     def _delete_topic(self, step: Step, topic: str) -> None:
+        if self.kraft:
+            self._admin(lambda client: client.delete_topics([topic]), topic)
+            return
         if not admin.mark_topic_for_deletion(self.observer.zk, topic):
             raise StepFailed(f"topic {topic} is already marked for deletion")
 
@@ -498,6 +528,8 @@ class ScenarioRun:
             signal_process(process.pid, {"kill": signal.SIGKILL, "pause": signal.SIGSTOP,
                                          "resume": signal.SIGCONT}[action])
             return
+        if "broker" in target and self.kraft and target["broker"] in ("controller", *self._controller_names()):
+            target = {**{k: v for k, v in target.items() if k != "broker"}, "controller": target["broker"]}
         if "controller" in target:
             node = self._controller(target["controller"])
             if "as" in target:
@@ -557,6 +589,16 @@ class ScenarioRun:
         self.say(f"[{self.label}]     {topic}-{partition} on broker {broker_id} keeps {keep} messages; "
                  f"{removed} lost with the unflushed tail")
 
+    def _lose_disk(self, step: Step, controller: int | str) -> None:
+        node = self._controller(controller)
+        entry = self.lab.load().controller(node)
+        if entry.pid is not None and process_state(entry.pid) != "dead":
+            raise StepFailed(f"controller {node} is running; a disk is replaced with the node down (kill or stop it "
+                             f"first)")
+        directory_id = kraft_lab.lose_disk(entry)
+        self.say(f"[{self.label}]     controller {node}'s log dir is empty and formatted again (directory id "
+                 f"{directory_id})")
+
     def _sleep(self, step: Step, ms: int) -> None:
         self._idle(ms / 1000)
 
@@ -608,8 +650,10 @@ class ScenarioRun:
     # ---- conditions ----------------------------------------------------------------------------------------------
 
     def _holds(self, condition: str, args: dict) -> bool:
-        if self.kraft:
+        if self.kraft and (condition in QUORUM_CONDITIONS or self.observer is None):
             return self._holds_kraft(condition, args)
+        if self.kraft and condition in ZOOKEEPER_ONLY_CONDITIONS:
+            raise StepFailed(f"the condition {condition} reads ZooKeeper and has no KRaft form")
         o = self.observer
         broker = self._broker(args["broker"]) if "broker" in args and condition != "controller_changed" else None
         topic, partition = args.get("topic"), args.get("partition", 0)
@@ -752,6 +796,10 @@ class ScenarioRun:
             return quorum["epoch"] == args["size"]
         raise StepFailed(f"the condition {condition} has no KRaft form yet (the KRaft modes read the quorum only)")
 
+    def _controller_names(self) -> list[str]:
+        """The `as` names bound to controllers (a choose of broker "controller" in a KRaft mode)."""
+        return [name for name, node in self.names.items() if node >= kraft_lab.FIRST_CONTROLLER_ID]
+
     def _controller(self, target: int | str) -> int:
         """A controller's node id from an id, "active" / "controller" (the quorum's leader now), "follower" (the
         lowest running voter that does not lead) or a name bound with `as`."""
@@ -769,6 +817,12 @@ class ScenarioRun:
             others = [r["id"] for r in rows if r["id"] != leader and r["process"] == "running"]
             if not others:
                 raise StepFailed("no running controller follows now")
+            return others[0]
+        if target.startswith("not:"):
+            excluded = {int(part) if part.isdigit() else self._controller(part) for part in target[4:].split(",")}
+            others = [r["id"] for r in rows if r["id"] not in excluded and r["process"] == "running"]
+            if not others:
+                raise StepFailed(f"every running controller is one of {target[4:]}")
             return others[0]
         raise StepFailed(f"no controller is called {target!r}")
 
@@ -823,7 +877,10 @@ class ScenarioRun:
 
     def _finish_kraft(self) -> None:
         """A KRaft mode's verdict: the quorum checker's Raft invariants on every voter's log dir, and the longest
-        time without a quorum leader (from the timeline's raft_state events) against max_unavailable_ms."""
+        time without a quorum leader (from the timeline's raft_state events) against max_unavailable_ms; with
+        brokers, also the data verdict of ZooKeeper mode's end (every replica read, the checker), and the gravest
+        of the two. The unavailability allowed is then the partitions' (the checker's), the quorum's being
+        reported beside it."""
         self._wait_for(lambda: self._quorum()["agreed"] is not None, self.scenario.settle_ms, "a quorum leader",
                        quiet=True)
         controllers = self.lab.load().controllers
@@ -836,12 +893,17 @@ class ScenarioRun:
         self.result.quorum = {"violations": [{"invariant": v.invariant, "detail": v.detail}
                                              for v in report.violations],
                               "leaderless_ms_max": max(gaps, default=0.0)}
-        self.result.report = check([], [], events)
         verdict = "ok"
         if report.violations:
             verdict = "divergent" if any(v.invariant == "committed-diverged" for v in report.violations) else "lost"
-        elif self.spec.max_unavailable_ms is not None and max(gaps, default=0.0) > self.spec.max_unavailable_ms:
+        elif self.observer is None and self.spec.max_unavailable_ms is not None \
+                and max(gaps, default=0.0) > self.spec.max_unavailable_ms:
             verdict = "unavailable"
+        if self.observer is not None:
+            self._finish_data()
+            verdict = gravest(verdict, self.result.verdict)
+        else:
+            self.result.report = check([], [], events)
         if self.result.stuck:
             verdict = gravest(verdict, "stuck")
         self.result.verdict = verdict
@@ -851,7 +913,12 @@ class ScenarioRun:
     def _finish(self) -> None:
         if self.kraft:
             self._finish_kraft()
-            return
+        else:
+            self._finish_data()
+
+    def _finish_data(self) -> None:
+        """The data verdict: the producers' history, every replica of the partitions written and the reads, judged
+        by the checker, with the waits that were stuck or slow."""
         if self.until_end:
             # The last step healed the last fault; a partition still recovering refuses writes for a moment. Stop
             # once each producer has had a write acknowledged again (or after settle_ms): ending sooner would judge
@@ -990,6 +1057,8 @@ def describe_step(step: Step) -> str:
     if step.action == "choose":
         return (f"call controller {f['controller']} {f['as']}" if "controller" in f
                 else f"call broker {f['broker']} {f['as']}")
+    if step.action == "lose_disk":
+        return f"controller {f['controller']} loses its disk (formatted again, empty)"
     if step.action == "cut_log":
         return f"broker {f['broker']} loses {f['topic']}-{f.get('partition', 0)}'s log after {f['keep']} messages"
     return step.action
@@ -1019,8 +1088,8 @@ def _condition_words(condition: str, f: dict) -> str:
         "topic_exists": f"topic {f.get('topic')} exists",
         "topic_deleted": f"topic {f.get('topic')} is deleted",
         "deletion_pending": f"topic {f.get('topic')} is marked for deletion",
-        "zookeeper_quorum": "a ZooKeeper quorum serves",
-        "zookeeper_quorum_lost": "no ZooKeeper quorum serves",
+        "zookeeper_quorum": "a quorum serves (ZooKeeper's; in KRaft, the controllers')",
+        "zookeeper_quorum_lost": "no quorum serves (ZooKeeper's; in KRaft, the controllers')",
         "running": f"broker {broker}'s process runs",
         "log_contains": (f"consumer {f['consumer']}" if "consumer" in f else f"broker {broker}")
         + f" logs /{f.get('pattern')}/",
@@ -1086,7 +1155,8 @@ def modes_to_run(scenario: Scenario, mode: str) -> list[str]:
                            f"({', '.join(scenario.modes)})")
         return both
     if mode not in scenario.modes:
-        why = f": {scenario.why_one_mode}" if scenario.why_one_mode else ""
+        why = f": {scenario.no_kraft}" if scenario.no_kraft and mode in KRAFT_MODES \
+            else f": {scenario.why_one_mode}" if scenario.why_one_mode else ""
         raise LabError(f"Scenario {scenario.name} has no {mode} mode{why}")
     return [mode]
 

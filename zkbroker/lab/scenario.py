@@ -133,7 +133,8 @@ _SERVER = {"broker": _TARGET, "zookeeper": _TARGET, "controller": _TARGET, "as":
 # A spark_stream step's stream can be killed (SIGKILL), stopped (SIGTERM: its running batch finishes) and started
 # again on its checkpoint; `stream` names it.
 _STREAM = {"stream": _STR}
-_COMMON = {"action": _STR, "narrate": _STR, "mode": _STR}
+# `mode`: the step runs in that mode only, or (a list) in those modes only
+_COMMON = {"action": _STR, "narrate": _STR, "mode": (str, list)}
 # Fields a wait or expect step has beside its condition's.
 _WAIT = {"condition": _STR, "timeout_ms": _INT, "slow_ms": _INT}
 _EXPECT = {"condition": _STR}
@@ -168,17 +169,21 @@ STEPS: dict[str, Shape] = {
     "fault": Shape({"point": _STR, "broker": _TARGET, "count": _INT, "ms": _INT, "write": _STR, "stop": _STR,
                     "phase": _STR}, ("point", "broker")),
     "heal_faults": Shape({"broker": _TARGET, "point": _STR}, ("broker",)),
+    # a controller's log dir lost and formatted again (it must be down): an empty voter (KIP-853's case)
+    "lose_disk": Shape({"controller": _TARGET}, ("controller",)),
     "cut_log": Shape({"broker": _TARGET, "topic": _STR, "partition": _INT, "keep": _INT}, ("broker", "topic", "keep")),
     "wait": Shape(_WAIT, ("condition",)),
     "expect": Shape(_EXPECT, ("condition",)),
     "sleep": Shape({"ms": _INT}, ("ms",)),
 }
 
-_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "cluster": (dict,),
+_TOP = {"name": _STR, "source": _STR, "summary": _STR, "why_one_mode": _STR, "faithful": _STR, "no_kraft": _STR,
+        "cluster": (dict,),
         "modes": (dict,), "steps": (list,)}
 CLUSTER_FIELDS = {"brokers": _INT, "zookeepers": _INT, "controllers": _INT, "network": (bool,), "config": (dict,),
                   "settle_ms": _INT}
-_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR}
+# directory_ids (KRaft modes): the lab names its voters with their log dirs' directory ids (KIP-853, Kafka 3.8+)
+_MODE = {"config": (dict,), "expect": _STR, "max_unavailable_ms": _INT, "why": _STR, "directory_ids": (bool,)}
 
 
 # The catalogue shipped in the package (zkbroker/lab/scenarios/NAME.toml), in the order `lab scenario list` shows.
@@ -187,8 +192,8 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-5642-many-partitions", "zk-consumer-herd", "stuck-topic-deletion", "kafka-1546-isr-flapping",
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
              "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
-             "producer-dies-mid-transaction", "kafka-12671-hanging-transaction", "raft-check-quorum-resign",
-             "raft-pre-vote-disruption")
+             "producer-dies-mid-transaction", "kafka-12671-hanging-transaction", "controller-failover",
+             "raft-check-quorum-resign", "raft-pre-vote-disruption", "raft-lost-disk")
 
 
 class ScenarioError(ValueError):
@@ -200,8 +205,11 @@ class Step:
     action: str
     fields: dict[str, Any]
     narrate: str = ""
-    mode: str | None = None  # a step of one mode only
+    mode: tuple[str, ...] | None = None  # a step of these modes only (None: of every mode)
     line: int = 0
+
+    def runs_in(self, mode: str) -> bool:
+        return self.mode is None or mode in self.mode
 
 
 @dataclass(frozen=True)
@@ -210,6 +218,7 @@ class ModeSpec:
     expect: str
     max_unavailable_ms: int | None = None
     why: str = ""  # what happens in this mode, and which switch makes the difference
+    directory_ids: bool = False  # a KRaft mode's voters known by their directory ids too (KIP-853)
 
 
 @dataclass(frozen=True)
@@ -228,6 +237,7 @@ class Scenario:
     faithful: str | None = None  # where the run departs from what 0.8.2 did, said plainly
     settle_ms: int = 10000  # how long the end of a run waits for leaders and ISRs to settle before reading
     controllers: int = 3  # the KRaft modes' quorum ([cluster] controllers, DESIGN §17)
+    no_kraft: str | None = None  # why the failure has no KRaft form (no kraft mode), said plainly
 
     @property
     def fault_points(self) -> bool:
@@ -299,8 +309,12 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
         check.require(spec, "expect", ("modes", mode))
         if spec["expect"] not in VERDICTS:
             check.fail(("modes", mode), "expect", f"unknown verdict {spec['expect']!r}; allowed: {', '.join(VERDICTS)}")
+        if spec.get("directory_ids") and mode not in KRAFT_MODES:
+            check.fail(("modes", mode), "directory_ids", "directory_ids names KRaft voters: a kraft mode's only")
         modes[mode] = ModeSpec(server_settings(spec.get("config", {})), spec["expect"],
-                               spec.get("max_unavailable_ms"), spec.get("why", ""))
+                               spec.get("max_unavailable_ms"), spec.get("why", ""), spec.get("directory_ids", False))
+    if "no_kraft" in doc and any(m in KRAFT_MODES for m in modes):
+        check.fail((), "no_kraft", "no_kraft says why a scenario has no KRaft mode; this one has one")
     if len(modes) == 1 and "why_one_mode" not in doc:
         check.fail((), None, "a scenario with one mode says why in why_one_mode")
 
@@ -315,7 +329,7 @@ def parse_scenario(text: str, filename: str = "<scenario>") -> Scenario:
     return Scenario(doc["name"], doc["source"], doc["summary"], cluster.get("brokers", 3), zookeepers,
                     cluster.get("network", False), server_settings(cluster.get("config", {})), modes, steps,
                     doc.get("why_one_mode"), filename, doc.get("faithful"), cluster.get("settle_ms", 10000),
-                    cluster.get("controllers", 3))
+                    cluster.get("controllers", 3), doc.get("no_kraft"))
 
 
 class Names:
@@ -361,9 +375,10 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     else:
         check.fields(step, {**_COMMON, **shape.fields}, where, what=f"field of a {action} step")
     _shape(check, where, step, shape, f"a {action} step")
-    if "mode" in step and step["mode"] not in modes:
+    only = step_only_in(step.get("mode"))
+    if only is not None and (not only or any(m not in modes for m in only)):
         check.fail(where, "mode", f"mode {step['mode']!r} is not one of this scenario's: {', '.join(modes)}")
-    step_modes = frozenset([step["mode"]]) if "mode" in step else names.all_modes
+    step_modes = frozenset(only) if only is not None else names.all_modes
     if action in ("fault", "heal_faults") and "point" in step and step["point"] not in FAULT_POINTS:
         check.fail(where, "point", f"unknown fault point {step['point']!r}; allowed: {', '.join(FAULT_POINTS)}")
     if action == "spark_stream" and "trigger" in step:
@@ -391,7 +406,14 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     _references(check, where, step, names, step_modes, brokers, zookeepers, controllers)
     _give_names(check, where, step, names, step_modes)
     return Step(action, {k: v for k, v in step.items() if k not in _COMMON}, step.get("narrate", ""),
-                step.get("mode"), check.line(where, "action"))
+                only, check.line(where, "action"))
+
+
+def step_only_in(mode: str | list | None) -> tuple[str, ...] | None:
+    """A step's `mode` field as the modes it runs in (None: every mode)."""
+    if mode is None:
+        return None
+    return (mode,) if isinstance(mode, str) else tuple(m if isinstance(m, str) else repr(m) for m in mode)
 
 
 def _shape(check: Checker, where: tuple, step: dict, shape: Shape, what: str) -> None:
@@ -496,11 +518,15 @@ def _target_known(target: str, names: Names, modes: frozenset[str], brokers: int
 
 def _controller_known(target: Any, names: Names, modes: frozenset[str], controllers: int) -> bool:
     """A controller by node id (3001...), "active" (the quorum's leader then), "follower" (a voter that does not
-    lead then), or a name given earlier with `as` (by a controller step, or a choose of broker "controller")."""
+    lead then), "not:A,B" (the lowest running one that is none of those), or a name given earlier with `as` (by a
+    controller step, or a choose of broker "controller")."""
     if isinstance(target, bool):
         return False
     if isinstance(target, int):
         return 3001 <= target <= 3000 + controllers
+    if isinstance(target, str) and target.startswith("not:"):  # the lowest running controller that is none of those
+        return all(_controller_known(int(part) if part.isdigit() else part, names, modes, controllers)
+                   for part in target[4:].split(","))
     return isinstance(target, str) and (target in ("active", "follower") or names.known("controller", target, modes)
                                         or names.known("broker", target, modes))
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from zkbroker.lab.lab_security import PROTOCOLS
-from zkbroker.lab.scenario import Scenario, ScenarioError, catalogue, find_scenario, load_scenario
+from zkbroker.lab.scenario import KRAFT_MODES, Scenario, ScenarioError, catalogue, find_scenario, load_scenario
 
 MODE_CHOICES = ("0.8", "fixed", "both")
 #: `lab scenario run --mode`: a KRaft mode (DESIGN §17) or all of a scenario's modes too.
@@ -74,7 +74,9 @@ def _list(args: argparse.Namespace) -> int:
                           for s in scenarios], indent=2))
         return 0
     rows = [("NAME", "SOURCE", "MODES", "SUMMARY")]
-    rows += [(s.name, s.source, ",".join(s.modes), s.summary) for s in scenarios]
+    # a scenario whose failure has no KRaft form says so where its KRaft modes would be
+    rows += [(s.name, s.source, ",".join(s.modes) + (" (no kraft)" if s.no_kraft else ""), s.summary)
+             for s in scenarios]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
@@ -90,7 +92,7 @@ def format_scenario(s: Scenario) -> str:
     from zkbroker.lab.runner import describe_step
 
     lines = [f"{s.name}: {s.summary}", f"Source: {s.source}",
-             f"Cluster: {s.brokers} brokers, {s.zookeepers} ZooKeeper server{'s' if s.zookeepers > 1 else ''}"
+             f"Cluster: {s.brokers} brokers, " + _quorums(s)
              + (", a lab network (needs root)" if s.network else "")
              + (f"; {_settings(s.config)}" if s.config else "")]
     for mode, spec in s.modes.items():
@@ -99,15 +101,26 @@ def format_scenario(s: Scenario) -> str:
             lines.append(f"    {spec.why}")
     if s.why_one_mode:
         lines.append(f"One mode only: {s.why_one_mode}")
+    if s.no_kraft:
+        lines.append(f"No KRaft form: {s.no_kraft}")
     if s.faithful:
         lines.append(f"How faithful: {s.faithful}")
     lines.append("Steps:")
     for number, step in enumerate(s.steps, start=1):
-        only = f" [{step.mode} only]" if step.mode else ""
+        only = f" [{', '.join(step.mode)} only]" if step.mode else ""
         lines.append(f"  {number:>2}. {describe_step(step)}{only}")
         if step.narrate:
             lines.append(f"      {step.narrate}")
     return "\n".join(lines)
+
+
+def _quorums(s: Scenario) -> str:
+    """The ZooKeeper ensemble and the KRaft quorum a scenario's modes run on."""
+    controllers = f"{s.controllers} KRaft controllers"
+    if set(s.modes) <= set(KRAFT_MODES):
+        return controllers
+    ensemble = f"{s.zookeepers} ZooKeeper server{'s' if s.zookeepers > 1 else ''}"
+    return ensemble + (f" ({controllers} in the KRaft modes)" if set(s.modes) & set(KRAFT_MODES) else "")
 
 
 def _settings(config: dict[str, str]) -> str:
@@ -174,6 +187,8 @@ def format_result(result) -> str:
                          f"between brokers {', '.join(map(str, divergence.values))}")
         for read in run.report.read_divergences[:3]:
             lines.append(f"  {run.mode}: {read.cause}")
+        for violation in (run.quorum or {}).get("violations", [])[:5]:
+            lines.append(f"  {run.mode}: Raft {violation['invariant']}: {violation['detail']}")
         for what in run.stuck + run.slow + run.failures:
             lines.append(f"  {run.mode}: {what}")
     if len(result.runs) == 2:

@@ -312,8 +312,10 @@ class RaftManager:
         return wire.from_body(api_key, version, False, body)
 
     async def _exchange(self, destination: int, correlation_id: int, request: m.Request) -> None:
-        if isinstance(request, m.FetchRequest):
-            while FAULTS.fetchers_held and not self._stopped:  # the lab's hold_fetchers: cut off from the leader
+        # The lab's hold_fetchers cuts a voter off from its leader; a broker's metadata fetches (an observer's) go on:
+        # there the point holds the replica fetchers only, as in ZooKeeper mode (KAFKA-1211 in a KRaft lab).
+        if isinstance(request, m.FetchRequest) and self.config.node_id in self.voters:
+            while FAULTS.fetchers_held and not self._stopped:
                 await asyncio.sleep(0.05)
         response = await self._call(destination, request)
         if response is None or self._stopped:

@@ -113,6 +113,9 @@ class KafkaServer:
         self.duties = Duties(self.prefix)
         self.lab_control = self._lab_control()
 
+    def _connections(self) -> list[dict]:
+        return self.socket_server.connections() if self.socket_server is not None else []
+
     def _lab_control(self) -> LabControlServer | None:
         """In a lab (ZKBROKER_LAB_CONTROL set), the control socket and the fault points the lab wants in force
         from the first instant (ZKBROKER_LAB_FAULTS); outside one, nothing."""
@@ -122,7 +125,7 @@ class KafkaServer:
         FAULTS.source = f"broker:{self.broker_id}"
         handler = control.ControlHandler(FAULTS, BrokerState(self.broker_id, self.zk, self.metadata_cache,
                                                              self.controller, lambda: self.replica_manager, FAULTS,
-                                                             self.quotas))
+                                                             self.quotas, self._connections))
         for request in control.initial_faults(os.environ.get(control.FAULTS_ENV_VAR)):
             answer = handler.handle(request)
             if not answer["ok"]:

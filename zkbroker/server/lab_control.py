@@ -96,7 +96,7 @@ class BrokerState:
 
     def __init__(self, broker_id: int, zk: ZkClient, metadata_cache: MetadataCache, controller: KafkaController,
                  replica_manager: Callable[[], ReplicaManager | None], faults: FaultPoints,
-                 quotas: ClientQuotas | None = None) -> None:
+                 quotas: ClientQuotas | None = None, connections: Callable[[], list[dict]] | None = None) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.metadata_cache = metadata_cache
@@ -104,6 +104,7 @@ class BrokerState:
         self.replica_manager = replica_manager
         self.faults = faults
         self.quotas = quotas
+        self.connections = connections  # the socket server's, once it listens
 
     def __call__(self) -> dict:
         snapshot = self.metadata_cache.snapshot
@@ -119,6 +120,7 @@ class BrokerState:
             "controller": self.controller.lab_state(),
             "faults": self.faults.in_force(),
             "quotas": self.quotas.usage() if self.quotas is not None else [],
+            "connections": self.connections() if self.connections is not None else [],
         }
 
 
@@ -156,6 +158,7 @@ class KRaftBrokerState:
             "controller": None,
             "faults": self.faults.in_force(),
             "quotas": [],
+            "connections": server.socket_server.connections() if server.socket_server is not None else [],
         }
 
 

@@ -216,6 +216,15 @@ class SocketServer:
             self._per_ip[address] += 1
             self._connections.add(_Connection(self, sock, peer, address, spec))
 
+    def connections(self) -> list[dict]:
+        """Each open connection: the listener it came in on and its protocol, the principal it acts as (Kafka's
+        User:ANONYMOUS until a SASL exchange completes), the client id of its last request and its address --
+        for the lab's `state`, as Kafka's per-connection metrics tell an operator who is connected as whom."""
+        return [{"listener": c.listener.name, "security_protocol": c.listener.security_protocol.value,
+                 "principal": c.session.principal, "authenticated": c.authenticator is None or c.authenticator.complete,
+                 "client_id": c.client_id, "address": c.name.rpartition("#")[0]}
+                for c in sorted(self._connections, key=lambda c: (c.listener.name, c.name))]
+
     def _closed(self, connection: _Connection) -> None:
         self._connections.discard(connection)
         self._per_ip[connection.address] -= 1
@@ -299,6 +308,7 @@ class _Connection:
         name = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.name = f"{name}#{next(_connection_ids)}"
         self.session = Session(ANONYMOUS, address, listener.name)
+        self.client_id: str | None = None  # its last request's
         if not self.tls:  # a TLS connection reads once its handshake is done
             self._resume_reading()
         self.task = self.loop.create_task(self._serve())
@@ -389,6 +399,7 @@ class _Connection:
                     await self._authenticate(frame)
                     continue
                 header, body_offset = parse_request_header(frame)
+                self.client_id = header.client_id
                 self.handling = True
                 try:
                     response = await apis.handle(header, frame, body_offset)

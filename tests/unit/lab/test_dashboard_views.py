@@ -181,3 +181,28 @@ def test_the_strip_is_rendered_with_the_controller_and_escapes_what_it_shows():
     assert '<b id="controller-broker">2</b>' in html and '<b id="controller-epoch">3</b>' in html
     assert 'data-broker="2"' in html and "is-controller" in html
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_the_security_view_lists_who_is_connected_as_whom_and_marks_a_recent_throttle():
+    from zkbroker.lab.dashboard.broker_state import parse_state
+    from zkbroker.lab.dashboard.views import security_view
+
+    state = {"broker": 1, "connections": [
+        {"listener": "SASL_SSL", "security_protocol": "SASL_SSL", "principal": "User:broker", "authenticated": True,
+         "client_id": "controller-1", "address": "127.0.0.1:2"},
+        {"listener": "SASL_SSL", "security_protocol": "SASL_SSL", "principal": "User:alice", "authenticated": True,
+         "client_id": "p", "address": "127.0.0.1:1"}, "not a connection"],
+        "quotas": [{"quota": "producer_byte_rate", "user": "alice", "client_id": None, "bound": 4096.0, "rate": 5000.0,
+                    "throttle_ms": 39, "throttled_s_ago": 2.5},
+                   {"quota": "consumer_byte_rate", "user": "bob", "client_id": None, "bound": 10.0, "rate": 0.0,
+                    "throttle_ms": 0, "throttled_s_ago": None}]}
+    view = security_view({1: parse_state(state, 1)}, {"protocol": "SASL_SSL", "mechanisms": ["PLAIN"],
+                                                      "admin": {"username": "admin", "password": "secret"}})
+    assert [(c["principal"], c["listener"]) for c in view["connections"]] == [("User:alice", "SASL_SSL"),
+                                                                               ("User:broker", "SASL_SSL")]
+    assert view["principals"] == [{"principal": "User:alice", "connections": 1},
+                                  {"principal": "User:broker", "connections": 1}]
+    assert [(q["user"], q["throttled"]) for q in view["quotas"]] == [("alice", True), ("bob", False)]
+    assert "secret" not in str(view) and view["protocol"] == "SASL_SSL"
+    assert security_view({}, None) == {"protocol": "PLAINTEXT", "mechanisms": [], "principals": [],
+                                       "connections": [], "quotas": []}

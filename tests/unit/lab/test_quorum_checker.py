@@ -89,6 +89,16 @@ def test_a_committed_offset_held_in_another_epoch_counts_as_lost():
     assert violation.invariant == LOST and "in epoch 1" in violation.detail
 
 
+def test_an_offset_committed_in_one_epoch_then_in_another_is_a_loss_though_every_voter_agrees_now():
+    """A voter that lost its disk votes a stale voter in; the new leader commits its own record at the offset the
+    old leader had committed, and the old leader, back, truncates to it: the logs agree, the timeline does not."""
+    voters = [voter_log(n, [(0, 1, "a"), (1, 5, "new")], high_watermark=2) for n in (1, 2, 3)]
+    events = [{"kind": "metadata_committed", "offset": 2, "epoch": 1},
+              {"kind": "metadata_committed", "offset": 2, "epoch": 5}]
+    (violation,) = check_quorum(voters, events).violations
+    assert violation.invariant == LOST and violation.detail.startswith("committed offset 1 in epoch 1 is held by 0")
+
+
 def test_offsets_covered_by_a_snapshot_are_held_not_compared(tmp_path):
     snapshotted = read_voter_log(1, write_log(tmp_path, 1, [feature(8, 2, 1)], snapshot_end=2), high_watermark=3)
     assert snapshotted.snapshot_end == 2 and snapshotted.holds(0) and snapshotted.holds(1)

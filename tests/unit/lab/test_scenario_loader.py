@@ -86,7 +86,7 @@ def test_a_scenario_loads_with_its_cluster_modes_and_steps(tmp_path):
     assert produce.fields == {"topic": "t", "count": 2, "acks": "all"}
     assert produce.narrate == "m1 and m2 are acknowledged once both replicas have them"
     assert produce.line == 26  # its `action =` line
-    assert scenario.steps[4].mode == "0.8" and scenario.file == str(path)
+    assert scenario.steps[4].mode == ("0.8",) and scenario.file == str(path)
 
 
 def test_an_unknown_step_names_the_file_the_line_and_the_steps():
@@ -199,3 +199,41 @@ def test_transactional_produce_and_read_steps_are_checked():
     fails(scenario_with_step('action = "read"\ntopic = "t"\nisolation_level = "serializable"\n'),
           "isolation_level must be one of read_committed, read_uncommitted")
     fails(KAFKA_1211.replace('expect = "lost"', 'expect = "torn-apart"'), "unknown verdict")
+
+
+def test_a_step_of_several_modes_and_a_lost_disk_of_the_kraft_modes_only():
+    text = """name = "x"
+source = "s"
+summary = "s"
+why_one_mode = "w"
+
+[cluster]
+brokers = 1
+
+[modes.kraft]
+expect = "ok"
+why = "w"
+
+[modes."kraft-fixed"]
+directory_ids = true
+expect = "ok"
+why = "w"
+
+[[steps]]
+action = "kill"
+controller = "active"
+as = "gone"
+
+[[steps]]
+action = "lose_disk"
+controller = "gone"
+mode = ["kraft", "kraft-fixed"]
+"""
+    scenario = parse_scenario(text)
+    assert scenario.modes["kraft-fixed"].directory_ids and not scenario.modes["kraft"].directory_ids
+    lose = scenario.steps[1]
+    assert lose.mode == ("kraft", "kraft-fixed") and lose.runs_in("kraft") and not lose.runs_in("0.8")
+    with pytest.raises(ScenarioError, match="mode \\['kraft', 'fixed'\\] is not one of this scenario's"):
+        parse_scenario(text.replace('mode = ["kraft", "kraft-fixed"]', 'mode = ["kraft", "fixed"]'))
+    with pytest.raises(ScenarioError, match="directory_ids names KRaft voters"):
+        parse_scenario(text.replace("[modes.kraft]", '[modes.fixed]\ndirectory_ids = true'))

@@ -40,3 +40,32 @@ def test_only_the_active_controller_reports_the_decisions(tmp_path, monkeypatch)
     listener.handle_commit(6, 6, 2, unfence)
     events = timeline.read(path)
     assert [(e["source"], e["kind"], e["broker"]) for e in events] == [("controller:3002", "broker_unfenced", 2)]
+
+
+TOPIC_ID = b"\x01" * 16
+
+
+def _partition(leader: int, isr: list[int]) -> tuple:
+    from zkbroker.metadata.partition import PartitionRegistration
+
+    return PartitionRegistration((1, 2), tuple(isr), leader).to_record(TOPIC_ID, 0)
+
+
+def test_partition_records_become_leader_and_isr_changes_named_by_topic_on_the_active_controller_only(
+        tmp_path, monkeypatch):
+    from zkbroker.metadata.partition import partition_change
+    from zkbroker.metadata.records import TOPIC
+
+    path = tmp_path / timeline.FILE_NAME
+    monkeypatch.setenv(timeline.ENV_VAR, str(path))
+    listener = FencingTimeline(3002)
+    listener.handle_leader_change(3001, 1)
+    listener.handle_commit(0, 1, 1, [record(TOPIC, name="t", topic_id=TOPIC_ID), _partition(1, [1, 2])])
+    listener.handle_leader_change(3002, 2)  # a standby kept the partitions: it can say what changed when it leads
+    listener.handle_commit(2, 3, 2, [partition_change(TOPIC_ID, 0, leader=2, isr=(2,)),
+                                     partition_change(TOPIC_ID, 0, isr=(2, 1))])
+    events = timeline.read(path)
+    assert [(e["source"], e["kind"], e["leader"], e["leader_epoch"], e["isr"], e["partition_epoch"])
+            for e in events] == [("controller:3002", "leader_changed", 2, 1, [2], 1),
+                                 ("controller:3002", "isr_changed", 2, 1, [2, 1], 2)]
+    assert events[0]["topic"] == "t" and events[0]["previous_leader"] == 1 and events[1]["from"] == [2]

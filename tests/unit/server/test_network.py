@@ -146,3 +146,25 @@ def test_a_range_past_the_end_of_its_file_closes_the_connection(loop_kind, segme
                 read_response(sock)
     finally:
         server.close()
+
+
+def test_each_open_connection_is_listed_with_its_listener_principal_and_last_client_id(segment):
+    server = Server("asyncio", StandInApis(segment, []))
+
+    async def listed():
+        return server.server.connections()
+
+    try:
+        with server.connect() as sock:
+            sock.sendall(request(ECHO, 1))
+            read_response(sock)
+            (row,) = server.call(listed())
+            assert row == {"listener": "PLAINTEXT", "security_protocol": "PLAINTEXT", "principal": "User:ANONYMOUS",
+                           "authenticated": True, "client_id": "test",
+                           "address": f"127.0.0.1:{sock.getsockname()[1]}"}
+        deadline = time.monotonic() + 10
+        while server.call(listed()) and time.monotonic() < deadline:  # closed: no longer listed
+            time.sleep(0.02)
+        assert server.call(listed()) == []
+    finally:
+        server.close()

@@ -47,8 +47,8 @@ def _session(value: object) -> int | None:
 def parse_state(state: object, broker_id: int) -> BrokerBelief:
     """A `state` answer (zkbroker/control_protocol.py): `broker`, `session` ("0x..."), `controller_epoch_seen`,
     `controller` (null unless this broker is the controller), `partitions` (each applied LeaderAndIsr with
-    `zk_version`, `hw`, `leo`, `log_start`, `lso`, `open_transactions`, `metadata_leader`), `zookeeper_connected`
-    and `faults`.
+    `zk_version`, `hw`, `leo`, `log_start`, `lso`, `open_transactions`, `metadata_leader`), `zookeeper_connected`,
+    `faults`, `connections` and `quotas`.
     Fields it lacks are unknown; a malformed answer raises ValueError."""
     if not isinstance(state, dict):
         raise ValueError(f"a state answer must be a JSON object, got {type(state).__name__}")
@@ -64,8 +64,11 @@ def parse_state(state: object, broker_id: int) -> BrokerBelief:
             _int(p.get("leo")), _int(p.get("log_start")), _int(p.get("lso")), _int(p.get("open_transactions"))))
     connected = state.get("zookeeper_connected")
     faults = state.get("faults")
+    connections, quotas = state.get("connections"), state.get("quotas")
     return BrokerBelief(_int(state.get("broker")) or broker_id, _int(state.get("controller_epoch_seen")),
                         _session(state.get("session")),
                         isinstance(state.get("controller"), dict) if "controller" in state else None,
                         tuple(partitions), connected if isinstance(connected, bool) else None,
-                        tuple(f for f in faults if isinstance(f, dict)) if isinstance(faults, list) else ())
+                        tuple(f for f in faults if isinstance(f, dict)) if isinstance(faults, list) else (),
+                        tuple(c for c in connections if isinstance(c, dict)) if isinstance(connections, list) else (),
+                        tuple(q for q in quotas if isinstance(q, dict)) if isinstance(quotas, list) else ())

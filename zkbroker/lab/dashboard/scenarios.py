@@ -230,4 +230,4 @@ class ScenarioControl:
 
 
 def _steps(s: Session) -> list[Step]:
-    return [step for step in s.scenario.steps if step.mode in (None, s.mode)]
+    return [step for step in s.scenario.steps if step.runs_in(s.mode)]

@@ -29,6 +29,7 @@ from zkbroker.lab import kraft_lab
 from zkbroker.lab.cluster import ClusterFile, LabCluster, LabError
 from zkbroker.lab.dashboard import faults, views
 from zkbroker.lab.dashboard.broker_state import query_state
+from zkbroker.lab.dashboard.compare import CompareControl, comparable_json
 from zkbroker.lab.dashboard.events import matches
 from zkbroker.lab.dashboard.history import history
 from zkbroker.lab.dashboard.lessons import LessonControl, course_json
@@ -90,6 +91,7 @@ class Dashboard:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.scenarios = ScenarioControl(self.home, self._watch_from_thread)
         self.lessons = LessonControl(self.home, self._watch_from_thread)
+        self.compare = CompareControl(self.home)
 
     # ---- what the lab looks like now -------------------------------------------------------------------
 
@@ -252,6 +254,7 @@ class Dashboard:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.to_thread(self.scenarios.stop)
         await asyncio.to_thread(self.lessons.stop)
+        await asyncio.to_thread(self.compare.stop)
         if self.reader is not None:
             await asyncio.to_thread(self.reader.close)
 
@@ -445,6 +448,13 @@ async def _topics(request: web.Request) -> web.Response:
     d = request.app[DASHBOARD]
     observed = await d.observe()
     return _json(views.topics_view(observed.zk, observed.beliefs, await d.offsets(observed.zk)))
+
+
+async def _security(request: web.Request) -> web.Response:
+    d = request.app[DASHBOARD]
+    observed = await d.observe()
+    cluster = d._cluster_file()
+    return _json(views.security_view(observed.beliefs, cluster.security if cluster is not None else None))
 
 
 async def _groups(request: web.Request) -> web.Response:
@@ -643,6 +653,23 @@ async def _lesson_command(request: web.Request) -> web.Response:
         return _error(e.status, str(e))
 
 
+async def _compare_catalogue(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(comparable_json))
+
+
+async def _compare_status(request: web.Request) -> web.Response:
+    return _json(await asyncio.to_thread(request.app[DASHBOARD].compare.status))
+
+
+async def _compare_command(request: web.Request) -> web.Response:
+    d = request.app[DASHBOARD]
+    body = await _read_json(request)
+    try:
+        return _json(await asyncio.to_thread(d.compare.command, body))
+    except ScenarioCommandError as e:
+        return _error(e.status, str(e))
+
+
 def make_app(dashboard: Dashboard) -> web.Application:
     app = web.Application(middlewares=[_guard], client_max_size=64 * 1024)
     app[DASHBOARD] = dashboard
@@ -652,6 +679,7 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/partitions", _partitions)
     app.router.add_get("/api/topics", _topics)
     app.router.add_get("/api/groups", _groups)
+    app.router.add_get("/api/security", _security)
     app.router.add_get("/api/zookeeper", _zookeeper_node)
     app.router.add_get("/api/events", _events)
     app.router.add_get("/api/events/stream", _events_stream)
@@ -661,6 +689,9 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/scenarios", _scenario_catalogue)
     app.router.add_get("/api/scenario", _scenario_status)
     app.router.add_post("/api/scenario", _scenario_command)
+    app.router.add_get("/api/comparable", _compare_catalogue)
+    app.router.add_get("/api/compare", _compare_status)
+    app.router.add_post("/api/compare", _compare_command)
     app.router.add_get("/api/lessons", _lesson_course)
     app.router.add_get("/api/lesson", _lesson_status)
     app.router.add_post("/api/lesson", _lesson_command)

@@ -126,6 +126,8 @@ class BrokerBelief:
     partitions: tuple[ReplicaBelief, ...] = ()
     zookeeper_connected: bool | None = None
     faults: tuple[dict, ...] = ()  # the fault points in force on it (zkbroker/fault_points.py)
+    connections: tuple[dict, ...] = ()  # its open connections: listener, principal, client id, address
+    quotas: tuple[dict, ...] = ()  # each quota entity in use: bound, rate, last throttle
 
     def replica(self, topic: str, partition: int) -> ReplicaBelief | None:
         for r in self.partitions:

@@ -355,3 +355,33 @@ def groups_view(groups: Mapping[str, Mapping], log_ends: Mapping[tuple[str, int]
         out.append({"group": name, "kind": "zookeeper", "members": members, "partitions": partitions,
                     "lag": sum(p["lag"] for p in partitions if p["lag"] is not None)})
     return out
+
+
+THROTTLED_RECENTLY_S = 10.0  # a throttle this recent shows as in force
+
+
+def security_view(beliefs: Mapping[int, BrokerBelief], security: Mapping | None) -> dict:
+    """Who is connected as whom, per broker and listener (each broker's open connections, DESIGN §19's
+    principals: User:ANONYMOUS until a SASL exchange completes, a certificate's subject over SSL), and each quota
+    entity in use with its bound, the rate the broker measures and its last throttle (KIP-219). `security` is
+    cluster.json's block (None: a plaintext lab)."""
+    connections = [{"broker": broker, "listener": c.get("listener"), "security_protocol": c.get("security_protocol"),
+                    "principal": c.get("principal"), "authenticated": c.get("authenticated"),
+                    "client_id": c.get("client_id"), "address": c.get("address")}
+                   for broker, belief in sorted(beliefs.items()) for c in belief.connections]
+    connections.sort(key=lambda c: (c["broker"], str(c["listener"]), str(c["principal"]), str(c["address"])))
+    quotas = []
+    for broker, belief in sorted(beliefs.items()):
+        for q in belief.quotas:
+            ago = q.get("throttled_s_ago")
+            quotas.append({"broker": broker, **{k: q.get(k) for k in ("quota", "user", "client_id", "bound", "rate",
+                                                                       "throttle_ms", "throttled_s_ago")},
+                           "throttled": isinstance(ago, (int, float)) and ago <= THROTTLED_RECENTLY_S
+                           and bool(q.get("throttle_ms"))})
+    principals: dict[str, int] = {}
+    for c in connections:
+        principals[c["principal"]] = principals.get(c["principal"], 0) + 1
+    return {"protocol": (security or {}).get("protocol", "PLAINTEXT"),
+            "mechanisms": list((security or {}).get("mechanisms") or ()),
+            "principals": [{"principal": p, "connections": n} for p, n in sorted(principals.items())],
+            "connections": connections, "quotas": quotas}

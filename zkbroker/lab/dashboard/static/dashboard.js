@@ -871,6 +871,158 @@ function watchLesson() {
   if (state.view === 'lessons' || (s && s.state !== 'idle' && s.state !== 'finished')) refreshLesson();
 }
 
+// ---- side by side: one scenario on a ZooKeeper lab and a KRaft lab ---------------------------------------
+
+state.compare = null;
+state.comparable = [];
+
+async function loadComparable() {
+  try {
+    state.comparable = await getJSON('/api/comparable');
+  } catch (e) {
+    say(`Side by side: ${e.message}`, true);
+    return;
+  }
+  const form = document.getElementById('compare-form');
+  form.elements.name.replaceChildren(...state.comparable.map((c) => h('option', { value: c.name }, `${c.name} (${c.source})`)));
+  describeCompare();
+}
+
+function describeCompare() {
+  const form = document.getElementById('compare-form');
+  const c = state.comparable.find((x) => x.name === form.elements.name.value);
+  if (!c) return;
+  const keep = (select, modes) => {
+    const was = select.value;
+    select.replaceChildren(...modes.map((m) => h('option', { value: m }, m)));
+    if (modes.includes(was)) select.value = was;
+  };
+  keep(form.elements.zookeeper, c.zookeeper_modes);
+  keep(form.elements.kraft, c.kraft_modes);
+  document.getElementById('compare-summary').textContent = `${c.summary}.`;
+}
+
+async function compareCommand(body) {
+  try {
+    renderCompare(await post('/api/compare', body));
+  } catch (e) {
+    say(`Side by side: ${e.message}`, true);
+  }
+}
+
+async function refreshCompare() {
+  try {
+    renderCompare(await getJSON('/api/compare'));
+  } catch (e) {
+    say(`Side by side: ${e.message}`, true);
+  }
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const DESIGN_WORDS = { zookeeper: 'ZooKeeper lab', kraft: 'KRaft lab' };
+
+let lastCompare = '';
+function renderCompare(c) {
+  const text = JSON.stringify(c);
+  if (text === lastCompare) return;
+  lastCompare = text;
+  state.compare = c;
+  const running = c.state === 'running';
+  document.querySelector('#compare-form button[name=start]').disabled = running;
+  document.getElementById('compare-stop').disabled = !running;
+  if (c.state === 'idle') return;
+  document.getElementById('compare-state').textContent = `${c.scenario}: ${c.state}`;
+  document.getElementById('compare-chart').replaceChildren(compareChart(c.sides));
+  const labels = [...new Set(c.sides.flatMap((side) => side.milestones.map((m) => m.label)))];
+  document.querySelector('#compare-milestones tbody').replaceChildren(...(labels.length ? labels.map((label) => h('tr', { 'data-milestone': label },
+    h('td', {}, label), ...c.sides.map((side) => {
+      const m = side.milestones.find((x) => x.label === label);
+      return h('td', { 'data-design': side.design }, m ? seconds(m.at) : '–');
+    }))) : [h('tr', {}, h('td', { colspan: 3, class: 'empty' }, 'no fault yet'))]));
+  document.getElementById('compare-sides').replaceChildren(...c.sides.map((side) => h('div', { class: 'compare-side', 'data-design': side.design },
+    h('h3', {}, `${DESIGN_WORDS[side.design]} (${side.mode})`, ' ',
+      side.verdict ? h('b', { class: side.expected ? 'verdict-ok' : 'verdict-bad', 'data-verdict': side.verdict }, side.verdict) : h('span', {}, side.error || side.state)),
+    h('p', { class: 'teach' }, side.why),
+    side.failures && side.failures.length ? h('ul', { class: 'mismatch-list' }, side.failures.map((f) => h('li', {}, f))) : null,
+    side.fault ? h('p', {}, 'The fault: ', h('b', {}, side.fault.what), ` at ${clock(side.fault.ts)}`) : null,
+    h('ol', { class: 'events' }, side.events.map((e) => h('li', {},
+      h('span', {}, e.at >= 0 ? `+${seconds(e.at)}` : `−${seconds(-e.at)}`), h('span', { class: 'src' }, e.source), h('span', { class: 'kind' }, e.kind), h('span', {}, e.words)))))));
+}
+
+const LANE_H = 84;
+const LANE_AXIS = 64;  // a lane's time line, below the rows of milestone labels
+function compareChart(sides) {
+  const all = sides.flatMap((side) => [...side.events.map((e) => e.at), ...side.milestones.map((m) => m.at)]);
+  const lo = Math.min(-1000, ...all);
+  const hi = Math.max(1000, ...all) + 500;
+  const x = (at) => LEFT + 40 + ((at - lo) / (hi - lo)) * (W - LEFT - 40 - RIGHT - 60);
+  const height = sides.length * LANE_H + 24;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${height}`, class: 'chart', 'data-chart': 'compare' });
+  sides.forEach((side, i) => {
+    const y = i * LANE_H;
+    const lane = s('g', { class: 'lane', 'data-design': side.design });
+    lane.append(s('text', { x: 4, y: y + LANE_AXIS - 12, class: 'lane' }, DESIGN_WORDS[side.design]), s('text', { x: 4, y: y + LANE_AXIS + 2, class: 'lane' }, `(${side.mode})`));
+    lane.append(s('line', { x1: x(lo), x2: x(hi), y1: y + LANE_AXIS, y2: y + LANE_AXIS, class: 'lane-axis' }));
+    for (const e of side.events) {
+      lane.append(s('line', { x1: x(e.at), x2: x(e.at), y1: y + LANE_AXIS - 8, y2: y + LANE_AXIS + 8, class: `tick kind-${e.kind}` }, s('title', {}, `${seconds(e.at)}: ${e.words}`)));
+    }
+    side.milestones.forEach((m, j) => {
+      // one row of label per milestone, right of its dot (left of it near the right edge)
+      const right = x(m.at) > W * 0.7;
+      const g = s('g', { class: 'milestone', 'data-label': m.label, 'data-at': m.at });
+      g.append(s('line', { x1: x(m.at), x2: x(m.at), y1: y + 16 + j * 14, y2: y + LANE_AXIS, class: 'milestone-stem' }),
+        s('circle', { cx: x(m.at), cy: y + LANE_AXIS, r: 5 }),
+        s('text', { x: x(m.at) + (right ? -5 : 5), y: y + 14 + j * 14, 'text-anchor': right ? 'end' : 'start' }, `${m.label} ${seconds(m.at)}`));
+      lane.append(g);
+    });
+    svg.append(lane);
+  });
+  svg.append(s('line', { x1: x(0), x2: x(0), y1: 0, y2: height - 18, class: 'fault-line' }),
+    s('text', { x: x(0) + 3, y: height - 20, class: 'label' }, 'fault'));
+  const axis = s('g', { class: 'axis' });
+  const step = (hi - lo) > 20000 ? 5000 : (hi - lo) > 8000 ? 2000 : 1000;
+  for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) {
+    axis.append(s('text', { x: x(t), y: height - 4, 'text-anchor': 'middle' }, `${t / 1000} s`));
+  }
+  svg.append(axis);
+  return svg;
+}
+
+function watchCompare() {
+  const c = state.compare;
+  if (state.view === 'compare' && (!c || c.state === 'running')) refreshCompare();
+}
+
+// ---- security: principals per listener, quotas and throttles ------------------------------------------------
+
+function rate(q, v) {
+  if (v === null || v === undefined) return '–';
+  return q.quota === 'request_percentage' ? `${Number(v).toFixed(1)} %` : `${Math.round(v).toLocaleString('en')} B/s`;
+}
+
+async function refreshSecurity() {
+  let sec;
+  try {
+    sec = await getJSON('/api/security');
+  } catch (e) {
+    say(`Security: ${e.message}`, true);
+    return;
+  }
+  document.getElementById('security-summary').textContent = `Listeners speak ${sec.protocol}`
+    + (sec.mechanisms.length ? ` (SASL mechanisms: ${sec.mechanisms.join(', ')})` : '') + '; connected now: '
+    + (sec.principals.length ? sec.principals.map((p) => `${p.principal} × ${p.connections}`).join(', ') : 'nobody') + '.';
+  document.querySelector('#connections tbody').replaceChildren(...(sec.connections.length ? sec.connections.map((c) => h('tr', {
+    'data-broker': c.broker, 'data-principal': c.principal, 'data-listener': c.listener,
+  }, h('td', {}, c.broker), h('td', {}, c.listener, c.security_protocol !== c.listener ? ` (${c.security_protocol})` : ''),
+  h('td', { class: c.authenticated ? '' : 'why' }, c.principal, c.authenticated ? '' : ' (authenticating)'),
+  h('td', {}, dash(c.client_id)), h('td', {}, c.address))) : [h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'no connections (or no broker answers)'))]));
+  document.querySelector('#quotas tbody').replaceChildren(...(sec.quotas.length ? sec.quotas.map((q) => h('tr', {
+    'data-broker': q.broker, 'data-user': dash(q.user), 'data-quota': q.quota, class: q.throttled ? 'throttled' : '',
+  }, h('td', {}, q.broker), h('td', {}, q.quota), h('td', {}, dash(q.user)), h('td', {}, dash(q.client_id)),
+  h('td', {}, rate(q, q.bound)), h('td', {}, rate(q, q.rate)),
+  h('td', { class: 'throttle' }, q.throttle_ms ? `${q.throttle_ms} ms, ${q.throttled_s_ago} s ago` : 'never'))) : [h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'no quota in use'))]));
+}
+
 // ---- views and the live stream ---------------------------------------------------------------------------
 
 function showView(name) {
@@ -878,6 +1030,7 @@ function showView(name) {
   document.querySelectorAll('.tabs button').forEach((b) => b.setAttribute('aria-selected', String(b.dataset.view === name)));
   document.querySelectorAll('main .view').forEach((v) => { v.hidden = v.dataset.view !== name; });
   if (name === 'topics') refreshTopics();
+  if (name === 'security') refreshSecurity();
   if (name === 'history') refreshHistory();
   if (name === 'zookeeper') {
     const tree = document.getElementById('zk-tree');
@@ -888,6 +1041,7 @@ function showView(name) {
   if (name === 'timeline') renderEvents();
   if (name === 'scenarios') { if (!state.catalogue.length) loadCatalogue(); refreshScenario(); }
   if (name === 'lessons') { if (!state.course.length) loadCourse(); refreshLesson(); }
+  if (name === 'compare') { if (!state.comparable.length) loadComparable(); refreshCompare(); }
 }
 
 function setLive(on) {
@@ -965,10 +1119,19 @@ function init() {
     lessonCommand({ action: 'start', name: e.target.elements.name.value });
   });
   document.getElementById('lesson-stop').addEventListener('click', () => lessonCommand({ action: 'stop' }));
-  setInterval(() => { if (!document.hidden) { watchScenario(); watchLesson(); } }, 700);
+  const compareForm = document.getElementById('compare-form');
+  compareForm.elements.name.addEventListener('change', describeCompare);
+  compareForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    compareCommand({ action: 'start', name: f.name.value, modes: [f.zookeeper.value, f.kraft.value] });
+  });
+  document.getElementById('compare-stop').addEventListener('click', () => compareCommand({ action: 'stop' }));
+  setInterval(() => { if (!document.hidden) { watchScenario(); watchLesson(); watchCompare(); } }, 700);
   setInterval(() => {
     if (document.hidden) return;
     if (state.view === 'topics') refreshTopics();
+    if (state.view === 'security') refreshSecurity();
     if (state.view === 'history' && state.historyStale) refreshHistory();
     if (state.view === 'zookeeper' && state.zkSelected) showZnode(state.zkSelected);
   }, 2000);
