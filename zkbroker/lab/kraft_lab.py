@@ -274,8 +274,9 @@ def leaderless_windows(events: Iterable[dict], voters: int, until: float | None 
     began: float | None = None
     seen_leader = False
     ts = None
-    for e in sorted((e for e in events if e.get("kind") == "raft_state" and isinstance(e.get("ts"), (int, float))),
-                    key=lambda e: e["ts"]):
+    # the voters' own reports only: a KRaft broker following the log as an observer is no part of a majority
+    for e in sorted((e for e in events if e.get("kind") == "raft_state" and isinstance(e.get("ts"), (int, float))
+                     and not str(e.get("source", "")).startswith("broker:")), key=lambda e: e["ts"]):
         ts = e["ts"]
         last[e.get("node")] = (e.get("state"), e.get("epoch"), e.get("leader"))
         leaders = [(n, epoch) for n, (state, epoch, _) in last.items() if state == "leader"]

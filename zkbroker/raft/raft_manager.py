@@ -97,8 +97,10 @@ class RaftManager:
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
         self._handing_over = False
         self._stopped = False
-        # In a lab: the timeline's raft_state, vote and metadata_committed events (DESIGN §17), from this source.
-        self._timeline_source = f"controller:{config.node_id}" if timeline.enabled() else None
+        # In a lab: the timeline's raft_state, vote and metadata_committed events (DESIGN §17), from this source: a
+        # voter's as its controller's, an observer's (a KRaft broker following the metadata log) as its broker's.
+        role = "controller" if config.node_id in voters else "broker"
+        self._timeline_source = f"{role}:{config.node_id}" if timeline.enabled() else None
         self._state_seen: tuple | None = None
         self._hw_seen: int | None = None
         self.prefix = f"[RaftManager id={config.node_id}]"

@@ -141,6 +141,9 @@ def test_the_quorum_is_leaderless_only_while_no_leader_has_a_majority_in_its_epo
     # a killed leader counts until a majority no longer follows it; still open at the end, until `until`
     killed = [_rs(50, 2, "candidate", 2), _rs(52, 3, "voted", 2)]
     assert leaderless_windows(elected + killed, 3, until=99) == [(52, 99)]
+    # brokers following the log as observers report their state too (source broker:ID): they are no majority
+    observers = [{**_rs(51 + b, b, "follower", 1, 1), "source": f"broker:{b}"} for b in (4, 5, 6)]
+    assert leaderless_windows(elected + killed + observers, 3, until=99) == [(52, 99)]
 
 
 def test_a_kraft_strip_replayed_at_a_moment_shows_each_controllers_last_state_then():
