@@ -200,6 +200,24 @@ def metadata_leaders(broker: Broker, topic: str) -> dict[int, int]:
     return {p.partition: p.leader for p in topics[0].partitions}
 
 
+def wait_until_serving(broker: Broker, timeout_s: float = 60.0) -> None:
+    """Wait until the broker's Metadata answer lists it and names a controller among the brokers listed: what an
+    admin client needs from its first look (it sends its requests to that controller, and when the answer
+    names none it asks only once more). "started" in the log comes earlier: the broker learns its own
+    registration and the controller from ZooKeeper watches a moment after it logs it."""
+
+    def serving() -> bool:
+        try:
+            with broker.connection(timeout_s=5.0) as conn:
+                answer = conn.send(3, 1, {"topics": []})
+        except OSError:  # not listening yet
+            return False
+        listed = {b.node_id for b in answer.brokers}
+        return broker.id in listed and answer.controller_id in listed
+
+    wait_for(serving, timeout_s, f"broker {broker.id} to list itself and a controller", interval_s=0.05)
+
+
 def wait_for_leaders(serving: list[Broker], topic: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
     """Wait until every broker in `serving` reports a leader for each partition and each leader answers
     ListOffsets for it (so it has applied LeaderAndIsr, not only UpdateMetadata)."""
