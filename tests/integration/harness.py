@@ -200,23 +200,52 @@ def metadata_leaders(broker: Broker, topic: str) -> dict[int, int]:
     return {p.partition: p.leader for p in topics[0].partitions}
 
 
-def wait_for_leaders(serving: list[Broker], topic: str, partitions: int, timeout_s: float = 30.0) -> dict[int, int]:
+def wait_until_serving(broker: Broker, timeout_s: float = 60.0) -> None:
+    """Wait until the broker's Metadata answer lists it and names a controller among the brokers listed: what an
+    admin client needs from its first look (it sends its requests to that controller, and when the answer
+    names none it asks only once more). "started" in the log comes earlier: the broker learns its own
+    registration and the controller from ZooKeeper watches a moment after it logs it."""
+
+    def serving() -> bool:
+        try:
+            with broker.connection(timeout_s=5.0) as conn:
+                answer = conn.send(3, 1, {"topics": []})
+        except OSError:  # not listening yet
+            return False
+        listed = {b.node_id for b in answer.brokers}
+        return broker.id in listed and answer.controller_id in listed
+
+    wait_for(serving, timeout_s, f"broker {broker.id} to list itself and a controller", interval_s=0.05)
+
+
+def wait_for_leaders(serving: list[Broker], topic: str, partitions: int, timeout_s: float = 30.0,
+                     expect: dict[int, int] | None = None) -> dict[int, int]:
     """Wait until every broker in `serving` reports a leader for each partition and each leader answers
-    ListOffsets for it (so it has applied LeaderAndIsr, not only UpdateMetadata)."""
+    ListOffsets for it (so it has applied LeaderAndIsr, not only UpdateMetadata). After a leadership move, pass
+    the leaders ZooKeeper now records as `expect`: the controller writes the state znode before it tells the
+    brokers, so for a moment they all still agree on the old leader, which still answers as one."""
     by_id = {b.id: b for b in serving}
+    last: list[dict[int, int]] = []
 
     def ready() -> dict[int, int] | None:
         views = [metadata_leaders(b, topic) for b in serving]
+        last[:] = views
         if any(len(v) != partitions or any(leader < 0 for leader in v.values()) for v in views):
             return None
         if any(v != views[0] for v in views):
+            return None
+        if expect is not None and views[0] != expect:
             return None
         for partition, leader in views[0].items():
             if leader in by_id and list_offset(by_id[leader], topic, partition, -1)[0] != 0:
                 return None
         return views[0]
 
-    return wait_for(ready, timeout_s, f"leaders of all {partitions} partitions of {topic}", interval_s=0.05)
+    try:
+        return wait_for(ready, timeout_s, f"leaders of all {partitions} partitions of {topic}"
+                        + ("" if expect is None else f" to be {expect}"), interval_s=0.05)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the brokers last reported {last}") from None
 
 
 def list_offset(broker: Broker, topic: str, partition: int, timestamp: int) -> tuple[int, int]:

@@ -58,6 +58,28 @@ def test_kafka_python_and_confluent_kafka_see_brokers_and_controller(brokers, zk
         1: ("127.0.0.1", b1.port), 2: ("127.0.0.1", b2.port)}
 
 
+def test_a_starting_broker_never_names_a_controller_its_metadata_does_not_list(brokers):
+    # The broker learns that it is the controller (/controller) a moment before it sees its own registration
+    # (/brokers/ids): an answer naming controller 1 with no broker 1 would leave librdkafka's admin client
+    # waiting for a broker it was never told about, until its request timed out.
+    (b1,) = brokers(1)
+    views = []
+
+    def settled() -> bool:
+        try:
+            with b1.connection(timeout_s=5.0) as conn:
+                answer = conn.send(3, 1, {"topics": []})
+        except OSError:  # not listening yet
+            return False
+        view = (answer.controller_id, sorted(b.node_id for b in answer.brokers))
+        if not views or views[-1] != view:
+            views.append(view)  # each change once
+        return view == (1, [1])
+
+    wait_for(settled, 30, "broker 1 to list itself as the controller", interval_s=0.002)
+    assert all(controller == -1 or controller in listed for controller, listed in views), views
+
+
 def _request(sock: socket.socket, api_key: int, version: int, correlation_id: int, body: bytes = b"") -> bytes:
     client = b"test"
     payload = struct.pack(">hhih", api_key, version, correlation_id, len(client)) + client + body

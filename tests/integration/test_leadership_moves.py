@@ -42,7 +42,7 @@ def test_preferred_replica_election_returns_leadership_after_the_broker_comes_ba
     assert (code, out, err) == (0, "Successfully started preferred replica election for partitions Set([pe,0])\n", "")
     wait_for(lambda: state(zk, "pe", 0)["leader"] == preferred, 10, "leadership back on the preferred replica")
     wait_for(lambda: zk.stat("/admin/preferred_replica_election") is None, 5, "the admin node deleted")
-    assert wait_for_leaders([cluster[preferred], cluster[other]], "pe", 1, timeout_s=10) == {0: preferred}
+    wait_for_leaders([cluster[preferred], cluster[other]], "pe", 1, timeout_s=10, expect={0: preferred})
     assert produce(cluster[preferred], "pe", 0, [b"to the preferred leader"]) == 0
 
 

@@ -40,7 +40,7 @@ def test_reassignment_moves_replicas_and_the_data_follows(brokers, zk, zk_connec
     assert json.loads(zk.get("/brokers/topics/ra"))["partitions"] == {"0": [2, 3], "1": [3]}
 
     # The data followed: the new leaders serve every message, every new replica holds the whole log ...
-    assert wait_for_leaders(list(cluster.values()), "ra", 2, timeout_s=10) == {0: 2, 1: 3}
+    wait_for_leaders(list(cluster.values()), "ra", 2, timeout_s=10, expect={0: 2, 1: 3})
     assert fetch_values(cluster[2], "ra", 0) == (0, values[0])
     assert fetch_values(cluster[3], "ra", 1) == (0, values[1])
     size = sum(f.stat().st_size for f in cluster[2].segment_files("ra", 0))

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.integration.harness import create_topic, wait_for
+from tests.integration.harness import create_topic, wait_for, wait_until_serving
 from tests.integration.security_support import ADMIN, ALICE, BOB, SecureBroker, add_acl
 from tests.real_tools import require
 from zkbroker.lab.tls import make_certificates
@@ -30,7 +30,7 @@ def authorized_broker(tmp_path, zk_connect):
                       **{"authorizer.class.name": "kafka.security.auth.SimpleAclAuthorizer",
                          "super.users": "User:admin;User:ANONYMOUS"})
     sb.broker.start()
-    wait_for(lambda: "started" in sb.broker.log(), 60, "the broker to start")
+    wait_until_serving(sb.broker)
     yield sb
     sb.broker.cleanup()
 

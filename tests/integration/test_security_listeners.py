@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.integration.harness import create_topic, wait_for
+from tests.integration.harness import create_topic, wait_until_serving
 from tests.integration.security_support import ALICE, SecureBroker, add_scram_user
 from tests.real_tools import require
 from zkbroker.lab.tls import make_certificates
@@ -27,7 +27,7 @@ def secure_broker(tmp_path, zk_connect):
     require("openssl")
     sb = SecureBroker(tmp_path, 1, zk_connect, make_certificates(tmp_path / "tls"))
     sb.broker.start()
-    wait_for(lambda: "started" in sb.broker.log(), 60, "the broker to start")
+    wait_until_serving(sb.broker)
     yield sb
     sb.broker.cleanup()
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.integration.harness import create_topic, wait_for
+from tests.integration.harness import create_topic, wait_for, wait_until_serving
 from tests.integration.security_support import ADMIN, BOB, SecureBroker, add_acl
 from tests.real_tools import require
 from zkbroker.lab.tls import make_certificates
@@ -28,7 +28,7 @@ def authorized_broker(tmp_path, zk_connect):
                          "super.users": "User:admin;User:ANONYMOUS",
                          "transaction.state.log.num.partitions": 1, "offsets.topic.num.partitions": 1})
     sb.broker.start()
-    wait_for(lambda: "started" in sb.broker.log(), 60, "the broker to start")
+    wait_until_serving(sb.broker)
     yield sb
     sb.broker.cleanup()
 

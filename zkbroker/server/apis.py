@@ -40,7 +40,7 @@ from zkbroker.server import client_quotas, record_versions, user_scram_credentia
 from zkbroker.server.acl_manager import AclManager
 from zkbroker.server.authorization import RequestAuthorizer
 from zkbroker.server.bridge import LoopBridge
-from zkbroker.server.metadata_cache import MetadataCache
+from zkbroker.server.metadata_cache import MetadataCache, listed_controller_id
 from zkbroker.server.network import CONNECTION, SESSION, mute_after_response
 from zkbroker.server.producer_id_manager import ProducerIdManager
 from zkbroker.server.replica_manager import ReplicaManager
@@ -603,7 +603,8 @@ class KafkaApis:
             topics.append({"error_code": ErrorCode.NONE, "topic": name, "is_internal": name == admin.OFFSETS_TOPIC,
                            "partitions": rows})
         # cluster_id (v2+): /cluster/id, which Kafka 0.10.1 brought (a 0.8.2 cluster has none)
-        body = {"brokers": brokers, "topics": topics, "controller_id": snapshot.controller_id,
+        controller_id = listed_controller_id(snapshot.controller_id, (b["node_id"] for b in brokers))
+        body = {"brokers": brokers, "topics": topics, "controller_id": controller_id,
                 "cluster_id": self.metadata_cache.cluster_id,
                 "throttle_time_ms": 0}
         return encode_response(header, body)
@@ -1316,7 +1317,9 @@ class KafkaApis:
                       else describe_cluster.AUTHORIZED_OPERATIONS_OMITTED)
         return encode_response(header, {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
                                         "endpoint_type": endpoint, "cluster_id": self.metadata_cache.cluster_id or "",
-                                        "controller_id": snapshot.controller_id, "brokers": brokers,
+                                        "controller_id": listed_controller_id(
+                                            snapshot.controller_id, (b["broker_id"] for b in brokers)),
+                                        "brokers": brokers,
                                         "cluster_authorized_operations": operations})
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from zkbroker.zk import paths
@@ -39,6 +40,16 @@ class ClusterSnapshot:
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     controller_id: int = -1
     partitions: dict[str, dict[int, PartitionStateInfo]] = field(default_factory=dict)
+
+
+def listed_controller_id(controller_id: int, listed: Iterable[int]) -> int:
+    """The controller id a Metadata or DescribeCluster answer may name: -1 unless that broker is among the ones
+    the answer lists. The cache learns the controller and the live brokers from two watches (/controller,
+    /brokers/ids), so a starting broker knows for a moment that it is the controller before it sees its own
+    registration. An id without an address leaves a client waiting for a broker it was never told about
+    (librdkafka's admin client waits for it until its request times out); -1 says "not known yet", and it
+    asks again, as it does of a Kafka broker that has not had its first UpdateMetadata."""
+    return controller_id if controller_id in set(listed) else -1
 
 
 class MetadataCache:
