@@ -683,7 +683,7 @@ class FlexibleSchema(Schema):
     and ``unknown_tagged_fields``.
     """
 
-    __slots__ = ("_all_names", "_defaults", "_empty", "_regular", "_tags", "tagged")
+    __slots__ = ("_all_names", "_defaults", "_empty", "_make", "_regular", "_tags", "tagged")
     flexible = True
 
     def __init__(self, *fields: tuple[str, WireType], tagged: tuple[TaggedField, ...] = (),
@@ -710,6 +710,11 @@ class FlexibleSchema(Schema):
         self._all_names = tuple(names)
         self._empty = not tagged  # nothing to merge when writing: only unknown tags, if any
         self._build = _values  # Schema.decode reads the regular fields and hands their values back as a list
+        self._make = self._first_make  # what decode makes of every field's value, regular, tagged and unknown
+
+    def _first_make(self, values: list[Any]) -> tuple:
+        self._make = self.struct._make
+        return self._make(values)
 
     def _make_struct(self) -> type:
         defaults = [field.default for field in self.tagged] + [()]
@@ -739,7 +744,7 @@ class FlexibleSchema(Schema):
             offset = end
         values.extend(known)
         values.append(unknown)
-        return (self._struct or self.struct)._make(values), offset
+        return self._make(values), offset
 
     def values_of(self, value: Any) -> list[Any]:
         """Every field's value, regular, tagged and unknown, in struct order; tagged ones default."""
