@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit integration bench lint zookeeper tools spark-workers clean
+.PHONY: demo test unit integration bench lint zookeeper tools spark-workers bytecode clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,27 +29,35 @@ tools: $(STAMP)
 spark-workers: $(STAMP)
 	@$(PY) -m zkbroker.lab.spark_cluster ensure-worker-python >/dev/null
 
-demo: $(STAMP) zookeeper
+# Every broker, tool and lab command is a Python process of its own that imports the project's modules. An
+# editable install leaves them uncompiled, and where PYTHONDONTWRITEBYTECODE is set (as on some CI machines) no
+# process caches its bytecode, so most of them compiled what they import again (a broker's imports: 1.07 CPU-s,
+# 0.79 compiled; docs/testing-and-benchmarks.md). Compiled once here, they are only read (compileall rewrites
+# only what changed).
+bytecode: $(STAMP)
+	@$(PY) -m compileall -q -j 0 -x node_modules zkbroker consumer controller tests bench >/dev/null
+
+demo: $(STAMP) zookeeper bytecode
 	@$(PY) -m zkbroker.lab.demo
 
 # The suite mostly waits (session timeouts, elections, JVM start-ups), so it runs on more pytest-xdist workers than
 # there are cores; tests/side_by_side.py says what they share (the order, the groups, the tests that run alone).
 WORKERS ?= 4
 
-test: $(STAMP) zookeeper tools spark-workers lint
+test: $(STAMP) zookeeper tools spark-workers bytecode lint
 	$(PY) -m pytest -n $(WORKERS) tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-integration: $(STAMP) zookeeper tools spark-workers
+integration: $(STAMP) zookeeper tools spark-workers bytecode
 	$(PY) -m pytest -n $(WORKERS) tests/integration
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # Every benchmark prints its figures beside their references; results are summarised in BENCHMARKS.md.
-bench: $(STAMP) zookeeper tools spark-workers
+bench: $(STAMP) zookeeper tools spark-workers bytecode
 	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:

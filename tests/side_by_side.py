@@ -11,7 +11,8 @@ Each integration test already has its own chroot, ports and directories; what wo
   so do the tests marked `xdist_group(NAME)` with one NAME (the lab's Spark scenarios are one such group, so
   that at most three Spark workloads run at once: the local session's, the cluster's and the lab's). A group
   is scheduled as one unit, as long as the sum of its tests; no group may be as long as the run should be
-  (the longest group is the shortest the run can be).
+  (the longest group is the shortest the run can be). The tests of a module that uses a module-scoped fixture
+  are a group too (`module PATH`), so that the fixture is made once (see uses_a_module_fixture).
 * Port 9092: a lab takes 9092 on (Kafka's port) when it is free, so two labs started at once by two workers
   race for it. The run holds it (listening), and every lab takes ports the kernel picks, the lab's own
   answer to a taken 9092.
@@ -214,7 +215,22 @@ def group_of(item: pytest.Item) -> str | None:
     for fixture, group in SHARED_FIXTURES.items():
         if fixture in item.fixturenames:
             return group
+    if uses_a_module_fixture(item):
+        return f"module {item.nodeid.split('::')[0]}"
     return None
+
+
+def uses_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture made once per module (or class, or package). Such a module's tests run
+    on one worker in their file's order: scheduled one by one, longest first, they would be spread over the
+    workers and interleaved with other files' tests, and pytest tears a module fixture down whenever the next
+    test is another module's -- the three brokers of test_admin_api.py's `cluster` were started again for
+    almost every one of its tests."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(definitions and definitions[-1].scope in ("module", "class", "package")
+               for definitions in info.name2fixturedefs.values())
 
 
 def expected_s(item: pytest.Item, durations: dict[str, float]) -> float:

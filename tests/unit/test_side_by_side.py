@@ -54,3 +54,23 @@ def test_consecutive_alone_tests_keep_the_lock_between_them(tmp_path):
     assert not other_entered.wait(0.3)
     alone.leave(keep=False)
     assert other_entered.wait(5)
+
+
+def test_the_tests_of_a_module_with_a_module_fixture_are_one_group_and_the_others_none(tmp_path):
+    import pytest
+
+    from tests.side_by_side import group_of
+
+    (tmp_path / "test_shared.py").write_text(
+        "import pytest\n\n@pytest.fixture(scope='module')\ndef cluster():\n    return 1\n\n"
+        "@pytest.fixture\ndef own():\n    return 2\n\n"
+        "def test_a(cluster):\n    pass\n\ndef test_b(cluster, own):\n    pass\n\ndef test_c(own):\n    pass\n")
+    groups = {}
+
+    class Collector:
+        def pytest_collection_finish(self, session):
+            groups.update({item.name: group_of(item) for item in session.items})
+
+    assert pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                        str(tmp_path / "test_shared.py")], plugins=[Collector()]) == 0
+    assert groups == {"test_a": "module test_shared.py", "test_b": "module test_shared.py", "test_c": None}

@@ -35,6 +35,7 @@ Every length and count is checked against the bytes left before anything is allo
 from __future__ import annotations
 
 import collections
+import keyword
 import struct
 from typing import Any
 
@@ -502,13 +503,22 @@ def to_dict(value: Any) -> Any:
     return value
 
 
+def _check_names(name: str, names: list[str] | tuple[str, ...]) -> None:
+    """What collections.namedtuple would refuse, checked when the schema is declared (its struct comes later)."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise TypeError(f"{name!r} cannot name a struct")
+    for n in names:
+        if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_"):
+            raise TypeError(f"{name}: {n!r} cannot name a field")
+
+
 class Schema(WireType):
     """An ordered list of named fields; decodes to a named tuple of class ``name``.
 
     Runs of fixed-width integer fields are read and written with a single ``struct`` call.
     """
 
-    __slots__ = ("_build", "_names", "_steps", "fields", "struct")
+    __slots__ = ("_build", "_names", "_steps", "_struct", "fields")
     flexible = False
 
     def __init__(self, *fields: tuple[str, WireType], name: str = "Struct") -> None:
@@ -521,9 +531,12 @@ class Schema(WireType):
             _check_world(self, f"field {field[0]!r}", field[1])
         self.fields = fields
         self._names = tuple(name for name, _ in fields)
-        base = collections.namedtuple(name, self._names)
-        self.struct = type(name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
-        self._build = self.struct._make  # what decode makes of the field values (FlexibleSchema: keeps the list)
+        _check_names(name, self._names)
+        # The struct class is made when first used: a named tuple costs an eval, and every process that imports
+        # the codec (each broker, tool and client) would make one for every version of every API, most of which
+        # it never sees.
+        self._struct: type | None = None
+        self._build = self._first_build  # what decode makes of the field values (FlexibleSchema: keeps the list)
         # Steps: (struct.Struct, field count) for a run of fixed ints, or (WireType, 1).
         steps: list[tuple[Any, int]] = []
         run = ""
@@ -538,6 +551,21 @@ class Schema(WireType):
         if run:
             steps.append((struct.Struct(">" + run), len(run)))
         self._steps = tuple(steps)
+
+    @property
+    def struct(self) -> type:
+        """The named tuple class a decoded value of this schema is."""
+        if self._struct is None:
+            self._struct = self._make_struct()
+        return self._struct
+
+    def _make_struct(self) -> type:
+        base = collections.namedtuple(self.name, self._names)
+        return type(self.name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
+
+    def _first_build(self, values: list[Any]) -> tuple:
+        self._build = self.struct._make
+        return self._build(values)
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple:
         """Build a struct of this schema (handy for encoding and tests)."""
@@ -655,7 +683,7 @@ class FlexibleSchema(Schema):
     and ``unknown_tagged_fields``.
     """
 
-    __slots__ = ("_defaults", "_empty", "_regular", "_tags", "tagged")
+    __slots__ = ("_all_names", "_defaults", "_empty", "_make", "_regular", "_tags", "tagged")
     flexible = True
 
     def __init__(self, *fields: tuple[str, WireType], tagged: tuple[TaggedField, ...] = (),
@@ -678,11 +706,20 @@ class FlexibleSchema(Schema):
         self._tags = {field.tag: (i, field) for i, field in enumerate(tagged)}
         # Each default's encoding: a value that encodes the same is not written.
         self._defaults = {field.tag: _encoded_default(field) for field in tagged}
-        defaults = [field.default for field in tagged] + [()]
-        base = collections.namedtuple(name, names, defaults=defaults)
-        self.struct = type(name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
+        _check_names(name, names)
+        self._all_names = tuple(names)
         self._empty = not tagged  # nothing to merge when writing: only unknown tags, if any
         self._build = _values  # Schema.decode reads the regular fields and hands their values back as a list
+        self._make = self._first_make  # what decode makes of every field's value, regular, tagged and unknown
+
+    def _first_make(self, values: list[Any]) -> tuple:
+        self._make = self.struct._make
+        return self._make(values)
+
+    def _make_struct(self) -> type:
+        defaults = [field.default for field in self.tagged] + [()]
+        base = collections.namedtuple(self.name, self._all_names, defaults=defaults)
+        return type(self.name, (base,), {"__slots__": (), "to_dict": _struct_to_dict})
 
     def decode(self, buf: Buffer, offset: int) -> tuple[tuple, int]:
         values, offset = Schema.decode(self, buf, offset)
@@ -707,7 +744,7 @@ class FlexibleSchema(Schema):
             offset = end
         values.extend(known)
         values.append(unknown)
-        return self.struct._make(values), offset
+        return self._make(values), offset
 
     def values_of(self, value: Any) -> list[Any]:
         """Every field's value, regular, tagged and unknown, in struct order; tagged ones default."""

@@ -26,8 +26,6 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import scramp
-
 # Kafka's ScramMechanism: the hash, and the iteration counts a credential may have.
 MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS = 4096
@@ -158,6 +156,10 @@ class ScramServer:
             raise unsupported_mechanism(mechanism)
         self.mechanism = mechanism
         self._credentials = credentials
+        # Imported here, not with the module: scramp (and asn1crypto under it) is a tenth of a broker's import
+        # time, and only a SCRAM login needs it.
+        import scramp
+
         self._scram = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=server_nonce)
         self.state = ScramState.RECEIVE_CLIENT_FIRST_MESSAGE
         self.username: str | None = None
@@ -184,6 +186,8 @@ class ScramServer:
             self._lookup_failure = (f"Iterations {credential.iterations} is less than the minimum "
                                     f"{MIN_ITERATIONS} for {self.mechanism}")
         if self._lookup_failure:
+            import scramp
+
             raise scramp.ScramException(self._lookup_failure)
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
@@ -196,6 +200,8 @@ class ScramServer:
 
     def evaluate_response(self, token: bytes) -> bytes:
         """One SaslAuthenticate token in, the answer out; raises SaslAuthenticationError on failure."""
+        import scramp
+
         state = self.state
         if state in (ScramState.COMPLETE, ScramState.FAILED):
             raise SaslAuthenticationError(f"Unexpected challenge in Sasl server state {state.name}",
@@ -218,6 +224,8 @@ class ScramServer:
         # Kafka accepts only gs2 flag `n` (no channel binding). An authorization id is refused (scramp's
         # rule; Kafka accepts one naming the user himself, which no Kafka client sends).
         if not text.startswith("n,"):
+            import scramp
+
             raise scramp.ScramException("Invalid SCRAM client first message format")
         self._scram.set_client_first(text)
         self.state = ScramState.RECEIVE_CLIENT_FINAL_MESSAGE

@@ -149,3 +149,19 @@ def test_schema_decode_truncated():
     for cut in range(len(encoded)):
         with pytest.raises(RemoteProtocolError):
             SCHEMA.decode(encoded[:cut], 0)
+
+
+def test_a_schemas_struct_is_made_on_first_use_once_and_bad_names_fail_when_declared():
+    from zkbroker.protocol.types import CompactString, FlexibleSchema, TaggedField
+
+    plain = Schema(("a", Int32), ("b", String), name="Lazy")
+    flexible = FlexibleSchema(("a", Int32), tagged=(TaggedField(0, "t", CompactString, "x"),), name="LazyFlex")
+    assert plain._struct is None and flexible._struct is None  # declared, not made: most versions are never used
+    decoded, _ = plain.decode(plain.encode({"a": 1, "b": "s"}), 0)
+    assert type(decoded) is plain.struct and plain.struct is plain.struct and decoded.to_dict() == {"a": 1, "b": "s"}
+    again, _ = flexible.decode(flexible.encode({"a": 2}), 0)
+    assert type(again) is flexible.struct and (again.a, again.t, again.unknown_tagged_fields) == (2, "x", [])
+    assert flexible.struct(a=3).t == "x"  # the tagged fields' defaults
+    for fields, name in (((("class", Int32),), "S"), ((("_hidden", Int32),), "S"), ((("a", Int32),), "not a name")):
+        with pytest.raises(TypeError):
+            Schema(*fields, name=name)
