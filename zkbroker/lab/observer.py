@@ -314,3 +314,60 @@ def cut_log(partition_dir: Path, keep: int) -> int:
                 f.truncate(cut)
     (partition_dir.parent / CLEAN_SHUTDOWN_MARKER).unlink(missing_ok=True)
     return removed
+
+
+class KRaftObserver(LabObserver):
+    """A KRaft lab's view for the checker (DESIGN §17): no ZooKeeper, so each partition's replicas, leader and ISR
+    come from the metadata image of the serving broker that has applied the most of the metadata log (what the
+    active controller committed, as far as that broker got); the processes, the replicas' logs, the high
+    watermark and each broker's own view are read as LabObserver reads them."""
+
+    def __init__(self, lab: LabCluster) -> None:  # not LabObserver's: that one connects to a ZooKeeper
+        self.lab = lab
+        self.cluster = lab.load()
+        self.zk = None
+
+    def close(self) -> None:
+        pass
+
+    def _image(self) -> list[dict]:
+        """The partitions of the newest image a running, unfenced broker has applied ([] when none answers)."""
+        best: tuple[int, list[dict]] | None = None
+        for entry in self.reload().brokers:
+            if entry.pid is None or process_state(entry.pid) != "running":
+                continue
+            try:
+                state = self.lab.broker_state(entry.id)
+            except LabError:
+                continue
+            lifecycle = state.get("lifecycle") or {}
+            if lifecycle.get("fenced", True) or lifecycle.get("broker_epoch", -1) < 0:
+                continue
+            offset = state.get("metadata_offset") or -1
+            if best is None or offset > best[0]:
+                best = (offset, state["metadata"]["partitions"])
+        return best[1] if best is not None else []
+
+    def registered(self) -> set[int]:
+        """The brokers that are running and say the active controller has unfenced them."""
+        out = set()
+        for entry in self.reload().brokers:
+            if entry.pid is not None and process_state(entry.pid) == "running":
+                try:
+                    lifecycle = self.lab.broker_state(entry.id).get("lifecycle") or {}
+                except LabError:
+                    continue
+                if not lifecycle.get("fenced", True) and lifecycle.get("broker_epoch", -1) >= 0:
+                    out.add(entry.id)
+        return out
+
+    def leadership(self, topic: str, partition: int) -> Leadership | None:
+        row = next((p for p in self._image() if (p["topic"], p["partition"]) == (topic, partition)), None)
+        if row is None:
+            return None
+        leader = row["leader"] if row["leader"] is not None and row["leader"] >= 0 else None
+        return Leadership(leader, row["leader_epoch"], tuple(row["isr"]), -1)
+
+    def assignment(self, topic: str) -> dict[int, tuple[int, ...]] | None:
+        rows = {p["partition"]: tuple(p["replicas"]) for p in self._image() if p["topic"] == topic}
+        return rows or None
