@@ -260,8 +260,8 @@ def torture_loop(runs: int, seed: int, faults: tuple[str, ...], modes: list[str]
         label, summary = schedule(index)
         narrate(f"[torture] run {index + 1}/{runs}: {summary}")
         played = play(index)
-        for run, done in played:
-            totals[run.mode].add(run, done, label)
+        for run, its_faults in played:
+            totals[run.mode].add(run, its_faults, label)
             _tell(narrate, f"[torture] run {index + 1}/{runs} {run.mode}", run)
         done += 1
         if each is not None:
