@@ -58,6 +58,7 @@ BROKERS = 3
 PARTITIONS = 3
 TOPIC = "t"
 INTERVAL_MS = 50  # between two records of one producer
+LOAD_RECORDS = 20_000  # per producer: 16 minutes at INTERVAL_MS, far more than a run lasts
 APPEND_EVERY_S = 0.05
 APPEND_COUNT = 5
 SESSION_MS = 3000
@@ -97,6 +98,8 @@ class KRaftPlan:
     faults: tuple[KRaftFault, ...]
     network: bool  # partitions are drawn: the lab runs in a lab network (root only)
     rows: tuple[tuple[int, ...], ...]  # each partition's replicas, the preferred leader first
+    controllers: int = CONTROLLERS
+    brokers: int = BROKERS
 
     @property
     def summary(self) -> str:
@@ -204,7 +207,8 @@ class KRaftRun:
         states, voter_states = [], {}
         try:
             config = {**QUORUM_CONFIG, **BROKER_CONFIG, **SAFE}
-            self.lab.up(kraft=True, controllers=CONTROLLERS, brokers=BROKERS, network=self.plan.network,
+            self.lab.up(kraft=True, controllers=self.plan.controllers, brokers=self.plan.brokers,
+                        network=self.plan.network,
                         config=[f"{k}={v}" for k, v in config.items()])
             self.observer = KRaftObserver(self.lab)
             self._create_topic()
@@ -258,9 +262,9 @@ class KRaftRun:
         self._wait_isrs()
 
     def _produce(self) -> None:
-        for partition in range(PARTITIONS):
+        for partition in range(len(self.plan.rows)):
             name = f"load-{partition}"
-            values = [f"{self.plan.name}/kraft/seed{self.seed}/{name}/{i}".encode() for i in range(1_000_000)]
+            values = [f"{self.plan.name}/kraft/seed{self.seed}/{name}/{i}".encode() for i in range(LOAD_RECORDS)]
             producer = recorder.RecordingProducer(self._bootstrap(), TOPIC, partition, values, "all", 4000,
                                                   INTERVAL_MS, name=name)
             self.producers.append(producer)
@@ -315,12 +319,13 @@ class KRaftRun:
     def _wait_isrs(self) -> None:
         def full() -> bool:
             try:
-                found = [self.observer.leadership(TOPIC, p) for p in range(PARTITIONS)]
+                found = [self.observer.leadership(TOPIC, p) for p in range(len(self.plan.rows))]
             except (LabError, Unknown):
                 return False
-            return all(f is not None and f.leader is not None and len(f.isr) == BROKERS for f in found)
+            return all(f is not None and f.leader is not None and len(f.isr) == len(row)
+                       for f, row in zip(found, self.plan.rows))
         if not wait_until(full, ISR_TIMEOUT_S, interval_s=0.2):
-            why = f"every partition of {TOPIC} back to {BROKERS} replicas in its ISR did not happen within " \
+            why = f"every partition of {TOPIC} back to all its replicas in its ISR did not happen within " \
                   f"{ISR_TIMEOUT_S * 1000:.0f} ms"
             self.result.stuck.append(why)
 
@@ -332,7 +337,7 @@ class KRaftRun:
             producer.stop_sending.set()
         for thread in self.threads:
             thread.join(30)
-        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        tps = [TopicPartition(TOPIC, p) for p in range(len(self.plan.rows))]
         wait_until(lambda: self.observer.settled(tps), 15.0, interval_s=0.2)
         return [self.observer.final_state(tp) for tp in tps]
 
@@ -362,7 +367,7 @@ class KRaftRun:
                       for node, where in data.items() if (where / "__cluster_metadata-0").exists()]
         quorum = check_quorum(voters, events)
         spans = [(start, end) for _, start, end in self.result.step_times]
-        gaps = kraft_lab.leaderless_windows(events, CONTROLLERS)
+        gaps = kraft_lab.leaderless_windows(events, self.plan.controllers)
         leaderless = [max((b - a for a, b in gaps if start <= a <= end), default=0.0) for start, end in spans]
         self.result.quorum = {"violations": [{"invariant": v.invariant, "detail": v.detail}
                                              for v in quorum.violations],

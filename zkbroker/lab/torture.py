@@ -36,6 +36,9 @@ FAULTS_PER_RUN = 3
 PARTITIONS = 3
 SESSION_MS = 3000
 INTERVAL_MS = 50  # between two records of one producer
+# Per producer: 16 minutes at INTERVAL_MS, far more than a run lasts (each value is made before the first send: a
+# million of them cost seconds of CPU per producer)
+LOAD_RECORDS = 20_000
 COMMON = {"zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": "3000",
           "replica.fetch.wait.max.ms": "500"}
 SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false",
@@ -68,7 +71,7 @@ def plan(seed: int, run: int, faults: tuple[str, ...] = FAULT_KINDS) -> Plan:
     rows = [rng.sample([1, 2, 3], 3) for _ in range(PARTITIONS)]
     add("create_topic", topic="t", partitions=PARTITIONS, replicas=rows)
     for partition in range(PARTITIONS):
-        add("produce", topic="t", partition=partition, count=1_000_000, interval_ms=INTERVAL_MS, timeout_ms=4000,
+        add("produce", topic="t", partition=partition, count=LOAD_RECORDS, interval_ms=INTERVAL_MS, timeout_ms=4000,
             background=True, until_end=True, **{"as": f"load-{partition}"})
     for _ in range(FAULTS_PER_RUN):
         add("sleep", ms=rng.randrange(300, 1500))
