@@ -86,3 +86,21 @@ def test_the_kraft_observer_reads_leadership_from_the_newest_image_of_a_serving_
     assert observer.assignment("t") == {0: (1, 2, 3)} and observer.assignment("u") is None
     assert observer.registered() == {1, 2}
     assert KRaftObserver(_Lab({1: _state(3, False, -1, [])})).leadership("t", 0).leader is None
+
+
+def test_zookeeper_torture_plays_each_planned_scenario_in_both_modes_through_the_loop(monkeypatch):
+    from zkbroker.lab import torture
+    from zkbroker.lab.runner import ScenarioResult
+
+    played: list[tuple[str, str]] = []
+
+    def fake_run_scenario(scenario, mode, seed, **kwargs):
+        played.append((scenario.name, mode))
+        return ScenarioResult(scenario.name, seed, [RunResult(scenario.name, m, "ok", report=Report(acknowledged=3))
+                                                    for m in ("0.8", "fixed")])
+    monkeypatch.setattr(torture, "run_scenario", fake_run_scenario)
+    result = torture.run_torture(2, 4, ("kill",), "both", narrate=lambda line: None)
+    assert played == [("torture-4-0", "both"), ("torture-4-1", "both")]
+    assert {m: (t.runs, t.faults, t.acknowledged) for m, t in result.totals.items()} == {
+        "0.8": (2, 6, 6), "fixed": (2, 6, 6)}
+    assert result.expected and "metadata_committed" not in result.as_json()["modes"][0]
