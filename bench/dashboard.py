@@ -13,7 +13,14 @@
    Beside it the CPU the dashboard's server and Chromium used meanwhile, in % of one core: on a busy shared
    machine the throughputs wander by more than 5% from run to run, the CPU taken from the brokers does not.
 
-Usage: python bench/dashboard.py [--quick]
+4. In a KRaft lab (three controllers, `--brokers 0`): the active controller SIGKILLed, round after round (started
+   again between rounds). Two delays, each from a timeline event's own `ts` to the page: the lab's kill event to
+   the page's receiving it, and the new quorum leader's own `raft_state` event (state leader, a higher epoch) to
+   the quorum strip drawing that leader in that epoch (the dashboard asks every controller's control socket,
+   pushes the snapshot, the page draws). Beside them, for reading only: the kill to the new leader's event (the
+   election itself: the followers' fetch timeout, then a vote).
+
+Usage: python bench/dashboard.py [--quick] [--lab zookeeper|kraft|both]
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.dashboard_support import Dashboard, browser_page  # noqa: E402
 from zkbroker import admin, timeline  # noqa: E402
+from zkbroker.lab import kraft_lab  # noqa: E402
 from zkbroker.lab.cluster import LabCluster  # noqa: E402
 from zkbroker.lab.dashboard.server import TAIL_S  # noqa: E402
 from zkbroker.zk.client import ZkClient  # noqa: E402
@@ -147,6 +155,60 @@ def state_latency(lab: LabCluster, page, rounds: int) -> list[float]:
     return out
 
 
+def kraft_leader_latency(lab: LabCluster, page, rounds: int) -> tuple[list[float], list[float], list[float]]:
+    """Per round, the active controller killed: (kill event -> the page has it, the new leader's raft_state event
+    -> the strip draws that leader and epoch, kill event -> the new leader's event), in ms."""
+    kill_shown, leader_drawn, election = [], [], []
+    for _ in range(rounds):
+        controllers = lab.load().controllers  # every one running again
+        leader, epoch = kraft_lab.wait_for_leader(controllers, 60)
+        page.wait_for_function("([l, e]) => window.zkbrokerDashboard.stripShown.some("
+                               "s => s.controller === l && s.epoch === e)", arg=[leader, epoch], timeout=60_000)
+        lab.kill(f"controller:{leader}")
+        killed = [e for e in timeline.read(lab.timeline_file) if e["kind"] == "process_killed"][-1]
+        new_leader, new_epoch = kraft_lab.wait_for_leader([c for c in controllers if c.id != leader], 60,
+                                                         above_epoch=epoch)
+        elected = next(e for e in timeline.read(lab.timeline_file)
+                       if e["kind"] == "raft_state" and e.get("state") == "leader" and e.get("node") == new_leader
+                       and e.get("epoch") == new_epoch)
+        page.wait_for_function("([l, e]) => window.zkbrokerDashboard.stripShown.some("
+                               "s => s.controller === l && s.epoch === e)", arg=[new_leader, new_epoch],
+                               timeout=60_000)
+        drawn = page.evaluate("([l, e]) => window.zkbrokerDashboard.stripShown.find("
+                              "s => s.controller === l && s.epoch === e).shownAt", [new_leader, new_epoch])
+        page.wait_for_function("ts => window.zkbrokerDashboard.shown.some(s => s.ts === ts)", arg=killed["ts"],
+                               timeout=60_000)
+        shown = page.evaluate("ts => window.zkbrokerDashboard.shown.find(s => s.ts === ts).shownAt", killed["ts"])
+        kill_shown.append(shown - killed["ts"])
+        leader_drawn.append(drawn - elected["ts"])
+        election.append(elected["ts"] - killed["ts"])
+        lab.start(f"controller:{leader}")
+        time.sleep(1.0)
+    return kill_shown, leader_drawn, election
+
+
+def kraft_section(rounds: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="zkbroker-bench-dashboard-kraft-") as tmp:
+        lab = LabCluster(Path(tmp) / "lab")
+        lab.up(kraft=True, controllers=3, brokers=0)
+        try:
+            dashboard = Dashboard(lab.dir)
+            try:
+                with browser_page() as page:
+                    page.goto(dashboard.url)
+                    page.wait_for_selector("#live.on")
+                    kill_shown, leader_drawn, election = kraft_leader_latency(lab, page, rounds)
+            finally:
+                dashboard.close()
+        finally:
+            lab.down()
+    print("\nA KRaft lab (3 controllers), the active controller killed (measured in Chromium):")
+    row("kill event shown in the page", kill_shown, "the stream and the page")
+    row("new quorum leader's event -> strip redrawn", leader_drawn,
+        "every controller's control socket read, pushed, drawn")
+    row("for reading: kill -> new leader's event", election, "the followers' fetch timeout, then a vote")
+
+
 def _descendants(root: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
@@ -201,12 +263,22 @@ def row(name: str, values: list[float], reference: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer events and shorter produce runs")
+    parser.add_argument("--lab", choices=("zookeeper", "kraft", "both"), default="both",
+                        help="which labs' figures (default both)")
     parser.add_argument("--produce-child", nargs=2, metavar=("BOOTSTRAP", "SECONDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.produce_child:
         produce_child(args.produce_child[0], float(args.produce_child[1]))
         return 0
     events, rounds, seconds, repeats = (60, 5, 4.0, 2) if args.quick else (300, 20, 10.0, 5)
+    if args.lab in ("zookeeper", "both"):
+        zookeeper_section(events, rounds, seconds, repeats)
+    if args.lab in ("kraft", "both"):
+        kraft_section(rounds)
+    return 0
+
+
+def zookeeper_section(events: int, rounds: int, seconds: float, repeats: int) -> None:
     with tempfile.TemporaryDirectory(prefix="zkbroker-bench-dashboard-") as tmp:
         lab = LabCluster(Path(tmp) / "lab")
         lab.up(brokers=3, config=["zookeeper.session.timeout.ms=6000"])
@@ -273,7 +345,6 @@ def main() -> int:
               f"of a core, Chromium {statistics.median(cpu[(case, 'Chromium')]):.1%}")
     print(f"  page open vs closed: {abs(slowdown):.1%} {'lower' if slowdown >= 0 else 'higher'} "
           f"(target: at most {TARGET_SLOWDOWN:.0%} lower)")
-    return 0
 
 
 if __name__ == "__main__":

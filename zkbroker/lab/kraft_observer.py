@@ -30,19 +30,22 @@ class KRaftObserver(LabObserver):
     # ---- the metadata image, from the brokers ---------------------------------------------------------------
 
     def image(self) -> dict:
-        """The `metadata` of the running broker that has applied the highest metadata offset; Unknown when no
-        broker answers."""
-        best: dict | None = None
+        """The `metadata` of the running broker that has applied the highest metadata offset, a serving one
+        (registered and unfenced) before any other: a fenced broker may be cut off from the quorum, its image
+        stale; Unknown when no broker answers."""
+        best: tuple[tuple[bool, int], dict] | None = None
         for entry in self.reload().brokers:
             if entry.pid is None or process_state(entry.pid) != "running":
                 continue
             state = kraft_lab.broker_state(entry.control)
-            if state is not None and (best is None or (state.get("metadata_offset") or -1)
-                                      > (best.get("metadata_offset") or -1)):
-                best = state
+            if state is None:
+                continue
+            rank = (kraft_lab.broker_serving(state), state.get("metadata_offset") or -1)
+            if best is None or rank > best[0]:
+                best = (rank, state)
         if best is None:
             raise Unknown("no KRaft broker answers its state query")
-        return {**best["metadata"], "offset": best.get("metadata_offset")}
+        return {**best[1]["metadata"], "offset": best[1].get("metadata_offset")}
 
     def registered(self) -> set[int]:
         """The brokers registered and unfenced, as the active controller believes (while every broker is down too);

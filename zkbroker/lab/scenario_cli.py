@@ -56,10 +56,11 @@ def add_scenario_commands(actions: argparse._SubParsersAction) -> None:
     torture.add_argument("--runs", type=int, required=True, metavar="N")
     torture.add_argument("--seed", type=int, default=0, metavar="S")
     torture.add_argument("--faults", default=None, metavar="KIND[,KIND...]",
-                         help="of kill, pause, partition, zookeeper (default: all; partition needs root)")
+                         help="of kill, pause, partition, zookeeper; in kraft mode of kill, pause, partition (of a "
+                              "broker), controller (default: all; partition needs root)")
     torture.add_argument("--mode", choices=(*MODE_CHOICES, "kraft"), default="both",
-                         help="0.8, fixed, both (default), or kraft: faults on a KRaft lab's controllers, judged "
-                              "by the quorum checker's Raft invariants")
+                         help="0.8, fixed, both (default), or kraft: faults on a KRaft lab's brokers and "
+                              "controllers, judged by the checker and the quorum checker's Raft invariants")
     torture.add_argument("--kraft", action="store_true", help="short for --mode kraft")
     torture.add_argument("--json", action="store_true", help="print the totals as JSON (narration to stderr)")
     torture.add_argument("--security", default="plaintext", choices=PROTOCOLS, metavar="PROTOCOL",
@@ -214,62 +215,34 @@ def difference(old, fixed) -> str:
 def _torture(args: argparse.Namespace) -> int:
     import os
 
-    from zkbroker.lab.torture import FAULT_KINDS, run_torture
+    from zkbroker.lab import kraft_torture, torture
 
     if args.runs < 1:
         raise ValueError("--runs takes a number of runs, at least 1")
-    if args.kraft or args.mode == "kraft":
-        if args.security != "plaintext":
-            raise ValueError("--security is for ZooKeeper mode: a KRaft lab runs PLAINTEXT listeners only")
-        return _kraft_torture(args)
+    kraft = args.kraft or args.mode == "kraft"
+    if kraft and args.security != "plaintext":
+        raise ValueError("--security is for ZooKeeper mode: a KRaft lab runs PLAINTEXT listeners only")
+    kinds = kraft_torture.FAULT_KINDS if kraft else torture.FAULT_KINDS
     if args.faults is None:
-        faults = tuple(k for k in FAULT_KINDS if k != "partition" or os.geteuid() == 0)
+        faults = tuple(k for k in kinds if k != "partition" or os.geteuid() == 0)
     else:
         faults = tuple(k.strip() for k in args.faults.split(",") if k.strip())
     out = sys.stderr if args.json else sys.stdout
     _quiet_zookeeper_client()
     previous = signal.signal(signal.SIGTERM, _interrupt)
+
+    def narrate(line: str) -> None:
+        print(line, file=out, flush=True)
     try:
-        result = run_torture(args.runs, args.seed, faults, args.mode,
-                             narrate=lambda line: print(line, file=out, flush=True), security=args.security)
+        result = kraft_torture.run_kraft_torture(args.runs, args.seed, faults, narrate) if kraft else \
+            torture.run_torture(args.runs, args.seed, faults, args.mode, narrate,
+                                security=args.security)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:
         print(json.dumps(result.as_json()))
     else:
         print(format_torture(result))
-    return 0 if result.expected else 1
-
-
-def _kraft_torture(args: argparse.Namespace) -> int:
-    import os
-
-    from zkbroker.lab.kraft_torture import FAULT_KINDS, run_kraft_torture
-
-    faults = FAULT_KINDS if args.faults is None else tuple(k.strip() for k in args.faults.split(",") if k.strip())
-    if set(faults) - set(FAULT_KINDS) or not faults:
-        raise ValueError("--mode kraft takes the fault kind controller (kill, pause or partition one controller); "
-                         "the broker faults need KRaft brokers in the lab, which are not there yet")
-    out = sys.stderr if args.json else sys.stdout
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        result = run_kraft_torture(args.runs, args.seed, network=os.geteuid() == 0,
-                                   narrate=lambda line: print(line, file=out, flush=True))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    if args.json:
-        print(json.dumps(result.as_json()))
-    else:
-        j = result.totals["kraft"].as_json()
-        print(f"\ntorture: {result.runs} runs, seed {result.seed}, mode kraft, faults controller")
-        print(f"verdicts {','.join(f'{v}:{n}' for v, n in j['verdicts'].items())}; {j['committed']} records committed; "
-              f"{len(j['raft_violations'])} Raft violations; without a quorum leader: median "
-              f"{j['leaderless_ms']['median']} ms, max {j['leaderless_ms']['max']} ms ({j['leaderless_ms']['faults']} "
-              "faults)")
-        for v in j["raft_violations"]:
-            print(f"  {v['run']}: {v['invariant']}: {v['detail']}")
-        for e in j["errors"]:
-            print(f"  {e['run']}: {e['why']}")
     return 0 if result.expected else 1
 
 
@@ -287,8 +260,19 @@ def format_torture(result) -> str:
         for kind, figures in t.as_json()["unavailable_ms_by_fault"].items():
             lines.append(f"  {t.mode}: unavailability after {kind}: median {figures['median']} ms, "
                          f"max {figures['max']} ms ({figures['faults']} faults)")
-        if t.mode == "fixed" and not t.expected:
-            lines.append("  fixed: the safe configuration lost acknowledged records or diverged")
+        j = t.as_json()
+        if t.mode == "kraft":
+            lines.append(f"  kraft: the quorum: {j['metadata_committed']} metadata records committed and checked on "
+                         f"every voter, {len(j['raft_violations'])} Raft violations")
+            for kind, figures in j["leaderless_ms_by_fault"].items():
+                lines.append(f"  kraft: without a quorum leader after {kind}: median {figures['median']} ms, "
+                             f"max {figures['max']} ms ({figures['faults']} faults)")
+            lines += [f"  {v['run']}: {v['invariant']}: {v['detail']}" for v in j["raft_violations"]]
+        for stuck in j["stuck"]:
+            lines.append(f"  {t.mode} stuck ({stuck['run']}): {stuck['why']}")
+        if t.mode in ("fixed", "kraft") and not t.expected:
+            lines.append(f"  {t.mode}: the safe configuration lost acknowledged records or diverged"
+                         + (" or broke a Raft invariant" if t.mode == "kraft" else ""))
     return "\n".join(lines)
 
 

@@ -118,10 +118,24 @@ def test_the_dashboards_kraft_view_is_designs_with_the_last_elections_votes():
     assert view["quorum"]["voters"][0]["cut_off_from"] == ["controller:3002"] and view["brokers"] == []
 
 
-def test_a_kraft_torture_plan_is_seeded_and_draws_partitions_only_in_a_lab_network():
-    assert plan(7, 3, True) == plan(7, 3, True) and plan(7, 3, True) != plan(7, 4, True)
-    assert all(f.action in ("kill", "pause") for run in range(20) for f in plan(1, run, False))
-    assert any(f.action == "partition" for run in range(20) for f in plan(1, run, True))
+def test_a_kraft_torture_plan_is_seeded_and_draws_partitions_only_when_asked_for():
+    assert plan(7, 3) == plan(7, 3) and plan(7, 3) != plan(7, 4)
+    without = [plan(1, run, ("kill", "pause", "controller")) for run in range(20)]
+    assert all(f.action in ("kill", "pause") for p in without for f in p.faults) and not any(p.network for p in without)
+    drawn = [f for run in range(20) for f in plan(1, run).faults]
+    assert {f.kind for f in drawn} == {"kill", "pause", "partition", "controller"} and plan(1, 0).network
+    assert {f.cut for f in drawn if f.kind == "partition"} == {"brokers", "controller", "clients",
+                                                               "brokers then controller"}
+
+
+def test_a_kraft_torture_pauses_a_broker_past_its_session_and_places_every_partition_on_every_broker():
+    from zkbroker.lab.kraft_torture import BROKERS, SESSION_MS
+
+    for run in range(20):
+        p = plan(3, run)
+        assert all(sorted(row) == list(range(1, BROKERS + 1)) for row in p.rows)
+        assert all(f.ms > SESSION_MS for f in p.faults if f.kind == "pause")
+        assert all(f.target in ("leader", "follower") for f in p.faults if f.kind == "controller")
 
 
 def _rs(ts, node, state, epoch, leader=None):
