@@ -22,6 +22,7 @@ class KRaftObserver(LabObserver):
     def __init__(self, lab: LabCluster) -> None:  # no ZooKeeper session: LabObserver's own __init__ opens one
         self.lab = lab
         self.cluster = lab.load()
+        self.clients = self.cluster.clients  # PLAINTEXT: a KRaft lab has no --security yet
         self.zk = None
 
     def close(self) -> None:
