@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ from zkbroker.metadata.records import (
     CONFIG,
     FEATURE_LEVEL,
     FENCE_BROKER,
+    NO_LEADER_CHANGE,
     NO_OP,
     PARTITION,
     PARTITION_CHANGE,
@@ -102,6 +104,11 @@ class QuorumController:
         self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
         self._loading: tuple[int, int, list[MetadataRecord], int] | None = None  # a snapshot loading in parts
         self._replayed_since_freeze = 0
+        # The handover (KIP-500's point): from this controller's election to the first leadership change it has
+        # committed, logged once per epoch it leads (bench/kraft_vs_zk.py reads the line). A monotonic clock:
+        # only for the log line, no decision depends on it.
+        self._elected_at: float | None = None
+        self._active_after_ms: float | None = None
         self._build_managers()
 
     def _build_managers(self) -> None:
@@ -296,6 +303,12 @@ class QuorumController:
         if self.is_active:
             self.registry.commit(last_offset)
             self.purgatory.complete_up_to(last_offset)
+            if self._elected_at is not None and any(
+                    api_key == PARTITION_CHANGE and rec.leader != NO_LEADER_CHANGE for api_key, _, rec in records):
+                log.info("%sHandover: the first leadership change of epoch %d committed %.0f ms after this "
+                         "controller was elected (active after %.0f ms)", self.prefix, self.active_epoch,
+                         (time.monotonic() - self._elected_at) * 1000, self._active_after_ms or 0)
+                self._elected_at = None
         elif self._claim_offset is not None and last_offset >= self._claim_offset:
             self._activate()
 
@@ -333,6 +346,7 @@ class QuorumController:
             if self.is_active:
                 self._renounce()
             log.info("%sLeading epoch %d: catching up before becoming active", self.prefix, epoch)
+            self._elected_at, self._active_after_ms = time.monotonic(), None
             self.claim_epoch, self._claim_offset = epoch, None
         elif leader_id != self.config.node_id:
             self.claim_epoch = self._claim_offset = None
@@ -351,6 +365,8 @@ class QuorumController:
         log.info("%sBecoming the active controller at epoch %d, committed offset %d", self.prefix, epoch,
                  self.last_committed_offset)
         self.active_epoch = epoch
+        if self._elected_at is not None:
+            self._active_after_ms = (time.monotonic() - self._elected_at) * 1000
         self.registry.enabled = True
         self.cluster.activate(self.now_ms)
         bootstrap = self.features.bootstrap_records()
