@@ -306,8 +306,9 @@ class QuorumController:
             if self._elected_at is not None and any(
                     api_key == PARTITION_CHANGE and rec.leader != NO_LEADER_CHANGE for api_key, _, rec in records):
                 log.info("%sHandover: the first leadership change of epoch %d committed %.0f ms after this "
-                         "controller was elected (active after %.0f ms)", self.prefix, self.active_epoch,
-                         (time.monotonic() - self._elected_at) * 1000, self._active_after_ms or 0)
+                         "controller was elected (active after %.0f ms; elected at monotonic %.3f)", self.prefix,
+                         self.active_epoch, (time.monotonic() - self._elected_at) * 1000, self._active_after_ms or 0,
+                         self._elected_at)
                 self._elected_at = None
         elif self._claim_offset is not None and last_offset >= self._claim_offset:
             self._activate()
@@ -422,7 +423,8 @@ class QuorumController:
                 "partitions": len(self.replication.partitions),
                 "brokers": [{"id": b.id, "epoch": b.epoch, "fenced": b.fenced,
                              "in_controlled_shutdown": b.in_controlled_shutdown,
-                             "metadata_offset": offsets.get(b.id)}
+                             "metadata_offset": offsets.get(b.id),
+                             "leaderships": self.replication.leaderships.get(b.id, 0)}
                             for _, b in sorted(self.cluster.brokers.items())]}
 
     # ---- snapshots ------------------------------------------------------------------------------------------
