@@ -228,7 +228,8 @@ class StandInCluster:
             try:
                 with BrokerConnection(c.host, c.port, client_id="bench", timeout_s=timeout_s) as conn:
                     response = conn.send(api_key, version, body)
-                if getattr(response, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                errors = {getattr(response, "error_code", 0), *(t.error_code for t in getattr(response, "topics", ()))}
+                if ErrorCode.NOT_CONTROLLER not in errors:  # CreateTopics puts it in each topic's answer
                     return response
             except OSError:
                 pass
