@@ -65,6 +65,71 @@ def create(client, name: str, partitions: int) -> None:
     futures[name].result(120)
 
 
+def acceptance(bootstrap: str, records: int, topic: str = "acceptance") -> None:
+    """Issue 25's acceptance: a topic created with confluent-kafka's AdminClient, `records` records produced with
+    acks=all, read back by a subscribe() group, by kafka-python and by kcat, and by zkkafka (PySpark) through
+    kafka.bootstrap.servers. Each reader's count of distinct keys must be `records`."""
+    from confluent_kafka import Consumer, Producer
+
+    create(admin(bootstrap), topic, 6)
+    failed: list[str] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    started = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, key=b"%d" % i, value=b"record %d" % i,
+                                 on_delivery=lambda err, _msg: err and failed.append(str(err)))
+                break
+            except BufferError:
+                producer.poll(0.1)
+    left = producer.flush(300)
+    print(f"acceptance: {records:,} records produced with acks=all in {time.monotonic() - started:.1f} s "
+          f"({len(failed)} failed, {left} unacknowledged)", flush=True)
+
+    def report(reader: str, keys: set[bytes], since: float) -> None:
+        verdict = "all" if len(keys) == records else f"MISSING {records - len(keys):,}"
+        print(f"  {reader}: {len(keys):,} distinct records read in {time.monotonic() - since:.1f} s ({verdict})",
+              flush=True)
+
+    since, keys = time.monotonic(), set()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "acceptance", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    while len(keys) < records and time.monotonic() - since < 300:
+        for msg in consumer.consume(10_000, 1.0):
+            if not msg.error():
+                keys.add(msg.key())
+    consumer.close()
+    report("confluent-kafka, a subscribe() group", keys, since)
+
+    from kafka import KafkaConsumer
+
+    since = time.monotonic()
+    reader = KafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None,
+                           consumer_timeout_ms=30_000)
+    keys = {msg.key for msg in reader}
+    reader.close()
+    report("kafka-python", keys, since)
+
+    since = time.monotonic()
+    done = subprocess.run([shutil.which("kcat") or "kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning",
+                           "-e", "-q", "-f", "%k\n"], capture_output=True, timeout=300)
+    report("kcat", set(done.stdout.splitlines()), since)
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from consumer.spark.session import spark_session
+
+    since = time.monotonic()
+    spark = spark_session("local[2]")
+    try:
+        frame = (spark.read.format("zkkafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+                 .load())
+        keys = {bytes(row.key) for row in frame.select("key").distinct().collect()}
+    finally:
+        spark.stop()
+    report("zkkafka (PySpark local[2]) through kafka.bootstrap.servers", keys, since)
+
+
 def unfenced(broker, before: int) -> bool:
     return len(broker.log_lines("Unfenced: serving")) > before
 
@@ -164,10 +229,15 @@ def main() -> int:
             wait_for(lambda b=broker, n=before: unfenced(b, n), 120, "the restarted broker unfenced", interval_s=0.05)
             restarts.append(time.monotonic() - t0)
             time.sleep(SETTLE_S)
-        from_snapshot = len(broker.log_lines("Starting from snapshot"))
+        from_snapshot = broker.log_lines("Starting from snapshot")
         print(f"broker restart: controlled shutdown {statistics.median(stops) * 1000:.0f} ms, start to unfenced "
-              f"{statistics.median(restarts) * 1000:.0f} ms (median of {args.rounds}; {from_snapshot} of the "
-              f"starts from its own snapshot; broker.heartbeat.interval.ms {HEARTBEAT_MS})")
+              f"{statistics.median(restarts) * 1000:.0f} ms (median of {args.rounds}; {len(from_snapshot)} of the "
+              f"starts from its own snapshot; broker.heartbeat.interval.ms {HEARTBEAT_MS}); load average "
+              f"{os.getloadavg()[0]:.1f}")
+        if from_snapshot:  # where its fetches of the metadata log began: after its snapshot and its own log
+            print(f"  the last start: {from_snapshot[-1].split('] ', 1)[-1]}")
+        if args.records:
+            acceptance(bootstrap, args.records)
     finally:
         stop_all(brokers)
         stop_all(controllers)
