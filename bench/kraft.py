@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import select
 import shutil
 import statistics
@@ -161,6 +162,65 @@ def stand_in_run(partitions: int, rounds: int, root: Path, out=print) -> dict[st
         return kraft_rounds(cluster, rounds, out)
 
 
+def in_memory_handover(partitions: int, out=print) -> dict[str, float]:
+    """The quorum controller alone, at partition counts no set of processes here can be given in the time (a
+    million: every PartitionRecord encoded once and decoded by two followers and every broker, about a millisecond
+    of Python each on this machine): a standby holding `partitions` partitions (replication factor 3 over brokers
+    1-3, each leading a third; the records replayed straight into it, as its replay of the log would), elected on
+    the unit tests' in-memory log (tests/unit/controller/quorum/helpers.py: each record appended is encoded and
+    decoded, as through the real log; a commit is immediate, where a real one waits for a follower's fetch). Then,
+    in ms: election -> active (its NoOpRecord committed), -> the first leadership change committed (broker 1 asks
+    for a controlled shutdown: the handover), -> the whole controlled shutdown (broker 1 leads nothing)."""
+    import random
+
+    from tests.unit.controller.quorum.helpers import MemoryLog, heartbeat, lead, make_controller, register_brokers
+    from zkbroker.metadata.partition import PartitionRegistration
+    from zkbroker.metadata.records import TOPIC, record
+
+    log = MemoryLog()
+    old = make_controller(log, node_id=3001)
+    standby = make_controller(log, node_id=3002)
+    lead(log, old)
+    epochs = register_brokers(log, old, 1, 2, 3)
+    offset = log.end_offset
+    rng = random.Random(1)
+    started = time.monotonic()
+    for t, first in enumerate(range(0, partitions, 10_000)):
+        topic_id = rng.randbytes(16)
+        standby._replay(record(TOPIC, name=f"bench-{t}", topic_id=topic_id), offset)
+        offset += 1
+        for p in range(min(10_000, partitions - first)):
+            replicas = tuple((p + j) % 3 + 1 for j in range(3))
+            standby._replay(PartitionRegistration(replicas, replicas, replicas[0]).to_record(topic_id, p), offset)
+            offset += 1
+        standby.poll(0)  # the driver's tick: the heap frozen every 10,000 records, as it would be
+    log.end_offset = log.high_watermark = offset
+    standby.last_committed_offset = standby.last_applied_offset = offset - 1
+    out(f"  in memory: a standby holding {partitions:,} partitions built in {time.monotonic() - started:.1f} s "
+        f"(setup)")
+    del log.clients[old.config.node_id]  # the old active controller is gone (it never had the image built here)
+    elected = time.monotonic()
+    log.elect(standby.config.node_id)  # the standby leads the next epoch
+    standby.poll(0)  # its NoOpRecord
+    log.commit()
+    active = time.monotonic()
+    answer = standby.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    standby.poll(0)  # the first part: up to 2,000 leadership changes
+    log.commit()
+    handover = time.monotonic()
+    while standby.replication.leads_any(1) or standby.has_work:
+        standby.poll(0)
+        log.commit()
+    done = time.monotonic()
+    assert answer.done and not answer.error
+    figures = {"active": (active - elected) * 1000, "handover": (handover - elected) * 1000,
+               "shutdown": (done - active) * 1000}
+    out(f"  in memory, {partitions:,} partitions: election -> active {figures['active']:.0f} ms, -> first leadership "
+        f"change committed {figures['handover']:.0f} ms, controlled shutdown of {partitions // 3:,} leaderships "
+        f"{figures['shutdown']:.0f} ms; load {os.getloadavg()[0]:.1f}")
+    return figures
+
+
 def median_ms(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ms (median of {len(values)})" if values else "-"
 
@@ -185,6 +245,15 @@ def main() -> int:
         print(f"controlled shutdown of a broker leading a third: {median_ms(f['shutdown'])}; restart to serving: "
               f"{median_ms(f['restart'])}")
         return 0
+    # Every broker holds every partition (replication factor 3 over 3 brokers), two open files each (a segment and
+    # its index's mapping): the open-files limit raised to its maximum bounds the partitions a real broker holds.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if hard != resource.RLIM_INFINITY and args.partitions * 2 + 500 > hard:
+        fits = (hard - 500) // 2 // PARTITIONS_PER_TOPIC * PARTITIONS_PER_TOPIC
+        print(f"{args.partitions:,} partitions need ~{args.partitions * 2 + 500:,} open files per broker, the limit "
+              f"here is {hard:,}: running {fits:,} (--stand-ins for more)")
+        args.partitions = fits
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-kraft-"))
     controllers, brokers = make_kraft_cluster(root, metadata_log_max_record_bytes_between_snapshots=16384)
     try:

@@ -49,13 +49,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--zookeeper-max", type=int, default=100_000,
                    help="the largest size run in ZooKeeper mode too (what this machine holds)")
     p.add_argument("--only", choices=("zookeeper", "kraft"), help="one mode only")
+    p.add_argument("--in-memory", default="",
+                   help="partition counts at which the quorum controller's handover is also measured alone, in memory "
+                        "(bench/kraft.py's in_memory_handover), e.g. 10000,100000,1000000")
     args = p.parse_args(argv)
     try:
-        args.sizes = [int(s) for s in args.sizes.split(",")]
+        args.sizes = [int(s) for s in args.sizes.split(",") if s]
         args.rounds = [int(r) for r in args.rounds.split(",")]
+        args.in_memory = [int(s) for s in args.in_memory.split(",") if s]
     except ValueError:
         p.error("--sizes and --rounds take comma-separated integers")
-    if not args.sizes or min(args.sizes) < 3 or not args.rounds or min(args.rounds) < 1:
+    if min(args.sizes + args.in_memory, default=0) < 3 or not args.rounds or min(args.rounds) < 1:
         p.error("--sizes need at least 3 partitions each, --rounds at least 1 each")
     return args
 
@@ -88,6 +92,10 @@ def main() -> int:
             finally:
                 shutil.rmtree(root, ignore_errors=True)
             results[n]["kraft load"] = os.getloadavg()[0]
+    for n in args.in_memory:
+        print(f"{n:,} partitions, the KRaft handover in memory", flush=True)
+        results.setdefault(n, {})["in memory"] = kraft.in_memory_handover(n)
+        results[n]["in memory load"] = os.getloadavg()[0]
     report(results)
     return 0
 
@@ -107,6 +115,10 @@ def report(results: dict) -> None:
             print(f"{n:>9,} KRaft ({len(k['shutdown'])})               | {med(k['from_kill']):>22} | "
                   f"{med(k['handover']):>8} / {med(k['served']):>8} | {med(k['shutdown']):>19} | "
                   f"{med(k['restart']):>18} | {modes['kraft load']:.1f}")
+        if "in memory" in modes:
+            k = modes["in memory"]
+            print(f"{n:>9,} KRaft, controller in memory (1)  | {'-':>22} | {k['handover']:>19,.0f} | "
+                  f"{k['shutdown']:>19,.0f} | {'-':>18} | {modes['in memory load']:.1f}")
     print("ZooKeeper: from the kill = zookeeper.session.timeout.ms (2,000) + the handover (new /controller -> "
           "context loaded -> UpdateMetadata acknowledged by every broker)")
     print("KRaft: handover = the new controller's election -> its first leadership change committed / applied by a "
