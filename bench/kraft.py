@@ -513,7 +513,20 @@ async def _stand_in(broker_id: int, voters: str, cluster_id: str, data_dir: str)
     conns: dict[tuple[str, int], BrokerConnection] = {}
     loop = asyncio.get_running_loop()
     commands: asyncio.Queue[str] = asyncio.Queue()
-    loop.add_reader(sys.stdin.fileno(), lambda: commands.put_nowait(sys.stdin.readline().strip()))
+    pending_input = bytearray()
+
+    def read_commands() -> None:  # raw reads: two lines arriving together must both be seen
+        data = os.read(sys.stdin.fileno(), 4096)
+        if not data:  # the bench is gone: no more commands
+            loop.remove_reader(sys.stdin.fileno())
+            return
+        pending_input.extend(data)
+        while b"\n" in pending_input:
+            line, _, rest = bytes(pending_input).partition(b"\n")
+            pending_input[:] = rest
+            commands.put_nowait(line.decode().strip())
+
+    loop.add_reader(sys.stdin.fileno(), read_commands)
     shutdown_at: float | None = None
     last_isr_repair = 0.0
 
