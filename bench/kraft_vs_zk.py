@@ -117,8 +117,9 @@ def report(results: dict) -> None:
                   f"{med(k['restart']):>18} | {modes['kraft load']:.1f}")
         if "in memory" in modes:
             k = modes["in memory"]
+            shutdown = f"{k['shutdown']:,.0f}" if k["shutdown"] is not None else f"{k['per_part']:,.0f} a part"
             print(f"{n:>9,} KRaft, controller in memory (1)  | {'-':>22} | {k['handover']:>19,.0f} | "
-                  f"{k['shutdown']:>19,.0f} | {'-':>18} | {modes['in memory load']:.1f}")
+                  f"{shutdown:>19} | {'-':>18} | {modes['in memory load']:.1f}")
     print("ZooKeeper: from the kill = zookeeper.session.timeout.ms (2,000) + the handover (new /controller -> "
           "context loaded -> UpdateMetadata acknowledged by every broker)")
     print("KRaft: handover = the new controller's election -> its first leadership change committed / applied by a "
