@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -262,7 +263,18 @@ class Bench:
         for t in range(self.args.topics):
             topic = f"bench-{t}"
             assignment = {p: tuple(replicas[(p + j) % 3] for j in range(3)) for p in range(per_topic)}
-            admin.write_topic(self.zkc, topic, assignment, {})
+            for attempt in range(5):  # a loaded machine may drop the session's connection; kazoo reconnects
+                try:
+                    admin.write_topic(self.zkc, topic, assignment, {})
+                    break
+                except admin.TopicExistsError:
+                    if attempt == 0:
+                        raise
+                    break  # the attempt before was written; only its answer was lost
+                except ConnectionLoss:
+                    if attempt == 4:
+                        raise
+                    time.sleep(2.0)
             for p, assigned in assignment.items():
                 self.partitions.append((topic, p))
                 self.assignment[(topic, p)] = assigned
