@@ -62,8 +62,8 @@ def admin(bootstrap: str):
 def create(client, name: str, partitions: int) -> None:
     from confluent_kafka.admin import NewTopic
 
-    futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=120)
-    futures[name].result(120)
+    futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
+    futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
 
 
 def acceptance(bootstrap: str, records: int, topic: str = "acceptance") -> None:
