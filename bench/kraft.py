@@ -396,7 +396,7 @@ class StandInCluster:
             answer = self.send(ApiKey.CREATE_TOPICS, 5, {
                 "topics": [{"name": f"bench-{n // per_request}", "num_partitions": count, "replication_factor": 3,
                             "assignments": [], "configs": []}], "timeout_ms": 600_000, "validate_only": False})
-            if answer.topics[0].error_code:
+            if answer.topics[0].error_code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):  # a retry after a lost answer
                 raise RuntimeError(f"CreateTopics: {answer.topics[0].error_code} {answer.topics[0].error_message}")
         return time.monotonic() - started
 
@@ -447,7 +447,7 @@ class StandIn:
                 raise TimeoutError(f"stand-in {self.id}: no {word!r} within {timeout_s:.0f} s")
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"stand-in {self.id} exited")
+                raise RuntimeError(f"stand-in {self.id} exited (code {self.proc.wait()}) waiting for {word!r}")
             self.lines.append(line.strip())
 
     def shutdown(self) -> None:
