@@ -60,10 +60,15 @@ def admin(bootstrap: str):
 
 
 def create(client, name: str, partitions: int) -> None:
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
     futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
-    futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
+    try:
+        futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
+    except KafkaException as e:  # the client retried a request whose answer was lost: the first one made it
+        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
 
 
 def acceptance(bootstrap: str, records: int, topic: str = "acceptance") -> None:
