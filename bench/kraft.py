@@ -63,12 +63,16 @@ def create(client, name: str, partitions: int) -> None:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
-    try:
-        futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
-    except KafkaException as e:  # the client retried a request whose answer was lost: the first one made it
-        if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
+    for attempt in range(3):
+        futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
+        try:
+            futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
+            return
+        except KafkaException as e:
+            if e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:  # a retried request whose answer was lost
+                return
+            if e.args[0].code() != KafkaError._TIMED_OUT or attempt == 2:  # e.g. a broker just restarted
+                raise
 
 
 def acceptance(bootstrap: str, records: int, topic: str = "acceptance") -> None:
