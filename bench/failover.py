@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -262,7 +263,18 @@ class Bench:
         for t in range(self.args.topics):
             topic = f"bench-{t}"
             assignment = {p: tuple(replicas[(p + j) % 3] for j in range(3)) for p in range(per_topic)}
-            admin.write_topic(self.zkc, topic, assignment, {})
+            for attempt in range(5):  # a loaded machine may drop the session's connection; kazoo reconnects
+                try:
+                    admin.write_topic(self.zkc, topic, assignment, {})
+                    break
+                except admin.TopicExistsError:
+                    if attempt == 0:
+                        raise
+                    break  # the attempt before was written; only its answer was lost
+                except ConnectionLoss:
+                    if attempt == 4:
+                        raise
+                    time.sleep(2.0)
             for p, assigned in assignment.items():
                 self.partitions.append((topic, p))
                 self.assignment[(topic, p)] = assigned
@@ -339,8 +351,9 @@ class Bench:
             self.lab.start(broker)
         return event, broker
 
-    def restart_stub(self, broker: int) -> None:
-        """A stand-in gone (its death handled) and back (its return handled), as a controlled shutdown ends."""
+    def restart_stub(self, broker: int) -> float:
+        """A stand-in gone (its death handled) and back (its return handled), as a controlled shutdown ends; the
+        seconds from its start to the controller's UpdateMetadata for its return acknowledged (restart to serving)."""
         self.logs.mark()
         proc = self.stubs.pop(broker)
         proc.kill()
@@ -352,8 +365,28 @@ class Bench:
                 raise TimeoutError(f"the controller did not handle the death of stand-in {broker}")
             time.sleep(0.2)
         self.logs.mark()
+        started = time.monotonic()
         self.start_stub(broker)
         self.logs.wait_event("BrokerChange", ("UpdateMetadata",))
+        return time.monotonic() - started
+
+    def restore_by_failover(self) -> Event:
+        """Stand-ins never rejoin an ISR (they fetch nothing): every partition's `state` is written back to a full
+        ISR led by its preferred replica, behind the controller's back, and `/controller` deleted, so the next
+        controller loads them (the failover is measured as controller_failover measures it)."""
+        epoch = int(self.zk.get(paths.CONTROLLER_EPOCH)[0]) if self.zk.exists(paths.CONTROLLER_EPOCH) else 1
+        states = self.states()
+        pending = []
+        for i in range(0, len(self.partitions), 500):
+            tx = self.zk.transaction()
+            for tp in self.partitions[i:i + 500]:
+                assigned = self.assignment[tp]
+                tx.set_data(paths.partition_state_path(*tp),
+                            LeaderIsrState(assigned[0], states[tp].leader_epoch + 1, epoch, assigned).encode(), -1)
+            pending.append(tx.commit_async())
+        for result in pending:
+            result.get()
+        return self.controller_failover()
 
     def controller_failover(self) -> Event:
         old = self.controller_id()
@@ -396,6 +429,39 @@ class Bench:
         batched = time.monotonic() - started
         self.zk.delete(root, recursive=True)
         return one_by_one, batched
+
+
+def zookeeper_rounds(bench: Bench, rounds: int, out=print) -> dict[str, list[float]]:
+    """bench/kraft_vs_zk.py's ZooKeeper side (stand-ins): per round, a controlled shutdown of the stand-in leading
+    the most (request -> answered), its restart to serving, and the ISRs restored through a controller failover
+    (new /controller -> context loaded -> UpdateMetadata acknowledged by every broker: the handover). Figures in ms;
+    "from_kill" adds zookeeper.session.timeout.ms, the wait before a killed controller's /controller vanishes (with
+    stand-ins the only real broker is the controller: its kill cannot be measured here, only composed)."""
+    figures: dict[str, list[float]] = {k: [] for k in ("shutdown", "restart", "loaded", "handover", "from_kill",
+                                                       "led")}
+    for r in range(rounds):
+        shut = bench.victim()
+        figures["led"].append(bench.led_by(shut))
+        answered_s, _, _ = bench.controlled_shutdown(shut)
+        figures["shutdown"].append(answered_s * 1000)
+        figures["restart"].append(bench.restart_stub(shut) * 1000)
+        failover = bench.restore_by_failover()
+        figures["loaded"].append(failover.loaded_ms or 0)
+        figures["handover"].append(failover.acked_ms["UpdateMetadata"])
+        figures["from_kill"].append(bench.args.session_timeout_ms + failover.acked_ms["UpdateMetadata"])
+        bench.wait_states("every partition back with its preferred leader and a full ISR",
+                          lambda tp, st: st.leader == bench.assignment[tp][0] and len(st.isr) == 3)
+        out(f"  ZooKeeper round {r + 1}: controlled shutdown of {figures['led'][-1]:,} leaderships "
+            f"{figures['shutdown'][-1]:.0f} ms, restart to serving {figures['restart'][-1]:.0f} ms, failover: "
+            f"context loaded {figures['loaded'][-1]:.0f} ms, UpdateMetadata acknowledged {figures['handover'][-1]:.0f}"
+            f" ms; load {os.getloadavg()[0]:.1f}")
+    return figures
+
+
+def stand_in_args(partitions: int, topics: int, session_timeout_ms: int = 2000) -> argparse.Namespace:
+    """The arguments of `--stub-brokers` for a Bench made by another script."""
+    return argparse.Namespace(stub_brokers=True, partitions=partitions, topics=topics,
+                              session_timeout_ms=session_timeout_ms, keep=False)
 
 
 # ---- report -----------------------------------------------------------------------------------------------------

@@ -24,8 +24,10 @@ happens in ``poll``, never inside a callback of the log.
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +38,7 @@ from zkbroker.metadata.records import (
     CONFIG,
     FEATURE_LEVEL,
     FENCE_BROKER,
+    NO_LEADER_CHANGE,
     NO_OP,
     PARTITION,
     PARTITION_CHANGE,
@@ -61,6 +64,10 @@ from .replication_control import ReplicationControlManager
 from .timeline import SnapshotRegistry
 
 log = logging.getLogger("controller.quorum.QuorumController")
+
+#: Records replayed between two freezes of the heap (gc.freeze): the image's partitions are a million long-lived
+#: objects at 100,000 partitions, and every full collection walked them all, most of a large operation's time.
+FREEZE_AFTER_RECORDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,12 @@ class QuorumController:
         self.last_applied_offset = -1  # the last offset replayed, committed or (on the active) not yet
         self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
         self._loading: tuple[int, int, list[MetadataRecord], int] | None = None  # a snapshot loading in parts
+        self._replayed_since_freeze = 0
+        # The handover (KIP-500's point): from this controller's election to the first leadership change it has
+        # committed, logged once per epoch it leads (bench/kraft_vs_zk.py reads the line). A monotonic clock:
+        # only for the log line, no decision depends on it.
+        self._elected_at: float | None = None
+        self._active_after_ms: float | None = None
         self._build_managers()
 
     def _build_managers(self) -> None:
@@ -202,6 +215,7 @@ class QuorumController:
     def poll(self, now_ms: int) -> None:
         """Run every queued event, then the timers (session expiry). While catching up to lead, the events wait."""
         self.now_ms = now_ms
+        self._freeze_image()
         if self._loading is not None:
             self._load_some()
             return
@@ -289,6 +303,13 @@ class QuorumController:
         if self.is_active:
             self.registry.commit(last_offset)
             self.purgatory.complete_up_to(last_offset)
+            if self._elected_at is not None and any(
+                    api_key == PARTITION_CHANGE and rec.leader != NO_LEADER_CHANGE for api_key, _, rec in records):
+                log.info("%sHandover: the first leadership change of epoch %d committed %.0f ms after this "
+                         "controller was elected (active after %.0f ms; elected at monotonic %.3f)", self.prefix,
+                         self.active_epoch, (time.monotonic() - self._elected_at) * 1000, self._active_after_ms or 0,
+                         self._elected_at)
+                self._elected_at = None
         elif self._claim_offset is not None and last_offset >= self._claim_offset:
             self._activate()
 
@@ -312,6 +333,7 @@ class QuorumController:
             self._loading = (end_offset, epoch, records, done)
             return
         self._loading = None
+        self._freeze_image()
         self.last_committed_offset = self.last_applied_offset = end_offset - 1
         self.last_committed_epoch = epoch
         log.info("%sLoaded a snapshot ending at offset %d (epoch %d): %d brokers, %d topics, %d partitions",
@@ -325,6 +347,7 @@ class QuorumController:
             if self.is_active:
                 self._renounce()
             log.info("%sLeading epoch %d: catching up before becoming active", self.prefix, epoch)
+            self._elected_at, self._active_after_ms = time.monotonic(), None
             self.claim_epoch, self._claim_offset = epoch, None
         elif leader_id != self.config.node_id:
             self.claim_epoch = self._claim_offset = None
@@ -343,6 +366,8 @@ class QuorumController:
         log.info("%sBecoming the active controller at epoch %d, committed offset %d", self.prefix, epoch,
                  self.last_committed_offset)
         self.active_epoch = epoch
+        if self._elected_at is not None:
+            self._active_after_ms = (time.monotonic() - self._elected_at) * 1000
         self.registry.enabled = True
         self.cluster.activate(self.now_ms)
         bootstrap = self.features.bootstrap_records()
@@ -378,6 +403,16 @@ class QuorumController:
             return
         replayer(rec, offset)
         self.last_applied_offset = max(self.last_applied_offset, offset)
+        self._replayed_since_freeze += 1
+
+    def _freeze_image(self) -> None:
+        """Once many records have been replayed, move everything alive into the collector's permanent generation
+        (gc.freeze): the image is long-lived and acyclic, so it is freed by reference counts when replaced and
+        the full collections stop walking it. What a freeze catches of the process's cyclic garbage stays until
+        the process ends; a freeze per 10,000 records keeps that small."""
+        if self._replayed_since_freeze >= FREEZE_AFTER_RECORDS:
+            self._replayed_since_freeze = 0
+            gc.freeze()
 
     def describe(self) -> dict:
         """What the lab and the dashboard show of it (DESIGN §17): whether it is active, the committed offset,
@@ -388,7 +423,8 @@ class QuorumController:
                 "partitions": len(self.replication.partitions),
                 "brokers": [{"id": b.id, "epoch": b.epoch, "fenced": b.fenced,
                              "in_controlled_shutdown": b.in_controlled_shutdown,
-                             "metadata_offset": offsets.get(b.id)}
+                             "metadata_offset": offsets.get(b.id),
+                             "leaderships": self.replication.leaderships.get(b.id, 0)}
                             for _, b in sorted(self.cluster.brokers.items())]}
 
     # ---- snapshots ------------------------------------------------------------------------------------------

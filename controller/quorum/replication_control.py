@@ -90,6 +90,12 @@ class ReplicationControlManager:
         self.topics: TimelineDict[bytes, TopicInfo] = TimelineDict(registry)
         self.topics_by_name: TimelineDict[str, bytes] = TimelineDict(registry)
         self.partitions: TimelineDict[PartitionKey, PartitionRegistration] = TimelineDict(registry)
+        # Indexes kept by replay (and undone with it), so a broker's step visits its own partitions once and a
+        # controlled shutdown's "leads nothing" is one lookup (Kafka's BrokersToIsrs): broker -> the partitions it
+        # is a replica of; broker -> how many it leads.
+        self._registry = registry
+        self._replica_of: dict[int, TimelineDict[PartitionKey, None]] = {}
+        self.leaderships: TimelineDict[int, int] = TimelineDict(registry)
 
     # ---- questions ------------------------------------------------------------------------------------------
 
@@ -106,7 +112,12 @@ class ReplicationControlManager:
             yield key, self.partitions[key]
 
     def leads_any(self, broker_id: int) -> bool:
-        return any(p.leader == broker_id for p in self.partitions.values())
+        return self.leaderships.get(broker_id, 0) > 0
+
+    def partitions_of(self, broker_id: int) -> list[PartitionKey]:
+        """The partitions `broker_id` is a replica of (a copy: the caller may change the state meanwhile)."""
+        index = self._replica_of.get(broker_id)
+        return [] if index is None else list(index)
 
     def _new_topic_id(self) -> bytes:
         while True:
@@ -248,14 +259,17 @@ class ReplicationControlManager:
                                 leader=NO_LEADER_CHANGE if leader == part.leader else leader,
                                 leader_recovery_state=recovery)
 
-    def broker_leaving(self, broker_id: int, limit: int | None = None) -> list[MetadataRecord]:
+    def broker_leaving(self, broker_id: int, limit: int | None = None,
+                       scan: Iterator[PartitionKey] | None = None) -> list[MetadataRecord]:
         """A broker fenced, entering controlled shutdown or unregistered: out of every ISR, its leaderships
-        moved to the other active replicas; with `limit`, that many partitions' changes at most (the rest are
-        found again by the next call, the state having moved on)."""
+        moved to the other active replicas; with `limit`, that many partitions' changes at most. `scan`, from
+        `partitions_of`, lets the next part resume where this one stopped: a leaving broker is not active, so no
+        other event puts it back into a partition already passed (an AlterPartition naming it is refused)."""
         active = self.cluster.active_brokers() - {broker_id}
         out = []
-        for key, part in list(self.partitions.items()):
-            if broker_id in part.isr or part.leader == broker_id:
+        for key in scan if scan is not None else self.partitions_of(broker_id):
+            part = self.partitions.get(key)
+            if part is not None and (broker_id in part.isr or part.leader == broker_id):
                 change = self._change(key, part, broker_id, active)
                 if change is not None:
                     out.append(change)
@@ -265,12 +279,16 @@ class ReplicationControlManager:
         log.info("Broker %d leaves the ISRs of %d partitions; %d change leader", broker_id, len(out), moved)
         return out
 
-    def broker_unfenced(self, broker_id: int, limit: int | None = None) -> list[MetadataRecord]:
-        """A broker back: the partitions without a leader that it may lead get one (`limit` as above)."""
+    def broker_unfenced(self, broker_id: int, limit: int | None = None,
+                        scan: Iterator[PartitionKey] | None = None) -> list[MetadataRecord]:
+        """A broker back: the partitions without a leader that it may lead get one (`limit`, `scan` as above:
+        a partition passed cannot lose its leader to another broker's step unnoticed, that step electing among
+        the active brokers, this one included, itself)."""
         active = self.cluster.active_brokers() | {broker_id}
         out = []
-        for key, part in list(self.partitions.items()):
-            if part.leader == NO_LEADER and broker_id in part.replicas:
+        for key in scan if scan is not None else self.partitions_of(broker_id):
+            part = self.partitions.get(key)
+            if part is not None and part.leader == NO_LEADER and broker_id in part.replicas:
                 change = self._change(key, part, None, active)
                 if change is not None:
                     out.append(change)
@@ -283,12 +301,14 @@ class ReplicationControlManager:
         """A broker leaving its partitions (`broker_leaving`) as a non-atomic operation: `first`, then its
         partitions' changes MAX_RECORDS_PER_BATCH at a time, each part its own turn of the queue, and `last()`'s
         records (its fencing, its unregistration) with the final part, once it is out of every ISR."""
-        return _in_parts(lambda limit: self.broker_leaving(broker_id, limit), response, list(first), last)
+        scan = iter(self.partitions_of(broker_id))
+        return _in_parts(lambda limit: self.broker_leaving(broker_id, limit, scan), response, list(first), last)
 
     def unfence_in_parts(self, broker_id: int, response: Any) -> ControllerResult:
         """The broker's UnfenceBrokerRecord, then the leaderless partitions it may lead, in parts as above."""
         broker = self.cluster.brokers[broker_id]
-        return _in_parts(lambda limit: self.broker_unfenced(broker_id, limit), response,
+        scan = iter(self.partitions_of(broker_id))
+        return _in_parts(lambda limit: self.broker_unfenced(broker_id, limit, scan), response,
                          [self.cluster.unfence_record(broker)], list)
 
     def elect_leaders(self, election_type: int, topic_partitions: Any) -> ControllerResult:
@@ -483,19 +503,48 @@ class ReplicationControlManager:
         topic_id = bytes(rec.topic_id)
         topic = self.topics[topic_id]
         key = (topic_id, rec.partition_id)
-        if key not in self.partitions:
+        old = self.partitions.get(key)
+        if old is None:
             self.topics[topic_id] = TopicInfo(topic.name, topic_id, max(topic.partitions, rec.partition_id + 1))
-        self.partitions[key] = PartitionRegistration.from_record(rec)
+        self._set_partition(key, old, PartitionRegistration.from_record(rec))
 
     def replay_partition_change(self, rec: Any) -> None:
         key = (bytes(rec.topic_id), rec.partition_id)
-        self.partitions[key] = self.partitions[key].merge(rec)
+        old = self.partitions[key]
+        self._set_partition(key, old, old.merge(rec))
+
+    def _set_partition(self, key: PartitionKey, old: PartitionRegistration | None,
+                       new: PartitionRegistration | None) -> None:
+        """Every write of a partition goes through here, the indexes with it."""
+        if new is None:
+            del self.partitions[key]
+        else:
+            self.partitions[key] = new
+        old_replicas = () if old is None else old.replicas
+        new_replicas = () if new is None else new.replicas
+        if old_replicas != new_replicas:
+            for broker in set(old_replicas) - set(new_replicas):
+                del self._replica_of[broker][key]
+            for broker in set(new_replicas) - set(old_replicas):
+                index = self._replica_of.get(broker)
+                if index is None:
+                    index = self._replica_of[broker] = TimelineDict(self._registry)
+                index[key] = None
+        old_leader = NO_LEADER if old is None else old.leader
+        new_leader = NO_LEADER if new is None else new.leader
+        if old_leader != new_leader:
+            if old_leader != NO_LEADER:
+                self.leaderships[old_leader] -= 1
+            if new_leader != NO_LEADER:
+                self.leaderships[new_leader] = self.leaderships.get(new_leader, 0) + 1
 
     def replay_remove_topic(self, rec: Any) -> None:
         topic_id = bytes(rec.topic_id)
         topic = self.topics[topic_id]
         for partition_id in range(topic.partitions):
-            self.partitions.pop((topic_id, partition_id))
+            key = (topic_id, partition_id)
+            if key in self.partitions:
+                self._set_partition(key, self.partitions[key], None)
         del self.topics[topic_id]
         del self.topics_by_name[topic.name]
         self.configs.remove_topic(topic.name)

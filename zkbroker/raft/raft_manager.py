@@ -440,10 +440,10 @@ class RaftManager:
                 entries = [e for e in batch if e.offset < end]
                 if not entries:
                     return offset
-                if not entries[0].is_control:
-                    records = [decode_frame(e.record) for e in entries]
+                for run in _data_runs(entries):
+                    records = [decode_frame(e.record) for e in run]
                     for listener in listeners:
-                        listener.handle_commit(entries[0].offset, entries[-1].offset, entries[0].epoch, records)
+                        listener.handle_commit(run[0].offset, run[-1].offset, run[0].epoch, records)
                 offset = entries[-1].offset + 1
             if not batches or max_bytes is not None:
                 break
@@ -473,3 +473,18 @@ def _error_response(request: m.Request, code: int) -> m.Response:
     if isinstance(request, m.FetchSnapshotRequest):
         return m.FetchSnapshotResponse(code, request.snapshot_id, unknown, -1, -1, b"")
     return m.DescribeQuorumResponse(code, -1, -1, -1, (), ())
+
+
+def _data_runs(entries: list) -> list[list]:
+    """The data entries of a read, in runs of one epoch between control records: a read of a batch larger than
+    the bytes asked for comes back as the entries that fit, whatever batches they were in (a LeaderChange among
+    them), and a listener is handed data records only."""
+    runs: list[list] = []
+    for entry in entries:
+        if entry.is_control:
+            runs.append([])
+        elif runs and runs[-1] and runs[-1][-1].epoch == entry.epoch:
+            runs[-1].append(entry)
+        else:
+            runs.append([entry])
+    return [run for run in runs if run]

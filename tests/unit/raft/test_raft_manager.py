@@ -112,3 +112,16 @@ def test_in_a_lab_the_raft_manager_writes_its_states_and_commits_to_the_timeline
     assert states == [("unattached", 0, None), ("leader", 1, 1), ("resigned", 1, 1)]
     assert all(e["source"] == "controller:1" for e in events)
     assert [e["offset"] for e in events if e["kind"] == "metadata_committed"][-1] == 2
+
+
+def test_a_read_mixing_a_leader_change_among_data_hands_the_listener_data_records_only_in_runs_of_one_epoch():
+    from zkbroker.raft import messages as m
+    from zkbroker.raft.raft_manager import _data_runs
+
+    def data(offset, epoch):
+        return m.LogEntry(offset, epoch, b"x")
+
+    change = m.LogEntry(3, 2, m.LeaderChangeMessage(0, 1, (1,), (1,)))
+    runs = _data_runs([data(1, 1), data(2, 1), change, data(4, 2), data(5, 2)])
+    assert [[(e.offset, e.epoch) for e in run] for run in runs] == [[(1, 1), (2, 1)], [(4, 2), (5, 2)]]
+    assert _data_runs([change]) == []

@@ -136,3 +136,68 @@ def test_a_large_snapshot_loads_one_part_per_poll_holding_commits_and_the_leader
     assert fresh.last_committed_offset == end
     fresh.poll(0)
     assert other.batches  # its NoOpRecord, appended after the load
+
+
+def _indexes(controller):
+    """The replication manager's indexes as plain data, and what a scan of its partitions says they must be."""
+    replication = controller.replication
+    replica_of = {b: sorted(replication.partitions_of(b)) for b in (1, 2, 3)}
+    leads = {b: replication.leaderships.get(b, 0) for b in (1, 2, 3)}
+    expected_of = {b: sorted(k for k, p in replication.partitions.items() if b in p.replicas) for b in (1, 2, 3)}
+    expected_leads = {b: sum(p.leader == b for p in replication.partitions.values()) for b in (1, 2, 3)}
+    return (replica_of, leads), (expected_of, expected_leads)
+
+
+def test_the_broker_to_partitions_index_and_leader_counts_follow_replay_and_the_revert_of_a_lost_leadership():
+    from tests.unit.controller.quorum.helpers import lead
+
+    log, controller, standby, epochs = _cluster(partitions=25)
+    run(log, controller, controller.create_topics(create_topics(("u", 5, 3))))
+    held, expected = _indexes(controller)
+    assert held == expected and held == _indexes(standby)[0]
+    assert controller.replication.leads_any(1)
+    committed = held
+    # uncommitted: a topic removed and broker 1 fenced in parts; then the leadership is lost and both revert
+    controller.delete_topics(["u"])
+    controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_fence=True))
+    for _ in range(5):
+        controller.poll(controller.now_ms)
+    assert _indexes(controller)[0] != committed and not controller.replication.leads_any(1)
+    lead(log, standby, truncate_uncommitted=True)
+    assert _indexes(controller)[0] == committed == _indexes(controller)[1]
+    assert controller.replication.leads_any(1)
+
+
+def test_each_part_of_a_broker_step_resumes_its_scan_instead_of_rescanning_every_partition(monkeypatch):
+    log, controller, standby, epochs = _cluster(partitions=45)
+    run(log, controller, controller.create_topics(create_topics(("elsewhere", 40, 1), )))  # some without broker 1
+    visited = []
+    partitions = controller.replication.partitions
+    real_get = type(partitions).get
+    monkeypatch.setattr(type(partitions), "get", lambda self, key, default=None: (
+        visited.append(key) if self is partitions else None, real_get(self, key, default))[1])
+    fenced = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_fence=True))
+    for _ in range(6):
+        controller.poll(controller.now_ms)
+        log.commit()
+    assert fenced.done and fenced.response["is_fenced"] is True
+    ones = [k for k in controller.replication.partitions if 1 in controller.replication.partitions[k].replicas]
+    assert len(ones) > 3 * BATCH  # several parts
+    assert sorted(visited) == sorted(ones)  # each of broker 1's partitions once, nobody else's
+    assert _led_or_in_isr(controller, 1) == 0
+    assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_the_controller_freezes_the_heap_once_many_records_are_replayed(monkeypatch):
+    import gc
+
+    monkeypatch.setattr(quorum_controller, "FREEZE_AFTER_RECORDS", 20)
+    gc.unfreeze()
+    try:
+        log, controller, standby, _ = _cluster(partitions=45)
+        controller.poll(controller.now_ms)
+        standby.poll(0)
+        assert gc.get_freeze_count() > 0
+        assert controller._replayed_since_freeze < 20
+    finally:
+        gc.unfreeze()

@@ -262,3 +262,21 @@ def test_a_log_that_commits_inside_the_append_replays_each_record_once_and_answe
     assert [b.response["producer_id_start"] for b in blocks] == [0, 1000]  # a replay twice would have refused
     replayed = make_controller(log, node_id=3002)
     assert _state(replayed) == _state(controller)
+
+
+def test_a_new_active_controller_logs_its_handover_once_its_first_leadership_change_commits(caplog):
+    import logging
+
+    from tests.unit.controller.quorum.helpers import heartbeat, register_brokers
+
+    log, first = active_controller()
+    second = make_controller(log, node_id=3002)
+    epochs = register_brokers(log, first, 1, 2)
+    run(log, first, first.create_topics(create_topics(("t", 4, 2))))
+    caplog.set_level(logging.INFO, logger="controller.quorum.QuorumController")
+    lead(log, second)
+    assert not [r for r in caplog.records if "Handover" in r.getMessage()]  # active, no leadership change yet
+    run(log, second, second.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True)))
+    run(log, second, second.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset, want_shut_down=True)))
+    handovers = [r.getMessage() for r in caplog.records if "Handover" in r.getMessage()]
+    assert len(handovers) == 1 and "id=3002" in handovers[0] and "after this controller was elected" in handovers[0]

@@ -1,0 +1,34 @@
+"""bench/kraft.py's and bench/kraft_vs_zk.py's argument handling (the benches themselves run outside the suite)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import kraft  # noqa: E402
+import kraft_vs_zk  # noqa: E402
+
+
+def test_kraft_vs_zk_takes_comma_separated_sizes_rounds_and_in_memory_counts():
+    args = kraft_vs_zk.parse_args(["--sizes", "10000,100000", "--rounds", "10,5", "--in-memory", "1000000"])
+    assert (args.sizes, args.rounds, args.in_memory) == ([10000, 100000], [10, 5], [1000000])
+    assert kraft_vs_zk.parse_args(["--sizes", "", "--in-memory", "10000"]).sizes == []
+
+
+@pytest.mark.parametrize("argv", [["--sizes", "ten"], ["--rounds", "0"], ["--sizes", "2"], ["--only", "both"]])
+def test_kraft_vs_zk_refuses_bad_arguments_with_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        kraft_vs_zk.parse_args(argv)
+    assert exc.value.code == 2 and "usage:" in capsys.readouterr().err
+
+
+def test_kraft_takes_records_and_stand_ins_and_refuses_a_count_below_one(capsys):
+    args = kraft.parse_args(["--partitions", "10000", "--records", "100000", "--stand-ins"])
+    assert (args.partitions, args.records, args.stand_ins) == (10000, 100000, True)
+    with pytest.raises(SystemExit):
+        kraft.parse_args(["--rounds", "0"])
+    assert "must be positive" in capsys.readouterr().err
