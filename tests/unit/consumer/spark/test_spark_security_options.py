@@ -86,3 +86,31 @@ def test_the_password_stays_out_of_reprs_and_messages_but_travels_to_the_executo
         parse_options(options(**{"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "KERBEROS",
                                  "kafka.sasl.jaas.config": JAAS}))
     assert "s3cret" not in str(bad.value)
+
+
+# ---- spark-ingest --command-config ----------------------------------------------------------------------------
+
+
+def test_spark_ingest_takes_the_security_keys_of_its_command_config(tmp_path):
+    from consumer.spark.ingest import IngestConfig, IngestError
+
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={JAAS}\n"
+                      "ssl.truststore.location=/lab/tls/ca.pem\nacks=all\n")
+    ingest = IngestConfig(zookeeper="zk:2181", group="g", output=tmp_path / "out", topic="t",
+                          command_config=str(config))
+    assert ingest.security_properties() == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                                            "sasl.jaas.config": JAAS, "ssl.truststore.location": "/lab/tls/ca.pem"}
+    assert IngestConfig(zookeeper="zk:2181", group="g", output=tmp_path).security_properties() == {}
+    with pytest.raises(IngestError, match="Cannot read --command-config /nonexistent"):
+        IngestConfig(zookeeper="zk:2181", group="g", output=tmp_path,
+                     command_config="/nonexistent/client.properties").security_properties()
+
+
+def test_the_0_8_2_consumers_config_accepts_those_keys(tmp_path):
+    """The group membership's connector gets them in its config: its fetchers log in with them."""
+    from consumer.config import ConsumerConfig
+
+    config = ConsumerConfig({"zookeeper.connect": "zk:2181", "group.id": "g", "security.protocol": "SASL_SSL",
+                             "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": JAAS})
+    assert (config.security.protocol, config.security.username) == (SecurityProtocol.SASL_SSL, "admin")
