@@ -181,6 +181,7 @@ as = "r"
 """
 
 
+@pytest.mark.xdist_group("spark-processes")  # its Spark JVM takes turns with the others' (tests/side_by_side.py)
 def test_a_scenarios_spark_read_on_a_sasl_ssl_lab_logs_in_without_the_password_on_its_command_line(tmp_path):
     """The runner gives the read the lab's client.properties as its kafka.consumer.config option: a path."""
     require("openssl")
