@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from zkbroker.client.connection import BrokerConnection
 from zkbroker.client.metadata import BrokerInfo, Cluster, MetadataClient, NoBrokersAvailable, parse_broker_list
-from zkbroker.client.security import ClientSecurity
+from zkbroker.client.security import AuthenticationError, ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import (
     BrokerResponseError,
@@ -144,6 +144,9 @@ class SimpleConsumer:
             conn = self._connection(leader)
             try:
                 return request(conn)
+            except AuthenticationError:
+                self._drop(leader.node_id)
+                raise  # a wrong login stays wrong: the reader fails now rather than after every retry
             except (OSError, ProtocolError) as e:
                 self._drop(leader.node_id)
                 last, refresh = NetworkExceptionError(f"broker {leader}: {e}"), True

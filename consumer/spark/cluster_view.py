@@ -107,13 +107,15 @@ class ZooKeeperView:
 class BootstrapView:
     """The cluster as its brokers describe it (Metadata), starting from `kafka.bootstrap.servers`."""
 
-    def __init__(self, bootstrap: str, client_id: str, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, client_id: str, timeout_s: float, security=None) -> None:
         from zkbroker.client.metadata import MetadataClient, parse_broker_list
 
         self.where = bootstrap
         self._client_id = client_id
         self._timeout_s = timeout_s
-        self._metadata = MetadataClient(parse_broker_list(bootstrap, "kafka.bootstrap.servers"), client_id, timeout_s)
+        self._security = security  # the options' ClientSecurity; None: PLAINTEXT
+        self._metadata = MetadataClient(parse_broker_list(bootstrap, "kafka.bootstrap.servers"), client_id, timeout_s,
+                                        security)
         self._cluster = None
 
     def _fetch(self, topics: Iterable[str] | None = None):
@@ -147,12 +149,13 @@ class BootstrapView:
         for topic, partition in wanted:
             by_topic.setdefault(topic, []).append(partition)
         host, port = self.brokers()[0]
-        with BrokerConnection(host, port, self._client_id, self._timeout_s) as any_broker:
+        with BrokerConnection(host, port, self._client_id, self._timeout_s, self._security) as any_broker:
             found = any_broker.send(ApiKey.FIND_COORDINATOR, 0, {"group_id": group})
         if found.error_code:
             raise for_code(found.error_code)(f"no coordinator for group {group}")
         request = {"group_id": group, "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
-        with BrokerConnection(found.host, found.port, self._client_id, self._timeout_s) as coordinator:
+        with BrokerConnection(found.host, found.port, self._client_id, self._timeout_s,
+                              self._security) as coordinator:
             response = coordinator.send(ApiKey.OFFSET_FETCH, _OFFSET_FETCH_VERSION, request)
         out: dict[tuple[str, int], int | None] = dict.fromkeys(wanted)
         for topic in response.topics:
@@ -179,7 +182,7 @@ def open_view(options: SourceOptions, name: str) -> ClusterView:
     """The view the options name (exactly one of zookeeper.connect and kafka.bootstrap.servers is set)."""
     if options.bootstrap_servers is not None:
         view: ClusterView = BootstrapView(options.bootstrap_servers, options.client_id,
-                                          options.zk_connection_timeout_ms / 1000)
+                                          options.zk_connection_timeout_ms / 1000, options.security)
     else:
         from zkbroker.zk.client import ZkClient
 

@@ -107,6 +107,20 @@ class IngestConfig:
     isolation_level: str = "read_uncommitted"  # or read_committed: up to the last stable offset, committed only
     session_timeout_ms: int = 6000
     progress: bool | None = None  # None: when stderr is a terminal
+    command_config: str | None = None  # --command-config: Kafka's client security properties (a secured cluster)
+
+    def security_properties(self) -> dict[str, str]:
+        """The --command-config file's security properties (security.protocol, sasl.*, ssl.*); none without it."""
+        from zkbroker.client.security import CLIENT_SECURITY_CONFIGS
+        from zkbroker.config import parse_properties
+
+        if not self.command_config:
+            return {}
+        try:
+            props = parse_properties(Path(self.command_config).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise IngestError(f"Cannot read --command-config {self.command_config}: {e.strerror or e}") from None
+        return {key.name: props[key.name] for key in CLIENT_SECURITY_CONFIGS if key.name in props}
 
 
 @dataclass(frozen=True)
@@ -180,7 +194,7 @@ class IngestJob:
             "zookeeper.connect": c.zookeeper, "group.id": c.group, "auto.commit.enable": False,
             "zookeeper.session.timeout.ms": c.session_timeout_ms, "client.id": "zkbroker-spark-ingest",
             # Another member's batch may hold its partitions for as long as cancelling its Spark job takes.
-            "rebalance.max.retries": 10, "rebalance.owner.wait.ms": 30_000,
+            "rebalance.max.retries": 10, "rebalance.owner.wait.ms": 30_000, **c.security_properties(),
         }, listener=_Membership(self))
         try:
             if c.topic is not None:
@@ -307,6 +321,7 @@ class IngestJob:
         """[topic, partition, start, end] per owned partition with records to read, and the ranges lost."""
         from consumer.fetcher import live_brokers
         from consumer.simple import READ_COMMITTED, READ_UNCOMMITTED, SimpleConsumer
+        from zkbroker.client.security import ClientSecurity
 
         if not owned:
             return [], []
@@ -316,7 +331,8 @@ class IngestJob:
             raise IngestError(f"no broker is registered in {self.config.zookeeper}")
         ranges, lost = [], []
         isolation = READ_COMMITTED if self.config.isolation_level == "read_committed" else READ_UNCOMMITTED
-        with SimpleConsumer(brokers, client_id="zkbroker-spark-ingest") as consumer:
+        with SimpleConsumer(brokers, client_id="zkbroker-spark-ingest",
+                            security=ClientSecurity.from_file(self.config.command_config)) as consumer:
             for tp in owned:
                 earliest = consumer.earliest_offset(tp.topic, tp.partition)
                 end = consumer.latest_offset(tp.topic, tp.partition, isolation)
@@ -360,6 +376,7 @@ class IngestJob:
               .option("minPartitions", str(self.spark.sparkContext.defaultParallelism))
               .option("maxRecordsPerPartition", str(RECORDS_PER_TASK))
               .option("fetch.message.max.bytes", str(FETCH_BYTES))
+              .option("kafka.consumer.config", self.config.command_config or "")
               .load())
         observation = Observation(f"batch-{batch}")
         df = df.observe(observation, F.count(F.lit(1)).alias("records"))
@@ -504,7 +521,7 @@ def _run(args: argparse.Namespace) -> int:
     config = IngestConfig(zookeeper=args.zookeeper, group=args.group, output=Path(args.output), topic=args.topic,
                           whitelist=args.whitelist, format=args.format, master=args.master,
                           conf=tuple(args.conf), fail_on_data_loss=args.fail_on_data_loss,
-                          isolation_level=args.isolation_level)
+                          isolation_level=args.isolation_level, command_config=args.command_config)
     result = run_ingest(config)
     print(result.summary(), flush=True)
     return 0
@@ -525,7 +542,9 @@ def _run_stream(args: argparse.Namespace) -> int:
                                 format=args.format, master=args.master, conf=tuple(args.conf),
                                 fail_on_data_loss=args.fail_on_data_loss, trigger=trigger,
                                 max_offsets_per_trigger=args.max_offsets_per_trigger,
-                                source_options=(("kafka.isolation.level", args.isolation_level),))
+                                source_options=(("kafka.isolation.level", args.isolation_level),
+                                                *((("kafka.consumer.config", args.command_config),)
+                                                  if args.command_config else ())))
     result = run_stream_ingest(config)
     print(result.summary(), flush=True)
     return 0
@@ -559,6 +578,9 @@ def add_command(commands) -> None:
                         choices=("read_uncommitted", "read_committed"),
                         help="read_committed ingests only what committed transactions (and plain producers) wrote, "
                              "up to the last stable offset (default read_uncommitted, as Spark's source)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="Kafka's client security properties (security.protocol, sasl.*, ssl.* with PEM "
+                             "files) for a secured cluster, as the other tools' --command-config")
     parser.add_argument("--stream", action="store_true",
                         help="run as a Structured Streaming query that keeps ingesting (needs --checkpoint)")
     parser.add_argument("--checkpoint", metavar="DIR", help="with --stream: the query's checkpoint directory")

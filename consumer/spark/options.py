@@ -15,6 +15,12 @@ read) take precedence over startingOffsets / endingOffsets, with Spark's semanti
 at the first offset whose timestamp is at or after the given one; with none, a start fails the read
 (`startingOffsetsByTimestampStrategy` `error`, the default) or starts at the latest offset (`latest`), and an end
 is the latest offset.
+A secured cluster (DESIGN §19) is reached with Kafka's client security properties, `kafka.`-prefixed as Spark's
+Kafka source takes them (`kafka.security.protocol`, `kafka.sasl.mechanism`, `kafka.sasl.jaas.config`,
+`kafka.ssl.truststore.location` naming a PEM CA file, ...), or with `kafka.consumer.config`, a Kafka client
+properties file holding them (the console tools' `--consumer.config`), so no password need be an option Spark
+prints; options given beside the file override its keys. The file is read where the options are checked (the
+driver), and the security travels with the options to the executors.
 """
 
 from __future__ import annotations
@@ -23,10 +29,14 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-__all__ = ["EARLIEST", "LATEST", "SourceOptions", "ZkKafkaOptionError", "parse_options", "parse_stream_options",
-           "tp_name", "tp_names"]
+from zkbroker.client.security import CLIENT_SECURITY_CONFIGS, ClientSecurity
+from zkbroker.config import ConfigError, parse_properties
+
+__all__ = ["CONSUMER_CONFIG", "EARLIEST", "LATEST", "SourceOptions", "ZkKafkaOptionError", "client_security",
+           "parse_options", "parse_stream_options", "tp_name", "tp_names"]
 
 log = logging.getLogger("consumer.spark")
 
@@ -80,6 +90,9 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None  # streams only: the offsets one micro-batch reads at most
     bootstrap_servers: str | None = None  # kafka.bootstrap.servers: the cluster through its brokers' Metadata
     isolation_level: int = 0  # kafka.isolation.level: 0 read_uncommitted (the default, as Kafka's), 1 read_committed
+    # kafka.security.protocol, kafka.sasl.*, kafka.ssl.* and kafka.consumer.config; None: PLAINTEXT. Not in the
+    # repr: it holds the password.
+    security: ClientSecurity | None = field(default=None, repr=False)
 
 
 def parse_options(options: Mapping[str, str]) -> SourceOptions:
@@ -224,7 +237,44 @@ def _common_options(opts: dict[str, str], starting: str | dict, ending: str | di
                                         "be positive") or 30_000,
         zk_connection_timeout_ms=_positive(opts, "zookeeper.connection.timeout.ms", "zookeeper.connection."
                                            "timeout.ms must be positive") or 30_000,
-        client_id=opts.get("client.id", "zkkafka"), isolation_level=_isolation_level(opts))
+        client_id=opts.get("client.id", "zkkafka"), isolation_level=_isolation_level(opts),
+        security=client_security(opts))
+
+
+#: The option naming a Kafka client properties file with the security settings (the console tools'
+#: --consumer.config); lower case, as the options are looked up.
+CONSUMER_CONFIG = "kafka.consumer.config"
+
+
+def client_security(opts: Mapping[str, str]) -> ClientSecurity | None:
+    """The security of the options (lower-cased keys): Kafka's client security properties from the
+    `kafka.consumer.config` file, overridden by the `kafka.`-prefixed options; None for PLAINTEXT. A bad value
+    names its option and never shows a password."""
+    props: dict[str, str] = {}
+    path = opts.get(CONSUMER_CONFIG, "").strip()
+    if path:
+        try:
+            from_file = parse_properties(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ZkKafkaOptionError(f"Cannot read the option 'kafka.consumer.config' {path}: "
+                                     f"{e.strerror or e}") from None
+        props.update((key.name, from_file[key.name]) for key in CLIENT_SECURITY_CONFIGS if key.name in from_file)
+    for key in CLIENT_SECURITY_CONFIGS:
+        value = opts.get("kafka." + key.name)
+        if value is not None:
+            props[key.name] = value
+    for key in ("ssl.truststore.type", "ssl.keystore.type"):
+        if props.get(key, "PEM").strip().upper() != "PEM":
+            raise ZkKafkaOptionError(f"Option 'kafka.{key}' must be PEM (a PEM file), got '{props[key]}'")
+    try:
+        security = ClientSecurity.from_properties(props)
+    except ConfigError as e:
+        raise ZkKafkaOptionError(f"Invalid Kafka security option: {e}") from None
+    if security.protocol.uses_sasl and not (security.username and security.password):
+        raise ZkKafkaOptionError("A SASL security.protocol needs a login: the option 'kafka.sasl.jaas.config' "
+                                 "(... required username=\"u\" password=\"p\";) or a kafka.consumer.config file "
+                                 "with it")
+    return None if security.protocol.value == "PLAINTEXT" else security
 
 
 def _isolation_level(opts: dict[str, str]) -> int:

@@ -38,6 +38,10 @@ def spark_session(master: str = "local[2]", log_path: Path | None = None, conf: 
         spark_conf = (SparkConf().setMaster(master).setAppName("zkbroker spark-ingest")
                       .set("spark.ui.enabled", "false").set("spark.ui.showConsoleProgress", "false")
                       .set("spark.sql.shuffle.partitions", "4")
+                      # Spark prints a source's options in its plans, redacting those whose key or value matches
+                      # this or spark.redaction.regex (secret|password|token): name kafka.sasl.jaas.config's key
+                      # too, so its value is never printed, whatever it holds.
+                      .set("spark.sql.redaction.options.regex", r"(?i)url|sasl\.jaas\.config|password")
                       .set("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log4j()}")
                       .setAll(conf.items()))
         if log_path is None:

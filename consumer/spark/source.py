@@ -105,7 +105,7 @@ def read_range(part: ZkKafkaPartition, schema: pa.Schema) -> Iterator[pa.RecordB
     log.debug("Reading offsets [%d, %d) of %s (its leader at planning: broker %d)", part.start, part.end,
               tp_name(part.topic, part.partition), part.leader)
     consumer = SimpleConsumer(list(part.brokers), client_id=o.client_id,
-                              socket_timeout_ms=max(30_000, o.poll_timeout_ms))
+                              socket_timeout_ms=max(30_000, o.poll_timeout_ms), security=o.security)
     try:
         offset, end = part.start, part.end
         fetch_size = o.fetch_max_bytes
@@ -255,7 +255,8 @@ class ZkKafkaReader(DataSourceReader):
             # for up to the poll timeout, as the tasks do, so a failover during planning costs a pause.
             retry_backoff_ms = 200
             with SimpleConsumer(list(brokers), client_id=o.client_id, retry_backoff_ms=retry_backoff_ms,
-                                max_retries=max(5, o.poll_timeout_ms // retry_backoff_ms)) as lookup:
+                                max_retries=max(5, o.poll_timeout_ms // retry_backoff_ms),
+                                security=o.security) as lookup:
                 ranges = plan_ranges(o, view, lookup)
         finally:
             view.close()

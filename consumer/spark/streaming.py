@@ -105,7 +105,8 @@ class _Cluster:
         retry_backoff_ms = 200
         self.lookup = SimpleConsumer(list(self.view.brokers()), client_id=options.client_id,
                                      retry_backoff_ms=retry_backoff_ms,
-                                     max_retries=max(5, options.poll_timeout_ms // retry_backoff_ms))
+                                     max_retries=max(5, options.poll_timeout_ms // retry_backoff_ms),
+                                     security=options.security)
 
     def subscription(self) -> list[tuple[str, int]]:
         """The partitions subscribed now, read again only when the view says they may have changed."""

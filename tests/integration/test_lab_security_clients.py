@@ -146,6 +146,60 @@ def test_a_scenario_on_a_sasl_ssl_lab_runs_every_kind_of_client_as_the_admin(tmp
     assert "secured-clients/fixed/seed0/first/39" in consumer_log  # the 0.8.2 consumer fetched over SASL_SSL
 
 
+SPARK_SCENARIO = """\
+name = "secured-spark"
+source = "issue 28"
+summary = "A scenario's Spark read on a SASL_SSL lab"
+faithful = "The zkkafka source in a Spark process of its own, as every spark_read step runs."
+why_one_mode = "What is tested is the read's login, not a difference between modes."
+
+[cluster]
+brokers = 1
+
+[modes.fixed]
+expect = "ok"
+why = "The read logs in as the lab's admin and returns what was produced."
+
+[[steps]]
+action = "create_topic"
+topic = "t"
+replicas = [1]
+
+[[steps]]
+action = "produce"
+topic = "t"
+count = 20
+as = "first"
+
+[[steps]]
+action = "spark_read"
+topic = "t"
+start = 0
+end = 20
+master = "local[1]"
+as = "r"
+"""
+
+
+@pytest.mark.xdist_group("spark-processes")  # its Spark JVM takes turns with the others' (tests/side_by_side.py)
+def test_a_scenarios_spark_read_on_a_sasl_ssl_lab_logs_in_without_the_password_on_its_command_line(tmp_path):
+    """The runner gives the read the lab's client.properties as its kafka.consumer.config option: a path."""
+    require("openssl")
+    scenario = tmp_path / "secured-spark.toml"
+    scenario.write_text(SPARK_SCENARIO)
+    done = _run("scenario", "run", "--file", str(scenario), "--mode", "fixed", "--dir", str(tmp_path / "lab"),
+                timeout=360)
+    assert done.returncode == 0, done.stderr[-4000:]
+    (run,) = json.loads(done.stdout)["runs"]
+    assert run["verdict"] == "ok" and run["lost"] == 0, run
+    assert "r read 20 rows of t-0 offsets [0, 20)" in done.stderr, done.stderr[-3000:]
+    properties = (tmp_path / "lab" / "client.properties").read_text()
+    password = re.search(r'password="([^"]+)"', properties).group(1)
+    assert "security.protocol=SASL_SSL" in properties
+    assert password not in (tmp_path / "lab" / "spark-read-r.log").read_text()
+    assert password not in done.stderr
+
+
 @pytest.mark.alone  # a lab killed and paused on a clock of its own: CPU-heavy
 def test_a_short_torture_on_a_sasl_ssl_lab_keeps_every_acknowledged_record():
     require("openssl")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from zkbroker.client.connection import BrokerConnection
-from zkbroker.client.security import ClientSecurity
+from zkbroker.client.security import AuthenticationError, ClientSecurity
 from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
 
@@ -134,6 +134,9 @@ class MetadataClient:
                         self._close()
                         self._conn = BrokerConnection(host, port, self.client_id, self.timeout_s, self.security)
                     response = self._conn.send(ApiKey.METADATA, 0, {"topics": names})
+                except AuthenticationError:
+                    self._close()
+                    raise  # refused credentials are refused by every broker: not worth another try (Kafka's too)
                 except (OSError, ProtocolError) as e:
                     errors.append(f"{host}:{port} ({e})")
                     self._close()

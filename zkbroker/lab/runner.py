@@ -369,7 +369,7 @@ class ScenarioRun:
         """A Spark batch read of offsets [start, end) through the zkkafka source, in a process of its own
         (zkbroker/lab/spark_read.py); its rows are checked against the final log at the end of the run."""
         name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
-        options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        options = self._spark_options(options)
         self.reads[name] = read = SparkRead.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
                                                    partition, start, end, options, timeout_ms / 1000, master,
                                                    _die_with_parent)
@@ -395,7 +395,7 @@ class ScenarioRun:
         """A streaming ingest of the topic into Parquet (what `spark-ingest --stream` runs) in a process of its own
         (zkbroker/lab/spark_stream.py), from the earliest offsets; it runs until a stop or kill step, or the end of
         the run, which stops it and checks what its sink holds."""
-        options = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        options = self._spark_options(options)
         name = named["as"]
         self.streams[name] = SparkStream.launch(self.directory, name, self.observer.cluster.zookeeper, topic,
                                                 trigger, options, master, _die_with_parent)
@@ -497,6 +497,15 @@ class ScenarioRun:
     def _clients(self) -> LabClients:
         """How the run's clients reach the brokers: as the lab's admin on a secured lab (cluster.json)."""
         return self.observer.clients
+
+    def _spark_options(self, options: dict | None) -> dict[str, str]:
+        """A spark step's zkkafka options as strings, with the lab's admin login on a secured lab: the file that
+        holds it (kafka.consumer.config), so no password is on the read's command line or in Spark's plans."""
+        out = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (options or {}).items()}
+        properties = self._clients().properties
+        if properties:
+            out.setdefault("kafka.consumer.config", properties)
+        return out
 
     def _client_properties(self) -> dict[str, str]:
         """The admin's client properties (security.protocol, sasl.*, ssl.*) for a 0.8.2 console consumer's
