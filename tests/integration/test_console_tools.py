@@ -122,21 +122,30 @@ def test_offset_checker_shows_lag_draining_to_zero(tmp_path, zk, zk_connect, bro
     wait_for(lambda: all(zk.get(f"/consumers/drainers/offsets/drain/{p}") == b"10" for p in range(3)), 10,
              "offsets 10")
     assert first.terminate() == 0
-    produce(3000)
+    # 900 more: the example consumer commits to ZooKeeper after every message (a synced write each), so the
+    # drain takes one ZooKeeper write per record; 3,000 outlasted the 60 s wait on a loaded CI machine.
+    produce(900)
     behind = rows(checker(zk_connect, "drainers").stdout.decode())
     assert {p: (r[0], r[1], r[2], r[3]) for p, r in behind.items()} == {
-        p: ("10", "1010", "1000", "none") for p in range(3)}
+        p: ("10", "310", "300", "none") for p in range(3)}
 
     second = ConsumerProcess(tmp_path, "at_least_once", zk_connect, "drainers", "drain", "second",
                              tmp_path / "second.txt")
     lags = []
+    tables = []
     try:
         def drained() -> bool:
             table = rows(checker(zk_connect, "drainers").stdout.decode())
+            tables.append(table)
             lags.append(sum(int(r[2]) for r in table.values() if r[2] != "unknown"))
             return len(table) == 3 and all(r[2] == "0" and r[3].endswith("-0") for r in table.values())
 
-        wait_for(drained, 60, "the lag to drain to 0", interval_s=0.2)
+        try:
+            wait_for(drained, 60, "the lag to drain to 0", interval_s=0.2)
+        except AssertionError as e:  # what the checker last showed and what the consumer said
+            log = second.log_path.read_text(errors="replace")[-3000:] if second.log_path.exists() else ""
+            raise AssertionError(f"{e}; the checker's last rows {tables[-1] if tables else None}; "
+                                 f"the consumer's log ends:\n{log}") from None
     finally:
         second.cleanup()
     assert lags[0] > 0 and lags[-1] == 0
