@@ -21,6 +21,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -55,6 +56,18 @@ appender.stderr.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
 logger.worker.name = org.apache.spark.deploy
 logger.worker.level = info
 """
+
+
+# What the master logs once bound: the ports it got, which are the ones asked for unless another process took one
+# between our pick and its bind (Spark then tries the next port up).
+_MASTER_PORT = re.compile(r"Starting Spark master at spark://[^:\s]+:(\d+)")
+_MASTER_WEB_PORT = re.compile(r"Bound MasterWebUI to \S+, and started at https?://[^:\s]+:(\d+)")
+
+
+def master_ports(log_text: str) -> tuple[int, int] | None:
+    """The master's RPC port and web UI port from its log, None until it has logged both."""
+    port, web = _MASTER_PORT.search(log_text), _MASTER_WEB_PORT.search(log_text)
+    return (int(port.group(1)), int(web.group(1))) if port and web else None
 
 
 class SparkClusterError(RuntimeError):
@@ -162,15 +175,21 @@ class SparkStandalone:
         conf.mkdir(parents=True, exist_ok=True)
         (conf / "log4j2.properties").write_text(_LOG4J)
         self.port, self.web_port = _free_port(), _free_port()
+        deadline = time.monotonic() + timeout_s
+        master_log = self.dir / "master.log"
+        logged_before = master_log.stat().st_size if master_log.exists() else 0
         try:
             self._launch("master", MASTER_CLASS, "--host", "127.0.0.1", "--port", str(self.port),
                          "--webui-port", str(self.web_port))
+            # The ports it bound, not the ones we picked: a worker's or another test's process may have taken one
+            # in between (a status answered by that process's web UI once read as HTML, not the master's JSON).
+            self.port, self.web_port = self._wait_for_master(master_log, logged_before, deadline)
             for n, work in enumerate(self.work_dirs, 1):
                 work.mkdir(exist_ok=True)
                 self._launch(f"worker-{n}", WORKER_CLASS, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",
                              "--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(work),
                              self.master_url)
-            self._wait_for_workers(time.monotonic() + timeout_s)
+            self._wait_for_workers(deadline)
         except BaseException:
             self.stop()
             raise
@@ -197,6 +216,19 @@ class SparkStandalone:
         """The master's JSON status (workers, applications)."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/json/", timeout=5) as response:
             return json.loads(response.read())
+
+    def _wait_for_master(self, log: Path, offset: int, deadline: float) -> tuple[int, int]:
+        while True:
+            if self._procs[0].poll() is not None:
+                raise SparkClusterError(f"the master exited during start\n{self.log_tail()}")
+            with open(log, "rb") as f:
+                f.seek(offset)
+                ports = master_ports(f.read().decode(errors="replace"))
+            if ports is not None:
+                return ports
+            if time.monotonic() > deadline:
+                raise SparkClusterError(f"the Spark master did not bind its ports in time\n{self.log_tail()}")
+            time.sleep(0.2)
 
     def _wait_for_workers(self, deadline: float) -> None:
         while True:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zkbroker.lab.spark_cluster import SparkClusterError, _check_worker_python, _clean_env
+from zkbroker.lab.spark_cluster import SparkClusterError, _check_worker_python, _clean_env, master_ports
 
 
 def test_an_interpreter_that_sees_our_packages_is_not_a_clean_worker_python():
@@ -24,3 +24,11 @@ def test_the_daemons_environment_has_none_of_this_interpreters_python_settings(m
     env = _clean_env(SPARK_LOCAL_IP="127.0.0.1")
     assert not {"PYTHONPATH", "PYSPARK_PYTHON", "VIRTUAL_ENV"} & set(env)
     assert env["SPARK_LOCAL_IP"] == "127.0.0.1" and env["PATH"]
+
+
+def test_the_masters_ports_are_the_ones_its_log_says_it_bound():
+    log = ("15:56:47.007 INFO Master: Starting Spark master at spark://127.0.0.1:59880\n"
+           "15:56:49.001 WARN Utils: Service 'MasterUI' could not bind on port 47269. Attempting port 47270.\n")
+    assert master_ports(log) is None  # the web UI not bound yet
+    log += "15:56:49.489 INFO MasterWebUI: Bound MasterWebUI to 127.0.0.1, and started at http://localhost:47270\n"
+    assert master_ports(log) == (59880, 47270)
