@@ -24,10 +24,19 @@ async function main() {
           topics: [{ topic, numPartitions: 2, replicationFactor: 2, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
           waitForLeaders: true, timeout: 30000 }) })
         break
-      case 'grow':
+      case 'grow': {
+        // The broker that answers CreatePartitions waits until its own metadata has the new partitions' leaders
+        // (Kafka's DelayedCreatePartitions); the metadata may then come from another broker, which the controller's
+        // UpdateMetadata reaches a little later, as in Kafka: read it until it shows the change, for at most 15 s.
         await admin.createPartitions({ topicPartitions: [{ topic, count: 3 }], timeout: 30000 })
-        out({ partitions: (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length })
+        const count = async () => (await admin.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length
+        let partitions = await count()
+        for (const deadline = Date.now() + 15000; partitions < 3 && Date.now() < deadline; partitions = await count()) {
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+        out({ partitions })
         break
+      }
       case 'configs': {
         await admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: topic,
           configEntries: [{ name: 'retention.ms', value: '7200000' }] }] })
