@@ -13,7 +13,7 @@ import time
 import pytest
 
 from consumer.simple import SimpleConsumer
-from tests.integration.consumers import ConsumerProcess, SteadyProducer, members, wait_settled
+from tests.integration.consumers import ConsumerProcess, SteadyProducer, members, owners, wait_settled
 from tests.integration.harness import create_topic, wait_for
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,10 @@ def test_at_least_once_at_most_once_and_exactly_once_through_10_membership_chang
         counter[group] += 1
         name = f"{group}-{counter[group]}"
         sink = tmp_path / ("eo.db" if group == "eo" else f"{name}.txt")
-        process = ConsumerProcess(tmp_path, GROUPS[group], zk_connect, group, TOPIC, name, sink)
+        # A 3 s ZooKeeper session, not the fast 1 s: under a loaded suite a 1 s session expired again and again,
+        # each expiry another rebalance of the whole group, and one run never settled within 90 s.
+        process = ConsumerProcess(tmp_path, GROUPS[group], zk_connect, group, TOPIC, name, sink,
+                                  zookeeper_session_timeout_ms=3000)
         live[group].append(process)
         made.append(process)
 
@@ -80,8 +83,14 @@ def test_at_least_once_at_most_once_and_exactly_once_through_10_membership_chang
                     assert live[group].pop(0).terminate() == 0
             for group in GROUPS:
                 # A killed member's session must expire first; 90 s bounds that on a busy machine.
-                wait_settled(zk, group, TOPIC, PARTITIONS, expected_members=len(live[group]), timeout_s=90,
-                             stable_s=0.3)
+                try:
+                    wait_settled(zk, group, TOPIC, PARTITIONS, expected_members=len(live[group]), timeout_s=90,
+                                 stable_s=0.3)
+                except AssertionError as e:
+                    raise AssertionError(f"{e} after change {change!r}: members {members(zk, group)}, owners "
+                                         f"{owners(zk, group, TOPIC)}\n" + "\n".join(
+                                             f"--- {p.name} (the last 30 lines of its log)\n"
+                                             + "\n".join(p.log().splitlines()[-30:]) for p in live[group])) from None
         time.sleep(1.0)
         producer.stop()
         assert not producer.errors
