@@ -16,6 +16,7 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -619,55 +620,26 @@ async def _faults(request: web.Request) -> web.Response:
     return _json({"ok": True, "message": message})
 
 
-async def _scenario_catalogue(request: web.Request) -> web.Response:
-    return _json(await asyncio.to_thread(catalogue_json))
+def _add_runner(app: web.Application, path: str, catalogue_path: str, catalogue: Callable[[], Any],
+                runner: str) -> None:
+    """The same three routes for each runner the page drives (scenarios, lessons, the side-by-side comparison):
+    GET `catalogue_path` lists what it can run, GET `path` is its status, POST `path` a command."""
+    async def listed(request: web.Request) -> web.Response:
+        return _json(await asyncio.to_thread(catalogue))
 
+    async def status(request: web.Request) -> web.Response:
+        return _json(await asyncio.to_thread(getattr(request.app[DASHBOARD], runner).status))
 
-async def _scenario_status(request: web.Request) -> web.Response:
-    return _json(request.app[DASHBOARD].scenarios.status())
+    async def command(request: web.Request) -> web.Response:
+        body = await _read_json(request)
+        try:
+            return _json(await asyncio.to_thread(getattr(request.app[DASHBOARD], runner).command, body))
+        except ScenarioCommandError as e:
+            return _error(e.status, str(e))
 
-
-async def _scenario_command(request: web.Request) -> web.Response:
-    d = request.app[DASHBOARD]
-    body = await _read_json(request)
-    try:
-        return _json(await asyncio.to_thread(d.scenarios.command, body))
-    except ScenarioCommandError as e:
-        return _error(e.status, str(e))
-
-
-async def _lesson_course(request: web.Request) -> web.Response:
-    return _json(await asyncio.to_thread(course_json))
-
-
-async def _lesson_status(request: web.Request) -> web.Response:
-    return _json(request.app[DASHBOARD].lessons.status())
-
-
-async def _lesson_command(request: web.Request) -> web.Response:
-    d = request.app[DASHBOARD]
-    body = await _read_json(request)
-    try:
-        return _json(await asyncio.to_thread(d.lessons.command, body))
-    except ScenarioCommandError as e:
-        return _error(e.status, str(e))
-
-
-async def _compare_catalogue(request: web.Request) -> web.Response:
-    return _json(await asyncio.to_thread(comparable_json))
-
-
-async def _compare_status(request: web.Request) -> web.Response:
-    return _json(await asyncio.to_thread(request.app[DASHBOARD].compare.status))
-
-
-async def _compare_command(request: web.Request) -> web.Response:
-    d = request.app[DASHBOARD]
-    body = await _read_json(request)
-    try:
-        return _json(await asyncio.to_thread(d.compare.command, body))
-    except ScenarioCommandError as e:
-        return _error(e.status, str(e))
+    app.router.add_get(catalogue_path, listed)
+    app.router.add_get(path, status)
+    app.router.add_post(path, command)
 
 
 def make_app(dashboard: Dashboard) -> web.Application:
@@ -686,15 +658,9 @@ def make_app(dashboard: Dashboard) -> web.Application:
     app.router.add_get("/api/history", _history)
     app.router.add_get("/api/replay", _replay)
     app.router.add_post("/api/faults", _faults)
-    app.router.add_get("/api/scenarios", _scenario_catalogue)
-    app.router.add_get("/api/scenario", _scenario_status)
-    app.router.add_post("/api/scenario", _scenario_command)
-    app.router.add_get("/api/comparable", _compare_catalogue)
-    app.router.add_get("/api/compare", _compare_status)
-    app.router.add_post("/api/compare", _compare_command)
-    app.router.add_get("/api/lessons", _lesson_course)
-    app.router.add_get("/api/lesson", _lesson_status)
-    app.router.add_post("/api/lesson", _lesson_command)
+    _add_runner(app, "/api/scenario", "/api/scenarios", catalogue_json, "scenarios")
+    _add_runner(app, "/api/compare", "/api/comparable", comparable_json, "compare")
+    _add_runner(app, "/api/lesson", "/api/lessons", course_json, "lessons")
 
     async def started(app: web.Application) -> None:
         dashboard.start()
