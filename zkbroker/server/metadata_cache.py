@@ -59,24 +59,28 @@ class MetadataCache:
         self.cluster_id: str | None = None  # /cluster/id, read once at start (KafkaServer)
         self._write_lock = threading.Lock()  # writers come from two threads; readers never lock
         self._waiters: list[asyncio.Future] = []  # resolved at the next UpdateMetadata (event loop only)
+        # What a watch has delivered: a watch can fire (on ZooKeeper's event thread) between startup's
+        # subscription reading a znode and startup applying what it read; the watch's value is the newer one.
+        self._watched: set[str] = set()
 
     def startup(self) -> None:
-        self._set_brokers(self.zk.subscribe_child_changes(paths.BROKER_IDS, self._on_brokers))
+        self._set_brokers(self.zk.subscribe_child_changes(paths.BROKER_IDS, self._on_brokers), watched=False)
         data, _ = self.zk.subscribe_data_changes(paths.CONTROLLER, self._on_controller)
-        self._set_controller(data)
+        self._set_controller(data, watched=False)
 
     def _on_brokers(self, path: str, children: list[str] | None) -> None:
-        self._set_brokers(children)
+        self._set_brokers(children, watched=True)
 
     def _on_controller(self, path: str, data: bytes | None, stat) -> None:
-        self._set_controller(data)
+        self._set_controller(data, watched=True)
 
-    def _set_brokers(self, children: list[str] | None) -> None:
+    def _set_brokers(self, children: list[str] | None, watched: bool) -> None:
         brokers = read_broker_registrations(self.zk, children or (), log)
         with self._write_lock:
-            self.snapshot = ClusterSnapshot(brokers, self.snapshot.controller_id, self.snapshot.partitions)
+            if self._keep(paths.BROKER_IDS, watched):
+                self.snapshot = ClusterSnapshot(brokers, self.snapshot.controller_id, self.snapshot.partitions)
 
-    def _set_controller(self, data: bytes | None) -> None:
+    def _set_controller(self, data: bytes | None, watched: bool) -> None:
         controller_id = -1
         if data:
             try:
@@ -84,7 +88,16 @@ class MetadataCache:
             except ZnodeFormatError as e:
                 log.warning("Ignoring unreadable /controller: %s", e)
         with self._write_lock:
-            self.snapshot = ClusterSnapshot(self.snapshot.brokers, controller_id, self.snapshot.partitions)
+            if self._keep(paths.CONTROLLER, watched):
+                self.snapshot = ClusterSnapshot(self.snapshot.brokers, controller_id, self.snapshot.partitions)
+
+    def _keep(self, path: str, watched: bool) -> bool:
+        """Whether a value read from `path` may replace the cached one (under the write lock): always from a watch;
+        from startup's own read only while no watch has delivered a newer one."""
+        if watched:
+            self._watched.add(path)
+            return True
+        return path not in self._watched
 
     def update_partitions(self, states) -> None:
         """Apply an UpdateMetadata request's partition states (on the network thread)."""
