@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import signal
 import subprocess
@@ -39,6 +40,22 @@ TIMEOUT_S = 60
 
 
 # ---- one copier (the process) ---------------------------------------------------------------------------------
+
+def _retried(call: Callable[[], object], attempts: int = 5) -> None:
+    """librdkafka's contract for send_offsets_to_transaction and commit_transaction: a retriable error means the
+    same call again (the transaction may already be committing: aborting it then is refused). After `attempts`
+    the error goes to the caller, which aborts the transaction and starts it over."""
+    from confluent_kafka import KafkaException
+
+    for attempt in range(1, attempts + 1):
+        try:
+            call()
+            return
+        except KafkaException as e:
+            if attempt == attempts or not e.args[0].retriable():
+                raise
+            time.sleep(0.1 * attempt)
+
 
 def copy(bootstrap: str, group: str, transactional_id: str, input_topic: str, input_partition: int,
          output_topic: str, transaction_size: int, pause_s: float, out=sys.stdout,
@@ -83,9 +100,10 @@ def copy(bootstrap: str, group: str, transactional_id: str, input_topic: str, in
                 for m in messages:
                     producer.produce(output_topic, key=m.key(), value=m.value(), partition=input_partition)
                 after = messages[-1].offset() + 1
-                producer.send_offsets_to_transaction([TopicPartition(input_topic, input_partition, after)],
-                                                     consumer.consumer_group_metadata(), TIMEOUT_S)
-                producer.commit_transaction(TIMEOUT_S)
+                offsets = [TopicPartition(input_topic, input_partition, after)]
+                _retried(functools.partial(producer.send_offsets_to_transaction, offsets,
+                                           consumer.consumer_group_metadata(), TIMEOUT_S))
+                _retried(lambda: producer.commit_transaction(TIMEOUT_S))
                 position = after
                 print(f"committed {position}", file=out, flush=True)
             except KafkaException as e:
