@@ -42,10 +42,13 @@ demo: $(STAMP) zookeeper bytecode
 
 # The suite mostly waits (session timeouts, elections, JVM start-ups), so it runs on more pytest-xdist workers than
 # there are cores; tests/side_by_side.py says what they share (the order, the groups, the tests that run alone).
+# PYTEST_ARGS adds options: `make test PYTEST_ARGS=--store-durations` writes the run's own figures into
+# tests/durations.json (the order the tests start in, longest first).
 WORKERS ?= 4
+PYTEST_ARGS ?=
 
 test: $(STAMP) zookeeper tools spark-workers bytecode lint
-	$(PY) -m pytest -n $(WORKERS) tests
+	$(PY) -m pytest -n $(WORKERS) $(PYTEST_ARGS) tests
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
