@@ -203,3 +203,9 @@ def test_a_replayed_kraft_strip_shows_each_broker_as_the_timeline_tells_it():
     before, after = (kraft_cluster_at(events, t, now)["brokers"][0] for t in (8, 20))
     assert (before["state"], before["fenced"], before["metadata_offset"]) == ("running", False, 7)
     assert (after["state"], after["fenced"]) == ("dead", True)
+
+
+def test_directory_ids_without_kraft_are_refused_before_anything_starts(tmp_path):
+    with pytest.raises(LabError, match="--directory-ids names the voters of a KRaft quorum"):
+        LabCluster(tmp_path / "lab").up(directory_ids=True)
+    assert not (tmp_path / "lab" / "cluster.json").exists()
