@@ -454,7 +454,8 @@ class ScenarioRun:
         producer = RecordingProducer(self._bootstrap(via), topic, partition, values, acks, timeout_ms, interval_ms,
                                      transactional_id=transactional_id, transaction=transaction, name=name,
                                      transaction_timeout_ms=transaction_timeout_ms,
-                                     security=self._clients().librdkafka())
+                                     security=self._clients().librdkafka(),
+                                     via=self._broker(via) if via is not None else None)
         self.producers[name] = producer
         self.all_producers.append(producer)
         self.topics.add(topic)

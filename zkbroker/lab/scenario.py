@@ -397,6 +397,8 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     if action == "produce" and "transaction" in step and step["transaction"] not in TRANSACTION_ENDS:
         check.fail(where, "transaction", f"transaction must be one of {', '.join(TRANSACTION_ENDS)}, not "
                                          f"{step['transaction']!r}")
+    if action == "produce" and "transaction" in step and "via" in step:
+        check.fail(where, "via", "via goes with plain produce: a transaction's producer finds its coordinator itself")
     if action == "produce" and "transaction" in step and step.get("until_end"):
         check.fail(where, "until_end", "a transaction's records are a fixed count: until_end goes with plain produce")
     if action == "read" and step.get("isolation_level", "read_committed") not in ISOLATION_LEVELS:
