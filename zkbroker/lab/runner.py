@@ -1039,11 +1039,11 @@ def describe_step(step: Step) -> str:
             return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-"
                     f"{f.get('partition', 0)} in a transaction of {f['transactional_id']}, then "
                     f"{f['transaction']} it{how}")
-        via = f" through broker {f['via']} alone" if "via" in f else ""
+        via = f", going by broker {f['via']}'s metadata" if "via" in f else ""
         return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-{f.get('partition', 0)} "
                 f"(acks={f.get('acks', 'all')}){via}{how}")
     if step.action == "read":
-        via = f" through broker {f['via']} alone" if "via" in f else ""
+        via = f", going by broker {f['via']}'s metadata" if "via" in f else ""
         return f"read {f['topic']}-{f.get('partition', 0)} at {f.get('isolation_level', 'read_committed')}{via}"
     if step.action == "partition":
         peers = f["from"] if isinstance(f["from"], list) else [f["from"]]
