@@ -196,7 +196,9 @@ def format_kraft_status(status: dict) -> str:
     rows = [("CONTROLLER", "HOST", "PORT", "PID", "PROCESS", "STATE", "EPOCH", "LEADER", "VOTED-FOR", "LOG-END",
              "HW")]
     for c in status["controllers"]:
-        raft = c["raft"] or {}
+        raft = dict(c["raft"] or {})
+        if raft.get("voter") is False:  # formatted again under --directory-ids: no longer the voter it was named
+            raft["state"] = f"observer ({raft['state']})"
         rows.append((str(c["id"]), c["host"], str(c["port"]), str(c["pid"] or "-"), c["process"],
                      *(("-" if raft.get(k) is None else str(raft[k]))
                        for k in ("state", "epoch", "leader", "voted_for", "log_end_offset", "high_watermark"))))
