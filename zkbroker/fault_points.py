@@ -22,6 +22,13 @@ nothing ever sets one, and each check below is one attribute read. The points, b
   are held `ms` milliseconds before they apply (the requests after them on that connection wait too);
 - `hold_controller_queue` / `release_controller_queue`: this broker's controller takes no event from its
   queue (ZooKeeper watches, broker answers and ControlledShutdown requests pile up); it still answers `state`;
+- `hold_heartbeats` / `release_heartbeats`, on a KRaft broker: its lifecycle requests to the active controller
+  (BrokerHeartbeat, and BrokerRegistration when it registers) wait unsent, as if its channel to the controller
+  were stuck; the active controller fences it once `broker.session.timeout.ms` passes without one. Released, the
+  next one goes out at once (naming the metadata offset the broker has then);
+- `hold_metadata` / `release_metadata`, on a KRaft broker: the Fetch requests with which it follows the
+  metadata log (as the quorum's observer) wait unsent, so it applies nothing new: its image, its leaderships
+  and the metadata it answers clients with stay as they were, whatever the controller decides meanwhile;
 - `stop_before_zookeeper_write` / `stop_after_zookeeper_write` (`write`, `action`): right before (or right
   after) the named ZooKeeper write, the process stops itself -- SIGKILL (`action` "kill", the default) or SIGSTOP
   ("pause": `lab resume` lets it go on from that very point). One-shot: it fires once, then is gone;
@@ -90,6 +97,7 @@ POINTS = ("hold_fetchers", "release_fetchers", "hold_offset_out_of_range", "rele
           "drop_next_leader_and_isr", "delay_next_leader_and_isr",
           "drop_next_update_metadata", "delay_next_update_metadata",
           "hold_controller_queue", "release_controller_queue",
+          "hold_heartbeats", "release_heartbeats", "hold_metadata", "release_metadata",
           "stop_before_zookeeper_write", "stop_after_zookeeper_write",
           "hold_cleaner_at", "release_cleaner", "hold_group_loading", "release_group_loading",
           "stop_before_txn_markers", "hold_transactional_produce", "release_transactional_produce",
@@ -110,6 +118,7 @@ OPTIONAL: dict[str, tuple[str, ...]] = {"hold_offset_out_of_range": ("ms",)}
 DEFAULTS = {"count": 1, "action": "kill"}
 # The points that undo another one rather than apply a fault.
 RELEASES = {"release_fetchers": "hold_fetchers", "release_controller_queue": "hold_controller_queue",
+            "release_heartbeats": "hold_heartbeats", "release_metadata": "hold_metadata",
             "release_offset_out_of_range": "hold_offset_out_of_range", "release_cleaner": "hold_cleaner_at",
             "release_group_loading": "hold_group_loading",
             "release_transactional_produce": "hold_transactional_produce"}
@@ -142,6 +151,9 @@ class FaultPoints:
         self.out_of_range_ms: int | None = None  # how long each hold lasts (None: until released)
         self._controller_open = threading.Event()
         self._controller_open.set()
+        self.heartbeats_held = False  # a KRaft broker's BrokerHeartbeat / BrokerRegistration wait unsent
+        self.metadata_held = False  # a KRaft broker's Fetch requests of the metadata log wait unsent
+        self._metadata_fetches_waiting = 0  # how many wait now (counted on the broker's loop)
         self.requests: dict[str, RequestFault] = {}
         self.zookeeper_stops: dict[tuple[str, str], str] = {}  # (write, "before"|"after") -> action
         self.cleaner_hold: str | None = None  # the cleaning phase cleaner threads stop at (None: no hold)
@@ -172,6 +184,10 @@ class FaultPoints:
             self.out_of_range_held = True
         elif point == "hold_controller_queue":
             self._controller_open.clear()
+        elif point == "hold_heartbeats":
+            self.heartbeats_held = True
+        elif point == "hold_metadata":
+            self.metadata_held = True
         elif point == "hold_cleaner_at":
             with self._cleaner_changed:  # a hold at another phase replaces it (its waiters go on)
                 self.cleaner_hold = str(params["phase"])
@@ -205,6 +221,10 @@ class FaultPoints:
             self.out_of_range_ms = None
         if point in (None, "hold_controller_queue"):
             self._controller_open.set()
+        if point in (None, "hold_heartbeats"):
+            self.heartbeats_held = False
+        if point in (None, "hold_metadata"):
+            self.metadata_held = False
         if point in (None, "hold_cleaner_at"):
             with self._cleaner_changed:
                 self.cleaner_hold = None
@@ -236,6 +256,10 @@ class FaultPoints:
                         **({} if self.out_of_range_ms is None else {"ms": self.out_of_range_ms})})
         if self.controller_held:
             out.append({"point": "hold_controller_queue"})
+        if self.heartbeats_held:
+            out.append({"point": "hold_heartbeats"})
+        if self.metadata_held:
+            out.append({"point": "hold_metadata"})
         with self._cleaner_changed:
             if self.cleaner_hold is not None:
                 out.append({"point": "hold_cleaner_at", "phase": self.cleaner_hold, "held": self.cleaners_held})
@@ -288,6 +312,34 @@ class FaultPoints:
         """Block the controller's event thread while its queue is held (until released, or `closing` is set)."""
         while not self._controller_open.is_set() and not closing.is_set():
             self._controller_open.wait(0.1)
+
+    async def wait_while_heartbeats_held(self, request: str) -> None:
+        """On a KRaft broker's loop, before a lifecycle request (`request`: "heartbeat" or "registration") goes to
+        the active controller: wait while hold_heartbeats is in force (the lifecycle sends one at a time)."""
+        if not self.heartbeats_held:
+            return
+        log.warning("BrokerHeartbeat held (lab fault point hold_heartbeats): the %s waits unsent", request)
+        timeline.emit(self.source, "fault_fired", point="hold_heartbeats", request=request)
+        began = time.monotonic()
+        while self.heartbeats_held:
+            await asyncio.sleep(0.05)
+        log.warning("Held %s goes out after %.0f ms", request, (time.monotonic() - began) * 1000)
+
+    async def wait_while_metadata_held(self, stopped: Callable[[], bool]) -> None:
+        """On a KRaft broker's loop, before a Fetch of the metadata log goes to the quorum: wait while
+        hold_metadata is in force (or until `stopped`). The Raft client sends another when one times out; the
+        timeline hears of the first held one only."""
+        if not self.metadata_held:
+            return
+        if not self._metadata_fetches_waiting:
+            log.warning("Metadata log fetches held (lab fault point hold_metadata): nothing new is applied")
+            timeline.emit(self.source, "fault_fired", point="hold_metadata")
+        self._metadata_fetches_waiting += 1
+        try:
+            while self.metadata_held and not stopped():
+                await asyncio.sleep(0.05)
+        finally:
+            self._metadata_fetches_waiting -= 1
 
     def at_cleaner_phase(self, phase: str) -> None:
         """Called by a log cleaner thread at each phase of a cleaning (CLEANER_PHASES): waits there while
@@ -421,6 +473,10 @@ def describe(fault: dict) -> str:
         return f"replica fetchers held after an OFFSET_OUT_OF_RANGE answer, {how}"
     if point == "hold_controller_queue":
         return "controller event queue held"
+    if point == "hold_heartbeats":
+        return "heartbeats to the active controller held"
+    if point == "hold_metadata":
+        return "metadata log fetches held (the broker applies nothing new)"
     if point == "hold_cleaner_at":
         held = fault.get("held")
         waiting = f" ({held} cleaner thread{'s' if held != 1 else ''} waiting there)" if held else ""

@@ -121,3 +121,53 @@ def test_a_kraft_labs_broker_killed_is_fenced_and_its_leaderships_move(lab_dir):
     state = json.loads(ok("state", "--dir", str(lab_dir), "--broker", "2", "--json"))
     assert state["role"] == "broker" and state["lifecycle"]["fenced"] is False
     assert {(p["partition"], p["role"]) for p in state["partitions"]} >= {(p, "leader") for p in led_by_1}
+
+
+def test_a_broker_whose_heartbeats_are_held_is_fenced_and_hears_it_from_the_metadata_log_only(lab_dir):
+    """`lab up --kraft --directory-ids` names the voters as KIP-853 does, on every node; then the broker fault points
+    of raft-fenced-broker-serves: with its heartbeats and its metadata fetches held, the active controller fences
+    the broker after its session while the broker's own view still has it serving; released, the metadata log
+    tells it (its image leaves itself out of the live brokers), and the next heartbeat gets it unfenced."""
+    out = ok("up", "--dir", str(lab_dir), "--kraft", "--controllers", "1", "--brokers", "1", "--directory-ids",
+             "--config", "broker.session.timeout.ms=3000", "--config", "broker.heartbeat.interval.ms=500")
+    assert "Broker 1: " in out and "unfenced" in out
+    cluster = cluster_json(lab_dir)
+    (controller,) = cluster["controllers"]
+    meta = dict(line.split("=", 1) for line in (lab_dir / "controller-3001" / "data" / "meta.properties")
+                .read_text().splitlines() if "=" in line and not line.startswith("#"))
+    voters = f"controller.quorum.voters=3001@{controller['host']}:{controller['port']}:{meta['directory.id']}"
+    for node in (controller, *cluster["brokers"]):
+        assert voters in open(node["config"]).read().splitlines(), node["config"]
+
+    def broker() -> dict:
+        return json.loads(ok("state", "--dir", str(lab_dir), "--broker", "1", "--json"))
+
+    def believed() -> dict:
+        (row,) = status(lab_dir)["brokers"]
+        return row
+
+    in_force = json.loads(ok("fault", "--dir", str(lab_dir), "--broker", "1", "hold_metadata", "--json"))
+    assert in_force == [{"point": "hold_metadata"}]
+    in_force = json.loads(ok("fault", "--dir", str(lab_dir), "--broker", "1", "hold_heartbeats", "--json"))
+    assert sorted(f["point"] for f in in_force) == ["hold_heartbeats", "hold_metadata"]
+    held_at = broker()["metadata_offset"]
+    wait_for(lambda: believed()["fenced"] is True or None, 30, "the active controller to fence broker 1",
+             interval_s=0.5)
+    own = broker()
+    assert own["lifecycle"]["fenced"] is False and own["lifecycle"]["state"] == "running"
+    assert own["metadata_offset"] == held_at and 1 in own["metadata"]["live_brokers"]
+
+    ok("fault", "--dir", str(lab_dir), "--broker", "1", "release_metadata")
+    wait_for(lambda: 1 not in broker()["metadata"]["live_brokers"] or None, 30,
+             "broker 1's own image to say it is fenced", interval_s=0.5)
+    assert believed()["fenced"] is True  # its heartbeats are still held
+    ok("fault", "--dir", str(lab_dir), "--broker", "1", "release_heartbeats")
+    wait_for(lambda: believed()["fenced"] is False or None, 30, "broker 1 unfenced", interval_s=0.5)
+    wait_for(lambda: 1 in broker()["metadata"]["live_brokers"] or None, 30, "broker 1 live in its own image",
+             interval_s=0.5)
+    events = timeline.read(lab_dir / timeline.FILE_NAME)
+    fired = {(e["source"], e["point"]) for e in events if e["kind"] == "fault_fired"}
+    assert fired >= {("broker:1", "hold_heartbeats"), ("broker:1", "hold_metadata")}
+    assert [e["kind"] for e in events if e["kind"] in ("broker_fenced", "broker_unfenced")
+            and e["source"] == "controller:3001" and e["broker"] == 1 and not e.get("registered")][-2:] == [
+        "broker_fenced", "broker_unfenced"]

@@ -47,6 +47,7 @@ VERDICTS = {
     "raft-check-quorum-resign": {"kraft": "ok"},
     "raft-pre-vote-disruption": {"kraft": "unavailable", "kraft-fixed": "ok"},
     "raft-lost-disk": {"kraft": "lost", "kraft-fixed": "ok"},
+    "raft-fenced-broker-serves": {"kraft": "lost"},
 }
 # Fixed forms that stop one harm and leave another, which the checker sees (each file says so in its `why`).
 FIXED_NOT_SAFE = {"kafka-2143-truncate-to-start": "Kafka 0.9's fix keeps the follower's log, records the unclean "
@@ -64,7 +65,10 @@ ELSEWHERE = {"raft-check-quorum-resign": "test_lab_kraft.py partitions the activ
 # Run by bench/catalogue.py only (BENCHMARKS.md): two KRaft labs in the lab network, two to three minutes each on
 # a loaded machine; what decides them is unit-tested (the quorum checker's loss across epochs, directory ids in
 # the Raft simulation).
-BENCH_ONLY = {"raft-lost-disk"}
+BENCH_ONLY = {"raft-lost-disk",
+              # about 45 s on a loaded machine; its fault points are tested in test_lab_kraft.py (the controller
+              # fences a broker whose heartbeats are held, the broker hears it from the metadata log only)
+              "raft-fenced-broker-serves"}
 # The kraft forms of ZooKeeper-mode scenarios run here (each is about a minute on a loaded machine, most of it
 # five or six Python processes starting); the others run in bench/catalogue.py (BENCHMARKS.md).
 KRAFT_HERE = ("controller-failover", "kafka-1211")

@@ -39,6 +39,10 @@ def add_lab_commands(commands: argparse._SubParsersAction) -> None:
                     help="KRaft mode (DESIGN §17): controller processes 3001.. elect a quorum leader; no ZooKeeper")
     up.add_argument("--controllers", type=int, default=3, choices=(1, 3, 5), metavar="1|3|5",
                     help="--kraft: how many controllers (voters of the metadata quorum)")
+    up.add_argument("--directory-ids", action="store_true",
+                    help="--kraft: name the voters with their log dirs' directory ids (KIP-853, Kafka 3.8+): "
+                         "controller.quorum.voters=ID@HOST:PORT:DIRECTORY_ID, so a controller whose disk was "
+                         "replaced is no voter until added again")
     up.add_argument("--zookeeper", default="auto", metavar="auto|HOST:PORT",
                     help="auto starts a real ZooKeeper; otherwise use this one (a fresh chroot is added)")
     up.add_argument("--zookeepers", type=int, default=1, choices=ENSEMBLE_SIZES, metavar="1|3|5",
@@ -119,7 +123,8 @@ def _up(args: argparse.Namespace) -> int:
     lab = LabCluster(args.dir)
     cluster = lab.up(brokers=args.brokers, zookeeper=args.zookeeper, config=args.config, base_port=args.base_port,
                      zookeepers=args.zookeepers, network=args.network, subnet=args.subnet, secure=args.secure,
-                     kraft=args.kraft, controllers=args.controllers, security=args.security)
+                     kraft=args.kraft, controllers=args.controllers, security=args.security,
+                     directory_ids=args.directory_ids)
     status = lab.status()
     if cluster.kraft:
         for c in cluster.controllers:
@@ -191,7 +196,9 @@ def format_kraft_status(status: dict) -> str:
     rows = [("CONTROLLER", "HOST", "PORT", "PID", "PROCESS", "STATE", "EPOCH", "LEADER", "VOTED-FOR", "LOG-END",
              "HW")]
     for c in status["controllers"]:
-        raft = c["raft"] or {}
+        raft = dict(c["raft"] or {})
+        if raft.get("voter") is False:  # formatted again under --directory-ids: no longer the voter it was named
+            raft["state"] = f"observer ({raft['state']})"
         rows.append((str(c["id"]), c["host"], str(c["port"]), str(c["pid"] or "-"), c["process"],
                      *(("-" if raft.get(k) is None else str(raft[k]))
                        for k in ("state", "epoch", "leader", "voted_for", "log_end_offset", "high_watermark"))))

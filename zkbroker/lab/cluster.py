@@ -291,6 +291,8 @@ class LabCluster:
                 raise LabError("A KRaft lab runs PLAINTEXT listeners only (lab up --security is for ZooKeeper mode)")
             return self._up_kraft_checked(brokers, controllers, zookeeper, config, timeout_s, zookeepers, network,
                                           subnet, secure, directory_ids)
+        if directory_ids:
+            raise LabError("--directory-ids names the voters of a KRaft quorum (KIP-853): it goes with --kraft")
         if brokers < 1:
             raise LabError("A lab needs at least one broker (--brokers 1 or more)")
         if zookeepers not in ENSEMBLE_SIZES:

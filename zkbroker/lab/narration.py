@@ -112,6 +112,12 @@ def _fault_fired(f: dict) -> str:
     if point == "hold_group_loading":
         return (f"Fault point {point}: the loading of offsets partition {_tp(f)} waits until released (its "
                 "groups answer COORDINATOR_LOAD_IN_PROGRESS)")
+    if point == "hold_heartbeats":
+        return (f"Fault point {point}: the broker's {f.get('request', 'heartbeat')} to the active controller waits "
+                "unsent until released")
+    if point == "hold_metadata":
+        return (f"Fault point {point}: the broker's fetches of the metadata log wait unsent until released; it "
+                "applies nothing the controller decides meanwhile")
     kind, request = point.split("_next_", 1)
     name = (fault_points.REQUESTS[request] + " request" if request in fault_points.REQUESTS
             else fault_points.RESPONSES.get(request, request))
@@ -220,6 +226,11 @@ _WORDS: dict[str, Callable[[dict], str]] = {
     "fault_applied": _fault("Applied"),
     "fault_healed": _fault("Healed"),
     "fault_fired": _fault_fired,
+    # KRaft: the active controller's fencing decisions (ClusterControlManager), and a broker's own view of them
+    "broker_fenced": lambda f: (f"Broker {f['broker']} registered under broker epoch {f['epoch']}, fenced until it "
+                                f"has caught up" if f.get("registered")
+                                else f"Broker {f['broker']} fenced (broker epoch {f['epoch']})"),
+    "broker_unfenced": lambda f: f"Broker {f['broker']} unfenced (broker epoch {f['epoch']})",
     # KafkaController.onBrokerStartup / onBrokerFailure
     "broker_started": lambda f: f"New broker startup callback for {f['broker']} (controller epoch {f['epoch']})",
     "broker_failed": lambda f: f"Broker failure callback for {f['broker']} (controller epoch {f['epoch']})",

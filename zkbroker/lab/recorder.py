@@ -27,6 +27,8 @@ from zkbroker.client.security import ClientSecurity
 from zkbroker.lab.checker import Attempt, Read, Transaction
 from zkbroker.topic_partition import TopicPartition
 
+BOOTSTRAP_NODE = -1  # librdkafka's node id for an answer that came through a bootstrap connection
+VIA_ATTEMPTS = 20  # new producers a `via` step makes at most until that broker answers its metadata request
 _QUIET = logging.getLogger("zkbroker.lab.recorder.librdkafka")  # refused connections are expected in a lab
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -44,8 +46,10 @@ class RecordingProducer:
     def __init__(self, bootstrap: str, topic: str, partition: int, values: list[bytes], acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, cancelled: threading.Event | None = None,
                  transactional_id: str | None = None, transaction: str | None = None, name: str = "",
-                 transaction_timeout_ms: int | None = None, security: dict[str, str] | None = None) -> None:
+                 transaction_timeout_ms: int | None = None, security: dict[str, str] | None = None,
+                 via: int | None = None) -> None:
         self.name = name
+        self.via = via  # the broker whose Metadata answer the producer goes by (a `via` step), or None
         self.transactional_id = transactional_id
         self.transaction = transaction  # "commit", "abort" or "abandon" with a transactional id
         self.transaction_timeout_ms = transaction_timeout_ms
@@ -91,7 +95,7 @@ class RecordingProducer:
         if self.transactional_id is not None:
             self._run_transaction()
             return
-        producer = Producer(self.config)
+        producer = Producer(self.config) if self.via is None else self._producer_via()
         try:
             for value in self.values:
                 if self.cancelled.is_set() or self.stop_sending.is_set():
@@ -108,6 +112,29 @@ class RecordingProducer:
             producer.purge()  # what is still queued is given up on, unanswered
             producer.poll(0)
             self.done.set()
+
+    def _producer_via(self):
+        """A producer that goes by what broker `via` says of the topic (its leader above all), stale or not: its
+        bootstrap list names that broker alone, but librdkafka (2.10+) drops its bootstrap brokers once it has
+        learned the cluster and may ask any broker it learned, so it asks for the topic's metadata before it
+        sends and starts again until that broker was the one that answered; it never refreshes on a timer, so
+        it keeps that answer unless a write fails."""
+        from confluent_kafka import KafkaException, Producer
+
+        config = {**self.config, "topic.metadata.refresh.interval.ms": -1}
+        answered = []
+        for _ in range(VIA_ATTEMPTS):
+            producer = Producer(config)
+            try:
+                answer = producer.list_topics(self.topic, timeout=self.timeout_ms / 1000)
+            except KafkaException as e:
+                answered.append(str(e.args[0]))
+                continue
+            if answer.orig_broker_id in (self.via, BOOTSTRAP_NODE):  # the bootstrap list names `via` alone
+                return producer
+            answered.append(f"broker {answer.orig_broker_id}")
+        raise RuntimeError(f"producer {self.name}: broker {self.via} did not answer its metadata request in "
+                           f"{VIA_ATTEMPTS} tries (answered: {', '.join(answered)})")
 
     def _run_transaction(self) -> None:
         """The values as one transaction: delivered records wait for the commit to count as acknowledged."""

@@ -56,7 +56,8 @@ from zkbroker.topic_partition import TopicPartition
 GRAVITY = ("lost", "aborted_read", "torn", "divergent", "duplicated", "stuck", "unavailable", "slow", "ok")
 DEFAULT_WAIT_MS = 30000
 # Timeline kinds a run's narration shows under its steps (what happened inside the cluster meanwhile).
-NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "raft_state",
+NARRATED_KINDS = ("controller_elected", "controller_resigned", "broker_registered", "broker_expired", "broker_fenced",
+                  "broker_unfenced", "raft_state",
                   "vote", "leader_changed", "isr_changed", "truncated", "zookeeper_role", "stream_started",
                   "stream_batch", "stream_stopped", "stream_failed")
 # The conditions a KRaft mode reads from the quorum; the others from the brokers' metadata images (KRaftObserver).
@@ -447,13 +448,14 @@ class ScenarioRun:
     def _produce(self, step: Step, topic: str, count: int, partition: int = 0, acks: int | str = "all",
                  timeout_ms: int = 10000, interval_ms: int = 0, background: bool = False, until_end: bool = False,
                  transactional_id: str | None = None, transaction: str | None = None,
-                 transaction_timeout_ms: int | None = None, **named) -> None:
+                 transaction_timeout_ms: int | None = None, via: int | str | None = None, **named) -> None:
         name = named.get("as") or f"step{self.scenario.steps.index(step) + 1}"
         values = [f"{self.scenario.name}/{self.mode}/seed{self.seed}/{name}/{i}".encode() for i in range(count)]
-        producer = RecordingProducer(self._bootstrap(), topic, partition, values, acks, timeout_ms, interval_ms,
+        producer = RecordingProducer(self._bootstrap(via), topic, partition, values, acks, timeout_ms, interval_ms,
                                      transactional_id=transactional_id, transaction=transaction, name=name,
                                      transaction_timeout_ms=transaction_timeout_ms,
-                                     security=self._clients().librdkafka())
+                                     security=self._clients().librdkafka(),
+                                     via=self._broker(via) if via is not None else None)
         self.producers[name] = producer
         self.all_producers.append(producer)
         self.topics.add(topic)
@@ -477,10 +479,10 @@ class ScenarioRun:
                  + (f"; errors: {', '.join(errors)}" if errors else ""))
 
     def _read(self, step: Step, topic: str, partition: int = 0, isolation_level: str = "read_committed",
-              **named) -> None:
+              via: int | str | None = None, **named) -> None:
         """What a consumer reads of the partition at the isolation level, now: judged at the end (checker)."""
         name = named.get("as") or f"read{self.scenario.steps.index(step) + 1}"
-        read = recorder.ConsumerRead(name, self._bootstrap(), topic, partition, isolation_level,
+        read = recorder.ConsumerRead(name, self._bootstrap(via), topic, partition, isolation_level,
                                      self._clients().security)
         read.run()
         self.reads[name] = read
@@ -491,8 +493,13 @@ class ScenarioRun:
                  f"read {len(result.rows)} records of {topic}-{partition} offsets [{read.start}, {read.end}) at "
                  f"{isolation_level}"))
 
-    def _bootstrap(self) -> str:
-        return self.observer.reload().bootstrap()
+    def _bootstrap(self, via: int | str | None = None) -> str:
+        """Every broker; with `via`, that broker alone (a client that learns the cluster from it only)."""
+        cluster = self.observer.reload()
+        if via is None:
+            return cluster.bootstrap()
+        broker = cluster.broker(self._broker(via))
+        return f"{broker.host}:{broker.port}"
 
     def _clients(self) -> LabClients:
         """How the run's clients reach the brokers: as the lab's admin on a secured lab (cluster.json)."""
@@ -1032,10 +1039,12 @@ def describe_step(step: Step) -> str:
             return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-"
                     f"{f.get('partition', 0)} in a transaction of {f['transactional_id']}, then "
                     f"{f['transaction']} it{how}")
+        via = f", going by broker {f['via']}'s metadata" if "via" in f else ""
         return (f"produce {f['count']} record{'s' if f['count'] != 1 else ''} to {f['topic']}-{f.get('partition', 0)} "
-                f"(acks={f.get('acks', 'all')}){how}")
+                f"(acks={f.get('acks', 'all')}){via}{how}")
     if step.action == "read":
-        return f"read {f['topic']}-{f.get('partition', 0)} at {f.get('isolation_level', 'read_committed')}"
+        via = f", going by broker {f['via']}'s metadata" if "via" in f else ""
+        return f"read {f['topic']}-{f.get('partition', 0)} at {f.get('isolation_level', 'read_committed')}{via}"
     if step.action == "partition":
         peers = f["from"] if isinstance(f["from"], list) else [f["from"]]
         return f"cut {f['node']} off from {', '.join(peers)}" + (" (one way)" if f.get("one_way") else "")

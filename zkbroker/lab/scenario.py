@@ -154,11 +154,15 @@ STEPS: dict[str, Shape] = {
     "choose": Shape({"broker": _TARGET, "controller": _TARGET, "as": _STR}, ("as",), ("broker", "controller")),
     "produce": Shape({"topic": _STR, "partition": _INT, "count": _INT, "acks": (int, str), "timeout_ms": _INT,
                       "interval_ms": _INT, "background": (bool,), "until_end": (bool,), "as": _STR,
-                      "transactional_id": _STR, "transaction": _STR, "transaction_timeout_ms": _INT},
+                      "transactional_id": _STR, "transaction": _STR, "transaction_timeout_ms": _INT,
+                      "via": _TARGET},
                      ("topic", "count")),
     # what a consumer of the partition reads at an isolation level, from its start to its end (the LSO for
     # read_committed): the checker's aborted_read and torn verdicts judge it (DESIGN §18)
-    "read": Shape({"topic": _STR, "partition": _INT, "isolation_level": _STR, "as": _STR}, ("topic",)),
+    # via (produce and read): the client knows that one broker only (its bootstrap), and so the cluster as that
+    # broker's metadata tells it, stale or not
+    "read": Shape({"topic": _STR, "partition": _INT, "isolation_level": _STR, "as": _STR, "via": _TARGET},
+                  ("topic",)),
     "kill": Shape({**_PROCESS, **_STREAM}, (), (*_ONE_PROCESS, "stream")),
     "pause": Shape(_PROCESS, (), _ONE_PROCESS),
     "resume": Shape(_PROCESS, (), _ONE_PROCESS),
@@ -193,7 +197,7 @@ CATALOGUE = ("kafka-1211", "kip-101-divergence", "jepsen-2013", "unclean-electio
              "kafka-2143-truncate-to-start", "zookeeper-quorum-loss", "spark-read-during-failover",
              "spark-stream-during-failover", "zombie-producer", "coordinator-failover-mid-commit",
              "producer-dies-mid-transaction", "kafka-12671-hanging-transaction", "controller-failover",
-             "raft-check-quorum-resign", "raft-pre-vote-disruption", "raft-lost-disk")
+             "raft-check-quorum-resign", "raft-pre-vote-disruption", "raft-lost-disk", "raft-fenced-broker-serves")
 
 
 class ScenarioError(ValueError):
@@ -393,6 +397,8 @@ def check_step(check: Checker, where: tuple, step: Any, modes: dict[str, ModeSpe
     if action == "produce" and "transaction" in step and step["transaction"] not in TRANSACTION_ENDS:
         check.fail(where, "transaction", f"transaction must be one of {', '.join(TRANSACTION_ENDS)}, not "
                                          f"{step['transaction']!r}")
+    if action == "produce" and "transaction" in step and "via" in step:
+        check.fail(where, "via", "via goes with plain produce: a transaction's producer finds its coordinator itself")
     if action == "produce" and "transaction" in step and step.get("until_end"):
         check.fail(where, "until_end", "a transaction's records are a fixed count: until_end goes with plain produce")
     if action == "read" and step.get("isolation_level", "read_committed") not in ISOLATION_LEVELS:
@@ -442,8 +448,9 @@ def _references(check: Checker, where: tuple, step: dict, names: Names, modes: f
                                    + _only_in(names, "broker", target))
 
     action = step["action"]
-    if "broker" in step:
-        broker("broker", step["broker"])
+    for key in ("broker", "via"):
+        if key in step:
+            broker(key, step[key])
     for row in step.get("replicas", []) if action == "create_topic" else []:
         for target in row if isinstance(row, list) else [row]:
             broker("replicas", target)

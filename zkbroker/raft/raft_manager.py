@@ -315,10 +315,13 @@ class RaftManager:
 
     async def _exchange(self, destination: int, correlation_id: int, request: m.Request) -> None:
         # The lab's hold_fetchers cuts a voter off from its leader; a broker's metadata fetches (an observer's) go on:
-        # there the point holds the replica fetchers only, as in ZooKeeper mode (KAFKA-1211 in a KRaft lab).
+        # there the point holds the replica fetchers only, as in ZooKeeper mode (KAFKA-1211 in a KRaft lab), and
+        # hold_metadata is the one that holds them (a broker that hears nothing of what the controller decides).
         if isinstance(request, m.FetchRequest) and self.config.node_id in self.voters:
             while FAULTS.fetchers_held and not self._stopped:
                 await asyncio.sleep(0.05)
+        elif isinstance(request, m.FetchRequest) and FAULTS.metadata_held:
+            await FAULTS.wait_while_metadata_held(lambda: self._stopped)
         response = await self._call(destination, request)
         if response is None or self._stopped:
             return

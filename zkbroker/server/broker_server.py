@@ -277,6 +277,7 @@ class BrokerServer:
 
     async def _lifecycle_exchange(self, kind: str, body: dict) -> None:
         lifecycle, channel = self.lifecycle, self.lifecycle_channel
+        await FAULTS.wait_while_heartbeats_held(kind)  # the lab's hold_heartbeats: a channel that is stuck
         timeout_s = self.config["broker.heartbeat.interval.ms"] / 1000
         if kind == "registration":
             response = await channel.send(ApiKey.BROKER_REGISTRATION, 0, body, timeout_s)

@@ -155,7 +155,10 @@ class ControllerServer:
                 "log_start_offset": metadata_log.start_offset, "log_end_offset": metadata_log.end_offset,
                 "high_watermark": node.high_watermark,
                 "snapshot": None if snapshot is None else {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch},
-                "voters": sorted(raft.config.voters)}
+                "voters": sorted(raft.config.voters),
+                # False for a node named a voter whose log dir is not the voter's (KIP-853's directory ids): it
+                # follows as an observer
+                "voter": raft.config.is_voter}
         if self.quorum is not None:
             state["quorum_controller"] = self.quorum.controller.describe()
         return state

@@ -220,6 +220,57 @@ def test_a_held_group_load_that_is_cancelled_is_no_longer_counted(faults):
     asyncio.run(scenario())
 
 
+def test_hold_heartbeats_holds_the_lifecycle_request_on_the_loop_until_released(faults, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:1"
+
+    async def scenario() -> list[dict]:
+        await faults.wait_while_heartbeats_held("heartbeat")  # nothing in force: returns at once
+        faults.apply("hold_heartbeats")
+        in_force = faults.in_force()
+        held = asyncio.create_task(faults.wait_while_heartbeats_held("heartbeat"))
+        await asyncio.sleep(0.2)
+        assert not held.done()
+        faults.apply("release_heartbeats")
+        await asyncio.wait_for(held, 5)
+        return in_force
+
+    assert asyncio.run(scenario()) == [{"point": "hold_heartbeats"}]
+    assert faults.in_force() == [] and not faults.heartbeats_held
+    (event,) = timeline.read(tmp_path / "timeline.jsonl")
+    assert (event["source"], event["kind"], event["point"], event["request"]) == (
+        "broker:1", "fault_fired", "hold_heartbeats", "heartbeat")
+
+
+def test_hold_metadata_holds_every_metadata_fetch_tells_the_timeline_once_and_lets_a_stopping_node_go(
+        faults, tmp_path, monkeypatch):
+    monkeypatch.setenv(timeline.ENV_VAR, str(tmp_path / "timeline.jsonl"))
+    faults.source = "broker:2"
+    stopped = threading.Event()
+
+    async def scenario() -> None:
+        faults.apply("hold_metadata")
+        assert faults.in_force() == [{"point": "hold_metadata"}]
+        # the Raft client sends another Fetch when one times out: both wait
+        fetches = [asyncio.create_task(faults.wait_while_metadata_held(stopped.is_set)) for _ in range(2)]
+        await asyncio.sleep(0.2)
+        assert not any(f.done() for f in fetches)
+        faults.apply("release_metadata")
+        await asyncio.wait_for(asyncio.gather(*fetches), 5)
+        faults.apply("hold_metadata")
+        stopping = asyncio.create_task(faults.wait_while_metadata_held(stopped.is_set))
+        await asyncio.sleep(0.1)
+        stopped.set()  # the node shuts down with the point still in force
+        await asyncio.wait_for(stopping, 5)
+
+    asyncio.run(scenario())
+    assert faults.in_force() == [{"point": "hold_metadata"}]
+    faults.heal()
+    assert not faults.metadata_held
+    events = timeline.read(tmp_path / "timeline.jsonl")
+    assert [(e["source"], e["point"]) for e in events] == [("broker:2", "hold_metadata")] * 2  # one per hold
+
+
 def test_heal_one_point_or_all(faults):
     faults.apply("hold_fetchers")
     faults.apply("hold_controller_queue")
@@ -257,6 +308,7 @@ def test_heal_one_point_or_all(faults):
     ("hold_cleaner_at", {"phase": ["swapped"]}, "unknown log cleaner phase ['swapped']"),
     ("hold_group_loading", {"partition": 0}, "fault point hold_group_loading has no parameter 'partition'; "
                                              "it takes none"),
+    ("hold_heartbeats", {"ms": 500}, "fault point hold_heartbeats has no parameter 'ms'; it takes none"),
 ])
 def test_a_bad_fault_point_is_refused_with_what_is_allowed(faults, point, params, message):
     with pytest.raises(FaultPointError) as refused:
@@ -283,6 +335,8 @@ def test_fault_points_in_words():
     assert describe({"point": "hold_group_loading", "held": 0}) == "loading of offsets partitions held"
     assert describe({"point": "hold_group_loading", "held": 3}) == (
         "loading of offsets partitions held (3 offsets partitions waiting)")
+    assert describe({"point": "hold_heartbeats"}) == "heartbeats to the active controller held"
+    assert describe({"point": "hold_metadata"}) == "metadata log fetches held (the broker applies nothing new)"
 
 
 # ---- the command handler -----------------------------------------------------------------------------------

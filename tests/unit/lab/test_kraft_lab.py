@@ -203,3 +203,24 @@ def test_a_replayed_kraft_strip_shows_each_broker_as_the_timeline_tells_it():
     before, after = (kraft_cluster_at(events, t, now)["brokers"][0] for t in (8, 20))
     assert (before["state"], before["fenced"], before["metadata_offset"]) == ("running", False, 7)
     assert (after["state"], after["fenced"]) == ("dead", True)
+
+
+def test_directory_ids_without_kraft_are_refused_before_anything_starts(tmp_path):
+    with pytest.raises(LabError, match="--directory-ids names the voters of a KRaft quorum"):
+        LabCluster(tmp_path / "lab").up(directory_ids=True)
+    assert not (tmp_path / "lab" / "cluster.json").exists()
+
+
+def test_lab_status_names_a_controller_that_is_no_longer_its_voter_an_observer():
+    from zkbroker.lab.cli import format_kraft_status
+
+    def row(node: int, state: str, voter: bool) -> dict:
+        return {"id": node, "host": "127.0.0.1", "port": 9000 + node, "pid": node, "process": "running",
+                "raft": {"state": state, "epoch": 3, "leader": 3001, "voted_for": None, "log_end_offset": 9,
+                         "high_watermark": 9, "voter": voter}}
+
+    status = {"quorum": {"leader": 3001, "epoch": 3, "high_watermark": 9}, "brokers": [], "network": None,
+              "topics": [], "controllers": [row(3001, "leader", True), row(3003, "follower", False)]}
+    lines = format_kraft_status(status).splitlines()
+    assert next(line for line in lines if line.startswith("3001")).split()[5] == "leader"
+    assert "observer (follower)" in next(line for line in lines if line.startswith("3003"))

@@ -64,6 +64,8 @@ MISTAKES = [
     ("a consumer paused before it was started",
      '[[steps]]\naction = "pause"\nconsumer = "c1"\n\n[[steps]]\naction = "consumer"\nname = "c1"\ngroup = "g"\n'
      'topic = "t"\n', 3, "no earlier consumer step is named 'c1'"),
+    ("a produce through a broker nobody named",
+     '[[steps]]\naction = "produce"\ntopic = "t"\ncount = 1\nvia = "x"\n', 5, "via 'x' is not an id"),
     ("an unknown verdict",
      None, None, "unknown verdict 'fine'"),
 ]

@@ -175,6 +175,15 @@ def test_a_line_is_the_time_the_source_and_the_words():
       "partitions": ["out-0"]},
      "Fault point hold_transactional_produce: a Produce request of transactional id late for out-0 waits unanswered "
      "until released"),
+    ({"kind": "fault_fired", "point": "hold_heartbeats", "request": "heartbeat"},
+     "Fault point hold_heartbeats: the broker's heartbeat to the active controller waits unsent until released"),
+    ({"kind": "fault_fired", "point": "hold_metadata"},
+     "Fault point hold_metadata: the broker's fetches of the metadata log wait unsent until released; it applies "
+     "nothing the controller decides meanwhile"),
+    ({"kind": "broker_fenced", "broker": 1, "epoch": 5}, "Broker 1 fenced (broker epoch 5)"),
+    ({"kind": "broker_fenced", "broker": 1, "epoch": 9, "registered": True, "incarnation_id": "ab"},
+     "Broker 1 registered under broker epoch 9, fenced until it has caught up"),
+    ({"kind": "broker_unfenced", "broker": 1, "epoch": 9}, "Broker 1 unfenced (broker epoch 9)"),
 ])
 def test_the_processes_events_in_plain_words(event, words):
     assert describe({"ts": 0, "source": "broker:1", **event}) == words
