@@ -97,6 +97,11 @@ class RaftManager:
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
         self._handing_over = False
         self._stopped = False
+        # The batches this node appended as leader, not yet handed over: base offset -> (last offset, epoch,
+        # records). Committed, they go to the listeners as they were given, not decoded again from the log (as
+        # Kafka's leader hands its listener the batch it appended): on the active controller the codec's cost is
+        # the encoding alone. The log's bytes are what the followers and the disk get, so nothing else changes.
+        self._own_batches: dict[int, tuple[int, int, list[MetadataRecord]]] = {}
         # In a lab: the timeline's raft_state, vote and metadata_committed events (DESIGN §17), from this source: a
         # voter's as its controller's, an observer's (a KRaft broker following the metadata log) as its broker's.
         role = "controller" if config.node_id in voters else "broker"
@@ -162,7 +167,10 @@ class RaftManager:
         if node.epoch != epoch or node.leader_id != node.node_id:
             raise NotLeaderError(node.leader_id, node.epoch)
         frames = [encode_frame(*record) for record in records]
+        base = self.log.end_offset
         self._step(lambda now: node.append(now, frames))
+        if records and self.log.end_offset - base == len(records):
+            self._own_batches[base] = (self.log.end_offset - 1, epoch, list(records))
         return self.log.end_offset - 1
 
     def create_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
@@ -396,6 +404,7 @@ class RaftManager:
         seen = (node.leader_id, node.epoch)
         if seen != self._leader_seen:
             self._leader_seen = seen
+            self._own_batches.clear()  # what is left of them is read from the log, whoever's it now is
             for listener in self._listeners:
                 listener.handle_leader_change(*seen)
         self._schedule_hand_over()
@@ -432,9 +441,20 @@ class RaftManager:
         were appended; a follower's as one Fetch brought them, whole appended batches one after another); with
         `max_bytes`, about that much of the log only. Returns the offset reached."""
         if not listeners:
+            self._own_batches.clear()
             return end
         offset = max(start, self.log.start_offset)
         while offset < end:
+            own = self._own_batches.get(offset)
+            if own is not None and own[0] < end and self._appended_here(offset, own):
+                del self._own_batches[offset]
+                last, epoch, records = own
+                for listener in listeners:
+                    listener.handle_commit(offset, last, epoch, records)
+                offset = last + 1
+                if max_bytes is not None:
+                    break
+                continue
             batches = self.log.read_batches(offset, max_bytes or HAND_OVER_BYTES)
             for batch in batches:
                 entries = [e for e in batch if e.offset < end]
@@ -447,7 +467,15 @@ class RaftManager:
                 offset = entries[-1].offset + 1
             if not batches or max_bytes is not None:
                 break
+        for base in [b for b in self._own_batches if b < offset]:  # passed without them (read from the log)
+            del self._own_batches[base]
         return offset
+
+    def _appended_here(self, base: int, own: tuple[int, int, list[MetadataRecord]]) -> bool:
+        """The log still holds the batch this node appended at `base`. Only a later epoch's leader can replace
+        a leader's entries, and the batches are forgotten as soon as this node learns of any other epoch or
+        leader (`_after_step`), before it can truncate; what is checked here is that they are still in the log."""
+        return self.log.start_offset <= base and own[0] < self.log.end_offset and own[1] == self._node().epoch
 
     def _read_snapshot(self, snapshot: m.SnapshotId) -> list[MetadataRecord]:
         _, records = read_snapshot(self.log.read_snapshot_bytes(snapshot))

@@ -125,3 +125,37 @@ def test_a_read_mixing_a_leader_change_among_data_hands_the_listener_data_record
     runs = _data_runs([data(1, 1), data(2, 1), change, data(4, 2), data(5, 2)])
     assert [[(e.offset, e.epoch) for e in run] for run in runs] == [[(1, 1), (2, 1)], [(4, 2), (5, 2)]]
     assert _data_runs([change]) == []
+
+
+def test_the_leader_hands_its_listeners_the_records_it_appended_and_a_later_listener_reads_them_from_the_log(
+        tmp_path):
+    from zkbroker.metadata.records import PARTITION_CHANGE, record
+
+    change = record(PARTITION_CHANGE, partition_id=7, topic_id=bytes(range(16)), leader=2, isr=[2, 3])
+
+    class Keeper(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list = []
+
+        def handle_commit(self, base_offset, last_offset, epoch, records):
+            super().handle_commit(base_offset, last_offset, epoch, records)
+            self.records += records
+
+    async def run():
+        manager, listener, later = _manager(str(tmp_path)), Keeper(), Keeper()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [change, NO_OP])
+        await _until(lambda: len(listener.records) == 2)
+        manager.register(later)  # handed what is committed, from the log's bytes
+        await manager.shutdown(grace_s=0)
+        return manager, listener, later
+
+    manager, listener, later = asyncio.run(run())
+    assert listener.records[0] is change  # not decoded again: the very record appended
+    decoded = later.records[0]
+    assert decoded is not change and decoded[:2] == change[:2]  # the same record, through the codec
+    assert decoded[2]._replace(unknown_tagged_fields=()) == change[2]
+    assert manager._own_batches == {}  # nothing kept once handed over
