@@ -461,7 +461,7 @@ class RaftManager:
                 if not entries:
                     return offset
                 for run in _data_runs(entries):
-                    records = [decode_frame(e.record) for e in run]
+                    records = self._records_of(run)
                     for listener in listeners:
                         listener.handle_commit(run[0].offset, run[-1].offset, run[0].epoch, records)
                 offset = entries[-1].offset + 1
@@ -470,6 +470,24 @@ class RaftManager:
         for base in [b for b in self._own_batches if b < offset]:  # passed without them (read from the log)
             del self._own_batches[base]
         return offset
+
+    def _records_of(self, run: list) -> list[MetadataRecord]:
+        """A run of entries read from the log as records: where the run holds a whole batch this node appended,
+        that batch's records as they were appended; the rest decoded from the log's bytes."""
+        out: list[MetadataRecord] = []
+        i = 0
+        while i < len(run):
+            entry = run[i]
+            own = self._own_batches.get(entry.offset)
+            j = i if own is None else i + own[0] - entry.offset
+            if own is not None and own[1] == entry.epoch and j < len(run) and run[j].offset == own[0]:
+                del self._own_batches[entry.offset]
+                out += own[2]
+                i = j + 1
+            else:
+                out.append(decode_frame(entry.record))
+                i += 1
+        return out
 
     def _appended_here(self, base: int, own: tuple[int, int, list[MetadataRecord]]) -> bool:
         """The log still holds the batch this node appended at `base`. Only a later epoch's leader can replace

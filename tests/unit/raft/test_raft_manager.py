@@ -159,3 +159,16 @@ def test_the_leader_hands_its_listeners_the_records_it_appended_and_a_later_list
     assert decoded is not change and decoded[:2] == change[:2]  # the same record, through the codec
     assert decoded[2]._replace(unknown_tagged_fields=()) == change[2]
     assert manager._own_batches == {}  # nothing kept once handed over
+
+
+def test_a_run_read_from_the_log_takes_the_leaders_own_batches_whole_and_decodes_the_rest(tmp_path):
+    from zkbroker.protocol.metadata_records import encode_frame
+
+    manager = _manager(str(tmp_path))
+    own = [(20, 0, {"marker": "own"}), (20, 0, {"marker": "own too"})]
+    manager._own_batches = {5: (6, 1, own), 8: (9, 1, [NO_OP])}  # the batch at 8 runs past the run read
+    run = [m.LogEntry(offset, 1, encode_frame(*NO_OP)) for offset in range(4, 9)]
+    records = manager._records_of(run)
+    assert records[1:3] == own and records[1] is own[0]
+    assert [r[0] for r in records] == [20] * 5 and records[0][2] == records[3][2] == records[4][2]
+    assert list(manager._own_batches) == [8]  # not taken: only part of it was read
