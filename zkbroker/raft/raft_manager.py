@@ -31,7 +31,7 @@ from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.fault_points import FAULTS
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
-from zkbroker.protocol.metadata_records import build_snapshot, decode_frame, encode_frame, read_snapshot
+from zkbroker.protocol.metadata_records import RECORD_SCHEMAS, build_snapshot, decode_frame, encode_frame, read_snapshot
 
 from . import messages as m
 from . import quorum_state, wire
@@ -169,7 +169,7 @@ class RaftManager:
         frames = [encode_frame(*record) for record in records]
         base = self.log.end_offset
         self._step(lambda now: node.append(now, frames))
-        if records and self.log.end_offset - base == len(records):
+        if records and self.log.end_offset - base == len(records) and all(map(_is_decoded_form, records)):
             self._own_batches[base] = (self.log.end_offset - 1, epoch, list(records))
         return self.log.end_offset - 1
 
@@ -519,6 +519,16 @@ def _error_response(request: m.Request, code: int) -> m.Response:
     if isinstance(request, m.FetchSnapshotRequest):
         return m.FetchSnapshotResponse(code, request.snapshot_id, unknown, -1, -1, b"")
     return m.DescribeQuorumResponse(code, -1, -1, -1, (), ())
+
+
+#: Each metadata record's struct type, as decode_frame makes it.
+_STRUCTS = {key: schema.struct for key, schema in RECORD_SCHEMAS.items()}
+
+
+def _is_decoded_form(item: MetadataRecord) -> bool:
+    """A record in the form a listener would get from the log (its schema's struct, not a dict the codec also
+    encodes): only then may the listener be handed the record appended instead of the log's."""
+    return type(item[2]) is _STRUCTS.get((item[0], item[1]))
 
 
 def _data_runs(entries: list) -> list[list]:

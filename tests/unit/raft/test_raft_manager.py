@@ -147,7 +147,7 @@ def test_the_leader_hands_its_listeners_the_records_it_appended_and_a_later_list
         manager.start()
         manager.register(listener)
         await _until(lambda: manager.leader_and_epoch()[0] == 1)
-        manager.schedule_append(manager.leader_and_epoch()[1], [change, NO_OP])
+        manager.schedule_append(manager.leader_and_epoch()[1], [change, record(20)])  # a NoOpRecord
         await _until(lambda: len(listener.records) == 2)
         manager.register(later)  # handed what is committed, from the log's bytes
         await manager.shutdown(grace_s=0)
@@ -172,3 +172,26 @@ def test_a_run_read_from_the_log_takes_the_leaders_own_batches_whole_and_decodes
     assert records[1:3] == own and records[1] is own[0]
     assert [r[0] for r in records] == [20] * 5 and records[0][2] == records[3][2] == records[4][2]
     assert list(manager._own_batches) == [8]  # not taken: only part of it was read
+
+
+def test_records_appended_in_another_form_than_the_decoded_one_come_back_decoded_from_the_log(tmp_path):
+    class Keeper(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list = []
+
+        def handle_commit(self, base_offset, last_offset, epoch, records):
+            self.records += records
+
+    async def run():
+        manager, listener = _manager(str(tmp_path)), Keeper()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [FEATURE])  # a dict, as the lab's append gives
+        await _until(lambda: len(listener.records) == 1)
+        await manager.shutdown(grace_s=0)
+        return listener.records
+
+    [(api_key, version, rec)] = asyncio.run(run())
+    assert (api_key, version) == (12, 0) and rec.feature_level == 19 and not isinstance(rec, dict)
