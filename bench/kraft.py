@@ -179,8 +179,9 @@ def in_memory_handover(partitions: int, out=print, max_parts: int = 20) -> dict[
     million: every PartitionRecord encoded once and decoded by two followers and every broker, about a millisecond
     of Python each on this machine): a standby holding `partitions` partitions (replication factor 3 over brokers
     1-3, each leading a third; the records replayed straight into it, as its replay of the log would), elected on
-    the unit tests' in-memory log (tests/unit/controller/quorum/helpers.py: each record appended is encoded and
-    decoded, as through the real log; a commit is immediate, where a real one waits for a follower's fetch). Then,
+    the unit tests' in-memory log (tests/unit/controller/quorum/helpers.py: each record appended is encoded, and
+    decoded for the other nodes, as through the real log, whose leader gets its own records back as it appended
+    them; a commit is immediate, where a real one waits for a follower's fetch). Then,
     in ms: election -> active (its NoOpRecord committed), -> the first leadership change committed (broker 1 asks
     for a controlled shutdown: the handover), -> the whole controlled shutdown (broker 1 leads nothing) if it
     takes at most `max_parts` parts, and the time a part takes."""

@@ -119,6 +119,12 @@ class ReplicationControlManager:
         index = self._replica_of.get(broker_id)
         return [] if index is None else list(index)
 
+    def _scan_of(self, broker_id: int) -> Iterator[PartitionKey]:
+        """The partitions `broker_id` is a replica of, visited lazily across the parts of one step (TimelineDict.
+        scan): the first part of a broker's step at a million partitions costs what its own changes cost."""
+        index = self._replica_of.get(broker_id)
+        return iter(()) if index is None else index.scan()
+
     def _new_topic_id(self) -> bytes:
         while True:
             topic_id = self.rng.randbytes(16)
@@ -263,7 +269,7 @@ class ReplicationControlManager:
                        scan: Iterator[PartitionKey] | None = None) -> list[MetadataRecord]:
         """A broker fenced, entering controlled shutdown or unregistered: out of every ISR, its leaderships
         moved to the other active replicas; with `limit`, that many partitions' changes at most. `scan`, from
-        `partitions_of`, lets the next part resume where this one stopped: a leaving broker is not active, so no
+        `_scan_of`, lets the next part resume where this one stopped: a leaving broker is not active, so no
         other event puts it back into a partition already passed (an AlterPartition naming it is refused)."""
         active = self.cluster.active_brokers() - {broker_id}
         out = []
@@ -301,13 +307,13 @@ class ReplicationControlManager:
         """A broker leaving its partitions (`broker_leaving`) as a non-atomic operation: `first`, then its
         partitions' changes MAX_RECORDS_PER_BATCH at a time, each part its own turn of the queue, and `last()`'s
         records (its fencing, its unregistration) with the final part, once it is out of every ISR."""
-        scan = iter(self.partitions_of(broker_id))
+        scan = self._scan_of(broker_id)
         return _in_parts(lambda limit: self.broker_leaving(broker_id, limit, scan), response, list(first), last)
 
     def unfence_in_parts(self, broker_id: int, response: Any) -> ControllerResult:
         """The broker's UnfenceBrokerRecord, then the leaderless partitions it may lead, in parts as above."""
         broker = self.cluster.brokers[broker_id]
-        scan = iter(self.partitions_of(broker_id))
+        scan = self._scan_of(broker_id)
         return _in_parts(lambda limit: self.broker_unfenced(broker_id, limit, scan), response,
                          [self.cluster.unfence_record(broker)], list)
 

@@ -26,9 +26,9 @@ class SnapshotRegistry:
     def __init__(self) -> None:
         self.enabled = False
         self.offset = -1  # the offset of the record being replayed: what a write is journalled under
-        self._journal: list[tuple[int, dict, Any, Any]] = []
+        self._journal: list[tuple[int, TimelineDict, Any, Any]] = []
 
-    def note(self, container: dict, key: Any, old: Any) -> None:
+    def note(self, container: TimelineDict, key: Any, old: Any) -> None:
         if self.enabled:
             self._journal.append((self.offset, container, key, old))
 
@@ -37,10 +37,7 @@ class SnapshotRegistry:
         undone = 0
         while self._journal and self._journal[-1][0] > offset:
             _, container, key, old = self._journal.pop()
-            if old is _MISSING:
-                container.pop(key, None)
-            else:
-                container[key] = old
+            container._restore(key, old)
             undone += 1
         return undone
 
@@ -60,19 +57,49 @@ class SnapshotRegistry:
 class TimelineDict(Generic[K, V]):
     """A dict whose writes the registry can undo."""
 
-    __slots__ = ("_data", "_registry")
+    __slots__ = ("_data", "_registry", "_shape")
 
     def __init__(self, registry: SnapshotRegistry) -> None:
         self._registry = registry
         self._data: dict[K, V] = {}
+        self._shape = 0  # bumped whenever the set of keys may change: what `scan` watches
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._registry.note(self._data, key, self._data.get(key, _MISSING))
+        old = self._data.get(key, _MISSING)
+        if old is _MISSING:
+            self._shape += 1
+        self._registry.note(self, key, old)
         self._data[key] = value
 
     def __delitem__(self, key: K) -> None:
-        self._registry.note(self._data, key, self._data[key])
+        self._registry.note(self, key, self._data[key])
+        self._shape += 1
         del self._data[key]
+
+    def _restore(self, key: K, old: Any) -> None:
+        """The registry's undo of one write (not journalled)."""
+        self._shape += 1
+        if old is _MISSING:
+            self._data.pop(key, None)
+        else:
+            self._data[key] = old
+
+    def scan(self) -> Iterator[K]:
+        """The keys, visited lazily, for a walk that may span turns of the controller's queue (a broker's
+        partitions, a part at a time): a million keys are not copied before the first part can start. Should
+        the keys change between two steps of the walk (a key added or removed, a revert), the walk goes on over a
+        copy of the keys then present, from the first: a caller that skips what it has already done (as the
+        broker steps do: a broker out of a partition's ISR is not taken out twice) misses nothing."""
+        data = self._data
+        shape = self._shape
+        keys = iter(data)
+        while self._shape == shape:
+            try:
+                key = next(keys)
+            except StopIteration:
+                return
+            yield key
+        yield from list(data)
 
     def pop(self, key: K, default: Any = None) -> Any:
         if key not in self._data:

@@ -281,6 +281,11 @@ def control_record_json(control_type: int, value: Any) -> str:
 
 def encode_frame(api_key: int, version: int, record: Any) -> bytes:
     """One metadata record as an ApiMessageAndVersion frame (a record value of the metadata log)."""
+    fast = _FAST_ENCODERS.get((api_key, version))
+    if fast is not None:
+        frame = fast(record)
+        if frame is not None:
+            return frame
     try:
         schema = RECORD_SCHEMAS[(api_key, version)]
     except KeyError:
@@ -296,6 +301,11 @@ def decode_frame(buf: bytes | bytearray | memoryview) -> tuple[int, int, Any]:
         raise RemoteProtocolError(f"metadata record frame version {frame_version}, expected {FRAME_VERSION}")
     api_key, offset = read_unsigned_varint(buf, offset)
     version, offset = read_unsigned_varint(buf, offset)
+    fast = _FAST_DECODERS.get((api_key, version))
+    if fast is not None:
+        record = fast(buf, offset, len(buf))
+        if record is not None:
+            return api_key, version, record
     schema = RECORD_SCHEMAS.get((api_key, version))
     if schema is None:
         raise RemoteProtocolError(f"unknown metadata record: api key {api_key} version {version}")
@@ -303,6 +313,160 @@ def decode_frame(buf: bytes | bytearray | memoryview) -> tuple[int, int, Any]:
     if end != len(buf):
         raise RemoteProtocolError(f"{schema.name}: {len(buf) - end} bytes after the record")
     return api_key, version, record
+
+
+# --- the hot records, by hand ---------------------------------------------------------------------------------
+# A broker's step at a million partitions writes PartitionChangeRecords by the thousand, and a topic's creation and
+# every snapshot PartitionRecords: their frames are built and read here with struct formats compiled once, byte for
+# byte what their schemas write and read (tests/unit/protocol/test_metadata_records.py compares the two on random
+# records). Anything out of the ordinary (a dict or another type for the record, an unknown tagged field, a value
+# out of range, an array of 31 or more replicas, a varint of more than one byte, a tag out of order, bytes left
+# over) returns None and takes the schema's path, which also gives its errors.
+
+_PARTITION_CHANGE_V0 = RECORD_SCHEMAS[(5, 0)].struct
+_PARTITION_V0 = RECORD_SCHEMAS[(3, 0)].struct
+_CHANGE_HEAD = struct.Struct(">BBBi16s")  # frame version, api key, version (one varint byte each), the two ids
+_PARTITION_HEAD = _CHANGE_HEAD  # the same five: PartitionRecord's ids come first too
+_IDS = struct.Struct(">i16s")
+_INT32 = struct.Struct(">i")
+_INT8 = struct.Struct(">b")
+_EPOCHS = struct.Struct(">iii")  # PartitionRecord's leader, leader_epoch, partition_epoch
+#: A list of n int32s, n below 31: its compact count (n + 1) and the ints fit a one-byte tagged-field size.
+_MAX_INTS = 31
+_INTS = [struct.Struct(f">B{n}i") for n in range(_MAX_INTS)]
+_INTS_BODY = [struct.Struct(f">{n}i") for n in range(_MAX_INTS)]
+
+
+def _compact_ints(ints: Any) -> bytes | None:
+    n = len(ints)
+    return _INTS[n].pack(n + 1, *ints) if n < _MAX_INTS else None
+
+
+def _tagged_ints(tag: int, ints: Any) -> bytes | None:
+    data = _compact_ints(ints)
+    return None if data is None else bytes((tag, len(data))) + data
+
+
+def _encode_partition_change_v0(rec: Any) -> bytes | None:
+    if type(rec) is not _PARTITION_CHANGE_V0 or rec.unknown_tagged_fields:
+        return None
+    partition_id, topic_id, isr, leader, replicas, removing, adding, recovery, _ = rec
+    if type(topic_id) is not bytes or len(topic_id) != 16:
+        return None
+    try:
+        tags = []
+        if isr is not None:
+            tags.append(_tagged_ints(0, isr))
+        if leader != -2:
+            tags.append(b"\x01\x04" + _INT32.pack(leader))
+        if replicas is not None:
+            tags.append(_tagged_ints(2, replicas))
+        if removing is not None:
+            tags.append(_tagged_ints(3, removing))
+        if adding is not None:
+            tags.append(_tagged_ints(4, adding))
+        if recovery != -1:
+            tags.append(b"\x05\x01" + _INT8.pack(recovery))
+        if None in tags:
+            return None
+        return _CHANGE_HEAD.pack(FRAME_VERSION, 5, 0, partition_id, topic_id) + bytes((len(tags),)) + b"".join(tags)
+    except (struct.error, TypeError):
+        return None
+
+
+def _decode_partition_change_v0(buf: Any, offset: int, end: int) -> Any:
+    try:
+        partition_id, topic_id = _IDS.unpack_from(buf, offset)
+        pos = offset + 20
+        count = buf[pos]
+        if count >= 0x80:
+            return None
+        pos += 1
+        values: list[Any] = [None, -2, None, None, None, -1]
+        previous = -1
+        for _ in range(count):
+            tag, size = buf[pos], buf[pos + 1]
+            pos += 2
+            if tag <= previous or tag > 5 or size >= 0x80 or pos + size > end:
+                return None
+            previous = tag
+            if tag == 1:
+                if size != 4:
+                    return None
+                values[1] = _INT32.unpack_from(buf, pos)[0]
+            elif tag == 5:
+                if size != 1:
+                    return None
+                values[5] = _INT8.unpack_from(buf, pos)[0]
+            else:
+                n = buf[pos] - 1
+                if n < 0:
+                    if size != 1:
+                        return None
+                    values[tag] = None
+                elif n >= _MAX_INTS or size != 1 + 4 * n:
+                    return None
+                else:
+                    values[tag] = list(_INTS_BODY[n].unpack_from(buf, pos + 1))
+            pos += size
+    except (IndexError, struct.error):
+        return None
+    if pos != end:
+        return None
+    return _PARTITION_CHANGE_V0(partition_id, topic_id, *values, [])
+
+
+def _encode_partition_v0(rec: Any) -> bytes | None:
+    if type(rec) is not _PARTITION_V0 or rec.unknown_tagged_fields:
+        return None
+    (partition_id, topic_id, replicas, isr, removing, adding, leader, leader_epoch, partition_epoch, recovery,
+     _) = rec
+    if type(topic_id) is not bytes or len(topic_id) != 16 or None in (replicas, isr, removing, adding):
+        return None
+    try:
+        arrays = [_compact_ints(replicas), _compact_ints(isr), _compact_ints(removing), _compact_ints(adding)]
+        if None in arrays:
+            return None
+        tags = b"\x00" if recovery == 0 else b"\x01\x00\x01" + _INT8.pack(recovery)
+        return (_PARTITION_HEAD.pack(FRAME_VERSION, 3, 0, partition_id, topic_id) + b"".join(arrays)
+                + _EPOCHS.pack(leader, leader_epoch, partition_epoch) + tags)
+    except (struct.error, TypeError):
+        return None
+
+
+def _decode_partition_v0(buf: Any, offset: int, end: int) -> Any:
+    try:
+        partition_id, topic_id = _IDS.unpack_from(buf, offset)
+        pos = offset + 20
+        arrays = []
+        for _ in range(4):
+            n = buf[pos] - 1
+            if n < 0 or n >= _MAX_INTS:
+                return None
+            arrays.append(list(_INTS_BODY[n].unpack_from(buf, pos + 1)))
+            pos += 1 + 4 * n
+        leader, leader_epoch, partition_epoch = _EPOCHS.unpack_from(buf, pos)
+        pos += 12
+        count = buf[pos]
+        recovery = 0
+        if count == 1:
+            if buf[pos + 1] != 0 or buf[pos + 2] != 1:
+                return None
+            recovery = _INT8.unpack_from(buf, pos + 3)[0]
+            pos += 4
+        elif count == 0:
+            pos += 1
+        else:
+            return None
+    except (IndexError, struct.error):
+        return None
+    if pos != end:
+        return None
+    return _PARTITION_V0(partition_id, topic_id, *arrays, leader, leader_epoch, partition_epoch, recovery, [])
+
+
+_FAST_ENCODERS = {(5, 0): _encode_partition_change_v0, (3, 0): _encode_partition_v0}
+_FAST_DECODERS = {(5, 0): _decode_partition_change_v0, (3, 0): _decode_partition_v0}
 
 
 # --- control records ------------------------------------------------------------------------------------------

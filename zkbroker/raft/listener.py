@@ -5,7 +5,9 @@ Records are ``(api_key, version, record)`` as ``protocol.metadata_records`` deco
 frame. The listener is called from the driver's one event loop, in log order:
 
 * ``handle_commit`` for each run of committed data records (below the high watermark), never for control
-  records, never twice for an offset (after a snapshot load it resumes after the snapshot's end);
+  records, never twice for an offset (after a snapshot load it resumes after the snapshot's end); on the leader,
+  a batch it appended may come back as the very records appended (already in the decoded form, not decoded
+  again), so a listener never changes a record it is handed;
 * ``handle_load_snapshot`` when the node starts from a snapshot or is sent one by the leader: it replaces the
   listener's whole state with the snapshot's records, and commits continue from ``end_offset``;
 * ``handle_leader_change`` whenever the leader or the epoch this node knows changes (``None``: no leader known).

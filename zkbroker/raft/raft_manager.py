@@ -31,7 +31,7 @@ from zkbroker import timeline
 from zkbroker.client.async_connection import AsyncBrokerConnection
 from zkbroker.fault_points import FAULTS
 from zkbroker.protocol.errors import ErrorCode, ProtocolError
-from zkbroker.protocol.metadata_records import build_snapshot, decode_frame, encode_frame, read_snapshot
+from zkbroker.protocol.metadata_records import RECORD_SCHEMAS, build_snapshot, decode_frame, encode_frame, read_snapshot
 
 from . import messages as m
 from . import quorum_state, wire
@@ -97,6 +97,11 @@ class RaftManager:
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
         self._handing_over = False
         self._stopped = False
+        # The batches this node appended as leader, not yet handed over: base offset -> (last offset, epoch,
+        # records). Committed, they go to the listeners as they were given, not decoded again from the log (as
+        # Kafka's leader hands its listener the batch it appended): on the active controller the codec's cost is
+        # the encoding alone. The log's bytes are what the followers and the disk get, so nothing else changes.
+        self._own_batches: dict[int, tuple[int, int, list[MetadataRecord]]] = {}
         # In a lab: the timeline's raft_state, vote and metadata_committed events (DESIGN §17), from this source: a
         # voter's as its controller's, an observer's (a KRaft broker following the metadata log) as its broker's.
         role = "controller" if config.node_id in voters else "broker"
@@ -162,7 +167,10 @@ class RaftManager:
         if node.epoch != epoch or node.leader_id != node.node_id:
             raise NotLeaderError(node.leader_id, node.epoch)
         frames = [encode_frame(*record) for record in records]
+        base = self.log.end_offset
         self._step(lambda now: node.append(now, frames))
+        if records and self.log.end_offset - base == len(records) and all(map(_is_decoded_form, records)):
+            self._own_batches[base] = (self.log.end_offset - 1, epoch, list(records))
         return self.log.end_offset - 1
 
     def create_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
@@ -399,6 +407,7 @@ class RaftManager:
         seen = (node.leader_id, node.epoch)
         if seen != self._leader_seen:
             self._leader_seen = seen
+            self._own_batches.clear()  # what is left of them is read from the log, whoever's it now is
             for listener in self._listeners:
                 listener.handle_leader_change(*seen)
         self._schedule_hand_over()
@@ -435,22 +444,59 @@ class RaftManager:
         were appended; a follower's as one Fetch brought them, whole appended batches one after another); with
         `max_bytes`, about that much of the log only. Returns the offset reached."""
         if not listeners:
+            self._own_batches.clear()
             return end
         offset = max(start, self.log.start_offset)
         while offset < end:
+            own = self._own_batches.get(offset)
+            if own is not None and own[0] < end and self._appended_here(offset, own):
+                del self._own_batches[offset]
+                last, epoch, records = own
+                for listener in listeners:
+                    listener.handle_commit(offset, last, epoch, records)
+                offset = last + 1
+                if max_bytes is not None:
+                    break
+                continue
             batches = self.log.read_batches(offset, max_bytes or HAND_OVER_BYTES)
             for batch in batches:
                 entries = [e for e in batch if e.offset < end]
                 if not entries:
                     return offset
                 for run in _data_runs(entries):
-                    records = [decode_frame(e.record) for e in run]
+                    records = self._records_of(run)
                     for listener in listeners:
                         listener.handle_commit(run[0].offset, run[-1].offset, run[0].epoch, records)
                 offset = entries[-1].offset + 1
             if not batches or max_bytes is not None:
                 break
+        for base in [b for b in self._own_batches if b < offset]:  # passed without them (read from the log)
+            del self._own_batches[base]
         return offset
+
+    def _records_of(self, run: list) -> list[MetadataRecord]:
+        """A run of entries read from the log as records: where the run holds a whole batch this node appended,
+        that batch's records as they were appended; the rest decoded from the log's bytes."""
+        out: list[MetadataRecord] = []
+        i = 0
+        while i < len(run):
+            entry = run[i]
+            own = self._own_batches.get(entry.offset)
+            j = i if own is None else i + own[0] - entry.offset
+            if own is not None and own[1] == entry.epoch and j < len(run) and run[j].offset == own[0]:
+                del self._own_batches[entry.offset]
+                out += own[2]
+                i = j + 1
+            else:
+                out.append(decode_frame(entry.record))
+                i += 1
+        return out
+
+    def _appended_here(self, base: int, own: tuple[int, int, list[MetadataRecord]]) -> bool:
+        """The log still holds the batch this node appended at `base`. Only a later epoch's leader can replace
+        a leader's entries, and the batches are forgotten as soon as this node learns of any other epoch or
+        leader (`_after_step`), before it can truncate; what is checked here is that they are still in the log."""
+        return self.log.start_offset <= base and own[0] < self.log.end_offset and own[1] == self._node().epoch
 
     def _read_snapshot(self, snapshot: m.SnapshotId) -> list[MetadataRecord]:
         _, records = read_snapshot(self.log.read_snapshot_bytes(snapshot))
@@ -476,6 +522,16 @@ def _error_response(request: m.Request, code: int) -> m.Response:
     if isinstance(request, m.FetchSnapshotRequest):
         return m.FetchSnapshotResponse(code, request.snapshot_id, unknown, -1, -1, b"")
     return m.DescribeQuorumResponse(code, -1, -1, -1, (), ())
+
+
+#: Each metadata record's struct type, as decode_frame makes it.
+_STRUCTS = {key: schema.struct for key, schema in RECORD_SCHEMAS.items()}
+
+
+def _is_decoded_form(item: MetadataRecord) -> bool:
+    """A record in the form a listener would get from the log (its schema's struct, not a dict the codec also
+    encodes): only then may the listener be handed the record appended instead of the log's."""
+    return type(item[2]) is _STRUCTS.get((item[0], item[1]))
 
 
 def _data_runs(entries: list) -> list[list]:

@@ -121,3 +121,89 @@ def test_client_quota_and_acl_record_bytes():
                                "principal": "User:a", "host": "*", "operation": 3, "permission_type": 3})
     assert acl == (b"\x01\x12\x00" + TOPIC_ID + b"\x02" + b"\x02t" + b"\x03" + b"\x07User:a" + b"\x02*"
                    + b"\x03\x03" + b"\x00")
+
+
+# --- the hot records' hand-built codec: byte for byte the schemas' ---------------------------------------------
+
+def _schema_frame(api_key: int, version: int, rec) -> bytes:
+    return bytes((1, api_key, version)) + RECORD_SCHEMAS[(api_key, version)].encode(rec)
+
+
+def _schema_decode(frame: bytes):
+    rec, end = RECORD_SCHEMAS[(frame[1], frame[2])].decode(memoryview(frame), 3)
+    assert end == len(frame)
+    return rec
+
+
+def _random_records(seed: int = 7, count: int = 400):
+    import random
+
+    from zkbroker.metadata.partition import partition_change
+    from zkbroker.metadata.records import PARTITION, record
+
+    rng = random.Random(seed)
+
+    def ints(low=0):
+        return [rng.randrange(-1, 2**31 - 1) if rng.random() < 0.1 else rng.randrange(0, 10)
+                for _ in range(rng.choice((low, 1, 2, 3, 5, 30)))]
+
+    for _ in range(count):
+        topic_id = rng.randbytes(16)
+        partition = rng.choice((0, 1, 2**31 - 1, rng.randrange(100_000)))
+        yield partition_change(topic_id, partition, isr=rng.choice((None, tuple(ints()))),
+                               leader=rng.choice((-2, -1, 0, 3, 2**31 - 1, -2**31)),
+                               replicas=rng.choice((None, tuple(ints()))),
+                               leader_recovery_state=rng.choice((-1, 0, 1)))
+        yield record(PARTITION, partition_id=partition, topic_id=topic_id, replicas=ints(), isr=ints(),
+                     removing_replicas=ints(), adding_replicas=ints(), leader=rng.randrange(-1, 5),
+                     leader_epoch=rng.randrange(0, 2**31 - 1), partition_epoch=rng.randrange(0, 5),
+                     leader_recovery_state=rng.choice((0, 0, 1)))
+
+
+def test_partition_and_partition_change_records_encode_and_decode_as_their_schemas_do():
+    from zkbroker.protocol import metadata_records
+
+    seen = set()
+    for api_key, version, rec in _random_records():
+        frame = encode_frame(api_key, version, rec)
+        assert frame == _schema_frame(api_key, version, rec)
+        assert metadata_records._FAST_ENCODERS[(api_key, version)](rec) == frame  # the hand-built path took it
+        decoded = decode_frame(frame)
+        assert decoded == (api_key, version, _schema_decode(frame))
+        assert metadata_records._FAST_DECODERS[(api_key, version)](frame, 3, len(frame)) is not None
+        seen.add((api_key, decoded[2].isr is None if api_key == 5 else len(decoded[2].replicas)))
+    assert len(seen) > 6  # nulls, empty and long arrays, both records
+
+
+def test_what_the_hand_built_path_does_not_take_goes_through_the_schema_with_its_errors():
+    from zkbroker.metadata.partition import partition_change
+    from zkbroker.protocol import metadata_records
+    from zkbroker.protocol.errors import LocalProtocolError
+
+    fast = metadata_records._FAST_ENCODERS[(5, 0)]
+    many = partition_change(TOPIC_ID, 1, isr=tuple(range(40)))  # 40 replicas: a two-byte tagged size
+    unknown = partition_change(TOPIC_ID, 1, leader=3)[2]._replace(unknown_tagged_fields=[(9, b"x")])
+    for rec in (many[2], unknown, {"partition_id": 1, "topic_id": TOPIC_ID, "leader": 3}):
+        assert fast(rec) is None
+        frame = encode_frame(5, 0, rec)
+        assert frame == _schema_frame(5, 0, rec)
+        assert decode_frame(frame) == (5, 0, _schema_decode(frame))
+    out_of_range = partition_change(TOPIC_ID, 1, leader=2**31)
+    with pytest.raises(LocalProtocolError, match="leader"):
+        encode_frame(*out_of_range)
+    with pytest.raises(LocalProtocolError, match="16 bytes"):
+        encode_frame(*partition_change(b"short", 1, leader=1))
+
+
+def test_malformed_hot_frames_get_the_schema_path_errors():
+    from zkbroker.metadata.partition import partition_change
+
+    frame = encode_frame(*partition_change(TOPIC_ID, 1, isr=(1, 2), leader=1))  # tags 0 and 1
+    with pytest.raises(RemoteProtocolError):
+        decode_frame(frame[:-2])  # truncated
+    with pytest.raises(RemoteProtocolError, match="after the record"):
+        decode_frame(frame + b"\x00")
+    swapped = frame[:24] + frame[-6:] + frame[24:-6]  # tag 1 (its 6 bytes) before tag 0
+    assert len(swapped) == len(frame)
+    with pytest.raises(RemoteProtocolError, match="out of order"):
+        decode_frame(swapped)

@@ -125,3 +125,73 @@ def test_a_read_mixing_a_leader_change_among_data_hands_the_listener_data_record
     runs = _data_runs([data(1, 1), data(2, 1), change, data(4, 2), data(5, 2)])
     assert [[(e.offset, e.epoch) for e in run] for run in runs] == [[(1, 1), (2, 1)], [(4, 2), (5, 2)]]
     assert _data_runs([change]) == []
+
+
+def test_the_leader_hands_its_listeners_the_records_it_appended_and_a_later_listener_reads_them_from_the_log(
+        tmp_path):
+    from zkbroker.metadata.records import PARTITION_CHANGE, record
+
+    change = record(PARTITION_CHANGE, partition_id=7, topic_id=bytes(range(16)), leader=2, isr=[2, 3])
+
+    class Keeper(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list = []
+
+        def handle_commit(self, base_offset, last_offset, epoch, records):
+            super().handle_commit(base_offset, last_offset, epoch, records)
+            self.records += records
+
+    async def run():
+        manager, listener, later = _manager(str(tmp_path)), Keeper(), Keeper()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [change, record(20)])  # a NoOpRecord
+        await _until(lambda: len(listener.records) == 2)
+        manager.register(later)  # handed what is committed, from the log's bytes
+        await manager.shutdown(grace_s=0)
+        return manager, listener, later
+
+    manager, listener, later = asyncio.run(run())
+    assert listener.records[0] is change  # not decoded again: the very record appended
+    decoded = later.records[0]
+    assert decoded is not change and decoded[:2] == change[:2]  # the same record, through the codec
+    assert decoded[2]._replace(unknown_tagged_fields=()) == change[2]
+    assert manager._own_batches == {}  # nothing kept once handed over
+
+
+def test_a_run_read_from_the_log_takes_the_leaders_own_batches_whole_and_decodes_the_rest(tmp_path):
+    from zkbroker.protocol.metadata_records import encode_frame
+
+    manager = _manager(str(tmp_path))
+    own = [(20, 0, {"marker": "own"}), (20, 0, {"marker": "own too"})]
+    manager._own_batches = {5: (6, 1, own), 8: (9, 1, [NO_OP])}  # the batch at 8 runs past the run read
+    run = [m.LogEntry(offset, 1, encode_frame(*NO_OP)) for offset in range(4, 9)]
+    records = manager._records_of(run)
+    assert records[1:3] == own and records[1] is own[0]
+    assert [r[0] for r in records] == [20] * 5 and records[0][2] == records[3][2] == records[4][2]
+    assert list(manager._own_batches) == [8]  # not taken: only part of it was read
+
+
+def test_records_appended_in_another_form_than_the_decoded_one_come_back_decoded_from_the_log(tmp_path):
+    class Keeper(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list = []
+
+        def handle_commit(self, base_offset, last_offset, epoch, records):
+            self.records += records
+
+    async def run():
+        manager, listener = _manager(str(tmp_path)), Keeper()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        manager.schedule_append(manager.leader_and_epoch()[1], [FEATURE])  # a dict, as the lab's append gives
+        await _until(lambda: len(listener.records) == 1)
+        await manager.shutdown(grace_s=0)
+        return listener.records
+
+    [(api_key, version, rec)] = asyncio.run(run())
+    assert (api_key, version) == (12, 0) and rec.feature_level == 19 and not isinstance(rec, dict)

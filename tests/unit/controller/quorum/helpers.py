@@ -17,12 +17,14 @@ SESSION_MS = 9000
 
 class MemoryLog:
     """One metadata log shared by every node: batches appended by the leader of the current epoch, committed
-    when the test says so, delivered to each node's listener in order. Every record goes through its frame
-    codec, as it would through the real log."""
+    when the test says so, delivered to each node's listener in order. Every record is encoded as it is
+    appended and the other nodes get it decoded from those bytes, as through the real log; the node that
+    appended a batch gets its own records back, as the real leader's RaftManager hands them over."""
 
     def __init__(self, commit_on_append: bool = False) -> None:
         self.commit_on_append = commit_on_append  # a quorum of one: commits inside the append
         self.batches: list[tuple[int, int, int, list]] = []  # (base offset, last offset, epoch, records)
+        self.appended: dict[int, tuple[int, list]] = {}  # base offset -> (the node that appended it, its records)
         self.end_offset = 0
         self.high_watermark = 0  # offsets below it are committed
         self.leader: int | None = None
@@ -57,16 +59,49 @@ class MemoryLog:
     def append(self, node_id: int, epoch: int, records: list) -> int:
         if node_id != self.leader or epoch != self.epoch:
             raise NotLeaderError(self.leader, self.epoch)
-        framed = [decode_frame(encode_frame(*item)) for item in records]
+        framed = _Decoded([encode_frame(*item) for item in records])
         base = self.end_offset
         self.end_offset += len(records)
         self.batches.append((base, self.end_offset - 1, epoch, framed))
+        self.appended[base] = (node_id, list(records))
         if self.commit_on_append:
             self.commit()
         return self.end_offset - 1
 
     def committed_records(self) -> list[tuple[int, int, list]]:
         return [(base, epoch, records) for base, last, epoch, records in self.batches if last < self.high_watermark]
+
+
+class _Decoded(list):
+    """A batch's records as the log's bytes decode them, decoded when first read (by a node other than the one
+    that appended them)."""
+
+    def __init__(self, frames: list[bytes]) -> None:
+        super().__init__()
+        self.frames: list[bytes] | None = frames
+
+    def _decode(self) -> None:
+        if self.frames is not None:
+            frames, self.frames = self.frames, None
+            self.extend(decode_frame(frame) for frame in frames)
+
+    def __iter__(self):
+        self._decode()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._decode()
+        return super().__len__()
+
+    def __getitem__(self, index):
+        self._decode()
+        return super().__getitem__(index)
+
+    def __eq__(self, other: object) -> bool:
+        self._decode()
+        return super().__eq__(other)
+
+    __hash__ = None
 
 
 class MemoryRaftClient:
@@ -89,8 +124,9 @@ class MemoryRaftClient:
     def deliver(self) -> None:
         for base, last, epoch, records in self.log.batches:
             if base > self.delivered and last < self.log.high_watermark:
+                writer, own = self.log.appended.get(base, (None, None))
                 for listener in self.listeners:
-                    listener.handle_commit(base, last, epoch, records)
+                    listener.handle_commit(base, last, epoch, own if writer == self.node_id else records)
                 self.delivered = last
 
     def schedule_append(self, epoch: int, records: list) -> int:

@@ -201,3 +201,27 @@ def test_the_controller_freezes_the_heap_once_many_records_are_replayed(monkeypa
         assert controller._replayed_since_freeze < 20
     finally:
         gc.unfreeze()
+
+
+def test_a_broker_step_copies_nothing_up_front_and_a_topic_deleted_between_its_parts_loses_no_partition():
+    log, controller, standby, epochs = _cluster(partitions=45)
+    run(log, controller, controller.create_topics(create_topics(("doomed", 12, 3))))
+    index = controller.replication._replica_of[1]
+    copied = []
+    real_iter = type(index).__iter__
+    type(index).__iter__ = lambda self: (copied.append(self) if self is index else None, real_iter(self))[1]
+    try:
+        answer = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+        controller.poll(controller.now_ms)  # the first part: no copy of broker 1's partitions taken for it
+        log.commit()
+        assert copied == [] and not answer.done
+        run(log, controller, controller.delete_topics(["doomed"]))  # between two parts: the index changes
+        for _ in range(8):
+            controller.poll(controller.now_ms)
+            log.commit()
+    finally:
+        type(index).__iter__ = real_iter
+    assert answer.done and answer.error is None
+    assert not controller.replication.leads_any(1)
+    assert not any(p.leader == 1 for p in controller.replication.partitions.values())
+    assert standby.snapshot_records() == controller.snapshot_records()
