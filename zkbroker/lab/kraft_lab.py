@@ -93,8 +93,13 @@ def lose_disk(entry) -> str:
 
 
 def zkbroker(*args: str, timeout_s: float = 60.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True,
-                          timeout=timeout_s, stdin=subprocess.DEVNULL)
+    """One `zkbroker` tool command (storage random-uuid, storage format ...); one that outlasts `timeout_s` (a
+    machine loaded far beyond its cores) is a KRaftLabError, which `lab up` reports like any other."""
+    try:
+        return subprocess.run([sys.executable, "-m", "zkbroker", *args], capture_output=True, text=True,
+                              timeout=timeout_s, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise KRaftLabError(f"`zkbroker {' '.join(args[:2])}` did not finish within {timeout_s:.0f} s") from None
 
 
 def random_cluster_id() -> str:
