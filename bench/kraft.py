@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.harness import wait_for  # noqa: E402
 from tests.integration.kraft_support import Controller, leader_of, make_kraft_cluster, stop_all  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
+from zkbroker.log.open_files import FILES_PER_PARTITION, RESERVE, files_needed  # noqa: E402
 from zkbroker.logconfig import configure  # noqa: E402
 from zkbroker.metadata.records import NO_LEADER_CHANGE, PARTITION, PARTITION_CHANGE  # noqa: E402
 from zkbroker.protocol.api import ApiKey  # noqa: E402
@@ -239,6 +240,24 @@ def in_memory_handover(partitions: int, out=print, max_parts: int = 20) -> dict[
     return figures
 
 
+def raise_nofile_limit(need: int) -> tuple[int, int]:
+    """This process's RLIMIT_NOFILE, which the brokers it starts inherit, raised to at least `need` where the hard
+    limit allows or root may raise it (up to /proc/sys/fs/nr_open); returns (soft, hard) as they are then."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        try:
+            ceiling = int(Path("/proc/sys/fs/nr_open").read_text())
+        except (OSError, ValueError):
+            ceiling = need
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, ceiling), min(need, ceiling)))
+        except (ValueError, OSError):  # not root (CAP_SYS_RESOURCE): the hard limit stays
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    else:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
 def median_ms(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ms (median of {len(values)})" if values else "-"
 
@@ -263,15 +282,16 @@ def main() -> int:
         print(f"controlled shutdown of a broker leading a third: {median_ms(f['shutdown'])}; restart to serving: "
               f"{median_ms(f['restart'])}")
         return 0
-    # Every broker holds every partition (replication factor 3 over 3 brokers), two open files each (a segment and
-    # its index's mapping): the open-files limit raised to its maximum bounds the partitions a real broker holds.
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # A restarted broker opens every log at once, with more of its files than a running one kept open: 2,000 spare.
-    if hard != resource.RLIM_INFINITY and args.partitions * 2 + 2000 > hard:
-        fits = (hard - 2000) // 2 // PARTITIONS_PER_TOPIC * PARTITIONS_PER_TOPIC
-        print(f"{args.partitions:,} partitions need ~{args.partitions * 2 + 2000:,} open files per broker, the limit "
-              f"here is {hard:,}: running {fits:,} (--stand-ins for more)")
+    # Every broker holds every partition (replication factor 3 over 3 brokers), files_needed() descriptors for
+    # them: the limit its processes inherit from this one raised to fit (as root, the hard limit too; a broker
+    # raises its own soft limit to the hard one at start, and says so in its log when that is too few).
+    need = files_needed(args.partitions)
+    soft, hard = raise_nofile_limit(need)
+    print(f"open-files limit (RLIMIT_NOFILE) for the brokers: {soft:,} (need about {need:,})", flush=True)
+    if soft != resource.RLIM_INFINITY and need > soft:
+        fits = (soft - RESERVE) // FILES_PER_PARTITION // PARTITIONS_PER_TOPIC * PARTITIONS_PER_TOPIC
+        print(f"{args.partitions:,} partitions need ~{need:,} open files per broker, the limit here is {soft:,} and "
+              f"cannot be raised (not root): running {fits:,} (--stand-ins for more)")
         args.partitions = fits
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-kraft-"))
     controllers, brokers = make_kraft_cluster(root, metadata_log_max_record_bytes_between_snapshots=16384)
