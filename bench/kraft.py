@@ -60,12 +60,13 @@ def admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create(client, name: str, partitions: int) -> None:
+def create(client, name: str, partitions: int, replication_factor: int = 3) -> None:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
     for attempt in range(3):
-        futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
+        futures = client.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=60,
+                                       request_timeout=600)
         try:
             futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
             return
@@ -152,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--records", type=int, default=0,
                    help="the acceptance run: a topic created with confluent-kafka's AdminClient, this many records "
                         "produced with acks=all, read back by a subscribe() group, kafka-python and kcat")
+    p.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3),
+                   help="of the bench's topics: a broker holds partitions x this / 3 logs, three files each")
     p.add_argument("--stand-ins", action="store_true",
                    help="real controllers and stand-in brokers (the controller alone, at 100,000 partitions)")
     p.add_argument("--keep", metavar="DIR", help="keep the cluster's directories here")
@@ -285,13 +288,16 @@ def main() -> int:
     # Every broker holds every partition (replication factor 3 over 3 brokers), files_needed() descriptors for
     # them: the limit its processes inherit from this one raised to fit (as root, the hard limit too; a broker
     # raises its own soft limit to the hard one at start, and says so in its log when that is too few).
-    need = files_needed(args.partitions)
+    held = -(-args.partitions * args.replication_factor // 3)  # the logs a broker holds, spread over three
+    need = files_needed(held)
     soft, hard = raise_nofile_limit(need)
     print(f"open-files limit (RLIMIT_NOFILE) for the brokers: {soft:,} (need about {need:,})", flush=True)
     if soft != resource.RLIM_INFINITY and need > soft:
-        fits = (soft - RESERVE) // FILES_PER_PARTITION // PARTITIONS_PER_TOPIC * PARTITIONS_PER_TOPIC
+        fits = ((soft - RESERVE) // FILES_PER_PARTITION * 3 // args.replication_factor // PARTITIONS_PER_TOPIC
+                * PARTITIONS_PER_TOPIC)
         print(f"{args.partitions:,} partitions need ~{need:,} open files per broker, the limit here is {soft:,} and "
-              f"cannot be raised (not root): running {fits:,} (--stand-ins for more)")
+              f"cannot be raised (not root, or no CAP_SYS_RESOURCE): running {fits:,} (a lower "
+              f"--replication-factor, or --stand-ins, for more)")
         args.partitions = fits
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-kraft-"))
     controllers, brokers = make_kraft_cluster(root, metadata_log_max_record_bytes_between_snapshots=16384)
@@ -304,9 +310,10 @@ def main() -> int:
         client = admin(bootstrap)
         started = time.monotonic()
         for n in range(0, args.partitions, PARTITIONS_PER_TOPIC):
-            create(client, f"bench-{n // PARTITIONS_PER_TOPIC}", min(PARTITIONS_PER_TOPIC, args.partitions - n))
-        print(f"{args.partitions} partitions (replication factor 3) created through a broker in "
-              f"{time.monotonic() - started:.1f} s")
+            create(client, f"bench-{n // PARTITIONS_PER_TOPIC}", min(PARTITIONS_PER_TOPIC, args.partitions - n),
+                   args.replication_factor)
+        print(f"{args.partitions} partitions (replication factor {args.replication_factor}) created through a broker "
+              f"in {time.monotonic() - started:.1f} s")
 
         elected, answered = [], []
         epoch = leader_of(controllers)[1]
