@@ -578,20 +578,33 @@ async def _stand_in(broker_id: int, voters: str, cluster_id: str, data_dir: str)
     shutdown_at: float | None = None
     last_isr_repair = 0.0
 
-    def ask(api_key: int, version: int, body: dict) -> object | None:
-        """The active controller's answer (a blocking exchange, run off the loop), or None."""
-        leader = raft.leader_and_epoch()[0] if raft.node is not None else None
-        for node in ([leader] if leader in addresses else []) + sorted(addresses):
-            address = addresses[node]
-            conn = conns.get(address) or conns.setdefault(address, BrokerConnection(*address, timeout_s=600))
-            try:
-                response = conn.send(api_key, version, body)
-            except OSError:
-                conn.close()
-                continue
-            if getattr(response, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
-                return response
-        return None
+    def asker(conns: dict[tuple[str, int], BrokerConnection], timeout_s: float):
+        def ask(api_key: int, version: int, body: dict) -> object | None:
+            """The active controller's answer (a blocking exchange, run off the loop), or None."""
+            leader = raft.leader_and_epoch()[0] if raft.node is not None else None
+            for node in ([leader] if leader in addresses else []) + sorted(addresses):
+                address = addresses[node]
+                conn = conns.get(address)
+                if conn is None:
+                    conn = conns[address] = BrokerConnection(*address, timeout_s=timeout_s)
+                try:
+                    response = conn.send(api_key, version, body)
+                except OSError:
+                    conn.close()
+                    del conns[address]
+                    continue
+                if getattr(response, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                    return response
+            return None
+        return ask
+
+    # Heartbeats on connections of their own, answered within a session (a heartbeat waits for the commit of
+    # what the controller appended before it, parts of a large operation included); the ISR repairs, requests
+    # of thousands of partitions, on others and in a task of their own, so that heartbeats go on meanwhile (a
+    # broker's heartbeats never wait for its AlterPartitions: Kafka's BrokerLifecycleManager has its own channel).
+    ask = asker(conns, SESSION_MS / 1000)
+    ask_isr = asker({}, 600)
+    repair: asyncio.Future | None = None
 
     while lifecycle.state is not BrokerState.SHUTTING_DOWN:
         now = int(time.monotonic() * 1000)
@@ -615,10 +628,10 @@ async def _stand_in(broker_id: int, voters: str, cluster_id: str, data_dir: str)
                 if event == "unfenced":
                     print(f"unfenced {(time.monotonic() - began) * 1000:.0f}", flush=True)
             lifecycle.events.clear()
-        if (lifecycle.state is BrokerState.RUNNING and shutdown_at is None
+        if (lifecycle.state is BrokerState.RUNNING and shutdown_at is None and (repair is None or repair.done())
                 and time.monotonic() - last_isr_repair > ISR_REPAIR_S):
             last_isr_repair = time.monotonic()
-            await loop.run_in_executor(None, _repair_isrs, broker_id, lifecycle.broker_epoch, image, ask)
+            repair = loop.run_in_executor(None, _repair_isrs, broker_id, lifecycle.broker_epoch, image, ask_isr)
         try:
             command = await asyncio.wait_for(commands.get(), 0.05)
         except asyncio.TimeoutError:

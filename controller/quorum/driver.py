@@ -78,6 +78,7 @@ class QuorumControllerDriver:
         self.tick_ms = tick_ms
         self._task: asyncio.Task | None = None
         self._again = False
+        controller.wake = self._wake
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._ticks())
@@ -102,6 +103,12 @@ class QuorumControllerDriver:
             log.exception("[QuorumController id=%d] poll failed", self.controller.config.node_id)
         if self.controller.has_work and not self._again:
             # the next part of a large operation: after what the loop has ready (requests, the log's traffic)
+            self._again = True
+            asyncio.get_running_loop().call_soon(self._poll_again)
+
+    def _wake(self) -> None:
+        """A commit freed the events held behind it: poll once the log's callback has returned."""
+        if not self._again:
             self._again = True
             asyncio.get_running_loop().call_soon(self._poll_again)
 

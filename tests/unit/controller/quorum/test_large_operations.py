@@ -201,3 +201,29 @@ def test_the_controller_freezes_the_heap_once_many_records_are_replayed(monkeypa
         assert controller._replayed_since_freeze < 20
     finally:
         gc.unfreeze()
+
+
+def test_the_next_part_waits_until_a_parts_worth_of_records_is_committed_and_the_commit_wakes_the_driver(
+        monkeypatch):
+    monkeypatch.setattr(quorum_controller, "MAX_UNCOMMITTED_RECORDS", BATCH)
+    log, controller, standby, epochs = _cluster()
+    woken = []
+    controller.wake = lambda: woken.append(log.end_offset)
+    first = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    end = log.end_offset
+    controller.poll(controller.now_ms)  # the first part: ten leaderships moved, appended, not committed yet
+    assert log.end_offset - end == BATCH and controller.waiting_for_commit and not controller.has_work
+    other = controller.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset))
+    for _ in range(3):  # polls (a timer, requests arriving) append nothing while the part waits for its commit
+        controller.poll(controller.now_ms)
+    assert log.end_offset - end == BATCH and not other.done and not woken
+    log.commit()  # the part commits: the driver is woken, and the next poll appends the next part
+    assert woken and controller.has_work
+    controller.poll(controller.now_ms)
+    assert log.end_offset - end == 2 * BATCH
+    for _ in range(5):
+        log.commit()
+        controller.poll(controller.now_ms)
+    log.commit()
+    assert first.done and other.done and not any(p.leader == 1 for p in controller.replication.partitions.values())
+    assert standby.snapshot_records() == controller.snapshot_records()
