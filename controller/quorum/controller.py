@@ -160,8 +160,15 @@ class QuorumController:
         """BrokerRegistration (62): {"error_code", "broker_epoch"}."""
         return self._submit("registerBroker", self._register_broker, request)
 
-    def broker_heartbeat(self, request: Any) -> Pending:
-        """BrokerHeartbeat (63): {"error_code", "is_caught_up", "is_fenced", "should_shut_down"}."""
+    def broker_heartbeat(self, request: Any, now_ms: int | None = None) -> Pending:
+        """BrokerHeartbeat (63): {"error_code", "is_caught_up", "is_fenced", "should_shut_down"}.
+
+        Given `now_ms` (the driver's clock as the request arrives), the active controller counts the broker as
+        heard from at once, not when the event runs: the queue may hold events behind a part waiting for its
+        commit (MAX_UNCOMMITTED_RECORDS), or behind a large operation's parts, and on a loaded machine that wait
+        had the session of a broker heartbeating every 2 s run out. Its answer still waits for its turn."""
+        if now_ms is not None and self.is_active:
+            self.cluster.heard_from(request.broker_id, request.broker_epoch, now_ms)
         return self._submit("processBrokerHeartbeat", lambda: self.replication.process_broker_heartbeat(
             request, self.now_ms, self.last_committed_offset))
 

@@ -122,7 +122,7 @@ class QuorumControllerDriver:
         if api_key == ApiKey.BROKER_REGISTRATION:
             pending = c.register_broker(request)
         elif api_key == ApiKey.BROKER_HEARTBEAT:
-            pending = c.broker_heartbeat(request)
+            pending = c.broker_heartbeat(request, self.clock())
         elif api_key == ApiKey.UNREGISTER_BROKER:
             pending = c.unregister_broker(request.broker_id)
         elif api_key == ApiKey.ALTER_PARTITION:

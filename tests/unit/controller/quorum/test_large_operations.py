@@ -227,3 +227,24 @@ def test_the_next_part_waits_until_a_parts_worth_of_records_is_committed_and_the
     log.commit()
     assert first.done and other.done and not any(p.leader == 1 for p in controller.replication.partitions.values())
     assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_a_heartbeat_held_behind_uncommitted_parts_counts_for_the_session_as_it_arrives(monkeypatch):
+    monkeypatch.setattr(quorum_controller, "MAX_UNCOMMITTED_RECORDS", BATCH)
+    log, controller, standby, epochs = _cluster()
+    controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    controller.poll(controller.now_ms)  # a part appended, its commit outstanding: the queue is held
+    assert controller.waiting_for_commit
+    arrived = controller.now_ms + SESSION_MS
+    held = controller.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset), arrived)
+    stale = controller.broker_heartbeat(heartbeat(3, epochs[3] + 1, log.end_offset), arrived)  # not its epoch
+    assert not held.done
+    assert controller.cluster.heartbeats.last_contact_ms[2] == arrived
+    assert controller.cluster.heartbeats.last_contact_ms[3] < arrived
+    for _ in range(5):  # a part commits, the next runs; the held heartbeats run in their turn
+        log.commit()
+        controller.poll(arrived + 1)
+    log.commit()
+    assert held.done and held.response["error_code"] == 0 and stale.response["error_code"] != 0
+    stale_then = controller.cluster.stale_brokers(arrived + SESSION_MS)
+    assert 2 not in stale_then and 3 in stale_then  # broker 2's session runs from its heartbeat's arrival
