@@ -10,9 +10,11 @@ AdminClient (replication factor 3), then
   and log.
 
 Medians of the rounds, beside the configured controller.quorum.fetch.timeout.ms and broker.heartbeat.interval.ms.
-Not yet: the issue's 10,000/100,000-partition runs with ZooKeeper mode's figures beside (bench/failover.py).
+With --stand-ins, the controllers alone at 10,000 or 100,000 partitions (bench/kraft_vs_zk.py runs ZooKeeper mode
+beside it). The brokers' open-files limit is raised for them as far as this process may (root with
+CAP_SYS_RESOURCE raises the hard limit); --replication-factor 1 fits 10,000 partitions under a hard limit of 20,000.
 
-Usage: python bench/kraft.py [--partitions 600] [--rounds 5] [--keep DIR]
+Usage: python bench/kraft.py [--partitions 600] [--rounds 5] [--replication-factor 3] [--stand-ins] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.harness import wait_for  # noqa: E402
 from tests.integration.kraft_support import Controller, leader_of, make_kraft_cluster, stop_all  # noqa: E402
 from zkbroker.client.connection import BrokerConnection  # noqa: E402
+from zkbroker.log.open_files import FILES_PER_PARTITION, RESERVE, files_needed  # noqa: E402
 from zkbroker.logconfig import configure  # noqa: E402
 from zkbroker.metadata.records import NO_LEADER_CHANGE, PARTITION, PARTITION_CHANGE  # noqa: E402
 from zkbroker.protocol.api import ApiKey  # noqa: E402
@@ -59,12 +62,13 @@ def admin(bootstrap: str):
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def create(client, name: str, partitions: int) -> None:
+def create(client, name: str, partitions: int, replication_factor: int = 3) -> None:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
     for attempt in range(3):
-        futures = client.create_topics([NewTopic(name, partitions, 3)], operation_timeout=60, request_timeout=600)
+        futures = client.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=60,
+                                       request_timeout=600)
         try:
             futures[name].result(600)  # a loaded machine, thousands of partitions: minutes, not seconds
             return
@@ -151,6 +155,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--records", type=int, default=0,
                    help="the acceptance run: a topic created with confluent-kafka's AdminClient, this many records "
                         "produced with acks=all, read back by a subscribe() group, kafka-python and kcat")
+    p.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3),
+                   help="of the bench's topics: a broker holds partitions x this / 3 logs, three files each")
     p.add_argument("--stand-ins", action="store_true",
                    help="real controllers and stand-in brokers (the controller alone, at 100,000 partitions)")
     p.add_argument("--keep", metavar="DIR", help="keep the cluster's directories here")
@@ -240,6 +246,24 @@ def in_memory_handover(partitions: int, out=print, max_parts: int = 20) -> dict[
     return figures
 
 
+def raise_nofile_limit(need: int) -> tuple[int, int]:
+    """This process's RLIMIT_NOFILE, which the brokers it starts inherit, raised to at least `need` where the hard
+    limit allows or root may raise it (up to /proc/sys/fs/nr_open); returns (soft, hard) as they are then."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        try:
+            ceiling = int(Path("/proc/sys/fs/nr_open").read_text())
+        except (OSError, ValueError):
+            ceiling = need
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, ceiling), min(need, ceiling)))
+        except (ValueError, OSError):  # not root (CAP_SYS_RESOURCE): the hard limit stays
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    else:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
 def median_ms(values: list[float]) -> str:
     return f"{statistics.median(values):,.0f} ms (median of {len(values)})" if values else "-"
 
@@ -264,15 +288,19 @@ def main() -> int:
         print(f"controlled shutdown of a broker leading a third: {median_ms(f['shutdown'])}; restart to serving: "
               f"{median_ms(f['restart'])}")
         return 0
-    # Every broker holds every partition (replication factor 3 over 3 brokers), two open files each (a segment and
-    # its index's mapping): the open-files limit raised to its maximum bounds the partitions a real broker holds.
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    # A restarted broker opens every log at once, with more of its files than a running one kept open: 2,000 spare.
-    if hard != resource.RLIM_INFINITY and args.partitions * 2 + 2000 > hard:
-        fits = (hard - 2000) // 2 // PARTITIONS_PER_TOPIC * PARTITIONS_PER_TOPIC
-        print(f"{args.partitions:,} partitions need ~{args.partitions * 2 + 2000:,} open files per broker, the limit "
-              f"here is {hard:,}: running {fits:,} (--stand-ins for more)")
+    # Every broker holds every partition (replication factor 3 over 3 brokers), files_needed() descriptors for
+    # them: the limit its processes inherit from this one raised to fit (as root, the hard limit too; a broker
+    # raises its own soft limit to the hard one at start, and says so in its log when that is too few).
+    held = -(-args.partitions * args.replication_factor // 3)  # the logs a broker holds, spread over three
+    need = files_needed(held)
+    soft, hard = raise_nofile_limit(need)
+    print(f"open-files limit (RLIMIT_NOFILE) for the brokers: {soft:,} (need about {need:,})", flush=True)
+    if soft != resource.RLIM_INFINITY and need > soft:
+        fits = ((soft - RESERVE) // FILES_PER_PARTITION * 3 // args.replication_factor // PARTITIONS_PER_TOPIC
+                * PARTITIONS_PER_TOPIC)
+        print(f"{args.partitions:,} partitions need ~{need:,} open files per broker, the limit here is {soft:,} and "
+              f"cannot be raised (not root, or no CAP_SYS_RESOURCE): running {fits:,} (a lower "
+              f"--replication-factor, or --stand-ins, for more)")
         args.partitions = fits
     root = Path(args.keep or tempfile.mkdtemp(prefix="bench-kraft-"))
     controllers, brokers = make_kraft_cluster(root, metadata_log_max_record_bytes_between_snapshots=16384)
@@ -285,9 +313,10 @@ def main() -> int:
         client = admin(bootstrap)
         started = time.monotonic()
         for n in range(0, args.partitions, PARTITIONS_PER_TOPIC):
-            create(client, f"bench-{n // PARTITIONS_PER_TOPIC}", min(PARTITIONS_PER_TOPIC, args.partitions - n))
-        print(f"{args.partitions} partitions (replication factor 3) created through a broker in "
-              f"{time.monotonic() - started:.1f} s")
+            create(client, f"bench-{n // PARTITIONS_PER_TOPIC}", min(PARTITIONS_PER_TOPIC, args.partitions - n),
+                   args.replication_factor)
+        print(f"{args.partitions} partitions (replication factor {args.replication_factor}) created through a broker "
+              f"in {time.monotonic() - started:.1f} s")
 
         elected, answered = [], []
         epoch = leader_of(controllers)[1]
@@ -396,11 +425,12 @@ class StandInCluster:
                 raise TimeoutError(f"no active controller answered api key {api_key}")
             time.sleep(0.2)
 
-    def create(self, partitions: int, per_request: int = 1000) -> float:
+    def create(self, partitions: int, per_request: int = 500) -> float:
         """`partitions` partitions of replication factor 3 over the stand-ins, CreateTopics straight to the
-        active controller (a broker would forward them), 1,000 a request: one request of 10,000 (the controller's
+        active controller (a broker would forward them), 500 a request: one request of 10,000 (the controller's
         bound) is one batch whose encoding held a loaded machine's leader past the fetch timeout, and each new
-        leader took the retried request and lost its leadership the same way (an election storm)."""
+        leader took the retried request and lost its leadership the same way (an election storm); 1,000 a request
+        did the same at 100,000 partitions at load 17 (epoch 86 before the 100,000 were created)."""
         started = time.monotonic()
         for n in range(0, partitions, per_request):
             count = min(per_request, partitions - n)
@@ -552,20 +582,33 @@ async def _stand_in(broker_id: int, voters: str, cluster_id: str, data_dir: str)
     shutdown_at: float | None = None
     last_isr_repair = 0.0
 
-    def ask(api_key: int, version: int, body: dict) -> object | None:
-        """The active controller's answer (a blocking exchange, run off the loop), or None."""
-        leader = raft.leader_and_epoch()[0] if raft.node is not None else None
-        for node in ([leader] if leader in addresses else []) + sorted(addresses):
-            address = addresses[node]
-            conn = conns.get(address) or conns.setdefault(address, BrokerConnection(*address, timeout_s=600))
-            try:
-                response = conn.send(api_key, version, body)
-            except OSError:
-                conn.close()
-                continue
-            if getattr(response, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
-                return response
-        return None
+    def asker(conns: dict[tuple[str, int], BrokerConnection], timeout_s: float):
+        def ask(api_key: int, version: int, body: dict) -> object | None:
+            """The active controller's answer (a blocking exchange, run off the loop), or None."""
+            leader = raft.leader_and_epoch()[0] if raft.node is not None else None
+            for node in ([leader] if leader in addresses else []) + sorted(addresses):
+                address = addresses[node]
+                conn = conns.get(address)
+                if conn is None:
+                    conn = conns[address] = BrokerConnection(*address, timeout_s=timeout_s)
+                try:
+                    response = conn.send(api_key, version, body)
+                except OSError:
+                    conn.close()
+                    del conns[address]
+                    continue
+                if getattr(response, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                    return response
+            return None
+        return ask
+
+    # Heartbeats on connections of their own, answered within a session (a heartbeat waits for the commit of
+    # what the controller appended before it, parts of a large operation included); the ISR repairs, requests
+    # of thousands of partitions, on others and in a task of their own, so that heartbeats go on meanwhile (a
+    # broker's heartbeats never wait for its AlterPartitions: Kafka's BrokerLifecycleManager has its own channel).
+    ask = asker(conns, SESSION_MS / 1000)
+    ask_isr = asker({}, 600)
+    repair: asyncio.Future | None = None
 
     while lifecycle.state is not BrokerState.SHUTTING_DOWN:
         now = int(time.monotonic() * 1000)
@@ -589,10 +632,10 @@ async def _stand_in(broker_id: int, voters: str, cluster_id: str, data_dir: str)
                 if event == "unfenced":
                     print(f"unfenced {(time.monotonic() - began) * 1000:.0f}", flush=True)
             lifecycle.events.clear()
-        if (lifecycle.state is BrokerState.RUNNING and shutdown_at is None
+        if (lifecycle.state is BrokerState.RUNNING and shutdown_at is None and (repair is None or repair.done())
                 and time.monotonic() - last_isr_repair > ISR_REPAIR_S):
             last_isr_repair = time.monotonic()
-            await loop.run_in_executor(None, _repair_isrs, broker_id, lifecycle.broker_epoch, image, ask)
+            repair = loop.run_in_executor(None, _repair_isrs, broker_id, lifecycle.broker_epoch, image, ask_isr)
         try:
             command = await asyncio.wait_for(commands.get(), 0.05)
         except asyncio.TimeoutError:

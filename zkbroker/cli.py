@@ -20,6 +20,8 @@ def _server(args: argparse.Namespace) -> int:
 
     config = KafkaConfig.load(args.config, args.override or ())
     logconfig.configure("DEBUG" if args.verbose else "INFO")
+    from zkbroker.log.open_files import raise_soft_limit
+    raise_soft_limit()  # every partition holds files open (log/open_files.py): as many as the hard limit allows
     if config.is_kraft_broker and config.is_kraft_controller:
         from zkbroker.server.kraft_server import KafkaRaftServer
         _event_loop_runner()(KafkaRaftServer(config).run())

@@ -93,6 +93,13 @@ class ClusterControlManager:
                                                          f"epoch {broker_epoch}")
         return broker
 
+    def heard_from(self, broker_id: int, broker_epoch: int, now_ms: int) -> None:
+        """A heartbeat of the registered broker's current epoch arrived: its session runs from now (its metadata
+        offset is taken when the heartbeat is processed)."""
+        broker = self.brokers.get(broker_id)
+        if broker is not None and broker.epoch == broker_epoch and broker_id in self.heartbeats.last_contact_ms:
+            self.heartbeats.touch(broker_id, now_ms)
+
     def stale_brokers(self, now_ms: int) -> list[int]:
         """Unfenced brokers whose session has expired, oldest contact first."""
         expired = [(last, broker_id) for broker_id, last in self.heartbeats.last_contact_ms.items()

@@ -57,7 +57,15 @@ from zkbroker.raft.listener import NotLeaderError, RaftClient
 
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
-from .events import MAX_RECORDS_PER_BATCH, ControllerEvent, ControllerResult, EventQueue, Pending, Purgatory
+from .events import (
+    MAX_RECORDS_PER_BATCH,
+    MAX_UNCOMMITTED_RECORDS,
+    ControllerEvent,
+    ControllerResult,
+    EventQueue,
+    Pending,
+    Purgatory,
+)
 from .feature_control import FeatureControlManager
 from .producer_id_control import ProducerIdControlManager
 from .replication_control import ReplicationControlManager
@@ -104,6 +112,9 @@ class QuorumController:
         self._fencing: set[int] = set()  # brokers whose session expired, fenced in parts (not twice)
         self._loading: tuple[int, int, list[MetadataRecord], int] | None = None  # a snapshot loading in parts
         self._replayed_since_freeze = 0
+        # Called when a commit frees events held behind uncommitted records: the driver polls soon (its timer
+        # would, later). Never polls inside the log's callback itself.
+        self.wake: Callable[[], None] = lambda: None
         # The handover (KIP-500's point): from this controller's election to the first leadership change it has
         # committed, logged once per epoch it leads (bench/kraft_vs_zk.py reads the line). A monotonic clock:
         # only for the log line, no decision depends on it.
@@ -149,8 +160,15 @@ class QuorumController:
         """BrokerRegistration (62): {"error_code", "broker_epoch"}."""
         return self._submit("registerBroker", self._register_broker, request)
 
-    def broker_heartbeat(self, request: Any) -> Pending:
-        """BrokerHeartbeat (63): {"error_code", "is_caught_up", "is_fenced", "should_shut_down"}."""
+    def broker_heartbeat(self, request: Any, now_ms: int | None = None) -> Pending:
+        """BrokerHeartbeat (63): {"error_code", "is_caught_up", "is_fenced", "should_shut_down"}.
+
+        Given `now_ms` (the driver's clock as the request arrives), the active controller counts the broker as
+        heard from at once, not when the event runs: the queue may hold events behind a part waiting for its
+        commit (MAX_UNCOMMITTED_RECORDS), or behind a large operation's parts, and on a loaded machine that wait
+        had the session of a broker heartbeating every 2 s run out. Its answer still waits for its turn."""
+        if now_ms is not None and self.is_active:
+            self.cluster.heard_from(request.broker_id, request.broker_epoch, now_ms)
         return self._submit("processBrokerHeartbeat", lambda: self.replication.process_broker_heartbeat(
             request, self.now_ms, self.last_committed_offset))
 
@@ -224,10 +242,14 @@ class QuorumController:
                 self._append_claim()
             return
         # Only the events queued before this poll: the later parts of a large operation, queued meanwhile, wait
-        # for the next poll, so the loop answers heartbeats (and the log commits) between its batches.
+        # for the next poll, so the loop answers heartbeats (and the log commits) between its batches; and none
+        # while a part's worth of records waits for its commit (events.MAX_UNCOMMITTED_RECORDS): the commit wakes
+        # the driver.
         for _ in range(len(self.queue)):
+            if self.waiting_for_commit:
+                break
             self._run(self.queue.pop())
-        if self.is_active:
+        if self.is_active and not self.waiting_for_commit:
             for broker_id in self.cluster.stale_brokers(now_ms):
                 if broker_id in self._fencing:
                     continue
@@ -240,8 +262,15 @@ class QuorumController:
 
     @property
     def has_work(self) -> bool:
-        """Events wait (the later parts of a large operation among them): the driver polls again soon."""
-        return self._loading is not None or (len(self.queue) > 0 and self.claim_epoch is None)
+        """Events wait (the later parts of a large operation among them) and may run now: the driver polls again
+        soon. Events held for a commit are not work until it comes (`wake`)."""
+        return self._loading is not None or (len(self.queue) > 0 and self.claim_epoch is None
+                                             and not self.waiting_for_commit)
+
+    @property
+    def waiting_for_commit(self) -> bool:
+        """The active controller holds its queue: a part's worth of its records is not committed yet."""
+        return self.is_active and self.last_applied_offset - self.last_committed_offset >= MAX_UNCOMMITTED_RECORDS
 
     def _run(self, event: ControllerEvent) -> None:
         if not self.is_active:
@@ -303,6 +332,8 @@ class QuorumController:
         if self.is_active:
             self.registry.commit(last_offset)
             self.purgatory.complete_up_to(last_offset)
+            if self.queue and not self.waiting_for_commit:
+                self.wake()  # events held for this commit may run
             if self._elected_at is not None and any(
                     api_key == PARTITION_CHANGE and rec.leader != NO_LEADER_CHANGE for api_key, _, rec in records):
                 log.info("%sHandover: the first leadership change of epoch %d committed %.0f ms after this "

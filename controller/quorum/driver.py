@@ -78,6 +78,7 @@ class QuorumControllerDriver:
         self.tick_ms = tick_ms
         self._task: asyncio.Task | None = None
         self._again = False
+        controller.wake = self._wake
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._ticks())
@@ -105,6 +106,12 @@ class QuorumControllerDriver:
             self._again = True
             asyncio.get_running_loop().call_soon(self._poll_again)
 
+    def _wake(self) -> None:
+        """A commit freed the events held behind it: poll once the log's callback has returned."""
+        if not self._again:
+            self._again = True
+            asyncio.get_running_loop().call_soon(self._poll_again)
+
     def _poll_again(self) -> None:
         self._again = False
         self.poll()
@@ -115,7 +122,7 @@ class QuorumControllerDriver:
         if api_key == ApiKey.BROKER_REGISTRATION:
             pending = c.register_broker(request)
         elif api_key == ApiKey.BROKER_HEARTBEAT:
-            pending = c.broker_heartbeat(request)
+            pending = c.broker_heartbeat(request, self.clock())
         elif api_key == ApiKey.UNREGISTER_BROKER:
             pending = c.unregister_broker(request.broker_id)
         elif api_key == ApiKey.ALTER_PARTITION:

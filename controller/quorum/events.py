@@ -29,6 +29,14 @@ from zkbroker.metadata.records import MetadataRecord
 #: replay), a heartbeat's whole interval, hence a fifth of it.
 MAX_RECORDS_PER_BATCH = 2000
 
+#: The records the active controller lets wait for their commit before it runs the next event: a part of a large
+#: operation (or any event) waits while a whole part is still uncommitted. Kafka's Raft client runs on a thread of
+#: its own, so appends never hold up its answers to the followers' Fetches; here the Raft driver and the
+#: controller share one loop, and parts appended back to back (each a loop turn of build, frame and replay) kept a
+#: loaded leader from answering a Fetch for the fetch timeout: its follower stood for election with nothing of
+#: the parts committed. Waiting for each part's commit lets the followers fetch it first.
+MAX_UNCOMMITTED_RECORDS = MAX_RECORDS_PER_BATCH
+
 
 @dataclass
 class ControllerResult:

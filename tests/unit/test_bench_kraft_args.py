@@ -32,3 +32,38 @@ def test_kraft_takes_records_and_stand_ins_and_refuses_a_count_below_one(capsys)
     with pytest.raises(SystemExit):
         kraft.parse_args(["--rounds", "0"])
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_kraft_takes_a_replication_factor_of_one_to_three():
+    assert kraft.parse_args([]).replication_factor == 3
+    assert kraft.parse_args(["--replication-factor", "1"]).replication_factor == 1
+    with pytest.raises(SystemExit):
+        kraft.parse_args(["--replication-factor", "4"])
+
+
+class _Limits:
+    """resource's RLIMIT_NOFILE calls, with a hard limit only a privileged process may raise."""
+
+    RLIMIT_NOFILE = 7
+    RLIM_INFINITY = -1
+
+    def __init__(self, soft, hard, privileged):
+        self.limits, self.privileged = (soft, hard), privileged
+
+    def getrlimit(self, _which):
+        return self.limits
+
+    def setrlimit(self, _which, limits):
+        if limits[1] > self.limits[1] and not self.privileged:
+            raise ValueError("not allowed to raise maximum limit")
+        self.limits = limits
+
+
+@pytest.mark.parametrize(("privileged", "hard", "after"), [
+    (True, 20_000, (31_000, 31_000)),  # root with CAP_SYS_RESOURCE: the hard limit raised to the need
+    (False, 20_000, (20_000, 20_000)),  # not: the soft limit raised to the hard one, no further
+    (False, 50_000, (50_000, 50_000)),  # the hard limit is enough: the soft one raised to it
+])
+def test_the_bench_raises_the_brokers_open_files_limit_as_far_as_it_may(monkeypatch, privileged, hard, after):
+    monkeypatch.setattr(kraft, "resource", _Limits(1024, hard, privileged))
+    assert kraft.raise_nofile_limit(31_000) == after

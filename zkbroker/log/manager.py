@@ -27,6 +27,7 @@ import fcntl
 import logging
 import os
 import random
+import resource
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from .cleaner import CleanerConfig, Phase
 from .log import CLEAN_SHUTDOWN_FILE, Log, Schedule, parse_topic_partition_name, run_now, system_clock
 from .log_cleaner import LogCleaner
 from .log_config import LogConfig
+from .open_files import is_too_many_open_files, shortfall
 from .segment import Clock
 
 logger = logging.getLogger(__name__)
@@ -133,6 +135,7 @@ class LogManager:
 
     def _load_logs(self) -> None:
         logger.info("Loading logs.")
+        self._check_open_files_limit()
         for d in self.log_dirs:
             marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
             if os.path.exists(marker):
@@ -152,8 +155,14 @@ class LogManager:
                     logger.warning("Skipping %s: not a <topic>-<partition> log directory.", path)
                     continue
                 logger.debug("Loading log '%s'", name)
-                log = self._open_log(path, topic_partition, recovery_points.get(topic_partition, 0),
-                                     log_starts.get(topic_partition, 0))
+                try:
+                    log = self._open_log(path, topic_partition, recovery_points.get(topic_partition, 0),
+                                         log_starts.get(topic_partition, 0))
+                except OSError as e:
+                    if not is_too_many_open_files(e):
+                        raise
+                    raise LogDirError(f"Ran out of open files loading log {name} after {len(self._logs):,} "
+                                      f"others: {self._limit_sentence(len(self._logs) + 1)}") from e
                 previous = self._logs.setdefault(topic_partition, log)
                 if previous is not log:
                     log.close()
@@ -164,6 +173,21 @@ class LogManager:
             if os.path.exists(marker):
                 os.remove(marker)
         logger.info("Logs loading complete.")
+
+    def _check_open_files_limit(self) -> None:
+        """Say, naming the limit, when the logs on disk need more descriptors than this process may open (Kafka
+        would fail part-way through with "Too many open files")."""
+        count = sum(1 for d in self.log_dirs for name in os.listdir(d)
+                    if "-" in name and os.path.isdir(os.path.join(d, name)))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        sentence = shortfall(count, soft)
+        if sentence is not None:
+            logger.error("%s", sentence)
+
+    @staticmethod
+    def _limit_sentence(partitions: int) -> str:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return shortfall(partitions, soft) or f"the open-files limit (RLIMIT_NOFILE, `ulimit -n`) is {soft:,}"
 
     def _open_log(self, path: str, topic_partition: TopicPartition, recovery_point: int,
                   log_start_offset: int) -> Log:
@@ -186,7 +210,13 @@ class LogManager:
             config = self.topic_configs.get(topic, self.default_config)
         data_dir = self._next_log_dir()
         path = os.path.join(data_dir, f"{topic}-{partition}")
-        log = Log(path, config, 0, clock=self._clock, schedule=self._schedule, rng=self._rng)
+        try:
+            log = Log(path, config, 0, clock=self._clock, schedule=self._schedule, rng=self._rng)
+        except OSError as e:
+            if is_too_many_open_files(e):
+                logger.error("Ran out of open files creating the log of %s-%d with %d logs open: %s", topic,
+                             partition, len(self._logs), self._limit_sentence(len(self._logs) + 1))
+            raise
         if self.cleaner is not None:
             log.on_truncate = self.cleaner.maybe_truncate_checkpoint
         self._logs[(topic, partition)] = log

@@ -33,7 +33,23 @@ def _runs(entries: Sequence[m.LogEntry]) -> Iterator[list[m.LogEntry]]:
         yield run
 
 
+class StoredEntries(tuple):
+    """Entries read from the log together with the whole batches that hold exactly them, as stored: a leader's
+    Fetch answer sends these bytes instead of encoding the entries again (Kafka sends a log's stored batches
+    as they are). At 100,000 partitions, encoding every Fetch answer anew for two followers and three brokers was
+    two fifths of a loaded controller's time, and its loop stalled past the followers' fetch timeout."""
+
+    raw: bytes
+
+    def __new__(cls, entries: Sequence[m.LogEntry], raw: bytes) -> StoredEntries:
+        self = super().__new__(cls, entries)
+        self.raw = raw
+        return self
+
+
 def entries_to_batches(entries: Sequence[m.LogEntry], timestamp: int = 0) -> bytes:
+    if isinstance(entries, StoredEntries):
+        return entries.raw
     parts = []
     for run in _runs(entries):
         first = run[0]

@@ -24,7 +24,7 @@ from zkbroker.log.log import Log
 from zkbroker.protocol.metadata_records import METADATA_TOPIC, parse_snapshot_file_name, snapshot_file_name
 from zkbroker.protocol.record_batch import BATCH_OVERHEAD, read_header
 
-from .batches import batch_headers, batches_to_entries, entries_to_batches
+from .batches import StoredEntries, batch_headers, batches_to_entries, entries_to_batches
 from .log import check_continues, end_offset_for_epoch
 from .messages import LogEntry, OffsetAndEpoch, SnapshotId
 
@@ -92,6 +92,11 @@ class MetadataLog:
         size = max(max_bytes, BATCH_OVERHEAD)
         while True:
             data = self._log.read(start_offset, size).read_bytes()
+            whole = [(position, base) for position, base, _, _ in batch_headers(data)]
+            if whole and whole[0][1] == start_offset:  # whole batches from the offset asked: sent as stored
+                last = whole[-1][0]
+                stored = bytes(data[:last + read_header(data, last).size])
+                return StoredEntries(batches_to_entries(stored), stored)
             entries = tuple(e for e in batches_to_entries(data) if e.offset >= start_offset)
             if entries or len(data) < BATCH_OVERHEAD:
                 return entries

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from zkbroker.protocol.metadata_records import iter_metadata_log
+from zkbroker.raft.batches import StoredEntries, batches_to_entries, entries_to_batches
 from zkbroker.raft.log import InMemoryLog
 from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, OffsetAndEpoch, SnapshotId
 from zkbroker.raft.metadata_log import PARTITION_DIR, MetadataLog
@@ -107,3 +108,15 @@ def test_an_installed_snapshot_restarts_the_log_at_its_end(tmp_path):
     assert log.end_offset_for_epoch(7) == OffsetAndEpoch(40, 7)
     with pytest.raises(ValueError, match="before the log start"):
         log.truncate_to(10)
+
+
+def test_a_read_from_a_batch_boundary_carries_the_stored_batches_sent_as_they_are(tmp_path):
+    disk, model = MetadataLog(str(tmp_path)), InMemoryLog()
+    _fill(disk)
+    _fill(model)
+    stored = disk.read(4, 10**6)
+    assert isinstance(stored, StoredEntries) and stored == model.read(4, 10**6)
+    assert entries_to_batches(stored) == stored.raw  # no encoding: the bytes on disk
+    assert batches_to_entries(entries_to_batches(stored)) == stored
+    inside = disk.read(2, 10**6)  # from inside a batch: not as stored, encoded from the entries
+    assert not isinstance(inside, StoredEntries) and inside == model.read(2, 10**6)

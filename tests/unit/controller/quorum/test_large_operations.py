@@ -225,3 +225,50 @@ def test_a_broker_step_copies_nothing_up_front_and_a_topic_deleted_between_its_p
     assert not controller.replication.leads_any(1)
     assert not any(p.leader == 1 for p in controller.replication.partitions.values())
     assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_the_next_part_waits_until_a_parts_worth_of_records_is_committed_and_the_commit_wakes_the_driver(
+        monkeypatch):
+    monkeypatch.setattr(quorum_controller, "MAX_UNCOMMITTED_RECORDS", BATCH)
+    log, controller, standby, epochs = _cluster()
+    woken = []
+    controller.wake = lambda: woken.append(log.end_offset)
+    first = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    end = log.end_offset
+    controller.poll(controller.now_ms)  # the first part: ten leaderships moved, appended, not committed yet
+    assert log.end_offset - end == BATCH and controller.waiting_for_commit and not controller.has_work
+    other = controller.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset))
+    for _ in range(3):  # polls (a timer, requests arriving) append nothing while the part waits for its commit
+        controller.poll(controller.now_ms)
+    assert log.end_offset - end == BATCH and not other.done and not woken
+    log.commit()  # the part commits: the driver is woken, and the next poll appends the next part
+    assert woken and controller.has_work
+    controller.poll(controller.now_ms)
+    assert log.end_offset - end == 2 * BATCH
+    for _ in range(5):
+        log.commit()
+        controller.poll(controller.now_ms)
+    log.commit()
+    assert first.done and other.done and not any(p.leader == 1 for p in controller.replication.partitions.values())
+    assert standby.snapshot_records() == controller.snapshot_records()
+
+
+def test_a_heartbeat_held_behind_uncommitted_parts_counts_for_the_session_as_it_arrives(monkeypatch):
+    monkeypatch.setattr(quorum_controller, "MAX_UNCOMMITTED_RECORDS", BATCH)
+    log, controller, standby, epochs = _cluster()
+    controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    controller.poll(controller.now_ms)  # a part appended, its commit outstanding: the queue is held
+    assert controller.waiting_for_commit
+    arrived = controller.now_ms + SESSION_MS
+    held = controller.broker_heartbeat(heartbeat(2, epochs[2], log.end_offset), arrived)
+    stale = controller.broker_heartbeat(heartbeat(3, epochs[3] + 1, log.end_offset), arrived)  # not its epoch
+    assert not held.done
+    assert controller.cluster.heartbeats.last_contact_ms[2] == arrived
+    assert controller.cluster.heartbeats.last_contact_ms[3] < arrived
+    for _ in range(5):  # a part commits, the next runs; the held heartbeats run in their turn
+        log.commit()
+        controller.poll(arrived + 1)
+    log.commit()
+    assert held.done and held.response["error_code"] == 0 and stale.response["error_code"] != 0
+    stale_then = controller.cluster.stale_brokers(arrived + SESSION_MS)
+    assert 2 not in stale_then and 3 in stale_then  # broker 2's session runs from its heartbeat's arrival
