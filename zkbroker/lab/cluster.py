@@ -43,6 +43,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -68,7 +69,6 @@ from zkbroker.lab.network import (
     controller_node,
     zookeeper_node,
 )
-from zkbroker.lab.ports import free_port, port_free
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
@@ -495,9 +495,9 @@ class LabCluster:
             servers = [server]
             server.start()
         else:
-            ports = [] if addresses else _choose_ports(3 * count, 0)  # client, quorum, election, per server
+            used: set[int] = set()
             peers = tuple(QuorumPeer(i, addresses[zookeeper_node(i)], 2181, 2888, 3888) if addresses
-                          else QuorumPeer(i, HOST, *ports[3 * (i - 1):3 * i])
+                          else QuorumPeer(i, HOST, *(_free_port_not_in(used) for _ in range(3)))
                           for i in range(1, count + 1))
             servers = [ZooKeeperServer(install, data_dir=self._zookeeper_dir(peer.id, True),
                                        tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers,
@@ -1106,6 +1106,17 @@ def _send(what: str, pid: int | None, sig: signal.Signals) -> None:
         wait_until(lambda: process_state(pid) == "dead", 5.0)
 
 
+def _free_port_not_in(used: set[int]) -> int:
+    """A free port on HOST that no other server of the ensemble was given."""
+    while True:
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in used:
+            used.add(port)
+            return port
+
+
 def _topic_status(zk: KazooClient, topic: str) -> dict:
     raw = _get(zk, paths.topic_path(topic))
     assignment = TopicAssignment.decode(raw, topic) if raw else TopicAssignment({})
@@ -1171,23 +1182,37 @@ def _parse_overrides(config: list[str] | tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
 def _choose_ports(count: int, base_port: int | None) -> list[int]:
-    """Ports from `base_port` on; None: 9092 on if free, else free ports (zkbroker.lab.ports: outside the kernel's
-    ephemeral range); 0: free ports (labs started side by side, as the scenario runner's, would otherwise race for
-    9092 between the check and the brokers' bind)."""
+    """Ports from `base_port` on; None: 9092 on if free, else ports the kernel picks; 0: ports the kernel picks
+    (labs started side by side, as the scenario runner's, would otherwise race for 9092 between the check
+    and the brokers' bind)."""
     if base_port:
         ports = list(range(base_port, base_port + count))
-        busy = [p for p in ports if not port_free(p, HOST)]
+        busy = [p for p in ports if not _port_free(p)]
         if busy:
             raise LabError(f"Port {busy[0]} on {HOST} is in use; choose another --base-port")
         return ports
     ports = list(range(DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + count))
-    if base_port is None and all(port_free(p, HOST) for p in ports):
+    if base_port is None and all(_port_free(p) for p in ports):
         return ports
-    # 9092... is taken (a real Kafka, another lab): free ports outside the kernel's ephemeral range instead.
+    # 9092... is taken (a real Kafka, another lab): let the kernel pick free ports instead.
     chosen: list[int] = []
     while len(chosen) < count:
-        chosen.append(free_port(HOST, chosen))
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in chosen:
+            chosen.append(port)
     return chosen
 
 
