@@ -61,6 +61,12 @@ class ZkOffsetStore:
             changed = {tp: o for tp, o in offsets.items() if self._checkpointed.get(tp) != o}
         if not changed:
             return
+        # 0.8.2's ZkClient retries a write through a lost connection until it is back (retryUntilConnected): a
+        # connection dropped for a moment on a loaded machine must not fail the commit. Writing the same offsets
+        # again is harmless; kazoo's command retry gives up after its tries, as a session that has expired must.
+        self.zk.kazoo.retry(self._write, changed)
+
+    def _write(self, changed: Mapping[TopicPartition, int]) -> None:
         kazoo = self.zk.kazoo
         pending = [(tp, o, kazoo.set_async(self.path(tp), encode_offset(o))) for tp, o in changed.items()]
         missing = []
