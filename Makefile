@@ -44,11 +44,13 @@ demo: $(STAMP) zookeeper bytecode
 # there are cores; tests/side_by_side.py says what they share (the order, the groups, the tests that run alone).
 # PYTEST_ARGS adds options: `make test PYTEST_ARGS=--store-durations` writes the run's own figures into
 # tests/durations.json (the order the tests start in, longest first).
+# TESTS narrows the run to some files: `make test TESTS="tests/unit tests/integration/test_lab_cli.py"`.
 WORKERS ?= 4
 PYTEST_ARGS ?=
+TESTS ?= tests
 
 test: $(STAMP) zookeeper tools spark-workers bytecode lint
-	$(PY) -m pytest -n $(WORKERS) $(PYTEST_ARGS) tests
+	$(PY) -m pytest -n $(WORKERS) $(PYTEST_ARGS) $(TESTS)
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
