@@ -88,9 +88,11 @@ def test_retries_follow_a_killed_leader_and_nothing_acknowledged_is_lost(zk_conn
 
     def produce() -> None:
         # timeout.ms is short because the surviving leader answers an acks=-1 request that waits on the dead
-        # replica only when timeout.ms runs out (it does not wake the request when the ISR shrinks).
+        # replica only when timeout.ms runs out (it does not wake the request when the ISR shrinks). A batch waits
+        # for a leader up to request.timeout.ms: the session timeout, the controller's election and the new
+        # leader's metadata, which on a loaded machine took more than 10 s in a fresh-clone run.
         with Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 20, "retry.backoff.ms": 100,
-                       "linger.ms": 5, "request.timeout.ms": 10000, "timeout.ms": 2000}) as producer:
+                       "linger.ms": 5, "request.timeout.ms": 30000, "timeout.ms": 2000}) as producer:
             i = 0
             while not stop.is_set():
                 value = f"m{i}".encode()
