@@ -5,7 +5,12 @@ must truncate asks its new leader for the end offset of its own latest epoch (Of
 truncates there, instead of to its high watermark — which is what lost acknowledged data in KAFKA-1211.
 
 File format as Kafka's LeaderEpochCheckpointFile: a version line `0`, a count line, then `epoch offset`
-lines; written to `.tmp`, fsynced and renamed.
+lines; written to `.tmp`, fsynced and renamed. A cache with `defer_sync` set renames without the fsync and leaves
+`sync()` to its owner, off the event loop: a broker opening and leading thousands of partitions at once (a KRaft
+broker's restart at 10,000 partitions) spent seconds of its one loop in these fsyncs, one a partition. The window
+is the log's own: appended batches are not fsynced either until a flush, and they carry their leader epoch, which
+is what recovery rebuilds entries from (Kafka 3.8 likewise moved the truncation's checkpoint flush to a background
+thread, KAFKA-15046).
 
 Messages of format 0 and 1 carry no epoch (KIP-101 added it to format 2), so a follower attributes the
 messages it fetches to the epoch of the leader it follows; the leader's own entries are exact. The
@@ -27,9 +32,11 @@ log = logging.getLogger(__name__)
 
 
 class LeaderEpochCache:
-    def __init__(self, partition_dir: str) -> None:
+    def __init__(self, partition_dir: str, defer_sync: bool = False) -> None:
         self.path = os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT_FILE)
         self.entries: list[tuple[int, int]] = self._read()
+        self.defer_sync = defer_sync
+        self.unsynced = False  # written with defer_sync and not yet fsynced
 
     @property
     def latest_epoch(self) -> int:
@@ -93,11 +100,27 @@ class LeaderEpochCache:
             raise CheckpointError(f"Malformed leader epoch checkpoint file {self.path}: {e}") from None
         return [(e[0], e[1]) for e in entries]
 
+    def sync(self) -> None:
+        """fsync what a deferred write left unsynced (any thread; a later write's rename is atomic either way)."""
+        if not self.unsynced:
+            return
+        self.unsynced = False
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:  # the partition was deleted meanwhile
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _write(self) -> None:
         tmp = self.path + ".tmp"
         text = "0\n" + f"{len(self.entries)}\n" + "".join(f"{e} {o}\n" for e, o in self.entries)
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+            if not self.defer_sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, self.path)
+        self.unsynced = self.defer_sync

@@ -11,7 +11,12 @@ moves on each answer. The broker server (server/broker_server.py) sends them to 
 
 The broker epoch is the controller's answer to the registration; every heartbeat names it, and the metadata
 offset the broker has applied, which is how the controller knows it caught up (the offset reaches its own
-RegisterBrokerRecord's).
+RegisterBrokerRecord's). Until the broker says it is ready to unfence (`set_ready_to_unfence`: its logs loaded and
+the metadata it has read applied to its replicas), its heartbeats carry want_fence, and the controller keeps it
+fenced however far its offset reached (Kafka's readyToUnfence).
+
+No I/O and no lock here: the broker drives this from one thread of its own (broker_lifecycle_manager.py), the
+bench's stand-ins from their loop.
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ class BrokerLifecycle:
     broker_epoch: int = -1
     fenced: bool = True
     next_send_ms: int = 0
+    # False for a broker with recovery of its own to do before it may serve (BrokerServer: True once its replicas
+    # reflect the metadata it read); a broker that applies nothing (the bench's stand-ins) is ready at once.
+    ready_to_unfence: bool = True
     events: list[str] = field(default_factory=list)  # what changed ("registered", "unfenced", "fenced", ...)
 
     # ---- what to send, and when ----------------------------------------------------------------------------
@@ -74,7 +82,7 @@ class BrokerLifecycle:
                              for n, lo, hi in SUPPORTED_FEATURES],
                 "rack": self.rack}
         return "heartbeat", {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
-                             "current_metadata_offset": -1, "want_fence": False,
+                             "current_metadata_offset": -1, "want_fence": not self.ready_to_unfence,
                              "want_shut_down": self.state is BrokerState.PENDING_CONTROLLED_SHUTDOWN}
 
     def heartbeat(self, metadata_offset: int) -> dict:
@@ -142,6 +150,15 @@ class BrokerLifecycle:
             return True
         self.state = BrokerState.SHUTTING_DOWN
         return False
+
+    def set_ready_to_unfence(self, now_ms: int) -> None:
+        """The broker has recovered: heartbeats stop asking to stay fenced; the next goes out at once."""
+        if self.ready_to_unfence:
+            return
+        self.ready_to_unfence = True
+        self.events.append("ready to unfence")
+        if self.state in (BrokerState.RECOVERY, BrokerState.RUNNING):
+            self.next_send_ms = now_ms
 
     def take_events(self) -> list[str]:
         events, self.events = self.events, []

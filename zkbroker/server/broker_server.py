@@ -40,6 +40,7 @@ from zkbroker.server import meta_properties
 from zkbroker.server.admin_manager import AdminManager
 from zkbroker.server.bridge import LoopBridge
 from zkbroker.server.broker_lifecycle import BrokerLifecycle, BrokerState, Listener
+from zkbroker.server.broker_lifecycle_manager import BrokerLifecycleManager
 from zkbroker.server.controller_channel import ControllerChannel
 from zkbroker.server.duties import Duties, log_scheduler
 from zkbroker.server.dynamic_config import DynamicBrokerConfig
@@ -78,12 +79,13 @@ class BrokerServer:
         self.listener: BrokerMetadataListener | None = None
         self.metadata_cache = MetadataCache(None)
         self.lifecycle: BrokerLifecycle | None = None
+        self.lifecycle_manager: BrokerLifecycleManager | None = None
+        self.applied_offset = -1  # the image offset the ReplicaManager has applied (what heartbeats report)
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinatorDriver | None = None
         self.transaction_coordinator: TransactionCoordinatorDriver | None = None
         self.socket_server: SocketServer | None = None
-        self.lifecycle_channel: ControllerChannel | None = None
         self.lab_control: LabControlServer | None = None
         self.forwarding_channel: ControllerChannel | None = None
         self._changes: asyncio.Queue | None = None
@@ -121,7 +123,6 @@ class BrokerServer:
         try:
             bridge = self.bridge = LoopBridge(loop)
             self.log_manager = await loop.run_in_executor(None, self._open_logs)
-            self.lifecycle_channel = ControllerChannel(voters, self._active_controller, f"broker-{self.broker_id}")
             self.forwarding_channel = ControllerChannel(voters, self._active_controller,
                                                         f"broker-{self.broker_id}-forwarding")
             self.replica_manager = ReplicaManager(config, self.log_manager, None, bridge,
@@ -173,8 +174,11 @@ class BrokerServer:
                               self.transaction_coordinator)
             self.lifecycle = BrokerLifecycle(
                 self.broker_id, cluster_id, (Listener("PLAINTEXT", config.host or "localhost", config.port),),
-                heartbeat_interval_ms=config["broker.heartbeat.interval.ms"])
-            self._spawn(self._lifecycle_loop())
+                heartbeat_interval_ms=config["broker.heartbeat.interval.ms"], ready_to_unfence=False)
+            self.lifecycle_manager = BrokerLifecycleManager(
+                self.lifecycle, voters, self._active_controller, self.metadata_offset, self._lifecycle_event,
+                config["broker.heartbeat.interval.ms"] / 1000, self.prefix)
+            self.lifecycle_manager.start()
         except BaseException:
             await self._shutdown()
             raise
@@ -212,8 +216,10 @@ class BrokerServer:
 
     async def _shutdown(self) -> None:
         log.info("%sshutting down", self.prefix)
-        if self.lifecycle is not None and self.lifecycle.begin_controlled_shutdown(wall_clock_ms()):
-            await self._controlled_shutdown()
+        if self.lifecycle_manager is not None:
+            if self.lifecycle_manager.begin_controlled_shutdown():
+                await self._controlled_shutdown()
+            await asyncio.get_running_loop().run_in_executor(None, self.lifecycle_manager.close)
         self.duties.cancel()
         for task in self._tasks:
             task.cancel()
@@ -230,9 +236,8 @@ class BrokerServer:
             await loop.run_in_executor(None, self.log_manager.shutdown)
         if self.raft is not None and self.raft.node is not None and self._own_raft:
             await self.raft.shutdown()
-        for channel in (self.lifecycle_channel, self.forwarding_channel):
-            if channel is not None:
-                channel.close()
+        if self.forwarding_channel is not None:
+            self.forwarding_channel.close()
         if self.lab_control is not None:
             await self.lab_control.stop()
         log.info("%sshut down completed", self.prefix)
@@ -248,7 +253,7 @@ class BrokerServer:
             log.info("%sControlled shutdown succeeded", self.prefix)
         else:
             log.warning("%sProceeding without a controlled shutdown: no controller answered in time", self.prefix)
-            self.lifecycle.state = BrokerState.SHUTTING_DOWN
+            self.lifecycle_manager.give_up_controlled_shutdown()
 
     # ---- the lifecycle: registration and heartbeats ----------------------------------------------------------
 
@@ -258,48 +263,16 @@ class BrokerServer:
         return self.raft.leader_and_epoch()[0]
 
     def metadata_offset(self) -> int:
-        return -1 if self.listener is None else self.listener.image.offset
-
-    async def _lifecycle_loop(self) -> None:
-        lifecycle = self.lifecycle
-        while lifecycle.state is not BrokerState.SHUTTING_DOWN:
-            now = wall_clock_ms()
-            if lifecycle.due(now):
-                kind, body = lifecycle.next_request()
-                try:
-                    await self._lifecycle_exchange(kind, body)
-                except Exception:
-                    log.exception("%sthe %s failed", self.prefix, kind)
-                    lifecycle.on_no_answer(wall_clock_ms())
-                for event in lifecycle.take_events():
-                    self._lifecycle_event(event)
-            await asyncio.sleep(LIFECYCLE_TICK_S)
-
-    async def _lifecycle_exchange(self, kind: str, body: dict) -> None:
-        lifecycle, channel = self.lifecycle, self.lifecycle_channel
-        await FAULTS.wait_while_heartbeats_held(kind)  # the lab's hold_heartbeats: a channel that is stuck
-        timeout_s = self.config["broker.heartbeat.interval.ms"] / 1000
-        if kind == "registration":
-            response = await channel.send(ApiKey.BROKER_REGISTRATION, 0, body, timeout_s)
-            if response is None:
-                lifecycle.on_no_answer(wall_clock_ms())
-                return
-            if response.error_code != ErrorCode.NONE:
-                log.info("%sRegistration refused: %s", self.prefix, ErrorCode(response.error_code).name)
-            lifecycle.on_registration(wall_clock_ms(), response.error_code, response.broker_epoch)
-            return
-        response = await channel.send(ApiKey.BROKER_HEARTBEAT, 0, lifecycle.heartbeat(self.metadata_offset()),
-                                      timeout_s)
-        if response is None:
-            lifecycle.on_no_answer(wall_clock_ms())
-            return
-        lifecycle.on_heartbeat(wall_clock_ms(), response.error_code, response.is_caught_up, response.is_fenced,
-                               response.should_shut_down)
+        """What heartbeats report: the offset of the last image the ReplicaManager applied (not merely read), so
+        that "caught up" means serving what the metadata says. Read from the lifecycle thread: one attribute."""
+        return self.applied_offset
 
     def _lifecycle_event(self, event: str) -> None:
+        """On the lifecycle thread (or the loop, for "ready to unfence"): log and timeline writes only."""
         lifecycle = self.lifecycle
         log.info("%s%s (broker epoch %d, metadata offset %d, state %s)", self.prefix,
                  {"registered": "Registered with the controller", "unfenced": "Unfenced: serving",
+                  "ready to unfence": "Recovered: ready to be unfenced",
                   "fenced": "Fenced by the controller", "registering again": "Registering again",
                   "controlled shutdown done": "The controller completed our controlled shutdown"}.get(event, event),
                  lifecycle.broker_epoch, self.metadata_offset(), lifecycle.state.value)
@@ -325,6 +298,11 @@ class BrokerServer:
                 await self._apply(image, changes)
             except Exception:
                 log.exception("%sapplying the metadata image at offset %d failed", self.prefix, image.offset)
+            self.applied_offset = image.offset
+            if self._changes.empty() and self.lifecycle_manager is not None:
+                # Kafka's setReadyToUnfence: the logs are loaded and what the observer has read is applied; the
+                # controller still unfences only once the applied offset reaches our registration's.
+                self.lifecycle_manager.set_ready_to_unfence()
 
     async def _apply(self, image: MetadataImage, changes) -> None:
         rm = self.replica_manager

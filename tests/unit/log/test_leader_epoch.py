@@ -52,3 +52,23 @@ def test_a_malformed_checkpoint_names_the_file(tmp_path):
     (tmp_path / LEADER_EPOCH_CHECKPOINT_FILE).write_text("0\n3\n1 0\n")
     with pytest.raises(CheckpointError, match=LEADER_EPOCH_CHECKPOINT_FILE):
         LeaderEpochCache(str(tmp_path))
+
+
+def test_a_deferred_write_is_whole_at_once_and_synced_later_by_its_owner(tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    cache = LeaderEpochCache(str(tmp_path), defer_sync=True)
+    cache.assign(3, 0)
+    cache.truncate_from_end(0)
+    cache.assign(4, 0)
+    assert synced == [] and cache.unsynced
+    assert LeaderEpochCache(str(tmp_path)).entries == [(4, 0)]  # renamed into place, readable at once
+    cache.sync()
+    assert len(synced) == 1 and not cache.unsynced
+    cache.sync()  # nothing left to sync
+    cache.defer_sync = False
+    cache.assign(5, 2)
+    assert len(synced) == 2 and not cache.unsynced

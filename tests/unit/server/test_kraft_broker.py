@@ -79,6 +79,27 @@ def test_a_controlled_shutdown_goes_through_heartbeats_until_the_controller_says
     assert lc.state is BrokerState.SHUTTING_DOWN and not lc.due(10_000)
 
 
+def test_a_recovering_broker_heartbeats_want_fence_until_ready_then_asks_at_once():
+    lc = _lifecycle()
+    lc.ready_to_unfence = False  # as BrokerServer starts it: its replicas not yet applied
+    lc.set_ready_to_unfence(0)  # before registering: nothing to send early, registration comes first
+    assert lc.next_request()[0] == "registration"
+    lc = _lifecycle()
+    lc.ready_to_unfence = False
+    lc.on_registration(0, ErrorCode.NONE, 5)
+    assert lc.heartbeat(9)["want_fence"] is True
+    lc.on_heartbeat(0, ErrorCode.NONE, True, True, False)  # caught up by offset, kept fenced as we asked
+    assert (lc.state, lc.fenced, lc.next_send_ms) == (BrokerState.RECOVERY, True, 100)
+    lc.set_ready_to_unfence(40)
+    assert lc.due(40) and lc.heartbeat(9)["want_fence"] is False
+    lc.on_heartbeat(40, ErrorCode.NONE, True, False, False)
+    assert (lc.state, lc.fenced) == (BrokerState.RUNNING, False)
+    lc.set_ready_to_unfence(50)  # once is enough: no event, no early heartbeat
+    assert lc.take_events() == ["registered", "ready to unfence", "unfenced"] and not lc.due(50)
+    assert lc.begin_controlled_shutdown(60) and lc.heartbeat(9) == {
+        "broker_id": 1, "broker_epoch": 5, "current_metadata_offset": 9, "want_fence": False, "want_shut_down": True}
+
+
 # ---- the metadata image ------------------------------------------------------------------------------------------
 
 def _image(log, base: MetadataImage | None = None, start: int = 0) -> tuple[MetadataImage, MetadataDelta]:
