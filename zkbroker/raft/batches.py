@@ -79,7 +79,13 @@ def batch_headers(data: Any) -> Iterator[tuple[int, int, int, int]]:
 
 def batches_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
     """The entries of the whole batches in ``data`` (a partial batch at the end of a read is dropped, as Kafka's
-    readers drop it). Compressed batches are opened: Kafka's leader may send them."""
+    readers drop it), as StoredEntries holding those whole batches' bytes. Compressed batches are opened: Kafka's
+    leader may send them.
+
+    A follower or observer appends a Fetch answer's entries so: the batches the leader stored go to its own log as
+    they came, as Kafka's follower appends the records it received. Encoded again from the entries, a Fetch answer
+    of one epoch became one batch as large as the answer (a stand-in fetching 8 MiB wrote a 4.6 MB batch, above the
+    bound its recovery then cut the log at)."""
     if not data:
         return ()
     view = memoryview(data)
@@ -105,4 +111,7 @@ def batches_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
                 payload = bytes(record.value or b"")
             entries.append(m.LogEntry(record.offset, header.partition_leader_epoch, payload))
         pos = end
-    return tuple(entries)
+    if not entries:
+        return ()
+    whole = data if pos == len(data) and isinstance(data, bytes) else bytes(view[:pos])
+    return StoredEntries(entries, whole)
