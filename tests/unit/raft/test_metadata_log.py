@@ -8,6 +8,7 @@ import pytest
 
 from tests.unit.raft.helpers import VOTERS, make_node, sends, stand
 from tests.unit.raft.test_wire import through_the_wire
+from zkbroker.protocol.api import ApiKey
 from zkbroker.protocol.metadata_records import iter_metadata_log
 from zkbroker.protocol.record_batch import read_header
 from zkbroker.raft import messages as m
@@ -16,6 +17,7 @@ from zkbroker.raft.log import InMemoryLog
 from zkbroker.raft.messages import LeaderChangeMessage, LogEntry, OffsetAndEpoch, SnapshotId
 from zkbroker.raft.metadata_log import MAX_BATCH_SIZE_BYTES, PARTITION_DIR, MetadataLog
 from zkbroker.raft.quorum_state import ElectionState
+from zkbroker.raft.wire import KAFKA_37_VERSIONS, to_body
 
 
 def _entries(start: int, epoch: int, n: int, leader_change: bool = False) -> list[LogEntry]:
@@ -176,3 +178,25 @@ def test_recovery_keeps_a_valid_batch_above_the_brokers_bound_below_the_metadata
     again = MetadataLog(str(tmp_path))
     assert again.end_offset == 105 and _batch_sizes(again) == sizes
     assert [e.offset for e in again.read(0, 1 << 30)] == list(range(105))
+
+
+def test_a_leader_answers_a_fetch_with_its_stored_batches_without_decoding_their_records(tmp_path, monkeypatch):
+    """Decoding an answer's records only to send the same bytes on took about 0.6 s a megabyte: an 8 MiB answer
+    outlasted the asker's 2 s request timeout, and the observer retrying the same Fetch never got one."""
+    import zkbroker.raft.batches as batches
+
+    leader = make_node(node_id=1, log=MetadataLog(str(tmp_path)), stored=ElectionState(1, voters=VOTERS))
+    requests = sends(stand(leader), m.VoteRequest)
+    leader.handle(0, 2, requests[0].correlation_id, m.VoteResponse(m.NONE, -1, leader.epoch, True))
+    for part in range(5):
+        leader.append(10 + part, [b"record %d" % i for i in range(100)])
+    decoded = []
+    real = batches._decode
+    monkeypatch.setattr(batches, "_decode", lambda data: decoded.append(len(data)) or real(data))
+    request = m.FetchRequest("", 7, 0, leader.epoch, 0, 0, 0, 1 << 20)  # an observer's, from offset 0
+    (answer,) = sends(leader.handle(100, 7, 1, request), m.FetchResponse)
+    body = to_body(answer.message, KAFKA_37_VERSIONS[ApiKey.FETCH])
+    assert decoded == []  # read, framed and sent as stored
+    received = through_the_wire(answer.message, 1, is_request=False)
+    assert decoded and len(received.records) == leader.log.end_offset == 501  # the receiver decodes them
+    assert body["topics"][0]["partitions"][0]["records"] == received.records.raw
