@@ -52,6 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--in-memory", default="",
                    help="partition counts at which the quorum controller's handover is also measured alone, in memory "
                         "(bench/kraft.py's in_memory_handover), e.g. 10000,100000,1000000")
+    p.add_argument("--keep", metavar="DIR", help="keep the KRaft cluster's directories (its controllers' logs) here")
     args = p.parse_args(argv)
     try:
         args.sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -86,11 +87,12 @@ def main() -> int:
             results[n]["zookeeper load"] = os.getloadavg()[0]
         if args.only != "zookeeper":
             print(f"{n:,} partitions, KRaft mode, {rounds} rounds", flush=True)
-            root = Path(tempfile.mkdtemp(prefix="bench-kraft-vs-zk-kraft-"))
+            root = Path(tempfile.mkdtemp(prefix="bench-kraft-vs-zk-kraft-", dir=args.keep))
             try:
                 results[n]["kraft"] = kraft.stand_in_run(n, rounds, root)
             finally:
-                shutil.rmtree(root, ignore_errors=True)
+                if args.keep is None:
+                    shutil.rmtree(root, ignore_errors=True)
             results[n]["kraft load"] = os.getloadavg()[0]
     for n in args.in_memory:
         print(f"{n:,} partitions, the KRaft handover in memory", flush=True)

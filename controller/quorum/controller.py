@@ -416,6 +416,7 @@ class QuorumController:
         self.last_applied_offset = self.last_committed_offset
         self.cluster.heartbeats.clear()
         self._fencing.clear()
+        self.replication.shutdowns_moving.clear()
         self.purgatory.fail_all(ErrorCode.NOT_CONTROLLER)
 
     # ---- replay ---------------------------------------------------------------------------------------------

@@ -33,18 +33,55 @@ def _runs(entries: Sequence[m.LogEntry]) -> Iterator[list[m.LogEntry]]:
         yield run
 
 
-class StoredEntries(tuple):
-    """Entries read from the log together with the whole batches that hold exactly them, as stored: a leader's
-    Fetch answer sends these bytes instead of encoding the entries again (Kafka sends a log's stored batches
-    as they are). At 100,000 partitions, encoding every Fetch answer anew for two followers and three brokers was
-    two fifths of a loaded controller's time, and its loop stalled past the followers' fetch timeout."""
+class StoredEntries(Sequence[m.LogEntry]):
+    """Whole batches as stored, read as the entries they hold: a leader's Fetch answer sends these bytes as they
+    are (Kafka sends a log's stored batches so), and a follower or observer appends them so.
 
-    raw: bytes
+    The entries are decoded on first use only, which a leader sending the batches never makes. At 100,000
+    partitions, encoding every Fetch answer anew for two followers and three brokers was two fifths of a loaded
+    controller's time; decoding each answer's records to send the same bytes on took the rest of the answer's
+    time: about 0.6 s a megabyte on this machine, so that an 8 MiB answer outlasted the 2 s
+    controller.quorum.request.timeout.ms, and the observer that asked, retrying the same Fetch, never got one
+    (a restarted stand-in sat idle, fenced, with its loop waiting on the socket)."""
 
-    def __new__(cls, entries: Sequence[m.LogEntry], raw: bytes) -> StoredEntries:
-        self = super().__new__(cls, entries)
+    __slots__ = ("raw", "_entries")
+
+    def __init__(self, raw: bytes) -> None:
         self.raw = raw
+        self._entries: tuple[m.LogEntry, ...] | None = None
+
+    def _decoded(self) -> tuple[m.LogEntry, ...]:
+        if self._entries is None:
+            self._entries = _decode(self.raw)
+        return self._entries
+
+    def decoded(self) -> StoredEntries:
+        """The same, decoded now: what came off the wire is checked where it arrives (a malformed batch raises
+        RemoteProtocolError there, not inside the Raft node's step)."""
+        self._decoded()
         return self
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __bool__(self) -> bool:
+        return bool(self.raw)  # whole batches: at least one record each
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._decoded()[index]
+
+    def __iter__(self) -> Iterator[m.LogEntry]:
+        return iter(self._decoded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, StoredEntries)):
+            return self._decoded() == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredEntries({len(self.raw)} bytes)"
 
 
 def entries_to_batches(entries: Sequence[m.LogEntry], timestamp: int = 0) -> bytes:
@@ -77,11 +114,25 @@ def batch_headers(data: Any) -> Iterator[tuple[int, int, int, int]]:
         pos += header.size
 
 
-def batches_to_entries(data: Any) -> tuple[m.LogEntry, ...]:
+def batches_to_entries(data: Any) -> StoredEntries:
     """The entries of the whole batches in ``data`` (a partial batch at the end of a read is dropped, as Kafka's
-    readers drop it). Compressed batches are opened: Kafka's leader may send them."""
-    if not data:
-        return ()
+    readers drop it), as StoredEntries holding those whole batches' bytes, decoded when first read. Compressed
+    batches are opened: Kafka's leader may send them.
+
+    A follower or observer appends a Fetch answer's entries so: the batches the leader stored go to its own log as
+    they came, as Kafka's follower appends the records it received. Encoded again from the entries, a Fetch answer
+    of one epoch became one batch as large as the answer (a stand-in fetching 8 MiB wrote a 4.6 MB batch, above the
+    bound its recovery then cut the log at)."""
+    whole = 0
+    for position, _, _, _ in batch_headers(data):
+        whole = position + read_header(data, position).size
+    if not whole:
+        return StoredEntries(b"")
+    return StoredEntries(data if whole == len(data) and isinstance(data, bytes) else bytes(memoryview(data)[:whole]))
+
+
+def _decode(data: bytes) -> tuple[m.LogEntry, ...]:
+    """The entries of whole batches."""
     view = memoryview(data)
     entries = []
     pos = 0

@@ -24,7 +24,7 @@ from zkbroker.log.log import Log
 from zkbroker.protocol.metadata_records import METADATA_TOPIC, parse_snapshot_file_name, snapshot_file_name
 from zkbroker.protocol.record_batch import BATCH_OVERHEAD, read_header
 
-from .batches import StoredEntries, batch_headers, batches_to_entries, entries_to_batches
+from .batches import batch_headers, batches_to_entries, entries_to_batches
 from .log import check_continues, end_offset_for_epoch
 from .messages import LogEntry, OffsetAndEpoch, SnapshotId
 
@@ -33,6 +33,11 @@ logger = logging.getLogger(__name__)
 PARTITION_DIR = f"{METADATA_TOPIC}-0"
 #: Kafka's default metadata.log.segment.bytes (1 GiB); tests pass smaller ones to see segments go.
 DEFAULT_SEGMENT_BYTES = 1024**3
+#: The metadata log's max.message.bytes: Kafka's KafkaMetadataLog sets it to the Raft client's largest batch
+#: (KafkaRaftClient.MAX_BATCH_SIZE_BYTES, 8 MiB), not the broker's message.max.bytes (1,000,012). Recovery at open
+#: cuts the log at the first batch larger than this; with the broker's bound it cut a valid 4.6 MB batch and the
+#: 15 MB after it.
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 
 
 class MetadataLog:
@@ -41,8 +46,9 @@ class MetadataLog:
     def __init__(self, log_dir: str, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
         self.dir = os.path.join(log_dir, PARTITION_DIR)
         os.makedirs(self.dir, exist_ok=True)
-        config = {"segment.bytes": segment_bytes, "flush.messages": 2**62, "flush.ms": 2**62,
-                  "retention.ms": -1, "retention.bytes": -1, "file.delete.delay.ms": 0}
+        config = {"segment.bytes": segment_bytes, "max.message.bytes": MAX_BATCH_SIZE_BYTES,
+                  "flush.messages": 2**62, "flush.ms": 2**62, "retention.ms": -1, "retention.bytes": -1,
+                  "file.delete.delay.ms": 0}
         self._log = Log(self.dir, config)
         self._remove_partial_snapshots()
         self.snapshots = self._find_snapshots()
@@ -95,8 +101,7 @@ class MetadataLog:
             whole = [(position, base) for position, base, _, _ in batch_headers(data)]
             if whole and whole[0][1] == start_offset:  # whole batches from the offset asked: sent as stored
                 last = whole[-1][0]
-                stored = bytes(data[:last + read_header(data, last).size])
-                return StoredEntries(batches_to_entries(stored), stored)
+                return batches_to_entries(data[:last + read_header(data, last).size])
             entries = tuple(e for e in batches_to_entries(data) if e.offset >= start_offset)
             if entries or len(data) < BATCH_OVERHEAD:
                 return entries

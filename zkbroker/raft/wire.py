@@ -237,7 +237,7 @@ def from_body(api_key: int, version: int, is_request: bool, body: Any) -> m.Mess
             p.error_code, p.high_watermark, p.log_start_offset, m.LeaderIdAndEpoch(cl.leader_id, cl.leader_epoch),
             None if (de.epoch, de.end_offset) == (-1, -1) else m.EpochEndOffset(de.epoch, de.end_offset),
             None if (sid.end_offset, sid.epoch) == (-1, -1) else m.SnapshotId(sid.end_offset, sid.epoch),
-            batches_to_entries(p.records))
+            batches_to_entries(p.records).decoded())
     if api_key == ApiKey.DESCRIBE_QUORUM:
         if is_request:
             return m.DescribeQuorumRequest()

@@ -17,6 +17,7 @@ from tests.unit.controller.quorum.helpers import (
     active_controller,
     create_topics,
     heartbeat,
+    lead,
     make_controller,
     register_brokers,
     run,
@@ -272,3 +273,39 @@ def test_a_heartbeat_held_behind_uncommitted_parts_counts_for_the_session_as_it_
     assert held.done and held.response["error_code"] == 0 and stale.response["error_code"] != 0
     stale_then = controller.cluster.stale_brokers(arrived + SESSION_MS)
     assert 2 not in stale_then and 3 in stale_then  # broker 2's session runs from its heartbeat's arrival
+
+
+def test_a_controlled_shutdown_left_with_parts_to_go_by_a_failover_is_taken_up_by_the_next_controller():
+    """The controller that began a controlled shutdown loses its leadership after the first part: its successor,
+    which has the broker in controlled shutdown and leading partitions still, moves them at the broker's next
+    heartbeat (Kafka's controller does at every one), and the broker may stop."""
+    log, controller, standby, epochs = _cluster()
+    controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    controller.poll(controller.now_ms)  # the controlled-shutdown record and the first part
+    log.commit()
+    assert standby.cluster.brokers[1].in_controlled_shutdown and standby.replication.leads_any(1)
+    lead(log, standby)  # the old controller renounces with parts left
+    assert not controller.is_active and standby.is_active
+    assert not controller.replication.shutdowns_moving  # dropped with the leadership: taken up if it leads again
+    answer = standby.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    for _ in range(5):
+        standby.poll(standby.now_ms)
+        log.commit()
+    assert answer.done and answer.response["should_shut_down"] is False
+    assert not standby.replication.leads_any(1)
+    done = run(log, standby, standby.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True)))
+    assert done["should_shut_down"] is True
+
+
+def test_heartbeats_during_a_controlled_shutdowns_parts_start_no_second_operation():
+    log, controller, standby, epochs = _cluster()
+    first = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    controller.poll(controller.now_ms)
+    log.commit()
+    assert controller.replication.shutdowns_moving == {1} and controller.replication.leads_any(1)
+    again = controller.broker_heartbeat(heartbeat(1, epochs[1], log.end_offset, want_shut_down=True))
+    for _ in range(5):
+        controller.poll(controller.now_ms)
+        log.commit()
+    assert first.done and again.done and again.response["should_shut_down"] is False
+    assert not controller.replication.shutdowns_moving and not controller.replication.leads_any(1)
