@@ -135,8 +135,12 @@ def test_a_transactional_compacted_topic_keeps_the_last_committed_value_and_lose
     end_of_rounds = 8 * 2 * 21  # 20 records and a marker a transaction
 
     checkpoint = OffsetCheckpoint(str(broker.dir / "data" / "cleaner-offset-checkpoint"))
-    wait_for(lambda: checkpoint.read().get(TopicPartition(topic, 0), -1) >= end_of_rounds, 60,
-             "the cleaner to clean past the committed and aborted rounds")
+    try:
+        wait_for(lambda: checkpoint.read().get(TopicPartition(topic, 0), -1) >= end_of_rounds, 60,
+                 "the cleaner to clean past the committed and aborted rounds")
+    except AssertionError as e:  # once seen in a loaded fresh-clone run: the cleaner's and markers' lines say why
+        said = broker.log_lines(r"[Cc]lean|ERROR|Exception|marker|stable")
+        raise AssertionError(f"{e}; checkpoint {checkpoint.read()}; the broker's log: {said[-15:]}") from None
     for isolation in ("read_committed", "read_uncommitted"):
         client = ClientConfig("confluent-kafka", "confluent-kafka", {"isolation.level": isolation})
         received = client.consume(broker.bootstrap, topic, {0: 0}, count=len(last), timeout_s=60)

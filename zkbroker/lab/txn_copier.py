@@ -174,6 +174,12 @@ class CopierProcess:
     def finished(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
 
+    def tail(self, lines: int = 6) -> str:
+        """Its last own lines (librdkafka's debug lines left out): what it was doing when a wait gave up."""
+        own = [line for line in self.text().splitlines() if not line.startswith("%")]
+        state = "running" if self.proc is not None and self.proc.poll() is None else "exited"
+        return f"copier {self.partition} ({state}, {self.commits()} commits, {self.log}): " + " | ".join(own[-lines:])
+
 
 # ---- reading the output ---------------------------------------------------------------------------------------
 
@@ -329,6 +335,8 @@ def run(workdir: Path, bootstrap: str, create_topic: Callable[[str, int], None],
         final = read_partitions(bootstrap, sink, output_partitions, records)
         outcome.problems += verify(expected, final, "the final read_committed read")
         return outcome
+    except TimeoutError as e:  # a wait gave up: say what each copier was doing
+        raise TimeoutError("; ".join([str(e), *(c.tail() for c in copiers)])) from None
     finally:
         stop.set()
         for copier in copiers:
