@@ -177,7 +177,7 @@ class CopierProcess:
     def tail(self, lines: int = 6) -> str:
         """Its last own lines (librdkafka's debug lines left out): what it was doing when a wait gave up."""
         own = [line for line in self.text().splitlines() if not line.startswith("%")]
-        state = "running" if self.proc is not None and self.proc.poll() is None else "exited"
+        state = "not started" if self.proc is None else "running" if self.proc.poll() is None else "exited"
         return f"copier {self.partition} ({state}, {self.commits()} commits, {self.log}): " + " | ".join(own[-lines:])
 
 
