@@ -174,9 +174,13 @@ class CopierProcess:
     def finished(self) -> bool:
         return self.proc is not None and self.proc.poll() is not None
 
+    def own_lines(self) -> list[str]:
+        """Its own lines: librdkafka's debug lines (--librdkafka-debug) start with '%'."""
+        return [line for line in self.text().splitlines() if not line.startswith("%")]
+
     def tail(self, lines: int = 6) -> str:
-        """Its last own lines (librdkafka's debug lines left out): what it was doing when a wait gave up."""
-        own = [line for line in self.text().splitlines() if not line.startswith("%")]
+        """Its last own lines: what it was doing when a wait gave up."""
+        own = self.own_lines()
         state = "not started" if self.proc is None else "running" if self.proc.poll() is None else "exited"
         return f"copier {self.partition} ({state}, {self.commits()} commits, {self.log}): " + " | ".join(own[-lines:])
 
@@ -318,8 +322,7 @@ def run(workdir: Path, bootstrap: str, create_topic: Callable[[str, int], None],
                 _wait(copier.finished, deadline, f"copier {copier.partition} to finish")
                 if copier.proc.returncode == 0:
                     break
-                errors = [line for line in copier.text().splitlines()  # its traceback, not librdkafka's debug lines
-                          if not line.startswith("%") and ("Exception" in line or "Error" in line)]
+                errors = [line for line in copier.own_lines() if "Exception" in line or "Error" in line]
                 outcome.fatal_errors.append(f"copier {copier.partition}: {errors[-1] if errors else '?'}")
                 if copier.log not in outcome.copier_logs:
                     outcome.copier_logs.append(copier.log)
