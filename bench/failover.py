@@ -70,6 +70,7 @@ from zkbroker.lab.cluster import LabCluster  # noqa: E402
 from zkbroker.lab.zookeeper import ZooKeeperServer  # noqa: E402
 from zkbroker.logconfig import configure  # noqa: E402
 from zkbroker.protocol.api import ApiKey, encode_response  # noqa: E402
+from zkbroker.protocol.errors import ErrorCode  # noqa: E402
 from zkbroker.protocol.headers import parse_request_header  # noqa: E402
 from zkbroker.zk import paths  # noqa: E402
 from zkbroker.zk.client import ZkClient  # noqa: E402
@@ -322,10 +323,23 @@ class Bench:
         controller = self.controller_id()
         entry = next(b for b in self.lab.load().brokers if b.id == controller)
         self.logs.mark()
-        with BrokerConnection(entry.host, entry.port, client_id="bench", timeout_s=WAIT_S) as conn:
-            started = time.monotonic()
-            response = conn.send(ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": broker})
-            answered_s = time.monotonic() - started
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            with BrokerConnection(entry.host, entry.port, client_id="bench", timeout_s=WAIT_S) as conn:
+                started = time.monotonic()
+                response = conn.send(ApiKey.CONTROLLED_SHUTDOWN, 1, {"broker_id": broker})
+                answered_s = time.monotonic() - started
+            # UNKNOWN with nothing remaining is 0.8.2's ControllerMovedException: the broker asked is not (or not
+            # yet: its context still loading) the active controller. A broker retries after a backoff, as here
+            # (controlled.shutdown.max.retries, retry.backoff.ms); the figure is the attempt that was answered.
+            if response.error_code != ErrorCode.UNKNOWN or response.partitions_remaining \
+                    or time.monotonic() > deadline:
+                break
+            print(f"  controlled shutdown of {broker}: broker {controller} is not the active controller yet; "
+                  "retrying", flush=True)
+            time.sleep(1.0)
+            controller = self.controller_id()
+            entry = next(b for b in self.lab.load().brokers if b.id == controller)
         if response.error_code or response.partitions_remaining:
             raise RuntimeError(f"controlled shutdown answered error {response.error_code}, "
                                f"{len(response.partitions_remaining)} partitions remaining")

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,18 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from zkbroker.control_protocol import ControlError  # noqa: E402
 from zkbroker.lab.control_client import ControlClient  # noqa: E402
+from zkbroker.lab.ports import free_port  # noqa: E402
 
 FIRST_ID = 3001
 BATCH = 1000
 SETTLE_S = 3.0
 BEHIND = 20_000  # records committed while a follower is down, in the snapshot rounds
 SMALL_SNAPSHOTS = ("metadata.log.max.record.bytes.between.snapshots=65536\nmetadata.log.segment.bytes=65536\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kazoo.client import KazooClient  # noqa: E402
 
+from zkbroker.lab.ports import free_port  # noqa: E402
 from zkbroker.lab.tls import make_certificates  # noqa: E402
 from zkbroker.lab.zookeeper import ZooKeeperServer  # noqa: E402
 from zkbroker.security.scram import make_credential  # noqa: E402
@@ -48,12 +48,6 @@ from zkbroker.zk.znodes import EntityConfig  # noqa: E402
 
 LISTENERS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 USER, PASSWORD = "alice", "alice-secret"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_broker(workdir: Path, zk_connect: str, certs) -> tuple[subprocess.Popen, dict[str, int]]:

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,16 +16,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkbroker.client.connection import BrokerConnection
+from zkbroker.lab.ports import free_port  # noqa: F401 (the tests take it from here)
 from zkbroker.lab.processes import process_state, stop_process
 
 SESSION_TIMEOUT_MS = 2000  # the test ZooKeeper runs with tickTime 200, so 0.4-60 s sessions are allowed
 CONTROLLED_SHUTDOWN_BACKOFF_MS = 200
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(condition: Callable[[], object], timeout_s: float, what: str, interval_s: float = 0.02):

@@ -19,7 +19,7 @@ import pytest
 
 from consumer.simple import SimpleConsumer
 from tests.integration.clients import PYTHON_CLIENTS, Received
-from tests.integration.harness import Broker, create_topic
+from tests.integration.harness import Broker, create_topic, free_port
 from tests.integration.test_real_clients import assert_read_back, kcat_read_all, keyed_records
 from tests.real_tools import require
 from zkbroker.client.producer import Producer
@@ -34,9 +34,7 @@ N_RECORDS = 600
 def port_free_on_every_host() -> int:
     """One port that each alias can bind, so the brokers differ by host only."""
     for _ in range(20):
-        with socket.socket() as probe:
-            probe.bind((HOSTS[0], 0))
-            port = probe.getsockname()[1]
+        port = free_port(HOSTS[0])
         try:
             for host in HOSTS:
                 with socket.socket() as other:

@@ -69,6 +69,7 @@ from zkbroker.lab.network import (
     controller_node,
     zookeeper_node,
 )
+from zkbroker.lab.ports import free_ports
 from zkbroker.lab.processes import process_state, processes_matching, signal_process, stop_process, wait_until
 from zkbroker.zk import paths
 from zkbroker.zk.security import JAAS_CONFIG_ENV, AclKazooClient, client_jaas
@@ -495,9 +496,8 @@ class LabCluster:
             servers = [server]
             server.start()
         else:
-            used: set[int] = set()
             peers = tuple(QuorumPeer(i, addresses[zookeeper_node(i)], 2181, 2888, 3888) if addresses
-                          else QuorumPeer(i, HOST, *(_free_port_not_in(used) for _ in range(3)))
+                          else QuorumPeer(i, HOST, *free_ports(3, HOST))
                           for i in range(1, count + 1))
             servers = [ZooKeeperServer(install, data_dir=self._zookeeper_dir(peer.id, True),
                                        tick_time_ms=LAB_TICK_TIME_MS, myid=peer.id, peers=peers,
@@ -1106,17 +1106,6 @@ def _send(what: str, pid: int | None, sig: signal.Signals) -> None:
         wait_until(lambda: process_state(pid) == "dead", 5.0)
 
 
-def _free_port_not_in(used: set[int]) -> int:
-    """A free port on HOST that no other server of the ensemble was given."""
-    while True:
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if port not in used:
-            used.add(port)
-            return port
-
-
 def _topic_status(zk: KazooClient, topic: str) -> dict:
     raw = _get(zk, paths.topic_path(topic))
     assignment = TopicAssignment.decode(raw, topic) if raw else TopicAssignment({})
@@ -1193,7 +1182,7 @@ def _port_free(port: int) -> bool:
 
 
 def _choose_ports(count: int, base_port: int | None) -> list[int]:
-    """Ports from `base_port` on; None: 9092 on if free, else ports the kernel picks; 0: ports the kernel picks
+    """Ports from `base_port` on; None: 9092 on if free, else free ports (zkbroker.lab.ports); 0: free ports
     (labs started side by side, as the scenario runner's, would otherwise race for 9092 between the check
     and the brokers' bind)."""
     if base_port:
@@ -1205,15 +1194,8 @@ def _choose_ports(count: int, base_port: int | None) -> list[int]:
     ports = list(range(DEFAULT_BASE_PORT, DEFAULT_BASE_PORT + count))
     if base_port is None and all(_port_free(p) for p in ports):
         return ports
-    # 9092... is taken (a real Kafka, another lab): let the kernel pick free ports instead.
-    chosen: list[int] = []
-    while len(chosen) < count:
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if port not in chosen:
-            chosen.append(port)
-    return chosen
+    # 9092... is taken (a real Kafka, another lab): free ports chosen as every lab chooses them.
+    return free_ports(count, HOST)
 
 
 def _is_broker(argv: list[str]) -> bool:

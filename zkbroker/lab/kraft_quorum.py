@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from zkbroker.control_protocol import ENV_VAR as CONTROL_ENV_VAR
 from zkbroker.lab import kraft_lab
 from zkbroker.lab.control_client import ControlClient, ControlError
+from zkbroker.lab.ports import free_port
 
 FIRST_ID = kraft_lab.FIRST_CONTROLLER_ID
 HOST = "127.0.0.1"
@@ -52,16 +52,10 @@ class Controller:
             return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 class KRaftQuorum:
     def __init__(self, directory: Path, count: int = 3) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.controllers = [Controller(FIRST_ID + i, _free_port(), directory / f"controller-{FIRST_ID + i}")
+        self.controllers = [Controller(FIRST_ID + i, free_port(HOST), directory / f"controller-{FIRST_ID + i}")
                             for i in range(count)]
         voters = kraft_lab.voters_value((c.node_id, HOST, c.port) for c in self.controllers)
         for c in self.controllers:

@@ -245,7 +245,7 @@ class ScenarioRun:
                     if self.scenario.zookeepers > 1 and not self.kraft else "")
                  + (" in a lab network" if self.scenario.network else "") + f" in {self.directory}"
                  + (f" ({', '.join(f'{k}={v}' for k, v in self.spec.config.items())})" if self.spec.config else ""))
-        # base_port=0: ports the kernel picks, so that labs run side by side never race for 9092
+        # base_port=0: free ports (zkbroker.lab.ports), so that labs run side by side never race for 9092
         if self.kraft:
             self.lab.up(kraft=True, controllers=self.scenario.controllers, brokers=self.scenario.brokers,
                         network=self.scenario.network, subnet=self.subnet if self.scenario.network else None,

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 from zkbroker.cache import cache_dir
+from zkbroker.lab.ports import free_ports
 
 __all__ = ["SparkClusterError", "SparkStandalone", "worker_python"]
 
@@ -138,12 +138,6 @@ def _spark_home() -> Path:
     return Path(spec.origin).resolve().parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class SparkStandalone:
     """A master and `workers` workers of `cores` cores and `memory` each, on 127.0.0.1; `start` returns once every
     worker has registered, `stop` (also at interpreter exit) ends every process of the cluster."""
@@ -174,7 +168,7 @@ class SparkStandalone:
         conf = self.dir / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         (conf / "log4j2.properties").write_text(_LOG4J)
-        self.port, self.web_port = _free_port(), _free_port()
+        self.port, self.web_port = free_ports(2)
         deadline = time.monotonic() + timeout_s
         master_log = self.dir / "master.log"
         logged_before = master_log.stat().st_size if master_log.exists() else 0

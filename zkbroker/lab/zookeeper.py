@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from zkbroker.lab.debian import AptGetFailed, apt_get_install
+from zkbroker.lab.ports import free_port
 from zkbroker.zk.security import SASL_AUTH_PROVIDER, server_jaas
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -339,12 +340,6 @@ def parse_srvr_mode(answer: str) -> str:
     return "looking" if "not currently serving" in answer else "down"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class ZooKeeperServer:
     """A ZooKeeper server with its own data dir: a local JVM, or a container when ``install`` is the Docker
     image (then ``pid`` is None and ``container_id`` names it). Standalone on ``host`` (127.0.0.1 by
@@ -444,7 +439,7 @@ class ZooKeeperServer:
         busy_until = None  # a given port found taken: how long it may still be released
         while True:
             if not self._port_fixed or self._port is None:
-                self._port = _free_port()
+                self._port = free_port()
             self._runner.launch(self.port)
             # Counted from the first launch, so pulling a Docker image does not eat the wait.
             deadline = deadline or time.monotonic() + timeout
@@ -452,7 +447,7 @@ class ZooKeeperServer:
                 # The port is ours from now on: restart() must come back where the clients look for it.
                 self._port_fixed = True
                 return self
-            # Lost the race for the port (another process bound it between _free_port() and the JVM's bind):
+            # Lost the race for the port (another process bound it between free_port() and the JVM's bind):
             # try another port. A given port is tried again for a few seconds only, which covers a previous
             # owner (a container, our own stopped JVM) still releasing it, not a squatter that stays.
             if self._port_fixed and busy_until is None:
