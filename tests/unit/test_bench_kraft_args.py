@@ -67,3 +67,24 @@ class _Limits:
 def test_the_bench_raises_the_brokers_open_files_limit_as_far_as_it_may(monkeypatch, privileged, hard, after):
     monkeypatch.setattr(kraft, "resource", _Limits(1024, hard, privileged))
     assert kraft.raise_nofile_limit(31_000) == after
+
+
+def test_a_stand_ins_image_written_as_a_snapshot_loads_back_the_same():
+    """A stand-in snapshots its image as a real broker does (BrokerSnapshotWriter); what a restart loads from that
+    snapshot is the image it wrote."""
+    from zkbroker.metadata.records import PARTITION, PARTITION_CHANGE, TOPIC, record
+    from zkbroker.protocol.metadata_records import build_snapshot, read_snapshot
+
+    topic_id = bytes(range(16))
+    image = kraft.StandInImage()
+    image.handle_commit(0, 2, 4, [
+        record(TOPIC, name="bench-0", topic_id=topic_id),
+        record(PARTITION, partition_id=0, topic_id=topic_id, replicas=[1, 2, 3], isr=[1, 2, 3],
+               removing_replicas=[], adding_replicas=[], leader=1, leader_epoch=0, partition_epoch=0),
+        record(PARTITION_CHANGE, partition_id=0, topic_id=topic_id, isr=[2, 3], leader=2)])
+    _, records = read_snapshot(build_snapshot([image.image.to_records()], epoch=image.epoch, timestamp=0,
+                                              last_contained_log_timestamp=0))
+    restarted = kraft.StandInImage()
+    restarted.handle_load_snapshot(image.offset + 1, image.epoch, records)
+    assert (restarted.topics, restarted.partitions, restarted.offset, restarted.epoch) == (
+        {topic_id: "bench-0"}, {(topic_id, 0): [(1, 2, 3), (2, 3), 2, 1, 1]}, 2, 4)
