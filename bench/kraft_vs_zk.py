@@ -87,6 +87,8 @@ def main() -> int:
             results[n]["zookeeper load"] = os.getloadavg()[0]
         if args.only != "zookeeper":
             print(f"{n:,} partitions, KRaft mode, {rounds} rounds", flush=True)
+            if args.keep:
+                Path(args.keep).mkdir(parents=True, exist_ok=True)
             root = Path(tempfile.mkdtemp(prefix="bench-kraft-vs-zk-kraft-", dir=args.keep))
             try:
                 results[n]["kraft"] = kraft.stand_in_run(n, rounds, root)
