@@ -11,7 +11,8 @@ requests to the QuorumController, and its event loop), on the process's asyncio 
   polls it at once, so its records are appended without waiting for the timer; the later parts of a large
   operation are polled for as soon as the loop has run what was ready meanwhile.
 * Snapshots: after each commit the SnapshotPolicy (metadata.log.max.record.bytes.between.snapshots, and time)
-  says whether to write the controller's state as a snapshot through the log.
+  says whether to write the controller's state as a snapshot through the log (its records gathered here, encoded
+  and written by the raft manager on a thread of its own).
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ class SnapshotTrigger:
         if self._due and (end := self.controller.write_snapshot()) is not None:
             self._due = False
             self.policy.taken(self.clock())
-            # The time it held the loop: fetches wait behind it (at 100,000 partitions, seconds)
-            log.info("[QuorumController id=%d] Wrote a snapshot ending at offset %d in %d ms",
+            # The time it held the loop (gathering the records; the raft manager encodes and writes them on a
+            # thread of its own): fetches wait behind it
+            log.info("[QuorumController id=%d] Taking a snapshot ending at offset %d (its records gathered in %d ms)",
                      self.controller.config.node_id, end, (time.monotonic() - started) * 1000)
 
     def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:

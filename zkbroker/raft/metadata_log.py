@@ -174,11 +174,18 @@ class MetadataLog:
         return os.path.getsize(self.snapshot_path(snapshot))
 
     def write_snapshot(self, snapshot: SnapshotId, data: bytes) -> None:
-        """Stores a whole snapshot durably (a fsynced `.checkpoint.part` renamed into place, as Kafka's), then
-        drops older snapshots and the segments wholly below it."""
+        """Stores a whole snapshot durably, then drops older snapshots and the segments wholly below it."""
+        if self.is_newer(snapshot):
+            self.store_snapshot_file(snapshot, data)
+            self.add_snapshot(snapshot, len(data))
+
+    def is_newer(self, snapshot: SnapshotId) -> bool:
         latest = self.latest_snapshot
-        if latest is not None and (snapshot.end_offset, snapshot.epoch) <= (latest.end_offset, latest.epoch):
-            return
+        return latest is None or (snapshot.end_offset, snapshot.epoch) > (latest.end_offset, latest.epoch)
+
+    def store_snapshot_file(self, snapshot: SnapshotId, data: bytes) -> None:
+        """The file alone, durably (a fsynced `.checkpoint.part` renamed into place, as Kafka's): touches no state
+        of this log, so a thread of its own may do it while the log goes on (RaftManager.create_snapshot)."""
         path = self.snapshot_path(snapshot)
         partial = path + ".part"
         with open(partial, "wb") as f:
@@ -187,8 +194,17 @@ class MetadataLog:
             os.fsync(f.fileno())
         os.replace(partial, path)
         fsync_path(self.dir)
+
+    def add_snapshot(self, snapshot: SnapshotId, size: int) -> None:
+        """A stored snapshot file becomes the latest snapshot: older snapshots and the segments wholly below it go.
+        One that is no longer newer (a newer one came meanwhile, from the leader) is removed instead."""
+        path = self.snapshot_path(snapshot)
+        if not self.is_newer(snapshot):
+            if snapshot not in self.snapshots:
+                os.remove(path)
+            return
         self.snapshots.append(snapshot)
-        logger.info("[MetadataLog %s] Snapshot %s written (%d bytes)", self.dir, path, len(data))
+        logger.info("[MetadataLog %s] Snapshot %s written (%d bytes)", self.dir, path, size)
         self.delete_before_snapshot()
 
     def delete_before_snapshot(self) -> None:

@@ -97,6 +97,7 @@ class RaftManager:
         self._loaded_snapshot: tuple[m.SnapshotId, list[MetadataRecord]] | None = None
         self._handing_over = False
         self._stopped = False
+        self._snapshot_write: asyncio.Future | None = None  # a snapshot being written on its own thread
         # The batches this node appended as leader, not yet handed over: base offset -> (last offset, epoch,
         # records). Committed, they go to the listeners as they were given, not decoded again from the log (as
         # Kafka's leader hands its listener the batch it appended): on the active controller the codec's cost is
@@ -146,6 +147,8 @@ class RaftManager:
                 future.cancel()
         for peer in self._peers.values():
             peer.connection.close()
+        if self._snapshot_write is not None and not self._snapshot_write.done():
+            await asyncio.wait([self._snapshot_write])  # a snapshot half written would only be removed at the start
         self.log.flush()
         self.log.close()
 
@@ -174,13 +177,47 @@ class RaftManager:
         return self.log.end_offset - 1
 
     def create_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
+        """Encoded and written on a thread of its own, as Kafka's snapshot generator runs on one: at 100,000
+        partitions that takes seconds, and the fetches this node answers (or sends) must not wait behind it — a
+        follower not answered within its fetch timeout stands for election. The records are the caller's, taken at
+        `end_offset`; only the finished file joins the log, on the loop. One at a time: asked while one is being
+        written, this one is skipped (the snapshot policy asks again). Without a running loop: written at once."""
         node = self._node()
         hw = node.high_watermark or 0
         if end_offset > hw:
             raise ValueError(f"a snapshot ends at or below the high watermark {hw}, not at {end_offset}")
+        snapshot = m.SnapshotId(end_offset, epoch)
+        if not self.log.is_newer(snapshot):
+            return
         now = self._clock()
-        data = build_snapshot([records], epoch=epoch, timestamp=now, last_contained_log_timestamp=now)
-        self.log.write_snapshot(m.SnapshotId(end_offset, epoch), data)
+
+        def write() -> int:
+            data = build_snapshot([records], epoch=epoch, timestamp=now, last_contained_log_timestamp=now)
+            self.log.store_snapshot_file(snapshot, data)
+            return len(data)
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.log.add_snapshot(snapshot, write())
+            return
+        if self._snapshot_write is not None and not self._snapshot_write.done():
+            logger.info("%s Snapshot %s skipped: the previous one is still being written", self.prefix, snapshot)
+            return
+        self._snapshot_write = loop.run_in_executor(None, write)
+        self._snapshot_write.add_done_callback(lambda future: self._snapshot_written(snapshot, future))
+
+    def _snapshot_written(self, snapshot: m.SnapshotId, future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:  # the disk failed under the metadata log: as a failed append, fatal
+            logger.error("%s Writing snapshot %s failed: %s", self.prefix, snapshot, exc)
+            self._stopped = True
+            if self._on_fatal is not None:
+                self._on_fatal(exc)
+            return
+        self.log.add_snapshot(snapshot, future.result())
 
     def leader_and_epoch(self) -> tuple[int | None, int]:
         node = self._node()

@@ -328,8 +328,8 @@ class BrokerServer:
     def _write_snapshot(self, end_offset: int, epoch: int, records: list) -> None:
         started = time.monotonic()
         self.raft.create_snapshot(end_offset, epoch, records)
-        log.info("%sWrote a snapshot of the metadata image ending at offset %d in %d ms", self.prefix, end_offset,
-                 (time.monotonic() - started) * 1000)
+        log.info("%sTaking a snapshot of the metadata image ending at offset %d (%d ms on the loop; written on a "
+                 "thread of its own)", self.prefix, end_offset, (time.monotonic() - started) * 1000)
 
     def _described_topic(self, topic: str) -> dict[str, str] | None:
         image = self.listener.image if self.listener is not None else MetadataImage()

@@ -195,3 +195,40 @@ def test_records_appended_in_another_form_than_the_decoded_one_come_back_decoded
 
     [(api_key, version, rec)] = asyncio.run(run())
     assert (api_key, version) == (12, 0) and rec.feature_level == 19 and not isinstance(rec, dict)
+
+
+def test_a_snapshot_is_written_off_the_loop_and_joins_the_log_only_once_stored(tmp_path):
+    """At 100,000 partitions a snapshot takes seconds to encode and write; the loop (fetches, commits) goes on
+    meanwhile, the snapshot joins the log once its file is stored, and one asked for meanwhile is skipped."""
+    import threading
+
+    async def run() -> None:
+        manager, listener = _manager(str(tmp_path)), Recorder()
+        manager.start()
+        manager.register(listener)
+        await _until(lambda: manager.leader_and_epoch()[0] == 1)
+        _, epoch = manager.leader_and_epoch()
+        last = manager.schedule_append(epoch, [FEATURE, NO_OP])
+        await _until(lambda: any(e[0] == "commit" for e in listener.events))
+        release, entered = threading.Event(), threading.Event()
+        store = manager.log.store_snapshot_file
+
+        def slow_store(snapshot, data):
+            entered.set()
+            assert release.wait(5), "the test never released the write"
+            store(snapshot, data)
+
+        manager.log.store_snapshot_file = slow_store
+        manager.create_snapshot(last + 1, epoch, [FEATURE, NO_OP])
+        await _until(entered.is_set)
+        later = manager.schedule_append(epoch, [NO_OP])  # the loop goes on while the file is being written
+        await _until(lambda: any(e[0] == "commit" and e[2] == later for e in listener.events))
+        manager.create_snapshot(later + 1, epoch, [FEATURE, NO_OP, NO_OP])  # skipped: one is being written
+        assert manager.log.latest_snapshot is None
+        release.set()
+        await _until(lambda: manager.log.latest_snapshot is not None)
+        assert manager.log.latest_snapshot == m.SnapshotId(last + 1, epoch)
+        await manager.shutdown()
+
+    asyncio.run(run())
+    assert [p.name for p in tmp_path.rglob("*.checkpoint*")] == [f"{3:020d}-{1:010d}.checkpoint"]
