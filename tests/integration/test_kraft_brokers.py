@@ -177,7 +177,7 @@ def test_a_killed_broker_is_fenced_after_its_session_its_leaderships_move_and_a_
     wait_for(fenced_and_moved, TIMEOUT_S, f"broker {victim.id} fenced and its leaderships moved")
     _produce(_bootstrap(brokers), "kraft-fenced", range(300, 400))
 
-    assert victim.log_lines(".checkpoint written (")  # its own snapshot, stored (MetadataLog's line)
+    assert victim.log_lines(r"\.checkpoint written \(")  # its own snapshot, stored (MetadataLog's line)
     victim.start()
     wait_for(lambda: victim.id in _metadata(witness, "kraft-fenced")[0], TIMEOUT_S,
              f"broker {victim.id} unfenced after its restart")
