@@ -180,8 +180,8 @@ def test_lost_port_race_moves_to_another_port(install: ZooKeeperInstall, monkeyp
         squatter.listen()
         taken = squatter.getsockname()[1]
         ports = iter([taken])
-        free_port = zookeeper._free_port
-        monkeypatch.setattr(zookeeper, "_free_port", lambda: next(ports, None) or free_port())
+        free_port = zookeeper.free_port
+        monkeypatch.setattr(zookeeper, "free_port", lambda: next(ports, None) or free_port())
 
         with ZooKeeperServer(install, tick_time_ms=TICK_MS) as server:
             assert server.port != taken
@@ -217,7 +217,7 @@ def test_ensure_names_the_zookeeper_it_found() -> None:
 
 @pytest.mark.alone  # it checks that the stopped server's port is closed: a test beside it could take the port
 def test_run_serves_until_interrupted(install: ZooKeeperInstall, tmp_path: Path) -> None:
-    port = zookeeper._free_port()
+    port = zookeeper.free_port()
     command = [sys.executable, "-m", "zkbroker.lab.zookeeper", "run", "--port", str(port)]
     command += ["--data-dir", str(tmp_path / "zk"), "--tick-time", str(TICK_MS)]
     runner = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
