@@ -38,8 +38,11 @@ def free_port(host: str = "127.0.0.1") -> int:
     CLAIMS.mkdir(parents=True, exist_ok=True)
     for _ in range(DRAWS):
         port = random.randint(LOWEST, highest)
-        if _claim(port) and _bindable(host, port):
+        if not _claim(port):
+            continue
+        if _bindable(host, port):
             return port
+        (CLAIMS / str(port)).unlink(missing_ok=True)  # something else listens there: a claim means "given out"
     raise OSError(f"no free port between {LOWEST} and {highest} on {host} after {DRAWS} draws")
 
 

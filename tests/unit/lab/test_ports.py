@@ -62,3 +62,10 @@ def test_an_unusually_low_ephemeral_range_leaves_the_choice_to_the_kernel(claims
     port = ports.free_port()
     assert port > 0
     assert not list(claims.iterdir())
+
+
+def test_a_port_found_taken_is_not_left_claimed(claims, monkeypatch):
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        draws(monkeypatch, held.getsockname()[1], 21003)
+        assert ports.free_port() == 21003
+    assert [p.name for p in claims.iterdir()] == ["21003"]
