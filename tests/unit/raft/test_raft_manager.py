@@ -5,6 +5,7 @@ snapshot replaces the listener's state at the next start, and NotLeaderError gua
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -43,13 +44,18 @@ async def _until(condition, timeout_s: float = 5.0) -> None:
             await asyncio.sleep(0.005)
 
 
+async def _leading(directory: str) -> tuple[RaftManager, Recorder, int]:
+    """A started one-voter manager with a listener, once it leads; its epoch."""
+    manager, listener = _manager(directory), Recorder()
+    manager.start()
+    manager.register(listener)
+    await _until(lambda: manager.leader_and_epoch()[0] == 1)
+    return manager, listener, manager.leader_and_epoch()[1]
+
+
 def test_appends_commit_in_order_and_a_snapshot_is_loaded_at_the_next_start(tmp_path):
     async def first_run() -> tuple[int, list]:
-        manager, listener = _manager(str(tmp_path)), Recorder()
-        manager.start()
-        manager.register(listener)
-        await _until(lambda: manager.leader_and_epoch()[0] == 1)
-        _, epoch = manager.leader_and_epoch()
+        manager, listener, epoch = await _leading(str(tmp_path))
         last = manager.schedule_append(epoch, [FEATURE, NO_OP])
         manager.schedule_append(epoch, [NO_OP])
         await _until(lambda: sum(e[0] == "commit" for e in listener.events) == 2)
@@ -200,14 +206,8 @@ def test_records_appended_in_another_form_than_the_decoded_one_come_back_decoded
 def test_a_snapshot_is_written_off_the_loop_and_joins_the_log_only_once_stored(tmp_path):
     """At 100,000 partitions a snapshot takes seconds to encode and write; the loop (fetches, commits) goes on
     meanwhile, the snapshot joins the log once its file is stored, and one asked for meanwhile is skipped."""
-    import threading
-
     async def run() -> None:
-        manager, listener = _manager(str(tmp_path)), Recorder()
-        manager.start()
-        manager.register(listener)
-        await _until(lambda: manager.leader_and_epoch()[0] == 1)
-        _, epoch = manager.leader_and_epoch()
+        manager, listener, epoch = await _leading(str(tmp_path))
         last = manager.schedule_append(epoch, [FEATURE, NO_OP])
         await _until(lambda: any(e[0] == "commit" for e in listener.events))
         release, entered = threading.Event(), threading.Event()
