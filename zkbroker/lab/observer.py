@@ -242,8 +242,10 @@ class LabObserver:
 
     def settled(self, tps: list[TopicPartition]) -> bool:
         """Every partition has a live leader that answers with its HW, every live replica is in its ISR, and each
-        has applied the current leadership (its own view: the same leader and leader epoch) and fetched up to
-        the HW since: a replica that restarted may still be listed in the ISR while it has not truncated yet."""
+        has applied the current leadership (its own view: the same leader and leader epoch) and its log ends at
+        the HW: a replica that restarted may still be listed in the ISR while it has not truncated yet, and a new
+        leader's HW (0.8's, learned from its last leader's answers) may lag records every replica already holds
+        until they fetch again (the writes have stopped when this is asked, so the HW catches up)."""
         try:
             views: dict[int, dict] = {}
             for tp in tps:
@@ -263,7 +265,7 @@ class LabObserver:
                     mine = views[replica].get((tp.topic, tp.partition))
                     if mine is None or (mine["leader"], mine["leader_epoch"]) != (leadership.leader,
                                                                                    leadership.leader_epoch) \
-                            or mine["leo"] < hw:
+                            or mine["leo"] != hw:
                         return False
         except (Unknown, LabError, KeyError):
             return False
