@@ -60,14 +60,18 @@ class SnapshotTrigger:
     def handle_commit(self, base_offset: int, last_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
         nbytes = sum(len(encode_frame(*item)) for item in records)
         self._due = self.policy.committed(nbytes, self.clock()) or self._due
+        if not self._due:
+            return
         started = time.monotonic()
-        if self._due and (end := self.controller.write_snapshot()) is not None:
-            self._due = False
-            self.policy.taken(self.clock())
-            # The time it held the loop (gathering the records; the raft manager encodes and writes them on a
-            # thread of its own): fetches wait behind it
-            log.info("[QuorumController id=%d] Taking a snapshot ending at offset %d (its records gathered in %d ms)",
-                     self.controller.config.node_id, end, (time.monotonic() - started) * 1000)
+        end = self.controller.write_snapshot()
+        if end is None:  # state not all committed yet: at a later commit
+            return
+        self._due = False
+        self.policy.taken(self.clock())
+        # The time it held the loop (gathering the records; the raft manager encodes and writes them on a thread of
+        # its own): fetches wait behind it
+        log.info("[QuorumController id=%d] Taking a snapshot ending at offset %d (its records gathered in %d ms)",
+                 self.controller.config.node_id, end, (time.monotonic() - started) * 1000)
 
     def handle_load_snapshot(self, end_offset: int, epoch: int, records: list[MetadataRecord]) -> None:
         self.policy.taken(self.clock())
